@@ -1,0 +1,210 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tierd/tierd/internal/codec"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/kafkalog/epoch"
+	"github.com/tierd/tierd/internal/kafkalog/index"
+)
+
+func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: tierd dump FILE...")
+		fmt.Fprintln(stderr, "\nPrints one JSON object per line: per batch of a .log, per entry of an")
+		fmt.Fprintln(stderr, ".index, .timeindex, .txnindex or leader-epoch-checkpoint. A corrupt file")
+		fmt.Fprintln(stderr, "prints what is valid, then an error naming the byte position; the exit")
+		fmt.Fprintln(stderr, "status is then 1.")
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return 2
+	}
+	out := bufio.NewWriter(stdout)
+	defer out.Flush()
+	status := 0
+	for _, path := range fs.Args() {
+		if err := dumpFile(out, path); err != nil {
+			out.Flush()
+			fmt.Fprintf(stderr, "tierd dump: %v\n", err)
+			status = 1
+		}
+	}
+	return status
+}
+
+// batchLine is one .log entry as "tierd dump" prints it.
+type batchLine struct {
+	BaseOffset           int64  `json:"baseOffset"`
+	LastOffset           int64  `json:"lastOffset"`
+	Count                int32  `json:"count"`
+	Magic                int8   `json:"magic"`
+	Codec                string `json:"codec"`
+	TimestampType        string `json:"timestampType"`
+	Transactional        bool   `json:"transactional"`
+	Control              bool   `json:"control"`
+	FirstTimestamp       int64  `json:"firstTimestamp"`
+	MaxTimestamp         int64  `json:"maxTimestamp"`
+	ProducerID           int64  `json:"producerId"`
+	Position             int64  `json:"position"`
+	Size                 int32  `json:"size"`
+	CRCValid             bool   `json:"crcValid"`
+	PartitionLeaderEpoch int32  `json:"partitionLeaderEpoch"`
+}
+
+type offsetLine struct {
+	Offset   int64 `json:"offset"`
+	Position int32 `json:"position"`
+}
+
+type timeLine struct {
+	Timestamp int64 `json:"timestamp"`
+	Offset    int64 `json:"offset"`
+}
+
+type txnLine struct {
+	ProducerID       int64 `json:"producerId"`
+	FirstOffset      int64 `json:"firstOffset"`
+	LastOffset       int64 `json:"lastOffset"`
+	LastStableOffset int64 `json:"lastStableOffset"`
+}
+
+type epochLine struct {
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"startOffset"`
+}
+
+// dumpFile writes the JSON lines of one file to w. The kind of file comes
+// from its name; index files also need the base offset from the name.
+func dumpFile(w io.Writer, path string) error {
+	name := filepath.Base(path)
+	enc := json.NewEncoder(w)
+	if name == kafkalog.LeaderEpochCheckpointFile {
+		entries, err := epoch.ReadFile(path)
+		for _, e := range entries {
+			if err := enc.Encode(epochLine(e)); err != nil {
+				return err
+			}
+		}
+		return err
+	}
+	sf, ok := kafkalog.ParseFileName(name)
+	if !ok && strings.HasSuffix(name, kafkalog.LogSuffix) {
+		sf = kafkalog.SegmentFile{Suffix: kafkalog.LogSuffix} // a .log needs no base offset
+	} else if !ok {
+		return fmt.Errorf("%s: not a segment file (want <20-digit base offset>.log, .index, .timeindex or .txnindex, or leader-epoch-checkpoint)", path)
+	}
+	switch sf.Suffix {
+	case kafkalog.LogSuffix:
+		return dumpLog(enc, path)
+	case kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix:
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return kafkalog.WithFile(dumpIndex(enc, sf, data), path)
+	}
+	return fmt.Errorf("%s: dumping %s files is not supported", path, sf.Suffix)
+}
+
+func dumpIndex(enc *json.Encoder, sf kafkalog.SegmentFile, data []byte) error {
+	var parseErr error
+	switch sf.Suffix {
+	case kafkalog.IndexSuffix:
+		var entries []index.OffsetEntry
+		entries, parseErr = index.ParseOffsetIndex(data, sf.BaseOffset)
+		for _, e := range entries {
+			if err := enc.Encode(offsetLine(e)); err != nil {
+				return err
+			}
+		}
+	case kafkalog.TimeIndexSuffix:
+		var entries []index.TimeEntry
+		entries, parseErr = index.ParseTimeIndex(data, sf.BaseOffset)
+		for _, e := range entries {
+			if err := enc.Encode(timeLine(e)); err != nil {
+				return err
+			}
+		}
+	case kafkalog.TxnIndexSuffix:
+		var entries []index.AbortedTxn
+		entries, parseErr = index.ParseTxnIndex(data)
+		for _, e := range entries {
+			if err := enc.Encode(txnLine{e.ProducerID, e.FirstOffset, e.LastOffset, e.LastStableOffset}); err != nil {
+				return err
+			}
+		}
+	}
+	return parseErr
+}
+
+func dumpLog(enc *json.Encoder, path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	s := batch.NewScanner(f, st.Size(), batch.ScanOptions{VerifyCRC: true})
+	var badCRC []int64
+	var deepErr error
+	for s.Next() {
+		b := s.Batch()
+		if b.Legacy() && b.Codec != batch.CodecNone && s.CRCValid() {
+			// Only the inner messages tell a wrapper's first offset and count.
+			raw, err := s.Raw()
+			if err != nil {
+				return err
+			}
+			recs, err := batch.Records(raw, codec.Kafka)
+			if err != nil && deepErr == nil {
+				deepErr = fmt.Errorf("%s: compressed message at byte %d (offset %d): %w", path, b.Position, b.LastOffset, err)
+			}
+			b.FillFromRecords(recs)
+		}
+		if !s.CRCValid() {
+			badCRC = append(badCRC, b.Position)
+		}
+		line := batchLine{
+			BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Count: b.Count, Magic: b.Magic,
+			Codec: b.Codec.String(), TimestampType: b.TimestampType.String(),
+			Transactional: b.Transactional, Control: b.Control,
+			FirstTimestamp: b.FirstTimestamp, MaxTimestamp: b.MaxTimestamp, ProducerID: b.ProducerID,
+			Position: b.Position, Size: b.Size, CRCValid: s.CRCValid(), PartitionLeaderEpoch: b.PartitionLeaderEpoch,
+		}
+		if err := enc.Encode(line); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	if err := s.Err(); err != nil {
+		errs = append(errs, kafkalog.WithFile(err, path))
+	}
+	if len(badCRC) > 0 {
+		errs = append(errs, &kafkalog.CorruptionError{File: path, Position: badCRC[0],
+			Reason: fmt.Sprintf("%d entries failed their CRC check, the first at this position", len(badCRC))})
+	}
+	if deepErr != nil {
+		errs = append(errs, deepErr)
+	}
+	return errors.Join(errs...)
+}

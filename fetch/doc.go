@@ -1,0 +1,3 @@
+// Package fetch serves remote reads over gRPC: Fetch by offset, ListOffsets
+// by timestamp, ListSegments.
+package fetch

@@ -1,0 +1,66 @@
+package kafkalog
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestFileNames(t *testing.T) {
+	if got := FileName(206, LogSuffix); got != "00000000000000000206.log" {
+		t.Fatalf("FileName = %q", got)
+	}
+	for name, want := range map[string]SegmentFile{
+		"00000000000000000206.log":           {206, LogSuffix, true, ""},
+		"00000000000000000000.timeindex":     {0, TimeIndexSuffix, true, ""},
+		"00000000000000023138.snapshot":      {23138, SnapshotSuffix, true, ""},
+		"00000000000000000412.index.deleted": {412, IndexSuffix, false, DeletedSuffix},
+		"00000000000000000412.log.cleaned":   {412, LogSuffix, false, CleanedSuffix},
+		"00000000000000000412.txnindex.swap": {412, TxnIndexSuffix, false, SwapSuffix},
+	} {
+		got, ok := ParseFileName(name)
+		if !ok || got != want {
+			t.Errorf("ParseFileName(%q) = %+v %v, want %+v", name, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"leader-epoch-checkpoint", "0000000000000000206.log", "000000000000000002060.log",
+		"0000000000000000020a.log", "00000000000000000206.txt", "00000000000000000206.log.broken", "99999999999999999999.log"} {
+		if f, ok := ParseFileName(bad); ok {
+			t.Errorf("ParseFileName(%q) accepted: %+v", bad, f)
+		}
+	}
+}
+
+func TestPartitionDirs(t *testing.T) {
+	for name, want := range map[string]TopicPartition{
+		"orders-3":                 {"orders", 3},
+		"__consumer_offsets-36":    {"__consumer_offsets", 36},
+		"topic-logx-001-2":         {"topic-logx-001", 2},
+		"Retry.TestTopicPatient-0": {"Retry.TestTopicPatient", 0},
+	} {
+		got, ok := ParsePartitionDir(name)
+		if !ok || got != want || got.String() != name {
+			t.Errorf("ParsePartitionDir(%q) = %+v %v", name, got, ok)
+		}
+	}
+	for _, bad := range []string{"test-topic-0.2308294e39dc4a44ab8183f587805af2-delete", "t-0.abc-future", "t-0.abc-stray",
+		"orders", "-3", "orders-", "bad topic-1", "orders-99999999999", "..-1"} {
+		if tp, ok := ParsePartitionDir(bad); ok {
+			t.Errorf("ParsePartitionDir(%q) accepted: %+v", bad, tp)
+		}
+	}
+}
+
+func TestCorruptionError(t *testing.T) {
+	err := WithFile(Corruptf(17, "bad %s", "thing"), "/x/00.log")
+	var ce *CorruptionError
+	if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) || ce.File != "/x/00.log" || ce.Position != 17 {
+		t.Fatalf("%v", err)
+	}
+	if err.Error() != "/x/00.log: corrupt data at byte 17: bad thing" {
+		t.Errorf("message %q", err.Error())
+	}
+	plain := errors.New("io")
+	if WithFile(plain, "f") != plain {
+		t.Error("WithFile changed a non-corruption error")
+	}
+}

@@ -1,0 +1,132 @@
+// Package lint checks, as a test, the rules of the code base that the
+// compiler does not: which packages may import which, no global metric
+// registration, and file length.
+package lint
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tierd/tierd"
+
+// packageImports maps each package of the module to its direct imports.
+func packageImports(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, module+"/...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	res := map[string][]string{}
+	s := bufio.NewScanner(bytes.NewReader(out))
+	for s.Scan() {
+		f := strings.Fields(s.Text())
+		res[f[0]] = f[1:]
+	}
+	return res
+}
+
+func rel(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, module), "/") }
+
+func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") }
+
+// TestImportLayers enforces the layering: Kafka format code imports only
+// the standard library and itself; rsm and rlmm never import each other;
+// copier and fetch never import each other; nothing imports cmd/; lower
+// layers never import higher ones.
+func TestImportLayers(t *testing.T) {
+	layer := func(p string) int {
+		switch r := rel(p); {
+		case strings.HasPrefix(r, "cmd/"):
+			return 5
+		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"):
+			return 4
+		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"):
+			return 3
+		case r == "seglog" || strings.HasPrefix(r, "internal/remotelog"):
+			return 2
+		case strings.HasPrefix(r, "internal/codec"):
+			return 1
+		case strings.HasPrefix(r, "internal/kafkalog"):
+			return 0
+		}
+		return -1 // proto, test helpers: checked separately
+	}
+	forbidden := map[string][]string{
+		"rsm": {"rlmm"}, "rlmm": {"rsm"}, "copier": {"fetch"}, "fetch": {"copier"},
+	}
+	for pkg, imps := range packageImports(t) {
+		r := rel(pkg)
+		for _, imp := range imps {
+			if !strings.HasPrefix(imp, module) {
+				if strings.HasPrefix(r, "internal/kafkalog") && !isStdlib(imp) {
+					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
+				}
+				continue
+			}
+			ri := rel(imp)
+			if strings.HasPrefix(ri, "cmd/") {
+				t.Errorf("%s imports %s: nothing imports cmd/", r, ri)
+			}
+			if strings.HasPrefix(r, "internal/kafkalog") && !strings.HasPrefix(ri, "internal/kafkalog") {
+				t.Errorf("%s imports %s: Kafka format code imports only itself", r, ri)
+			}
+			if lp, li := layer(pkg), layer(imp); lp >= 0 && li > lp {
+				t.Errorf("%s (layer %d) imports %s (layer %d): imports point down only", r, lp, ri, li)
+			}
+			top := strings.SplitN(r, "/", 2)[0]
+			for _, f := range forbidden[top] {
+				if ri == f || strings.HasPrefix(ri, f+"/") {
+					t.Errorf("%s imports %s", r, ri)
+				}
+			}
+		}
+	}
+}
+
+// TestSourceRules: no global Prometheus registration, and Go files stay
+// short enough to read (600 lines; tests 900).
+func TestSourceRules(t *testing.T) {
+	banned := []string{"prometheus.MustRegister(", "prometheus.DefaultRegisterer", "promauto.NewCounter", "promauto.NewGauge", "promauto.NewHistogram", "func init()"}
+	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, ".pb.go") {
+			return nil
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		test := strings.HasSuffix(p, "_test.go")
+		limit := 600
+		if test {
+			limit = 900
+		}
+		if n := bytes.Count(data, []byte("\n")); n > limit {
+			t.Errorf("%s: %d lines, over %d", p, n, limit)
+		}
+		if !test && !strings.Contains(p, "internal/lint") {
+			for _, b := range banned {
+				if bytes.Contains(data, []byte(b)) {
+					t.Errorf("%s uses %s: inject registries and loggers", p, b)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

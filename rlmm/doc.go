@@ -1,0 +1,3 @@
+// Package rlmm is tierd's RemoteLogMetadataManager: Kafka's
+// RemoteLogSegmentMetadata rows and their states, kept in Pebble.
+package rlmm

@@ -1,0 +1,75 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config holds the topic-level settings a segment log honours. Names and
+// defaults are Kafka's (TopicConfig / LogConfig); sizes are bytes, times ms.
+type Config struct {
+	// SegmentBytes is segment.bytes: the active segment is rolled before a
+	// batch would take it past this size. Default 1073741824 (1 GiB);
+	// minimum 1048576 (Kafka 4.0's floor).
+	SegmentBytes int64 `yaml:"segment.bytes"`
+	// SegmentMs is segment.ms: a non-empty active segment is rolled when an
+	// appended batch's max timestamp is more than this past the segment's
+	// first batch timestamp (or, without timestamps, the segment's creation
+	// time). Default 604800000 (7 days); minimum 1.
+	SegmentMs int64 `yaml:"segment.ms"`
+	// IndexIntervalBytes is index.interval.bytes: an offset and time index
+	// entry is added for a batch once more than this many bytes have been
+	// appended since the last entry. Default 4096; minimum 0.
+	IndexIntervalBytes int32 `yaml:"index.interval.bytes"`
+	// SegmentIndexBytes is segment.index.bytes: the preallocated size of
+	// the active segment's .index and .timeindex; a full index rolls the
+	// segment. Default 10485760 (10 MiB); minimum 12 (one time entry).
+	SegmentIndexBytes int32 `yaml:"segment.index.bytes"`
+	// MaxMessageBytes is max.message.bytes: the largest batch Append
+	// accepts. Default 1048588.
+	MaxMessageBytes int32 `yaml:"max.message.bytes"`
+	// LeaderEpoch is stamped on every batch as partitionLeaderEpoch and
+	// recorded in leader-epoch-checkpoint. Default 0.
+	LeaderEpoch int32 `yaml:"leader.epoch"`
+}
+
+// MinSegmentBytes is the smallest accepted segment.bytes.
+const MinSegmentBytes = 1 << 20
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentMs:          7 * 24 * 60 * 60 * 1000,
+		IndexIntervalBytes: 4096,
+		SegmentIndexBytes:  10 << 20,
+		MaxMessageBytes:    1048588,
+	}
+}
+
+// Validate reports every invalid setting at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.SegmentBytes < MinSegmentBytes {
+		errs = append(errs, fmt.Errorf("segment.bytes %d: must be at least %d", c.SegmentBytes, MinSegmentBytes))
+	}
+	if c.SegmentMs < 1 {
+		errs = append(errs, fmt.Errorf("segment.ms %d: must be at least 1", c.SegmentMs))
+	}
+	if c.IndexIntervalBytes < 0 {
+		errs = append(errs, fmt.Errorf("index.interval.bytes %d: must be at least 0", c.IndexIntervalBytes))
+	}
+	if c.SegmentIndexBytes < 12 {
+		errs = append(errs, fmt.Errorf("segment.index.bytes %d: must be at least 12", c.SegmentIndexBytes))
+	}
+	if c.MaxMessageBytes < 61 {
+		errs = append(errs, fmt.Errorf("max.message.bytes %d: must be at least 61 (one batch header)", c.MaxMessageBytes))
+	}
+	if c.LeaderEpoch < 0 {
+		errs = append(errs, fmt.Errorf("leader.epoch %d: must not be negative", c.LeaderEpoch))
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("seglog: invalid config: %w", errors.Join(errs...))
+	}
+	return nil
+}
