@@ -2,10 +2,18 @@
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: build test unit fuzz vet
+.PHONY: build test tools unit fuzz vet proto proto-check demo
 
 build:
 	$(GO) build -o bin/tierd ./cmd/tierd
+
+# demo: the main job on the embedded default (filesystem bucket in a temp dir).
+demo:
+	$(GO) run ./cmd/tierd demo
+
+# tools: the MinIO server the tests run against (once, cached in ~/.cache/tierd-bin).
+tools:
+	scripts/install-tools.sh
 
 vet:
 	$(GO) vet ./...
@@ -18,5 +26,11 @@ unit:
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
 
-# test: vet, every test (with the race detector), then a bounded fuzz run.
-test: vet unit fuzz
+proto:
+	scripts/protoc.sh
+
+proto-check:
+	scripts/protoc.sh --check
+
+# test: tools, vet, every test (race detector on), then a bounded fuzz run.
+test: tools vet unit fuzz

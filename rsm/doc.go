@@ -1,4 +1,46 @@
-// Package rsm is tierd's RemoteStorageManager: it copies a segment's files
-// to a bucket and reads them back by byte range. Its bucket interface has
-// filesystem, MinIO and S3 implementations.
+// Package rsm is tierd's RemoteStorageManager (KIP-405): it copies the files
+// of one rolled segment to an object store, reads them back by byte range,
+// and deletes them. It stores bytes and knows object keys; it does not keep
+// segment state (that is package rlmm) and never imports rlmm.
+//
+// # Object layout
+//
+// All objects of one copy share a stem that names the partition, the
+// segment's base offset and the copy's segment id:
+//
+//	<prefix>/<topic>-<partition>/<20-digit base offset>-<segment id>.<suffix>
+//
+//	.log                       the segment's record batches, unchanged
+//	.index, .timeindex         the offset and time index, real entries only
+//	                           (zero padding of a preallocated file is cut)
+//	.txnindex                  aborted transactions (only when the broker had one)
+//	.snapshot                  producer state at the end offset + 1 (when present)
+//	.leader-epoch-checkpoint   the leader epochs of the segment's range, in
+//	                           Kafka's checkpoint text format
+//	.manifest.json             written last: see below
+//
+// The segment id (22 characters of URL-safe base64) is new for every copy
+// attempt, so a retry never overwrites an earlier attempt's objects and an
+// object can be deleted only through the row that names it.
+//
+// # Manifest
+//
+// The manifest makes the bucket self-describing: with it, the remote
+// metadata can be rebuilt from the bucket alone. A segment copy counts only
+// once its manifest exists; a delete removes the manifest first, so a
+// half-deleted copy never looks complete. JSON, version 1:
+//
+//	{
+//	  "formatVersion": 1,
+//	  "topic": "orders", "partition": 0,
+//	  "segmentId": "hJ2x...", "startOffset": 0, "endOffset": 205,
+//	  "maxTimestampMs": 1700000000205, "sizeInBytes": 1044420,
+//	  "leaderEpochs": [{"epoch": 0, "startOffset": 0}],
+//	  "txnIndexPresent": false, "producerSnapshotPresent": true,
+//	  "createdMs": 1700000001000, "brokerId": 0,
+//	  "objects": {".log": {"key": "...", "size": 1044420, "sha256": "..."}, ...}
+//	}
+//
+// Readers reject an unknown formatVersion. Checksums are SHA-256 of the
+// object bytes, hex.
 package rsm

@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -66,6 +67,10 @@ type Log struct {
 	epochs []epoch.Entry
 	closed bool
 	buf    []byte
+
+	remote      RemoteReader
+	lastRefresh int64 // unix ns of the last directory check
+	dirMtime    int64 // unix ns
 }
 
 // Open opens or creates the partition directory dir. An existing log is
@@ -280,12 +285,19 @@ func (l *Log) closeSegments() error {
 	return errors.Join(errs...)
 }
 
-// LogStartOffset returns the first offset of the log: the base offset of
-// its oldest segment.
+// LogStartOffset returns the first offset of the log. Without a remote
+// reader that is the base offset of the oldest segment; with one, see
+// LogStartOffsetContext (this calls it with a 10 s timeout and falls back to
+// the local log start offset when the remote tier does not answer).
 func (l *Log) LogStartOffset() int64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.segs[0].base
+	if l.remote != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if off, err := l.LogStartOffsetContext(ctx); err == nil {
+			return off
+		}
+	}
+	return l.LocalLogStartOffset()
 }
 
 // HighWatermark returns the offset the next record will get (the log end

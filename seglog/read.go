@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"context"
 	"sort"
 
 	"github.com/tierd/tierd/internal/codec"
@@ -18,8 +19,22 @@ import (
 // Errors: *OffsetOutOfRangeError below the log start offset or past the
 // high watermark, ErrClosed, I/O errors, and corruption errors (wrapping
 // kafkalog.ErrCorrupt) naming the segment file.
+//
+// With a remote reader (WithRemote), offsets below the local log start
+// offset are read from the remote tier, and out-of-range errors come from
+// it.
 func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
+	return l.ReadContext(context.Background(), offset, maxBytes)
+}
+
+// ReadContext is Read with a context for the remote tier.
+func (l *Log) ReadContext(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
+	l.maybeRefresh()
 	l.mu.RLock()
+	if l.remote != nil && !l.closed && offset < l.segs[0].base {
+		l.mu.RUnlock()
+		return l.remote.ReadRemote(ctx, offset, maxBytes)
+	}
 	defer l.mu.RUnlock()
 	if l.closed {
 		return nil, ErrClosed
@@ -85,7 +100,16 @@ func readSegment(s *segment, offset int64, maxBytes int) ([]byte, error) {
 // and offset indexes, then scanned record by record. Errors:
 // ErrNoTimestampFound when no record is that late, ErrClosed, I/O and
 // corruption errors.
+//
+// With a remote reader, the remote tier is asked first.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, err error) {
+	if l.remote != nil {
+		off, t, found, err := l.remote.RemoteOffsetForTimestamp(context.Background(), ts)
+		if err != nil || found {
+			return off, t, err
+		}
+	}
+	l.maybeRefresh()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {

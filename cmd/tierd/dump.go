@@ -26,10 +26,13 @@ func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: tierd dump FILE...")
 		fmt.Fprintln(stderr, "\nPrints one JSON object per line: per batch of a .log, per entry of an")
 		fmt.Fprintln(stderr, ".index, .timeindex, .txnindex or leader-epoch-checkpoint. A corrupt file")
-		fmt.Fprintln(stderr, "prints what is valid, then an error naming the byte position; the exit")
-		fmt.Fprintln(stderr, "status is then 1.")
+		fmt.Fprintln(stderr, "prints what is valid, then an error naming the byte position; a batch")
+		fmt.Fprintln(stderr, "whose CRC fails is printed with \"crcValid\":false. Either makes the exit")
+		fmt.Fprintln(stderr, "status 1.")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if fs.NArg() == 0 {
@@ -66,6 +69,9 @@ type batchLine struct {
 	Size                 int32  `json:"size"`
 	CRCValid             bool   `json:"crcValid"`
 	PartitionLeaderEpoch int32  `json:"partitionLeaderEpoch"`
+	ProducerEpoch        int16  `json:"producerEpoch"`
+	BaseSequence         int32  `json:"baseSequence"`
+	CRC                  uint32 `json:"crc"`
 }
 
 type offsetLine struct {
@@ -190,6 +196,7 @@ func dumpLog(enc *json.Encoder, path string) error {
 			Transactional: b.Transactional, Control: b.Control,
 			FirstTimestamp: b.FirstTimestamp, MaxTimestamp: b.MaxTimestamp, ProducerID: b.ProducerID,
 			Position: b.Position, Size: b.Size, CRCValid: s.CRCValid(), PartitionLeaderEpoch: b.PartitionLeaderEpoch,
+			ProducerEpoch: b.ProducerEpoch, BaseSequence: b.BaseSequence, CRC: b.CRC,
 		}
 		if err := enc.Encode(line); err != nil {
 			return err
@@ -201,7 +208,7 @@ func dumpLog(enc *json.Encoder, path string) error {
 	}
 	if len(badCRC) > 0 {
 		errs = append(errs, &kafkalog.CorruptionError{File: path, Position: badCRC[0],
-			Reason: fmt.Sprintf("%d entries failed their CRC check, the first at this position", len(badCRC))})
+			Reason: fmt.Sprintf("%d of the entries failed the CRC check, the first at this position", len(badCRC))})
 	}
 	if deepErr != nil {
 		errs = append(errs, deepErr)

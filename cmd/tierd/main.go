@@ -20,7 +20,10 @@ type command struct {
 
 func commands() []command {
 	return []command{
-		{"dump", "print the batches of .log files and the entries of .index/.timeindex files as JSON lines", runDump},
+		{"demo", "run the reference scenario end to end on an embedded default (or --s3-endpoint)", runDemo},
+		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun},
+		{"segments", "list the local and remote segments of a running or stopped tierd", runSegments},
+		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump},
 	}
 }
 
@@ -42,6 +45,9 @@ func main() {
 // run dispatches to a subcommand and returns the process exit code:
 // 0 success, 1 failure, 2 usage error.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		args = []string{args[1], "-h"} // "tierd help dump" = "tierd dump -h"
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		usage(stdout)
 		if len(args) == 0 {

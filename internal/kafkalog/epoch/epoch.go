@@ -32,8 +32,8 @@ import (
 
 // Entry is one line of the checkpoint: Epoch started at StartOffset.
 type Entry struct {
-	Epoch       int32
-	StartOffset int64
+	Epoch       int32 `json:"epoch"`
+	StartOffset int64 `json:"startOffset"`
 }
 
 const version = 0

@@ -1,0 +1,208 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rsm/rsmtest"
+	"github.com/tierd/tierd/seglog"
+)
+
+func TestDemoEmbedded(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	var out, errOut bytes.Buffer
+	if err := demo(context.Background(), demoOptions{keep: keep}, &out, &errOut); err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	s := out.String()
+	for _, want := range []string{
+		"600/600 records read back",
+		"log start offset 0, local log start offset 600, high watermark 600",
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	for _, row := range [][]string{{"0", "205", "1044420", "no", "COPY_SEGMENT_FINISHED"}, {"206", "411", "1044420", "no", "COPY_SEGMENT_FINISHED"},
+		{"412", "599", "953160", "no", "COPY_SEGMENT_FINISHED"}, {"600", "-", "0", "yes", "-"}} {
+		if !strings.Contains(s, strings.Join(row, " ")) && !containsFields(s, row) {
+			t.Errorf("output lacks row %v:\n%s", row, s)
+		}
+	}
+	for _, sub := range []string{"logs/demo-0/00000000000000000600.log", "metadata", "bucket/demo-0"} {
+		if _, err := os.Stat(filepath.Join(keep, sub)); err != nil {
+			t.Errorf("--keep: %v", err)
+		}
+	}
+	// The kept state lists through "tierd segments" (tierd stopped).
+	cfgPath := writeConfig(t, keep, "filesystem:\n    dir: "+filepath.Join(keep, "bucket"), freeAddr(t), "")
+	code, o, e := runCmd("segments", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o, "demo-0: log start offset 0, local log start offset 600, highest tiered offset 599") {
+		t.Fatalf("segments: exit %d\n%s\n%s", code, o, e)
+	}
+	if err := demo(context.Background(), demoOptions{keep: keep}, &out, &errOut); err == nil {
+		t.Fatal("--keep accepted a non-empty directory")
+	}
+}
+
+func containsFields(s string, fields []string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if strings.Join(strings.Fields(line), " ") == strings.Join(fields, " ") {
+			return true
+		}
+	}
+	return false
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string {
+	t.Helper()
+	typ := strings.SplitN(bucket, ":", 2)[0]
+	y := fmt.Sprintf(`copier:
+  log_dirs: [%s]
+  interval: 100ms
+  file_delete_delay: 0s
+  retention:
+    local.retention.ms: 0
+bucket:
+  type: %s
+  %s
+metadata:
+  dir: %s
+fetch:
+  listen: %s
+http:
+  listen: "%s"
+`, filepath.Join(root, "logs"), typ, bucket, filepath.Join(root, "metadata"), fetchAddr, httpAddr)
+	p := filepath.Join(t.TempDir(), "tierd.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestConfigStrict(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  retention:\n    retention.msec: 5\nmetadata: {dir: /m}\n"), 0o644)
+	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "retention.msec") {
+		t.Errorf("unknown key: %v", err)
+	}
+	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {type: gcs}\nlog_level: loud\n"), 0o644)
+	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "gcs") || !strings.Contains(err.Error(), "loud") {
+		t.Errorf("bad values: %v", err)
+	}
+	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  topics:\n    orders: {retention.bytes: 100}\nmetadata: {dir: /m}\nbucket:\n  filesystem: {dir: /b}\n"), 0o644)
+	cfg, err := loadConfig(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _ := cfg.Copier.LimitsFor("orders"); l.RetentionBytes != 100 || l.LocalRetentionBytes != 100 || l.RetentionMs != 604800000 {
+		t.Errorf("topic override: %+v", l)
+	}
+	if cfg.Fetch.Listen != "127.0.0.1:7450" || cfg.Copier.Interval != 10*time.Second {
+		t.Errorf("defaults lost: %+v", cfg.Fetch)
+	}
+}
+
+// TestDaemonOverMinIO runs the daemon's run group (copier loop, gRPC fetch
+// server, HTTP metrics) against MinIO with a config file, as "tierd run".
+func TestDaemonOverMinIO(t *testing.T) {
+	srv := rsmtest.StartMinIO(t)
+	srv.CreateBucket(t, "daemon")
+	root := t.TempDir()
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	l, err := seglog.Open(filepath.Join(root, "logs", "orders-2"), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 600; i++ {
+		l.Append(seglog.Record{Value: demoValue(int64(i))}) // now: within retention.ms
+	}
+	l.Close()
+	fetchAddr, httpAddr := freeAddr(t), freeAddr(t)
+	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: %s\n    bucket: daemon\n    insecure: true", srv.Endpoint), fetchAddr, httpAddr)
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	c, err := fetch.Dial(fetchAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := c.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 2})
+		if err == nil && resp.HighestTieredOffset == 411 && resp.LocalLogStartOffset == 412 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon did not tier in time: %v %v", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	resp, err := c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: "orders", Partition: 2, Offset: 300, MaxBytes: 1})
+	if err != nil || !bytes.Contains(resp.Records, demoValue(300)[:20]) {
+		t.Fatalf("fetch 300: %v", err)
+	}
+	mresp, err := http.Get("http://" + httpAddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body bytes.Buffer
+	body.ReadFrom(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(body.String(), "tierd_copier_segments_copied_total 2") {
+		t.Errorf("metrics lack the copy count:\n%.2000s", body.String())
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+}
+
+// TestExampleConfig keeps tierd.example.yaml loadable and equal to the
+// defaults it claims, where it does not override them.
+func TestExampleConfig(t *testing.T) {
+	cfg, err := loadConfig("../../tierd.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := defaultConfig()
+	if cfg.Fetch != def.Fetch || cfg.Copier.Interval != def.Copier.Interval || cfg.Copier.FileDeleteDelay != def.Copier.FileDeleteDelay ||
+		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP {
+		t.Errorf("example differs from the defaults it documents: %+v", cfg)
+	}
+	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 3600000 || l.RetentionMs != 604800000 {
+		t.Errorf("example topic override: %+v", l)
+	}
+}

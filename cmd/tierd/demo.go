@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/seglog"
+)
+
+// The reference scenario.
+const (
+	demoTopic        = "demo"
+	demoRecords      = 600
+	demoValueBytes   = 5000
+	demoSegmentBytes = 1048576
+	demoLocalRetMs   = 1000
+)
+
+type demoOptions struct {
+	keep       string // root dir to keep; "" = temp dir, removed after
+	s3Endpoint string
+	s3Bucket   string
+	s3Region   string
+	s3Prefix   string
+	verbose    bool
+}
+
+func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o demoOptions
+	fs.StringVar(&o.keep, "keep", "", "keep the log dir, bucket and metadata under this (new or empty) directory")
+	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "S3/MinIO endpoint URL (e.g. http://127.0.0.1:9000); default: a filesystem bucket")
+	fs.StringVar(&o.s3Bucket, "s3-bucket", "tierd", "bucket name, with --s3-endpoint (credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS chain)")
+	fs.StringVar(&o.s3Region, "s3-region", "us-east-1", "bucket region, with --s3-endpoint")
+	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "key prefix, with --s3-endpoint")
+	fs.BoolVar(&o.verbose, "v", false, "log what tierd does")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	if err := demo(ctx, o, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "tierd demo: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// demoValue is the value of the record at offset: recognisable and checked
+// byte for byte on the way back.
+func demoValue(offset int64) []byte {
+	v := bytes.Repeat([]byte{byte('a' + offset%26)}, demoValueBytes)
+	copy(v, fmt.Sprintf("record %d of the tierd demo;", offset))
+	return v
+}
+
+// demo writes the reference scenario with the embedded segment log, lets
+// tierd tier it, and reads every record back across both tiers.
+func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
+	root := o.keep
+	if root == "" {
+		tmp, err := os.MkdirTemp("", "tierd-demo-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(tmp)
+		root = tmp
+	} else if ents, err := os.ReadDir(root); err == nil && len(ents) > 0 {
+		return fmt.Errorf("--keep %s: directory is not empty", root)
+	}
+	cfg := defaultConfig()
+	cfg.Copier.LogDirs = []string{filepath.Join(root, "logs")}
+	cfg.Copier.FileDeleteDelay = 0
+	localMs := int64(demoLocalRetMs)
+	cfg.Copier.Retention.LocalRetentionMs = &localMs
+	cfg.Metadata.Dir = filepath.Join(root, "metadata")
+	cfg.Bucket.Filesystem.Dir = filepath.Join(root, "bucket")
+	if o.s3Endpoint != "" {
+		cfg.Bucket.Type = "s3"
+		cfg.Bucket.S3.Endpoint, cfg.Bucket.S3.Bucket, cfg.Bucket.S3.Region, cfg.Bucket.S3.PathStyle = o.s3Endpoint, o.s3Bucket, o.s3Region, true
+		cfg.Bucket.Prefix = o.s3Prefix
+	}
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	log := slog.New(slog.DiscardHandler)
+	if o.verbose {
+		log = slog.New(slog.NewTextHandler(stderr, nil))
+	}
+	d, err := newDaemon(ctx, cfg, log, prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if eb, ok := d.bucket.(interface{ EnsureBucket(context.Context) error }); ok {
+		if err := eb.EnsureBucket(ctx); err != nil {
+			return err
+		}
+	}
+
+	// 1. Write the scenario with the embedded segment log.
+	partDir := filepath.Join(cfg.Copier.LogDirs[0], demoTopic+"-0")
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = demoSegmentBytes
+	w, err := seglog.Open(partDir, scfg)
+	if err != nil {
+		return err
+	}
+	for i := int64(0); i < demoRecords; i++ {
+		if _, err := w.Append(seglog.Record{Value: demoValue(i)}); err != nil {
+			return err
+		}
+	}
+	if err := w.Roll(); err != nil { // the last full segment rolls, as segment.ms would
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d records of %d bytes to %s (segment.bytes=%d)\n", demoRecords, demoValueBytes, partDir, demoSegmentBytes)
+	fmt.Fprintf(stdout, "bucket %s, metadata %s\n", d.bucket.Name(), cfg.Metadata.Dir)
+
+	// 2. Serve remote fetches on a real socket.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- d.fetch.Serve(sctx, lis) }()
+	client, err := fetch.Dial(lis.Addr().String())
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	// 3. Tier: copy the rolled segments, then local retention removes them.
+	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := d.copier.Sync(ctx); err != nil {
+			return err
+		}
+		offs, _, err := d.store.Offsets(tp)
+		if err != nil {
+			return err
+		}
+		if offs.LocalLogStartOffset == demoRecords {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("tiering did not finish in 60s: %+v", offs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Fprintf(stdout, "tierd copied the rolled segments; local.retention.ms=%d removed their local copies\n\n", demoLocalRetMs)
+
+	// 4. Read everything back through the embedded log: local, then remote.
+	r, err := seglog.Open(partDir, scfg, seglog.WithRemote(client.Partition(demoTopic, 0)))
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	good, err := readBack(ctx, r)
+	if err != nil {
+		return err
+	}
+	if err := printSegments(ctx, stdout, d, r, tp); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d/%d records read back\n", good, demoRecords)
+	stop()
+	if err := <-served; err != nil {
+		return err
+	}
+	if good != demoRecords {
+		return fmt.Errorf("only %d of %d records read back", good, demoRecords)
+	}
+	if o.keep != "" {
+		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata}\n", o.keep)
+	}
+	return nil
+}
+
+// readBack reads offsets 0..599 in order and counts the records whose
+// offset and value are right.
+func readBack(ctx context.Context, r *seglog.Log) (int, error) {
+	good := 0
+	for off := int64(0); off < demoRecords; {
+		data, err := r.ReadContext(ctx, off, 1<<20)
+		if err != nil {
+			return good, fmt.Errorf("read offset %d: %w", off, err)
+		}
+		if len(data) == 0 {
+			return good, fmt.Errorf("read offset %d: no data", off)
+		}
+		for p := 0; p < len(data); {
+			b, err := batch.ParseHeader(data[p:], int64(p))
+			if err != nil {
+				return good, err
+			}
+			raw := data[p : p+int(b.Size)]
+			if !batch.CheckCRC(raw) {
+				return good, fmt.Errorf("offset %d: CRC mismatch", b.BaseOffset)
+			}
+			recs, err := batch.Records(raw, nil)
+			if err != nil {
+				return good, err
+			}
+			for _, rec := range recs {
+				if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) {
+					good++
+				}
+				off = rec.Offset + 1
+			}
+			p += int(b.Size)
+		}
+	}
+	return good, nil
+}
+
+func printSegments(ctx context.Context, w io.Writer, d *daemon, r *seglog.Log, tp remotelog.TopicPartition) error {
+	rows, err := d.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	state := map[int64]string{}
+	for _, row := range rows {
+		state[row.StartOffset] = row.State.String()
+	}
+	local := map[int64]seglog.SegmentInfo{}
+	for _, s := range r.Segments() {
+		local[s.BaseOffset] = s
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\t")
+	for _, row := range rows {
+		_, isLocal := local[row.StartOffset]
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t\n", row.StartOffset, row.EndOffset, row.SizeInBytes, yesNo(isLocal), row.State)
+	}
+	for _, s := range r.Segments() {
+		if _, ok := state[s.BaseOffset]; !ok {
+			last := "-"
+			if s.NextOffset > s.BaseOffset {
+				last = fmt.Sprint(s.NextOffset - 1)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t\n", s.BaseOffset, last, s.Size, "yes", "-")
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	lso, err := r.LogStartOffsetContext(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nlog start offset %d, local log start offset %d, high watermark %d\n", lso, r.LocalLogStartOffset(), r.HighWatermark())
+	return nil
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

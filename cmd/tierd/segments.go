@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rlmm"
+)
+
+// partitionRows is what "tierd segments" prints for one partition.
+type partitionRows struct {
+	offsets *tierdpb.ListSegmentsResponse // nil: nothing remote
+	local   map[int64]int64               // base offset -> bytes
+	dir     string
+}
+
+func runSegments(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("segments", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path of the YAML config file (required)")
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
+		return 2
+	}
+	if *path == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: tierd segments --config tierd.yaml")
+		return 2
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd segments: %v\n", err)
+		return 1
+	}
+	if err := listSegments(ctx, cfg, stdout); err != nil {
+		fmt.Fprintf(stderr, "tierd segments: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// listSegments prints local and remote segments per partition. It asks a
+// running tierd over gRPC; when none answers it opens the metadata store.
+func listSegments(ctx context.Context, cfg config, w io.Writer) error {
+	parts := map[kafkalog.TopicPartition]*partitionRows{}
+	for _, dir := range cfg.Copier.LogDirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range ents {
+			tp, ok := kafkalog.ParsePartitionDir(e.Name())
+			if !ok || !e.IsDir() {
+				continue
+			}
+			pr := &partitionRows{local: map[int64]int64{}, dir: filepath.Join(dir, e.Name())}
+			files, _ := os.ReadDir(pr.dir)
+			for _, f := range files {
+				if sf, ok := kafkalog.ParseFileName(f.Name()); ok && sf.Live && sf.Suffix == kafkalog.LogSuffix {
+					if info, err := f.Info(); err == nil {
+						pr.local[sf.BaseOffset] = info.Size()
+					}
+				}
+			}
+			parts[tp] = pr
+		}
+	}
+	remote, source, closeFn, err := remoteLister(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeFn()
+	if stores, ok := remote.(*storeLister); ok {
+		tps, err := stores.s.Partitions()
+		if err != nil {
+			return err
+		}
+		for _, tp := range tps {
+			if parts[tp] == nil {
+				parts[tp] = &partitionRows{local: map[int64]int64{}}
+			}
+		}
+	}
+	tps := make([]kafkalog.TopicPartition, 0, len(parts))
+	for tp := range parts {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool { return tps[i].String() < tps[j].String() })
+	fmt.Fprintf(w, "remote metadata from %s\n", source)
+	for _, tp := range tps {
+		pr := parts[tp]
+		resp, err := remote.list(ctx, tp)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tp, err)
+		}
+		pr.offsets = resp
+		printPartition(w, tp, pr)
+	}
+	return nil
+}
+
+func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) {
+	fmt.Fprintf(w, "\n%s", tp)
+	if pr.offsets != nil {
+		fmt.Fprintf(w, ": log start offset %d, local log start offset %d, highest tiered offset %d",
+			pr.offsets.LogStartOffset, pr.offsets.LocalLogStartOffset, pr.offsets.HighestTieredOffset)
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tsegment id\t")
+	shown := map[int64]bool{}
+	if pr.offsets != nil {
+		for _, s := range pr.offsets.Segments {
+			_, local := pr.local[s.StartOffset]
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t\n", s.StartOffset, s.EndOffset, s.SizeInBytes, yesNo(local), s.State, s.SegmentId)
+			shown[s.StartOffset] = true
+		}
+	}
+	bases := make([]int64, 0, len(pr.local))
+	for b := range pr.local {
+		bases = append(bases, b)
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	for _, b := range bases {
+		if !shown[b] {
+			fmt.Fprintf(tw, "%d\t-\t%d\tyes\t-\t-\t\n", b, pr.local[b])
+		}
+	}
+	tw.Flush()
+}
+
+type lister interface {
+	list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error)
+}
+
+type grpcLister struct{ c *fetch.Client }
+
+func (g grpcLister) list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error) {
+	resp, err := g.c.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: tp.Topic, Partition: tp.Partition})
+	if fetchNotFound(err) {
+		return nil, nil
+	}
+	return resp, err
+}
+
+type storeLister struct{ s *rlmm.Store }
+
+func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error) {
+	offs, ok, err := s.s.Offsets(tp)
+	if err != nil || !ok {
+		return nil, err
+	}
+	rows, err := s.s.Segments(tp)
+	if err != nil {
+		return nil, err
+	}
+	resp := &tierdpb.ListSegmentsResponse{LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset, LocalLogStartOffset: offs.LocalLogStartOffset}
+	for _, r := range rows {
+		resp.Segments = append(resp.Segments, fetch.SegmentToProto(r))
+	}
+	return resp, nil
+}
+
+// remoteLister asks the running tierd at cfg.Fetch.Listen, or opens the
+// metadata store of a stopped one.
+func remoteLister(ctx context.Context, cfg config) (lister, string, func(), error) {
+	c, err := fetch.Dial(cfg.Fetch.Listen)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, perr := c.API().ListSegments(pctx, &tierdpb.ListSegmentsRequest{Topic: "tierd-probe", Partition: 0})
+		cancel()
+		if perr == nil || fetchNotFound(perr) {
+			return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
+		}
+		c.Close()
+	}
+	s, err := rlmm.Open(cfg.Metadata)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
+	}
+	return &storeLister{s}, cfg.Metadata.Dir + " (tierd not running)", func() { s.Close() }, nil
+}
+
+func fetchNotFound(err error) bool { return status.Code(err) == codes.NotFound }

@@ -1,0 +1,155 @@
+package copier
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Retention holds a topic's retention settings with Kafka's names; nil
+// means "not set here" (inherit). Times are ms, sizes bytes.
+//
+//   - retention.ms: remote and local data older than this goes. Default
+//     604800000 (7 days); -1 unlimited.
+//   - retention.bytes: the whole log (local + remote, each offset counted
+//     once) is kept within this size. Default -1 (unlimited).
+//   - local.retention.ms / local.retention.bytes: the same for the local
+//     copy of tiered segments. Default -2: "same as the total setting";
+//     -1 unlimited. A local value larger than the total one is clamped to
+//     the total (with a warning), as Kafka does.
+type Retention struct {
+	RetentionMs         *int64 `yaml:"retention.ms"`
+	RetentionBytes      *int64 `yaml:"retention.bytes"`
+	LocalRetentionMs    *int64 `yaml:"local.retention.ms"`
+	LocalRetentionBytes *int64 `yaml:"local.retention.bytes"`
+}
+
+// Limits are resolved retention settings of one topic: -1 is unlimited.
+type Limits struct {
+	RetentionMs, RetentionBytes           int64
+	LocalRetentionMs, LocalRetentionBytes int64
+}
+
+// DefaultRetention returns Kafka's defaults.
+func DefaultRetention() Retention {
+	ms, bytes, local := int64(7*24*3600*1000), int64(-1), int64(-2)
+	return Retention{RetentionMs: &ms, RetentionBytes: &bytes, LocalRetentionMs: &local, LocalRetentionBytes: &local}
+}
+
+// over returns r with the fields set in o replacing its own.
+func (r Retention) over(o Retention) Retention {
+	for _, f := range []struct{ dst, src **int64 }{
+		{&r.RetentionMs, &o.RetentionMs}, {&r.RetentionBytes, &o.RetentionBytes},
+		{&r.LocalRetentionMs, &o.LocalRetentionMs}, {&r.LocalRetentionBytes, &o.LocalRetentionBytes},
+	} {
+		if *f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return r
+}
+
+func val(p *int64, def int64) int64 {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+// resolve applies -2 and the local <= total clamp. warnings say what was
+// clamped.
+func (r Retention) resolve() (l Limits, warnings []string) {
+	d := DefaultRetention()
+	l = Limits{
+		RetentionMs: val(r.RetentionMs, *d.RetentionMs), RetentionBytes: val(r.RetentionBytes, *d.RetentionBytes),
+		LocalRetentionMs: val(r.LocalRetentionMs, -2), LocalRetentionBytes: val(r.LocalRetentionBytes, -2),
+	}
+	clamp := func(name string, local *int64, total int64) {
+		switch {
+		case *local == -2:
+			*local = total
+		case total >= 0 && (*local == -1 || *local > total):
+			warnings = append(warnings, fmt.Sprintf("%s %d is larger than the total %d; using %d", name, *local, total, total))
+			*local = total
+		}
+	}
+	clamp("local.retention.ms", &l.LocalRetentionMs, l.RetentionMs)
+	clamp("local.retention.bytes", &l.LocalRetentionBytes, l.RetentionBytes)
+	return l, warnings
+}
+
+func (r Retention) validate(where string) []error {
+	var errs []error
+	for name, p := range map[string]*int64{"retention.ms": r.RetentionMs, "retention.bytes": r.RetentionBytes} {
+		if p != nil && *p < -1 {
+			errs = append(errs, fmt.Errorf("%s%s %d: must be -1 or more", where, name, *p))
+		}
+	}
+	for name, p := range map[string]*int64{"local.retention.ms": r.LocalRetentionMs, "local.retention.bytes": r.LocalRetentionBytes} {
+		if p != nil && *p < -2 {
+			errs = append(errs, fmt.Errorf("%s%s %d: must be -2 or more", where, name, *p))
+		}
+	}
+	return errs
+}
+
+// Config configures the copier. Defaults are in DefaultConfig.
+type Config struct {
+	// LogDirs are Kafka log directories holding "<topic>-<partition>"
+	// partition directories. Required.
+	LogDirs []string `yaml:"log_dirs"`
+	// Interval is the time between sync passes. Default 10s.
+	Interval time.Duration `yaml:"interval"`
+	// CopyTimeout bounds one segment copy. Default 5m.
+	CopyTimeout time.Duration `yaml:"copy_timeout"`
+	// BrokerOwned turns local deletion off, for log dirs a running broker
+	// owns (its own retention trims local disk). tierd then only copies,
+	// and reports segments that vanished before their copy as gaps.
+	// Default false.
+	BrokerOwned bool `yaml:"broker_owned"`
+	// FileDeleteDelay is how long a local segment renamed to .deleted is
+	// kept before it is removed, so open readers finish (Kafka's
+	// file.delete.delay.ms). Default 60s.
+	FileDeleteDelay time.Duration `yaml:"file_delete_delay"`
+	// BrokerID is recorded in every metadata row. Default 0.
+	BrokerID int32 `yaml:"broker_id"`
+	// Retention applies to every topic; Topics overrides it per topic.
+	Retention Retention            `yaml:"retention"`
+	Topics    map[string]Retention `yaml:"topics"`
+}
+
+// DefaultConfig returns the defaults (no log dirs).
+func DefaultConfig() Config {
+	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention()}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.LogDirs) == 0 {
+		errs = append(errs, errors.New("copier: log_dirs is required"))
+	}
+	if c.Interval <= 0 {
+		errs = append(errs, fmt.Errorf("copier: interval %s must be positive", c.Interval))
+	}
+	if c.CopyTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("copier: copy_timeout %s must be positive", c.CopyTimeout))
+	}
+	if c.FileDeleteDelay < 0 {
+		errs = append(errs, fmt.Errorf("copier: file_delete_delay %s must not be negative", c.FileDeleteDelay))
+	}
+	errs = append(errs, c.Retention.validate("copier: retention: ")...)
+	for topic, r := range c.Topics {
+		errs = append(errs, r.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
+	}
+	return errors.Join(errs...)
+}
+
+// LimitsFor resolves the retention of one topic.
+func (c Config) LimitsFor(topic string) (Limits, []string) {
+	r := DefaultRetention().over(c.Retention)
+	if o, ok := c.Topics[topic]; ok {
+		r = r.over(o)
+	}
+	return r.resolve()
+}

@@ -1,0 +1,262 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
+)
+
+// RemoteStorage is what the copier needs from rsm.Manager.
+type RemoteStorage interface {
+	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
+	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
+}
+
+// MetadataStore is what the copier needs from rlmm.Store.
+type MetadataStore interface {
+	AddSegment(meta remotelog.SegmentMetadata) error
+	UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error)
+	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
+	FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
+	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
+	EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error
+	AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error)
+}
+
+// Option sets an optional collaborator.
+type Option func(*Copier)
+
+// WithLogger sets the logger (default: discard).
+func WithLogger(l *slog.Logger) Option { return func(c *Copier) { c.log = l } }
+
+// WithRegisterer registers the copier's metrics.
+func WithRegisterer(r prometheus.Registerer) Option { return func(c *Copier) { c.reg = r } }
+
+// WithClock replaces time.Now.
+func WithClock(now func() time.Time) Option { return func(c *Copier) { c.now = now } }
+
+// Copier is the shipper: each Sync pass copies rolled segments to remote
+// storage and applies local and remote retention. A pass is idempotent: it
+// reads local files and remote metadata afresh, so a crash between any two
+// steps is repaired by the next pass.
+type Copier struct {
+	cfg   Config
+	store MetadataStore
+	rs    RemoteStorage
+	log   *slog.Logger
+	reg   prometheus.Registerer
+	now   func() time.Time
+	m     *metrics
+	mu    sync.Mutex // one pass at a time; guards warns and times
+	warns map[string]bool
+	times map[string]int64 // max timestamp by segment file (path+size)
+}
+
+// New returns a copier. It does no I/O.
+func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Copier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+		warns: map[string]bool{}, times: map[string]int64{}}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.reg == nil {
+		c.reg = prometheus.NewRegistry()
+	}
+	c.m = newMetrics(c.reg)
+	return c, nil
+}
+
+// Run calls Sync every Interval until ctx is done; a failed pass is logged
+// and counted, and the next pass retries.
+func (c *Copier) Run(ctx context.Context) error {
+	t := time.NewTicker(c.cfg.Interval)
+	defer t.Stop()
+	for {
+		if _, err := c.Sync(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("sync pass had errors", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Sync makes one pass over every partition of every log dir: copy, then
+// local retention, then remote retention. A failing partition does not
+// stop the others; their errors are joined. It returns the number of
+// segments copied.
+func (c *Copier) Sync(ctx context.Context) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	copied := 0
+	var errs []error
+	for _, dir := range c.cfg.LogDirs {
+		n, err := c.syncLogDir(ctx, dir)
+		copied += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	c.m.passes.Inc()
+	if len(errs) > 0 {
+		c.m.passErrors.Inc()
+	}
+	return copied, errors.Join(errs...)
+}
+
+func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("read log dir: %w", err)
+	}
+	hw, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.ReplicationOffsetCheckpointFile))
+	if err != nil {
+		return 0, err
+	}
+	lsos, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.LogStartOffsetCheckpointFile))
+	if err != nil {
+		return 0, err
+	}
+	copied := 0
+	var errs []error
+	for _, e := range ents {
+		tp, ok := kafkalog.ParsePartitionDir(e.Name())
+		if !ok || !e.IsDir() {
+			continue
+		}
+		p := partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1}
+		if hw != nil {
+			p.hw = hw[tp] // a partition missing from the file has nothing committed
+			p.hwKnown = true
+		}
+		if v, ok := lsos[tp]; ok {
+			p.brokerLSO = v
+		}
+		n, err := c.syncPartition(ctx, &p)
+		copied += n
+		if err != nil {
+			c.m.partitionErrors.Inc()
+			errs = append(errs, fmt.Errorf("%s: %w", tp, err))
+		}
+	}
+	return copied, errors.Join(errs...)
+}
+
+// partition is one partition directory during a pass.
+type partition struct {
+	tp        remotelog.TopicPartition
+	dir       string
+	hw        int64 // high watermark from replication-offset-checkpoint
+	hwKnown   bool
+	brokerLSO int64 // from log-start-offset-checkpoint, -1 if unknown
+	segs      []localSegment
+	limits    Limits
+}
+
+// localSegment is a live .log of a partition directory.
+type localSegment struct {
+	base int64
+	end  int64 // last offset it may hold (next base - 1); -1 for the active one
+	size int64 // bytes of the .log
+	path string
+}
+
+func (s localSegment) active() bool { return s.end < 0 }
+
+func (s localSegment) file(suffix string) string {
+	return filepath.Join(filepath.Dir(s.path), kafkalog.FileName(s.base, suffix))
+}
+
+// listSegments returns the live segments, oldest first.
+func listSegments(dir string) ([]localSegment, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var segs []localSegment
+	for _, e := range ents {
+		f, ok := kafkalog.ParseFileName(e.Name())
+		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // deleted under us
+			}
+			return nil, err
+		}
+		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name())})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
+	for i := range segs {
+		segs[i].end = -1
+		if i+1 < len(segs) {
+			segs[i].end = segs[i+1].base - 1
+		}
+	}
+	return segs, nil
+}
+
+func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
+	var err error
+	if p.segs, err = listSegments(p.dir); err != nil {
+		return 0, err
+	}
+	var warns []string
+	p.limits, warns = c.cfg.LimitsFor(p.tp.Topic)
+	for _, w := range warns {
+		if !c.warns[p.tp.Topic+w] {
+			c.warns[p.tp.Topic+w] = true
+			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
+		}
+	}
+	if len(p.segs) > 0 {
+		if err := c.store.EnsurePartition(p.tp, p.segs[0].base); err != nil {
+			return 0, err
+		}
+	}
+	if p.brokerLSO >= 0 {
+		if _, err := c.store.AdvanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
+			return 0, err
+		}
+	}
+	if err := c.cleanupUnfinished(ctx, p.tp); err != nil {
+		return 0, err
+	}
+	copied, copyErr := c.copyRolled(ctx, p)
+	var errs []error
+	if copyErr != nil {
+		errs = append(errs, copyErr)
+	}
+	if !c.cfg.BrokerOwned {
+		if err := c.localRetention(p); err != nil {
+			errs = append(errs, fmt.Errorf("local retention: %w", err))
+		}
+		if err := c.removeDeleted(p.dir); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.remoteRetention(ctx, p); err != nil {
+		errs = append(errs, fmt.Errorf("remote retention: %w", err))
+	}
+	return copied, errors.Join(errs...)
+}

@@ -1,0 +1,30 @@
+package copier
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+type metrics struct {
+	passes, passErrors, partitionErrors prometheus.Counter
+	copied, copiedBytes, copyFailures   prometheus.Counter
+	localDeleted, remoteDeleted, gaps   prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	c := func(name, help string) prometheus.Counter {
+		return f.NewCounter(prometheus.CounterOpts{Name: "tierd_copier_" + name, Help: help})
+	}
+	return &metrics{
+		passes:          c("passes_total", "Sync passes run."),
+		passErrors:      c("pass_errors_total", "Sync passes that had at least one error."),
+		partitionErrors: c("partition_errors_total", "Partition syncs that failed."),
+		copied:          c("segments_copied_total", "Segments copied to remote storage."),
+		copiedBytes:     c("copied_bytes_total", "Bytes of .log copied to remote storage."),
+		copyFailures:    c("copy_failures_total", "Segment copies that failed and were cleaned up."),
+		localDeleted:    c("local_segments_deleted_total", "Local segments deleted by local retention."),
+		remoteDeleted:   c("remote_segments_deleted_total", "Remote segment copies deleted."),
+		gaps:            c("gaps_total", "Offset ranges deleted locally before they were copied."),
+	}
+}

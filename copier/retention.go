@@ -1,0 +1,206 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// segmentTime returns the timestamp retention.ms is judged by: the
+// segment's max record timestamp, or its file's modification time when no
+// record has one (as Kafka's LogSegment.largestTimestamp does).
+func (c *Copier) segmentTime(s localSegment) (int64, error) {
+	ts, err := c.maxTimestamp(s)
+	if err != nil || ts >= 0 {
+		return ts, err
+	}
+	st, err := os.Stat(s.path)
+	if err != nil {
+		return 0, err
+	}
+	return st.ModTime().UnixMilli(), nil
+}
+
+// localRetention deletes the oldest local segments while local retention
+// is breached: a segment goes only when a finished copy covers it (or it
+// lies wholly below the log start offset), when it is not the active
+// segment, and when it is older than local.retention.ms or the local log is
+// larger than local.retention.bytes; deleting stops at the first segment
+// that may not go. Size retention deletes until the local log is within the
+// limit. The new local log start offset is made durable before any file is
+// touched; files are renamed to ".deleted" and removed FileDeleteDelay
+// later, so readers with the files open finish.
+func (c *Copier) localRetention(p *partition) error {
+	fin, err := c.store.FinishedSegments(p.tp)
+	if err != nil {
+		return err
+	}
+	offs, _, err := c.store.Offsets(p.tp)
+	if err != nil {
+		return err
+	}
+	var total int64
+	for _, s := range p.segs {
+		total += s.size
+	}
+	nowMs := c.now().UnixMilli()
+	last := -1
+	for i, s := range p.segs {
+		if s.active() {
+			break
+		}
+		below := s.end < offs.LogStartOffset
+		if !below && !covered(fin, s) {
+			break // never delete what is not durably copied
+		}
+		breach := below || (p.limits.LocalRetentionBytes >= 0 && total > p.limits.LocalRetentionBytes)
+		if !breach && p.limits.LocalRetentionMs >= 0 {
+			ts, err := c.segmentTime(s)
+			if err != nil {
+				return err
+			}
+			breach = ts < nowMs-p.limits.LocalRetentionMs
+		}
+		if !breach {
+			break
+		}
+		total -= s.size
+		last = i
+	}
+	if last < 0 {
+		return nil
+	}
+	newLocalStart := p.segs[last+1].base
+	if _, err := c.store.AdvanceOffsets(p.tp, -1, newLocalStart); err != nil {
+		return err
+	}
+	for _, s := range p.segs[:last+1] {
+		if err := markDeleted(s, newLocalStart); err != nil {
+			return err
+		}
+		c.m.localDeleted.Inc()
+		c.log.Info("deleted local segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", s.size)
+	}
+	p.segs = p.segs[last+1:]
+	return nil
+}
+
+// markDeleted renames a segment's files to "<name>.deleted" and stamps
+// them with the current time, which removeDeleted reads. Producer
+// snapshots below the new local log start offset go too.
+func markDeleted(s localSegment, newLocalStart int64) error {
+	for _, suffix := range []string{kafkalog.LogSuffix, kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix, kafkalog.SnapshotSuffix} {
+		p := s.file(suffix)
+		if suffix == kafkalog.SnapshotSuffix && s.base >= newLocalStart {
+			continue
+		}
+		if err := os.Rename(p, p+kafkalog.DeletedSuffix); err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return err
+		}
+		now := time.Now()
+		if err := os.Chtimes(p+kafkalog.DeletedSuffix, now, now); err != nil {
+			return err
+		}
+	}
+	return kafkalog.SyncDir(filepath.Dir(s.path))
+}
+
+// removeDeleted removes ".deleted" files older than FileDeleteDelay.
+func (c *Copier) removeDeleted(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	cutoff := time.Now().Add(-c.cfg.FileDeleteDelay)
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix) {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil || info.ModTime().After(cutoff) {
+			continue
+		}
+		if err := os.Remove(filepath.Join(dir, e.Name())); err != nil && !os.IsNotExist(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// remoteRetention deletes remote copies, oldest first, while they breach
+// retention: wholly below the log start offset, a max timestamp older than
+// retention.ms, or the log (local size + remote copies below the local log
+// start offset, each offset counted once) larger than retention.bytes.
+// The log start offset moves past a copy (durably) before its objects are
+// deleted. Superseded copies are deleted too.
+func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
+	rows, err := c.store.Segments(p.tp)
+	if err != nil {
+		return err
+	}
+	fin, err := c.store.FinishedSegments(p.tp)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	live := map[remotelog.SegmentID]bool{}
+	for _, r := range fin {
+		live[r.ID] = true
+	}
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished && !live[r.ID] {
+			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset)
+			if err := c.deleteRemote(ctx, r); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	offs, _, err := c.store.Offsets(p.tp)
+	if err != nil {
+		return err
+	}
+	localStart, localSize := int64(1<<63-1), int64(0)
+	if len(p.segs) > 0 {
+		localStart = p.segs[0].base
+	}
+	for _, s := range p.segs {
+		localSize += s.size
+	}
+	total := localSize
+	for _, r := range fin {
+		if r.EndOffset < localStart {
+			total += r.SizeInBytes
+		}
+	}
+	nowMs := c.now().UnixMilli()
+	for _, r := range fin {
+		onlyRemote := r.EndOffset < localStart
+		breach := r.EndOffset < offs.LogStartOffset ||
+			(p.limits.RetentionMs >= 0 && r.MaxTimestampMs >= 0 && r.MaxTimestampMs < nowMs-p.limits.RetentionMs) ||
+			(p.limits.RetentionBytes >= 0 && onlyRemote && total > p.limits.RetentionBytes)
+		if !breach {
+			break
+		}
+		if offs, err = c.store.AdvanceOffsets(p.tp, r.EndOffset+1, -1); err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if err := c.deleteRemote(ctx, r); err != nil {
+			return errors.Join(append(errs, fmt.Errorf("segment %d: %w", r.StartOffset, err))...)
+		}
+		if onlyRemote {
+			total -= r.SizeInBytes
+		}
+		c.log.Info("deleted remote segment", "partition", p.tp, "base_offset", r.StartOffset, "end_offset", r.EndOffset, "log_start_offset", offs.LogStartOffset)
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,111 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/proto/tierdpb"
+)
+
+// ErrOutOfRange is returned (wrapped in *OutOfRangeError) by the client for
+// offsets outside the tiered range.
+var ErrOutOfRange = errors.New("fetch: offset out of the tiered range")
+
+// OutOfRangeError carries the valid range the server reported.
+type OutOfRangeError struct {
+	Offset, LogStartOffset, HighestTieredOffset int64
+}
+
+func (e *OutOfRangeError) Error() string {
+	return fmt.Sprintf("fetch: offset %d out of the tiered range [%d, %d]", e.Offset, e.LogStartOffset, e.HighestTieredOffset)
+}
+
+// Unwrap makes errors.Is(err, ErrOutOfRange) true.
+func (e *OutOfRangeError) Unwrap() error { return ErrOutOfRange }
+
+// Client is a gRPC client of the remote fetch service.
+type Client struct {
+	conn *grpc.ClientConn
+	c    tierdpb.RemoteFetchClient
+}
+
+// Dial connects to a tierd fetch server at addr (host:port), without TLS.
+// The connection is made lazily.
+func Dial(addr string) (*Client, error) {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, c: tierdpb.NewRemoteFetchClient(conn)}, nil
+}
+
+// API returns the generated client.
+func (c *Client) API() tierdpb.RemoteFetchClient { return c.c }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }
+
+// Partition returns a reader of one partition's remote log, which
+// satisfies seglog.RemoteReader.
+func (c *Client) Partition(topic string, partition int32) *PartitionReader {
+	return &PartitionReader{c: c.c, topic: topic, partition: partition}
+}
+
+// PartitionReader reads one partition's tiered log.
+type PartitionReader struct {
+	c         tierdpb.RemoteFetchClient
+	topic     string
+	partition int32
+}
+
+// ReadRemote fetches whole batches from offset (see the Fetch RPC). An
+// OUT_OF_RANGE status becomes *OutOfRangeError.
+func (p *PartitionReader) ReadRemote(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
+	resp, err := p.c.Fetch(ctx, &tierdpb.FetchRequest{Topic: p.topic, Partition: p.partition, Offset: offset, MaxBytes: int32(min(maxBytes, 1<<31-1))})
+	if err != nil {
+		return nil, fromStatus(offset, err)
+	}
+	return resp.Records, nil
+}
+
+// RemoteLogStartOffset returns the log start offset of the whole log.
+func (p *PartitionReader) RemoteLogStartOffset(ctx context.Context) (int64, error) {
+	resp, err := p.c.ListOffsets(ctx, &tierdpb.ListOffsetsRequest{Topic: p.topic, Partition: p.partition, Spec: tierdpb.OffsetSpec_EARLIEST})
+	if err != nil {
+		return 0, fromStatus(-1, err)
+	}
+	return resp.Offset, nil
+}
+
+func fromStatus(offset int64, err error) error {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() != codes.OutOfRange {
+		return err
+	}
+	for _, d := range st.Details() {
+		if r, ok := d.(*tierdpb.OffsetRange); ok {
+			return &OutOfRangeError{Offset: offset, LogStartOffset: r.LogStartOffset, HighestTieredOffset: r.HighestTieredOffset}
+		}
+	}
+	return err
+}
+
+// RemoteOffsetForTimestamp returns the first tiered offset whose record
+// timestamp is >= ts, and found false when no tiered record is that late.
+func (p *PartitionReader) RemoteOffsetForTimestamp(ctx context.Context, ts int64) (offset, timestamp int64, found bool, err error) {
+	resp, err := p.c.ListOffsets(ctx, &tierdpb.ListOffsetsRequest{Topic: p.topic, Partition: p.partition, Spec: tierdpb.OffsetSpec_TIMESTAMP, Timestamp: ts})
+	if status.Code(err) == codes.NotFound {
+		return 0, 0, false, nil // nothing tiered yet
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	return resp.Offset, resp.Timestamp, resp.Offset >= 0, nil
+}

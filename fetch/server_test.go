@@ -1,0 +1,328 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/internal/codec"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rlmm"
+	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/filesystem"
+	"github.com/tierd/tierd/seglog"
+)
+
+// countingBucket counts the bytes read from the bucket.
+type countingBucket struct {
+	rsm.Bucket
+	read atomic.Int64
+}
+
+func (c *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := c.Bucket.GetRange(ctx, key, off, length)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(rc)
+	rc.Close()
+	c.read.Add(int64(len(data)))
+	return io.NopCloser(bytes.NewReader(data)), err
+}
+
+type env struct {
+	t      *testing.T
+	store  *rlmm.Store
+	mgr    *rsm.Manager
+	bucket *countingBucket
+	api    tierdpb.RemoteFetchClient
+	client *Client
+	tp     remotelog.TopicPartition
+}
+
+// newEnv starts a server on a real socket over a filesystem bucket and
+// Pebble.
+func newEnv(t *testing.T, cfg Config) *env {
+	t.Helper()
+	fsb, err := filesystem.New(filesystem.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, bucket: &countingBucket{Bucket: fsb}, tp: remotelog.TopicPartition{Topic: "t", Partition: 0}}
+	if e.store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.store.Close() })
+	if e.mgr, err = rsm.NewManager(e.bucket, rsm.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(cfg, e.store, e.mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	t.Cleanup(func() { cancel(); <-done })
+	if e.client, err = Dial(lis.Addr().String()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.client.Close() })
+	e.api = e.client.API()
+	return e
+}
+
+// tier copies every rolled segment of a partition directory as the copier
+// would: a COPY_SEGMENT_STARTED row, the objects, COPY_SEGMENT_FINISHED.
+func (e *env) tier(dir string) {
+	e.t.Helper()
+	ents, _ := os.ReadDir(dir)
+	var bases []int64
+	sizes := map[int64]int64{}
+	for _, en := range ents {
+		if f, ok := kafkalog.ParseFileName(en.Name()); ok && f.Live && f.Suffix == kafkalog.LogSuffix {
+			bases = append(bases, f.BaseOffset)
+			info, _ := en.Info()
+			sizes[f.BaseOffset] = info.Size()
+		}
+	}
+	for i := 0; i+1 < len(bases); i++ {
+		base, end := bases[i], bases[i+1]-1
+		p := func(s string) string { return filepath.Join(dir, kafkalog.FileName(base, s)) }
+		meta := remotelog.SegmentMetadata{TopicPartition: e.tp, ID: remotelog.NewSegmentID(), StartOffset: base, EndOffset: end,
+			SizeInBytes: sizes[base], State: remotelog.CopySegmentStarted, MaxTimestampMs: maxTimestamp(e.t, p(kafkalog.LogSuffix))}
+		if err := e.store.AddSegment(meta); err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := e.mgr.CopySegment(context.Background(), meta, rsm.SegmentFiles{Log: p(kafkalog.LogSuffix),
+			OffsetIndex: p(kafkalog.IndexSuffix), TimeIndex: p(kafkalog.TimeIndexSuffix)}); err != nil {
+			e.t.Fatal(err)
+		}
+		if _, err := e.store.UpdateState(e.tp, base, meta.ID, remotelog.CopySegmentFinished); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+func maxTimestamp(t *testing.T, p string) int64 {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{})
+	ts := int64(-1)
+	for s.Next() {
+		ts = max(ts, s.Batch().MaxTimestamp)
+	}
+	return ts
+}
+
+func (e *env) fetch(offset int64, maxBytes int32) (*tierdpb.FetchResponse, error) {
+	return e.api.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: e.tp.Topic, Partition: e.tp.Partition, Offset: offset, MaxBytes: maxBytes})
+}
+
+// batches splits fetched bytes into entries.
+func batches(t *testing.T, data []byte) []batch.Batch {
+	t.Helper()
+	var out []batch.Batch
+	s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{VerifyCRC: true})
+	for s.Next() {
+		if !s.CRCValid() {
+			t.Fatalf("CRC mismatch in fetched batch at %d", s.Batch().Position)
+		}
+		out = append(out, s.Batch())
+	}
+	if s.Err() != nil {
+		t.Fatalf("fetched bytes: %v", s.Err())
+	}
+	return out
+}
+
+// referenceLog writes the 600-record reference scenario and tiers it.
+func referenceLog(t *testing.T, e *env) string {
+	dir := filepath.Join(t.TempDir(), "t-0")
+	cfg := seglog.DefaultConfig()
+	cfg.SegmentBytes = seglog.MinSegmentBytes
+	l, err := seglog.Open(dir, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(0); i < 600; i++ {
+		if _, err := l.Append(seglog.Record{Value: bytes.Repeat([]byte{byte(i)}, 5000), Timestamp: 1_000_000 + i*10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Roll()
+	l.Close()
+	e.tier(dir)
+	return dir
+}
+
+func TestFetchReference(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ReadAheadBytes = 64 << 10
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	for off := int64(0); off < 600; off++ {
+		before := e.bucket.read.Load()
+		resp, err := e.fetch(off, 1)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", off, err)
+		}
+		bs := batches(t, resp.Records)
+		if len(bs) != 1 || bs[0].BaseOffset != off || resp.NextOffset != off+1 || resp.HighestTieredOffset != 599 {
+			t.Fatalf("fetch %d: %d batches from %d, next %d", off, len(bs), bs[0].BaseOffset, resp.NextOffset)
+		}
+		// Ranged reads, never the whole ~1 MiB segment (indexes are cached
+		// after the first fetch of a segment).
+		if read := e.bucket.read.Load() - before; read > 200<<10 {
+			t.Fatalf("fetch %d read %d bytes from the bucket", off, read)
+		}
+		recs, err := batch.Records(resp.Records, nil)
+		if err != nil || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{byte(off)}, 5000)) {
+			t.Fatalf("fetch %d: wrong record (%v)", off, err)
+		}
+	}
+	// max_bytes: whole batches within the limit, in one segment.
+	resp, err := e.fetch(10, 3*5070+100)
+	if err != nil || len(batches(t, resp.Records)) != 3 || resp.NextOffset != 13 {
+		t.Fatalf("3 batches: %v %v", resp.GetNextOffset(), err)
+	}
+	resp, _ = e.fetch(200, 1<<20)
+	if bs := batches(t, resp.Records); bs[len(bs)-1].LastOffset != 205 {
+		t.Fatalf("a fetch crossed a segment end: last %d", bs[len(bs)-1].LastOffset)
+	}
+	// ListOffsets.
+	for _, tc := range []struct {
+		spec     tierdpb.OffsetSpec
+		ts, want int64
+		wantTS   int64
+	}{
+		{tierdpb.OffsetSpec_EARLIEST, 0, 0, -1}, {tierdpb.OffsetSpec_LATEST_TIERED, 0, 599, -1},
+		{tierdpb.OffsetSpec_TIMESTAMP, 0, 0, 1_000_000}, {tierdpb.OffsetSpec_TIMESTAMP, 1_002_055, 206, 1_002_060},
+		{tierdpb.OffsetSpec_TIMESTAMP, 1_005_990, 599, 1_005_990}, {tierdpb.OffsetSpec_TIMESTAMP, 1_005_991, -1, -1},
+	} {
+		r, err := e.api.ListOffsets(context.Background(), &tierdpb.ListOffsetsRequest{Topic: "t", Spec: tc.spec, Timestamp: tc.ts})
+		if err != nil || r.Offset != tc.want || r.Timestamp != tc.wantTS {
+			t.Errorf("ListOffsets(%v, %d) = %v, %v; want %d at %d", tc.spec, tc.ts, r, err, tc.want, tc.wantTS)
+		}
+	}
+	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "t"})
+	if err != nil || len(ls.Segments) != 3 || ls.Segments[1].StartOffset != 206 || ls.Segments[1].State != "COPY_SEGMENT_FINISHED" {
+		t.Fatalf("ListSegments: %v %v", ls, err)
+	}
+}
+
+func TestFetchErrors(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	if _, err := e.store.AdvanceOffsets(e.tp, 206, -1); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for name, tc := range map[string]struct {
+		call func() error
+		code codes.Code
+	}{
+		"empty topic":        {func() error { _, err := e.api.Fetch(ctx, &tierdpb.FetchRequest{Offset: 1}); return err }, codes.InvalidArgument},
+		"negative partition": {func() error { _, err := e.api.Fetch(ctx, &tierdpb.FetchRequest{Topic: "t", Partition: -1}); return err }, codes.InvalidArgument},
+		"negative offset":    {func() error { _, err := e.fetch(-5, 10); return err }, codes.InvalidArgument},
+		"negative max":       {func() error { _, err := e.fetch(300, -1); return err }, codes.InvalidArgument},
+		"unknown partition":  {func() error { _, err := e.api.Fetch(ctx, &tierdpb.FetchRequest{Topic: "t", Partition: 9}); return err }, codes.NotFound},
+		"below start":        {func() error { _, err := e.fetch(100, 10); return err }, codes.OutOfRange},
+		"past tiered":        {func() error { _, err := e.fetch(600, 10); return err }, codes.OutOfRange},
+		"bad spec": {func() error {
+			_, err := e.api.ListOffsets(ctx, &tierdpb.ListOffsetsRequest{Topic: "t", Spec: 42})
+			return err
+		}, codes.InvalidArgument},
+		"segments of nothing": {func() error {
+			_, err := e.api.ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: "nope"})
+			return err
+		}, codes.NotFound},
+	} {
+		if err := tc.call(); status.Code(err) != tc.code {
+			t.Errorf("%s: %v, want %s", name, err, tc.code)
+		}
+	}
+	// OUT_OF_RANGE carries the valid range, which the client decodes.
+	_, err := e.client.Partition("t", 0).ReadRemote(ctx, 100, 10)
+	var oor *OutOfRangeError
+	if !asOOR(err, &oor) || oor.LogStartOffset != 206 || oor.HighestTieredOffset != 599 {
+		t.Fatalf("client error %v", err)
+	}
+}
+
+func asOOR(err error, target **OutOfRangeError) bool {
+	o, ok := err.(*OutOfRangeError)
+	if ok {
+		*target = o
+	}
+	return ok
+}
+
+// TestFetchGapsAndCompression: a compacted segment whose surviving offsets
+// are 3, 50, 97 followed by a segment at 100; a compressed 10-record batch.
+func TestFetchGapsAndCompression(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	dir := filepath.Join(t.TempDir(), "t-0")
+	os.MkdirAll(dir, 0o755)
+	write := func(base int64, entries ...[]byte) {
+		var data []byte
+		for _, b := range entries {
+			data = append(data, b...)
+		}
+		os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.LogSuffix)), data, 0o644)
+		os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.IndexSuffix)), nil, 0o644)
+		os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.TimeIndexSuffix)), nil, 0o644)
+	}
+	one := func(off int64, c batch.Codec, n int) []byte {
+		p := batch.NewParams(off, 0)
+		p.Codec = c
+		recs := make([]batch.Record, n)
+		for i := range recs {
+			recs[i] = batch.Record{Timestamp: 1000 + off + int64(i), Value: []byte{byte(off + int64(i))}}
+		}
+		b, err := batch.AppendBatch(nil, p, recs, codec.Kafka)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	write(0, one(3, batch.CodecNone, 1), one(50, batch.CodecNone, 1), one(97, batch.CodecNone, 1))
+	write(100, one(100, batch.CodecZstd, 10), one(110, batch.CodecGzip, 10))
+	write(120)
+	e.tier(dir)
+	for _, tc := range []struct{ offset, want int64 }{{0, 3}, {3, 3}, {10, 50}, {51, 97}, {98, 100}, {99, 100}, {105, 100}, {119, 110}} {
+		resp, err := e.fetch(tc.offset, 1)
+		if err != nil {
+			t.Fatalf("fetch %d: %v", tc.offset, err)
+		}
+		if bs := batches(t, resp.Records); len(bs) != 1 || bs[0].BaseOffset != tc.want {
+			t.Errorf("fetch %d starts at %d, want %d", tc.offset, bs[0].BaseOffset, tc.want)
+		}
+	}
+	// Timestamps are 1000 + offset; inside compressed batches the records
+	// are decompressed to find the first one late enough.
+	for _, tc := range []struct{ ts, want int64 }{{1105, 105}, {1113, 113}, {1060, 97}} {
+		r, err := e.api.ListOffsets(context.Background(), &tierdpb.ListOffsetsRequest{Topic: "t", Spec: tierdpb.OffsetSpec_TIMESTAMP, Timestamp: tc.ts})
+		if err != nil || r.Offset != tc.want || r.Timestamp != 1000+tc.want {
+			t.Errorf("ListOffsets(%d) = %v %v, want %d", tc.ts, r, err, tc.want)
+		}
+	}
+}

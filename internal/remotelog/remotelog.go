@@ -1,0 +1,209 @@
+// Package remotelog holds the domain types that remote storage (rsm) and
+// remote metadata (rlmm) share, as Kafka's storage-api module defines them
+// for KIP-405: segment ids, RemoteLogSegmentMetadata and its states, and
+// the per-partition log offsets. Pure values, no I/O.
+package remotelog
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/epoch"
+)
+
+// TopicPartition names one partition.
+type TopicPartition = kafkalog.TopicPartition
+
+// EpochEntry is one leader epoch and the offset it starts at.
+type EpochEntry = epoch.Entry
+
+// SegmentID identifies one copy of a segment in remote storage (Kafka's
+// RemoteLogSegmentId.id, a Uuid). Every copy attempt gets a new one, so no
+// upload ever overwrites another's objects.
+type SegmentID [16]byte
+
+// NewSegmentID returns a random (version 4) id.
+func NewSegmentID() SegmentID {
+	var id SegmentID
+	if _, err := rand.Read(id[:]); err != nil {
+		panic(fmt.Sprintf("remotelog: crypto/rand: %v", err))
+	}
+	id[6] = id[6]&0x0f | 0x40
+	id[8] = id[8]&0x3f | 0x80
+	return id
+}
+
+// String returns the id as Kafka prints a Uuid: URL-safe base64 without
+// padding, 22 characters.
+func (id SegmentID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseSegmentID parses the String form.
+func ParseSegmentID(s string) (SegmentID, error) {
+	var id SegmentID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("remotelog: bad segment id %q", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (id SegmentID) MarshalText() ([]byte, error) { return []byte(id.String()), nil }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (id *SegmentID) UnmarshalText(b []byte) error {
+	v, err := ParseSegmentID(string(b))
+	*id = v
+	return err
+}
+
+// SegmentState is RemoteLogSegmentState.
+type SegmentState int8
+
+// States, with Kafka's ids.
+const (
+	CopySegmentStarted    SegmentState = 0
+	CopySegmentFinished   SegmentState = 1
+	DeleteSegmentStarted  SegmentState = 2
+	DeleteSegmentFinished SegmentState = 3
+)
+
+var stateNames = map[SegmentState]string{
+	CopySegmentStarted:    "COPY_SEGMENT_STARTED",
+	CopySegmentFinished:   "COPY_SEGMENT_FINISHED",
+	DeleteSegmentStarted:  "DELETE_SEGMENT_STARTED",
+	DeleteSegmentFinished: "DELETE_SEGMENT_FINISHED",
+}
+
+// String returns Kafka's name of the state.
+func (s SegmentState) String() string {
+	if n, ok := stateNames[s]; ok {
+		return n
+	}
+	return fmt.Sprintf("UNKNOWN_STATE(%d)", int8(s))
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (s SegmentState) MarshalText() ([]byte, error) {
+	if _, ok := stateNames[s]; !ok {
+		return nil, fmt.Errorf("remotelog: unknown segment state %d", int8(s))
+	}
+	return []byte(s.String()), nil
+}
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (s *SegmentState) UnmarshalText(b []byte) error {
+	for v, n := range stateNames {
+		if n == string(b) {
+			*s = v
+			return nil
+		}
+	}
+	return fmt.Errorf("remotelog: unknown segment state %q", b)
+}
+
+// ErrIllegalTransition is returned by CheckTransition.
+var ErrIllegalTransition = errors.New("remotelog: illegal segment state transition")
+
+// CheckTransition enforces RemoteLogSegmentState.isValidTransition: a copy
+// finishes or is deleted, a finished copy is deleted, a started delete
+// finishes (or is retried), and nothing leaves DELETE_SEGMENT_FINISHED.
+func CheckTransition(from, to SegmentState) error {
+	ok := false
+	switch from {
+	case CopySegmentStarted:
+		ok = to == CopySegmentFinished || to == DeleteSegmentStarted
+	case CopySegmentFinished:
+		ok = to == DeleteSegmentStarted
+	case DeleteSegmentStarted:
+		ok = to == DeleteSegmentStarted || to == DeleteSegmentFinished
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s -> %s", ErrIllegalTransition, from, to)
+	}
+	return nil
+}
+
+// SegmentMetadata is Kafka's RemoteLogSegmentMetadata for one copy of one
+// segment, plus what tierd needs to find its objects.
+type SegmentMetadata struct {
+	TopicPartition TopicPartition `json:"topicPartition"`
+	ID             SegmentID      `json:"segmentId"`
+	// StartOffset is the segment's base offset; EndOffset its last offset
+	// (the next segment's base offset - 1). Both inclusive.
+	StartOffset int64 `json:"startOffset"`
+	EndOffset   int64 `json:"endOffset"`
+	// MaxTimestampMs is the largest record timestamp in the segment.
+	MaxTimestampMs int64 `json:"maxTimestampMs"`
+	// EventTimestampMs is when this row last changed state.
+	EventTimestampMs int64 `json:"eventTimestampMs"`
+	// SegmentLeaderEpochs are the epochs covering [StartOffset, EndOffset].
+	SegmentLeaderEpochs []EpochEntry `json:"segmentLeaderEpochs"`
+	// SizeInBytes is the size of the .log, bytes.
+	SizeInBytes int64        `json:"segmentSizeInBytes"`
+	State       SegmentState `json:"state"`
+	// BrokerID is the owner that wrote the row (tierd's instance id).
+	BrokerID int32 `json:"brokerId"`
+	// TxnIndexPresent and ProducerSnapshotPresent say which optional
+	// objects were uploaded.
+	TxnIndexPresent         bool `json:"txnIndexPresent"`
+	ProducerSnapshotPresent bool `json:"producerSnapshotPresent"`
+}
+
+// Contains reports whether offset lies in [StartOffset, EndOffset].
+func (m SegmentMetadata) Contains(offset int64) bool {
+	return offset >= m.StartOffset && offset <= m.EndOffset
+}
+
+// PartitionOffsets is what tierd keeps per partition besides its segments.
+type PartitionOffsets struct {
+	// LogStartOffset is the first offset of the whole log (remote and
+	// local); it only moves forward, and moves before any data below it
+	// is deleted.
+	LogStartOffset int64 `json:"logStartOffset"`
+	// HighestTieredOffset is the highest offset with a finished copy, or
+	// -1 when nothing has been copied.
+	HighestTieredOffset int64 `json:"highestTieredOffset"`
+	// LocalLogStartOffset is the first offset still on local disk as tierd
+	// last saw it (persisted before tierd deletes local files).
+	LocalLogStartOffset int64 `json:"localLogStartOffset"`
+}
+
+// IndexType names a segment file other than the .log (Kafka's
+// RemoteStorageManager.IndexType).
+type IndexType int8
+
+// Index types.
+const (
+	OffsetIndex IndexType = iota
+	TimeIndex
+	TransactionIndex
+	ProducerSnapshot
+	LeaderEpochIndex
+)
+
+// Suffix returns the object key suffix of the index type.
+func (t IndexType) Suffix() string {
+	switch t {
+	case OffsetIndex:
+		return kafkalog.IndexSuffix
+	case TimeIndex:
+		return kafkalog.TimeIndexSuffix
+	case TransactionIndex:
+		return kafkalog.TxnIndexSuffix
+	case ProducerSnapshot:
+		return kafkalog.SnapshotSuffix
+	case LeaderEpochIndex:
+		return ".leader-epoch-checkpoint"
+	}
+	return fmt.Sprintf(".unknown-%d", int8(t))
+}
+
+// String returns the index type's name.
+func (t IndexType) String() string {
+	return [...]string{"OFFSET", "TIMESTAMP", "TRANSACTION", "PRODUCER_SNAPSHOT", "LEADER_EPOCH"}[t]
+}

@@ -1,0 +1,202 @@
+// Package filesystem is an rsm.Bucket on a local directory: tierd's
+// embedded default, and a way to tier to a mounted network filesystem.
+// Each object is one file at <dir>/<key>; an upload is written to a
+// temporary file, fsynced and renamed into place, so readers never see a
+// partial object.
+package filesystem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/rsm"
+)
+
+// Config configures the bucket.
+type Config struct {
+	// Dir is the bucket's root directory; it is created when missing.
+	// Required.
+	Dir string `yaml:"dir"`
+}
+
+// Validate checks the config.
+func (c Config) Validate() error {
+	if c.Dir == "" {
+		return errors.New("filesystem bucket: dir is required")
+	}
+	return nil
+}
+
+// Bucket stores objects as files.
+type Bucket struct{ dir string }
+
+// New opens (creating) the bucket directory.
+func New(cfg Config) (*Bucket, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	return &Bucket{dir: cfg.Dir}, nil
+}
+
+const tmpSuffix = ".tierd-upload"
+
+func (b *Bucket) path(key string) (string, error) {
+	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "..") || strings.HasSuffix(key, tmpSuffix) {
+		return "", fmt.Errorf("filesystem bucket: bad key %q", key)
+	}
+	return filepath.Join(b.dir, filepath.FromSlash(key)), nil
+}
+
+// Upload implements rsm.Bucket: temp file, fsync, rename, fsync dir.
+func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) error {
+	p, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), filepath.Base(p)+".*"+tmpSuffix)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	done := false
+	defer func() {
+		if !done {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := io.Copy(f, ctxReader{ctx, r}); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	done = true
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return kafkalog.SyncDir(filepath.Dir(p))
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// GetRange implements rsm.Bucket.
+func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return nil, err
+	}
+	if off < 0 {
+		return nil, fmt.Errorf("%s: negative offset %d", key, off)
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if length < 0 {
+		length = 1<<63 - 1 - off
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{io.NewSectionReader(f, off, length), f}, nil
+}
+
+// Attributes implements rsm.Bucket.
+func (b *Bucket) Attributes(_ context.Context, key string) (rsm.ObjectAttributes, error) {
+	p, err := b.path(key)
+	if err != nil {
+		return rsm.ObjectAttributes{}, err
+	}
+	st, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rsm.ObjectAttributes{}, fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+	}
+	if err != nil {
+		return rsm.ObjectAttributes{}, err
+	}
+	return rsm.ObjectAttributes{Size: st.Size()}, nil
+}
+
+// Iter implements rsm.Bucket. Interrupted uploads are not listed.
+func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error) error {
+	var keys []string
+	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, tmpSuffix) {
+			return nil
+		}
+		rel, err := filepath.Rel(b.dir, p)
+		if err != nil {
+			return err
+		}
+		if k := filepath.ToSlash(rel); strings.HasPrefix(k, prefix) {
+			keys = append(keys, k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Delete implements rsm.Bucket.
+func (b *Bucket) Delete(_ context.Context, key string) error {
+	p, err := b.path(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Name implements rsm.Bucket.
+func (b *Bucket) Name() string { return "filesystem:" + b.dir }
+
+// Close implements rsm.Bucket.
+func (b *Bucket) Close() error { return nil }

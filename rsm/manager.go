@@ -1,0 +1,382 @@
+package rsm
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/epoch"
+	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// ManifestFormatVersion is the manifest version this code writes and reads.
+const ManifestFormatVersion = 1
+
+const (
+	manifestSuffix = ".manifest.json"
+	logSuffix      = kafkalog.LogSuffix
+)
+
+// Errors of the manager.
+var (
+	ErrBadManifest = errors.New("rsm: bad manifest")
+	ErrChecksum    = errors.New("rsm: checksum mismatch")
+)
+
+// Config configures a Manager.
+type Config struct {
+	// Prefix is prepended to every key, without a trailing '/'. Default ""
+	// (keys start with the partition).
+	Prefix string `yaml:"prefix"`
+}
+
+// Validate checks the prefix.
+func (c Config) Validate() error {
+	if strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
+		return fmt.Errorf("rsm: prefix %q must not start or end with '/'", c.Prefix)
+	}
+	return nil
+}
+
+// Manager copies, reads and deletes segment copies in a Bucket.
+type Manager struct {
+	b   Bucket
+	cfg Config
+	now func() time.Time
+}
+
+// NewManager returns a Manager over b.
+func NewManager(b Bucket, cfg Config) (*Manager, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Manager{b: b, cfg: cfg, now: time.Now}, nil
+}
+
+// Bucket returns the underlying bucket.
+func (m *Manager) Bucket() Bucket { return m.b }
+
+// PartitionPrefix returns the key prefix of one partition's objects, ending
+// in '/'.
+func (m *Manager) PartitionPrefix(tp remotelog.TopicPartition) string {
+	return path.Join(m.cfg.Prefix, tp.String()) + "/"
+}
+
+// Key returns the key of one object of a segment copy; suffix is ".log",
+// an IndexType's Suffix, or ".manifest.json".
+func (m *Manager) Key(meta remotelog.SegmentMetadata, suffix string) string {
+	return fmt.Sprintf("%s%020d-%s%s", m.PartitionPrefix(meta.TopicPartition), meta.StartOffset, meta.ID, suffix)
+}
+
+// ParseKey returns the base offset and segment id in an object key of this
+// layout, and ok false for other keys.
+func ParseKey(key string) (base int64, id remotelog.SegmentID, suffix string, ok bool) {
+	name := path.Base(key)
+	dash := strings.IndexByte(name, '-')
+	if dash != 20 || len(name) < 21+22 {
+		return 0, id, "", false
+	}
+	base, err := strconv.ParseInt(name[:20], 10, 64)
+	if err != nil {
+		return 0, id, "", false
+	}
+	id, err = remotelog.ParseSegmentID(name[21 : 21+22])
+	if err != nil {
+		return 0, id, "", false
+	}
+	return base, id, name[21+22:], true
+}
+
+// ObjectInfo is one object of a copy, as the manifest records it.
+type ObjectInfo struct {
+	Key    string `json:"key"`
+	Size   int64  `json:"size"`
+	SHA256 string `json:"sha256"`
+}
+
+// Manifest describes one complete segment copy (see the package doc).
+type Manifest struct {
+	FormatVersion           int                    `json:"formatVersion"`
+	Topic                   string                 `json:"topic"`
+	Partition               int32                  `json:"partition"`
+	SegmentID               remotelog.SegmentID    `json:"segmentId"`
+	StartOffset             int64                  `json:"startOffset"`
+	EndOffset               int64                  `json:"endOffset"`
+	MaxTimestampMs          int64                  `json:"maxTimestampMs"`
+	SizeInBytes             int64                  `json:"sizeInBytes"`
+	LeaderEpochs            []remotelog.EpochEntry `json:"leaderEpochs"`
+	TxnIndexPresent         bool                   `json:"txnIndexPresent"`
+	ProducerSnapshotPresent bool                   `json:"producerSnapshotPresent"`
+	CreatedMs               int64                  `json:"createdMs"`
+	BrokerID                int32                  `json:"brokerId"`
+	Objects                 map[string]ObjectInfo  `json:"objects"`
+}
+
+// Metadata returns the COPY_SEGMENT_FINISHED row the manifest stands for.
+func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
+	return remotelog.SegmentMetadata{
+		TopicPartition: remotelog.TopicPartition{Topic: mf.Topic, Partition: mf.Partition},
+		ID:             mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
+		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
+		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes,
+		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID,
+		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent,
+	}
+}
+
+// SegmentFiles are the local files of one rolled segment to copy.
+type SegmentFiles struct {
+	Log, OffsetIndex, TimeIndex string // paths; required
+	TxnIndex                    string // path, or "" when absent
+	ProducerSnapshot            string // path, or "" when absent
+	LeaderEpochs                []remotelog.EpochEntry
+}
+
+// CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
+// meta, data first and the manifest last, and returns the manifest. Files
+// are streamed; indexes are cut to their real entries. On any error the
+// objects this call uploaded are deleted (best effort) and the error is
+// returned; the caller then marks the row for deletion.
+func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
+	mf := &Manifest{
+		FormatVersion: ManifestFormatVersion, Topic: meta.TopicPartition.Topic, Partition: meta.TopicPartition.Partition,
+		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset,
+		MaxTimestampMs: meta.MaxTimestampMs, SizeInBytes: meta.SizeInBytes, LeaderEpochs: files.LeaderEpochs,
+		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
+		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, Objects: map[string]ObjectInfo{},
+	}
+	defer func() {
+		if err != nil {
+			m.deleteObjects(context.WithoutCancel(ctx), mf)
+		}
+	}()
+	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log); err != nil {
+		return nil, err
+	}
+	for _, ix := range []struct {
+		suffix, path string
+		entry        int
+	}{{kafkalog.IndexSuffix, files.OffsetIndex, index.OffsetEntrySize}, {kafkalog.TimeIndexSuffix, files.TimeIndex, index.TimeEntrySize}} {
+		data, err := realIndex(ix.path, meta.StartOffset, ix.suffix)
+		if err != nil {
+			return nil, err
+		}
+		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data); err != nil {
+			return nil, err
+		}
+	}
+	for _, opt := range []struct{ suffix, path string }{
+		{kafkalog.TxnIndexSuffix, files.TxnIndex}, {kafkalog.SnapshotSuffix, files.ProducerSnapshot},
+	} {
+		if opt.path == "" {
+			continue
+		}
+		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs)); err != nil {
+		return nil, err
+	}
+	body, err := json.MarshalIndent(mf, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	key := m.Key(meta, manifestSuffix)
+	if err := m.b.Upload(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
+		return nil, fmt.Errorf("upload %s: %w", key, err)
+	}
+	return mf, nil
+}
+
+// realIndex reads an index file and returns its real entries' bytes.
+func realIndex(p string, base int64, suffix string) ([]byte, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, err
+	}
+	var n int
+	if suffix == kafkalog.IndexSuffix {
+		var e []index.OffsetEntry
+		e, err = index.ParseOffsetIndex(data, base)
+		n = len(e) * index.OffsetEntrySize
+	} else {
+		var e []index.TimeEntry
+		e, err = index.ParseTimeIndex(data, base)
+		n = len(e) * index.TimeEntrySize
+	}
+	if err != nil {
+		return nil, kafkalog.WithFile(err, p)
+	}
+	return data[:n], nil
+}
+
+func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	h := sha256.New()
+	key := m.Key(meta, suffix)
+	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
+	cr := &countingReader{r: io.TeeReader(f, h)}
+	if err := m.b.Upload(ctx, key, cr, st.Size()); err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	if cr.n != st.Size() {
+		return fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, cr.n, st.Size())
+	}
+	mf.Objects[suffix] = ObjectInfo{Key: key, Size: cr.n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	return nil
+}
+
+func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte) error {
+	key := m.Key(meta, suffix)
+	mf.Objects[suffix] = ObjectInfo{Key: key}
+	if err := m.b.Upload(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+		return fmt.Errorf("upload %s: %w", key, err)
+	}
+	sum := sha256.Sum256(data)
+	mf.Objects[suffix] = ObjectInfo{Key: key, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	return nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// FetchLogSegment returns bytes [start, end) of the copy's .log (end -1:
+// to the end of the segment), read with one ranged GET.
+func (m *Manager) FetchLogSegment(ctx context.Context, meta remotelog.SegmentMetadata, start, end int64) (io.ReadCloser, error) {
+	length := int64(-1)
+	if end >= 0 {
+		length = end - start
+	}
+	return m.b.GetRange(ctx, m.Key(meta, logSuffix), start, length)
+}
+
+// FetchIndex returns one index of a copy. An absent transaction index or
+// producer snapshot gives empty bytes and no error, as Kafka's RSM does.
+func (m *Manager) FetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error) {
+	if (t == remotelog.TransactionIndex && !meta.TxnIndexPresent) || (t == remotelog.ProducerSnapshot && !meta.ProducerSnapshotPresent) {
+		return nil, nil
+	}
+	return m.readAll(ctx, m.Key(meta, t.Suffix()))
+}
+
+func (m *Manager) readAll(ctx context.Context, key string) ([]byte, error) {
+	rc, err := m.b.GetRange(ctx, key, 0, -1)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// ReadManifest reads and checks the manifest of a copy.
+func (m *Manager) ReadManifest(ctx context.Context, key string) (*Manifest, error) {
+	data, err := m.readAll(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	var mf Manifest
+	if err := json.Unmarshal(data, &mf); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
+	}
+	if mf.FormatVersion != ManifestFormatVersion {
+		return nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d", ErrBadManifest, key, mf.FormatVersion, ManifestFormatVersion)
+	}
+	if mf.Objects[logSuffix].Key == "" || mf.EndOffset < mf.StartOffset {
+		return nil, fmt.Errorf("%w %s: incomplete", ErrBadManifest, key)
+	}
+	return &mf, nil
+}
+
+// Manifests lists the manifests of one partition, oldest base offset
+// first. Unreadable manifests are returned as errors after the rest.
+func (m *Manager) Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*Manifest, error) {
+	var out []*Manifest
+	var errs []error
+	err := m.b.Iter(ctx, m.PartitionPrefix(tp), func(key string) error {
+		if !strings.HasSuffix(key, manifestSuffix) {
+			return nil
+		}
+		mf, err := m.ReadManifest(ctx, key)
+		if err != nil {
+			errs = append(errs, err)
+			return nil
+		}
+		out = append(out, mf)
+		return nil
+	})
+	return out, errors.Join(append(errs, err)...)
+}
+
+// DeleteSegment deletes every object of a copy, the manifest first so that
+// a half-deleted copy never looks complete. Missing objects are fine.
+func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error {
+	keys := []string{m.Key(meta, manifestSuffix), m.Key(meta, logSuffix)}
+	for _, t := range []remotelog.IndexType{remotelog.OffsetIndex, remotelog.TimeIndex, remotelog.TransactionIndex,
+		remotelog.ProducerSnapshot, remotelog.LeaderEpochIndex} {
+		keys = append(keys, m.Key(meta, t.Suffix()))
+	}
+	for _, k := range keys {
+		if err := m.b.Delete(ctx, k); err != nil {
+			return fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func (m *Manager) deleteObjects(ctx context.Context, mf *Manifest) {
+	for _, o := range mf.Objects {
+		_ = m.b.Delete(ctx, o.Key)
+	}
+}
+
+// VerifyObject re-reads an object and checks its size and checksum against
+// the manifest; it returns ErrChecksum (wrapped) on a mismatch.
+func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
+	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(h, rc)
+	if err != nil {
+		return err
+	}
+	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
+		return fmt.Errorf("%w: %s (%d bytes)", ErrChecksum, o.Key, n)
+	}
+	return nil
+}

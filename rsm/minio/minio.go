@@ -1,0 +1,183 @@
+// Package minio is an rsm.Bucket on MinIO and other S3-compatible stores,
+// through minio-go. Credentials come from the environment
+// (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, MINIO_ROOT_USER/
+// MINIO_ROOT_PASSWORD), ~/.aws/credentials or instance metadata, and are
+// never logged.
+package minio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	miniogo "github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/tierd/tierd/rsm"
+)
+
+// Config configures the client. Defaults are in DefaultConfig.
+type Config struct {
+	// Endpoint is host:port of the S3 API, e.g. "127.0.0.1:9000". Required.
+	Endpoint string `yaml:"endpoint"`
+	// Bucket is the bucket name. Required; it must exist.
+	Bucket string `yaml:"bucket"`
+	// Region is the bucket's region. Default "us-east-1".
+	Region string `yaml:"region"`
+	// Insecure uses plain HTTP instead of HTTPS. Default false.
+	Insecure bool `yaml:"insecure"`
+	// PathStyle addresses the bucket in the path, not the host name (what
+	// MinIO expects). Default true.
+	PathStyle bool `yaml:"path_style"`
+	// PartSize is the multipart part size in bytes; objects larger than
+	// this go up in parts. Default 16 MiB; minimum 5 MiB (S3's).
+	PartSize uint64 `yaml:"part_size"`
+	// PartConcurrency is how many parts upload at once; memory use per
+	// upload is PartSize x PartConcurrency. Default 2.
+	PartConcurrency uint `yaml:"part_concurrency"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Region: "us-east-1", PathStyle: true, PartSize: 16 << 20, PartConcurrency: 2}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Endpoint == "" || strings.Contains(c.Endpoint, "/") {
+		errs = append(errs, fmt.Errorf("minio: endpoint %q must be host:port", c.Endpoint))
+	}
+	if c.Bucket == "" {
+		errs = append(errs, errors.New("minio: bucket is required"))
+	}
+	if c.PartSize < 5<<20 {
+		errs = append(errs, fmt.Errorf("minio: part_size %d below S3's 5 MiB minimum", c.PartSize))
+	}
+	if c.PartConcurrency == 0 {
+		errs = append(errs, errors.New("minio: part_concurrency must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Bucket talks to one bucket.
+type Bucket struct {
+	c   *miniogo.Client
+	cfg Config
+}
+
+// New returns a client for cfg. It does not contact the server.
+func New(cfg Config, transport http.RoundTripper) (*Bucket, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	creds := credentials.NewChainCredentials([]credentials.Provider{
+		&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{}, &credentials.IAM{},
+	})
+	lookup := miniogo.BucketLookupAuto
+	if cfg.PathStyle {
+		lookup = miniogo.BucketLookupPath
+	}
+	c, err := miniogo.New(cfg.Endpoint, &miniogo.Options{
+		Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region, BucketLookup: lookup, Transport: transport,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("minio client: %w", err)
+	}
+	return &Bucket{c: c, cfg: cfg}, nil
+}
+
+func notFound(key string, err error) error {
+	if miniogo.ToErrorResponse(err).Code == "NoSuchKey" {
+		return fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+	}
+	return err
+}
+
+// Upload implements rsm.Bucket. minio-go aborts a failed multipart upload.
+func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
+	_, err := b.c.PutObject(ctx, b.cfg.Bucket, key, r, size, miniogo.PutObjectOptions{
+		PartSize: b.cfg.PartSize, NumThreads: b.cfg.PartConcurrency, ContentType: "application/octet-stream",
+	})
+	return err
+}
+
+// GetRange implements rsm.Bucket.
+func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if off < 0 {
+		return nil, fmt.Errorf("%s: negative offset %d", key, off)
+	}
+	if length == 0 {
+		if _, err := b.Attributes(ctx, key); err != nil {
+			return nil, err
+		}
+		return io.NopCloser(strings.NewReader("")), nil
+	}
+	opts := miniogo.GetObjectOptions{}
+	var err error
+	switch {
+	case length > 0:
+		err = opts.SetRange(off, off+length-1)
+	case off > 0:
+		err = opts.SetRange(off, 0)
+	}
+	if err != nil {
+		return nil, err
+	}
+	// GetObject is lazy; the first Read sends the request. Do it now so
+	// that a missing key is reported here.
+	obj, err := b.c.GetObject(ctx, b.cfg.Bucket, key, opts)
+	if err != nil {
+		return nil, notFound(key, err)
+	}
+	if _, err := obj.Stat(); err != nil {
+		obj.Close()
+		if miniogo.ToErrorResponse(err).Code == "InvalidRange" {
+			return io.NopCloser(strings.NewReader("")), nil // range past the end
+		}
+		return nil, notFound(key, err)
+	}
+	return obj, nil
+}
+
+// Attributes implements rsm.Bucket.
+func (b *Bucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttributes, error) {
+	st, err := b.c.StatObject(ctx, b.cfg.Bucket, key, miniogo.StatObjectOptions{})
+	if err != nil {
+		return rsm.ObjectAttributes{}, notFound(key, err)
+	}
+	return rsm.ObjectAttributes{Size: st.Size}, nil
+}
+
+// Iter implements rsm.Bucket.
+func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for obj := range b.c.ListObjects(ctx, b.cfg.Bucket, miniogo.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if obj.Err != nil {
+			return obj.Err
+		}
+		if err := fn(obj.Key); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// Delete implements rsm.Bucket.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	err := b.c.RemoveObject(ctx, b.cfg.Bucket, key, miniogo.RemoveObjectOptions{})
+	if err != nil && errors.Is(notFound(key, err), rsm.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Name implements rsm.Bucket.
+func (b *Bucket) Name() string { return "minio:" + b.cfg.Endpoint + "/" + b.cfg.Bucket }
+
+// Close implements rsm.Bucket.
+func (b *Bucket) Close() error { return nil }

@@ -1,0 +1,157 @@
+// Package rsmtest holds the contract test every rsm.Bucket must pass and a
+// launcher for a real MinIO server on 127.0.0.1.
+package rsmtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/tierd/tierd/rsm"
+)
+
+// AcceptanceTest runs the rsm.Bucket contract against b, which must be
+// empty. largeSize is the size of the object used to exercise multipart
+// uploads (above the implementation's part size).
+func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
+	ctx := context.Background()
+	get := func(key string, off, length int64) ([]byte, error) {
+		rc, err := b.GetRange(ctx, key, off, length)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		return io.ReadAll(rc)
+	}
+	data := []byte("0123456789abcdefghij")
+	t.Run("upload and ranged reads", func(t *testing.T) {
+		if err := b.Upload(ctx, "p/t-0/obj", bytes.NewReader(data), int64(len(data))); err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			off, length int64
+			want        string
+		}{{0, -1, string(data)}, {0, 5, "01234"}, {10, 3, "abc"}, {15, -1, "fghij"}, {18, 10, "ij"}, {20, 5, ""}, {25, -1, ""}, {3, 0, ""}} {
+			got, err := get("p/t-0/obj", tc.off, tc.length)
+			if err != nil || string(got) != tc.want {
+				t.Errorf("GetRange(%d, %d) = %q, %v; want %q", tc.off, tc.length, got, err, tc.want)
+			}
+		}
+		attrs, err := b.Attributes(ctx, "p/t-0/obj")
+		if err != nil || attrs.Size != int64(len(data)) {
+			t.Errorf("Attributes = %+v, %v", attrs, err)
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		if _, err := get("p/t-0/missing", 0, -1); !errors.Is(err, rsm.ErrNotFound) {
+			t.Errorf("GetRange missing: %v", err)
+		}
+		if _, err := get("p/t-0/missing", 5, 10); !errors.Is(err, rsm.ErrNotFound) {
+			t.Errorf("GetRange range of missing: %v", err)
+		}
+		if _, err := b.Attributes(ctx, "p/t-0/missing"); !errors.Is(err, rsm.ErrNotFound) {
+			t.Errorf("Attributes missing: %v", err)
+		}
+		if err := b.Delete(ctx, "p/t-0/missing"); err != nil {
+			t.Errorf("Delete missing: %v", err)
+		}
+	})
+	t.Run("replace and delete", func(t *testing.T) {
+		if err := b.Upload(ctx, "p/t-0/obj2", bytes.NewReader([]byte("old")), 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Upload(ctx, "p/t-0/obj2", bytes.NewReader([]byte("newer")), 5); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := get("p/t-0/obj2", 0, -1); err != nil || string(got) != "newer" {
+			t.Errorf("after replace: %q %v", got, err)
+		}
+		if err := b.Delete(ctx, "p/t-0/obj2"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := get("p/t-0/obj2", 0, -1); !errors.Is(err, rsm.ErrNotFound) {
+			t.Errorf("after delete: %v", err)
+		}
+	})
+	t.Run("iter", func(t *testing.T) {
+		for _, k := range []string{"p/t-1/b", "p/t-1/a", "p/t-1/sub/c", "p/t-10/x", "q/t-1/y"} {
+			if err := b.Upload(ctx, k, bytes.NewReader([]byte(k)), int64(len(k))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var keys []string
+		if err := b.Iter(ctx, "p/t-1/", func(k string) error { keys = append(keys, k); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(keys) != "[p/t-1/a p/t-1/b p/t-1/sub/c]" {
+			t.Errorf("Iter = %v", keys)
+		}
+		stop := errors.New("stop")
+		n := 0
+		if err := b.Iter(ctx, "p/", func(string) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+			t.Errorf("Iter did not stop on error: %v after %d", err, n)
+		}
+	})
+	t.Run("large object streamed in parts", func(t *testing.T) {
+		big := make([]byte, largeSize)
+		rand.Read(big)
+		if err := b.Upload(ctx, "p/t-2/big", io.LimitReader(bytes.NewReader(big), int64(len(big))), int64(len(big))); err != nil {
+			t.Fatal(err)
+		}
+		got, err := get("p/t-2/big", 0, -1)
+		if err != nil || !bytes.Equal(got, big) {
+			t.Fatalf("big object: %d bytes, %v", len(got), err)
+		}
+		mid, err := get("p/t-2/big", int64(largeSize/2), 4096)
+		if err != nil || !bytes.Equal(mid, big[largeSize/2:largeSize/2+4096]) {
+			t.Fatalf("ranged read of big object: %v", err)
+		}
+	})
+	t.Run("failed upload leaves nothing", func(t *testing.T) {
+		r := io.MultiReader(bytes.NewReader(make([]byte, largeSize/2)), errReader{})
+		if err := b.Upload(ctx, "p/t-3/broken", r, int64(largeSize)); err == nil {
+			t.Fatal("upload from a failing reader succeeded")
+		}
+		if _, err := b.Attributes(ctx, "p/t-3/broken"); !errors.Is(err, rsm.ErrNotFound) {
+			t.Errorf("object after failed upload: %v", err)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := b.Upload(cctx, "p/t-3/cancelled", bytes.NewReader(data), int64(len(data))); err == nil {
+			t.Error("upload with a cancelled context succeeded")
+		}
+	})
+	t.Run("concurrent", func(t *testing.T) {
+		var wg sync.WaitGroup
+		errs := make(chan error, 16)
+		for i := 0; i < 8; i++ {
+			wg.Add(1)
+			go func(i int) {
+				defer wg.Done()
+				key := fmt.Sprintf("p/t-4/%d", i)
+				body := bytes.Repeat([]byte{byte(i)}, 1000+i)
+				if err := b.Upload(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
+					errs <- err
+					return
+				}
+				if got, err := get(key, 0, -1); err != nil || !bytes.Equal(got, body) {
+					errs <- fmt.Errorf("%s read back %d bytes: %v", key, len(got), err)
+				}
+			}(i)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+	})
+}
+
+type errReader struct{}
+
+func (errReader) Read([]byte) (int, error) { return 0, errors.New("disk read failed") }
