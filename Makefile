@@ -1,8 +1,10 @@
 # tierd build and test entry points. "make test" is what CI runs.
 GO ?= go
 FUZZTIME ?= 10s
+SHELL := /bin/bash
+HARNESS := ^(TestCrash|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build test tools unit fuzz vet proto proto-check demo
+.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo
 
 build:
 	$(GO) build -o bin/tierd ./cmd/tierd
@@ -20,8 +22,23 @@ vet:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
+# unit: every test with the race detector, but the harness (whose
+# concurrency test also runs here, at 150 rounds).
 unit:
-	$(GO) test -count=1 -race ./...
+	$(GO) test -count=1 -race -skip '^(TestCrash|TestFaultRate)$$' ./...
+
+# harness: the crash test (25 kills), the fault-proxy test (25 copies,
+# 250 fetches) over MinIO and the 1000-round fetch-during-deletion test,
+# without the race detector; prints their summary lines.
+harness:
+	set -o pipefail; $(GO) test -count=1 -v -timeout 30m -run '$(HARNESS)' ./e2e/ | grep -E '^(crash test|fault test|--- |ok|FAIL|PASS|panic)|_test.go'
+
+# crash, faults: the same at full count (200 kills; 100 copies, 1000 fetches).
+crash:
+	set -o pipefail; TIERD_CRASH_ROUNDS=200 $(GO) test -count=1 -v -timeout 60m -run '^TestCrash$$' ./e2e/ | grep -E '^(crash test|--- |ok|FAIL)|_test.go'
+
+faults:
+	set -o pipefail; TIERD_FAULT_SCALE=1 $(GO) test -count=1 -v -timeout 60m -run '^TestFaultRate$$' ./e2e/ | grep -E '^(fault test|--- |ok|FAIL)|_test.go'
 
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME)
@@ -32,5 +49,5 @@ proto:
 proto-check:
 	scripts/protoc.sh --check
 
-# test: tools, vet, every test (race detector on), then a bounded fuzz run.
-test: tools vet unit fuzz
+# test: tools, vet, the tests (race detector on), the harness, a bounded fuzz run.
+test: tools vet unit harness fuzz

@@ -113,6 +113,27 @@ type Config struct {
 	FileDeleteDelay time.Duration `yaml:"file_delete_delay"`
 	// BrokerID is recorded in every metadata row. Default 0.
 	BrokerID int32 `yaml:"broker_id"`
+	// OwnershipLease lets several tierds, one per broker, share a bucket:
+	// a partition is tiered by the tierd whose broker_id holds its lease
+	// (an object in the bucket, renewed every third of the lease). Another
+	// tierd takes over once the lease has not been renewed for this long.
+	// 0 turns leases off (a single tierd per bucket prefix). Default 5m.
+	OwnershipLease time.Duration `yaml:"ownership_lease"`
+	// DeletedRowRetention is how long rows of deleted copies
+	// (DELETE_SEGMENT_FINISHED) are kept for inspection. Default 1h.
+	DeletedRowRetention time.Duration `yaml:"deleted_row_retention"`
+	// Concurrency is how many partitions sync at once, so one slow or
+	// stuck partition does not hold up the others. Default 4.
+	Concurrency int `yaml:"copy_concurrency"`
+	// IndexIntervalBytes is Kafka's index.interval.bytes, used when a
+	// segment's indexes must be rebuilt from its log. Default 4096.
+	IndexIntervalBytes int64 `yaml:"index.interval.bytes"`
+	// MessageTimestampAfterMaxMs is Kafka's message.timestamp.after.max.ms:
+	// a segment whose max timestamp is further ahead of the clock than this
+	// is judged for time retention by its file's modification time (local)
+	// or its copy time (remote) instead, with a warning, so that one bad
+	// timestamp cannot pin a segment forever. Default 3600000 (1 hour).
+	MessageTimestampAfterMaxMs int64 `yaml:"message.timestamp.after.max.ms"`
 	// Retention applies to every topic; Topics overrides it per topic.
 	Retention Retention            `yaml:"retention"`
 	Topics    map[string]Retention `yaml:"topics"`
@@ -120,7 +141,9 @@ type Config struct {
 
 // DefaultConfig returns the defaults (no log dirs).
 func DefaultConfig() Config {
-	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention()}
+	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
+		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
+		OwnershipLease: 5 * time.Minute, DeletedRowRetention: time.Hour}
 }
 
 // Validate reports every problem at once.
@@ -134,6 +157,18 @@ func (c Config) Validate() error {
 	}
 	if c.CopyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("copier: copy_timeout %s must be positive", c.CopyTimeout))
+	}
+	if c.OwnershipLease < 0 || c.DeletedRowRetention < 0 {
+		errs = append(errs, fmt.Errorf("copier: ownership_lease %s and deleted_row_retention %s must not be negative", c.OwnershipLease, c.DeletedRowRetention))
+	}
+	if c.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("copier: copy_concurrency %d must be at least 1", c.Concurrency))
+	}
+	if c.IndexIntervalBytes < 0 {
+		errs = append(errs, fmt.Errorf("copier: index.interval.bytes %d must not be negative", c.IndexIntervalBytes))
+	}
+	if c.MessageTimestampAfterMaxMs < 0 {
+		errs = append(errs, fmt.Errorf("copier: message.timestamp.after.max.ms %d must not be negative", c.MessageTimestampAfterMaxMs))
 	}
 	if c.FileDeleteDelay < 0 {
 		errs = append(errs, fmt.Errorf("copier: file_delete_delay %s must not be negative", c.FileDeleteDelay))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ import (
 type RemoteStorage interface {
 	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
 	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
+	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
+	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, live func(remotelog.SegmentID) bool) (int, error)
+	ReadOwner(ctx context.Context, tp remotelog.TopicPartition) (rsm.Owner, bool, error)
+	WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) error
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -34,6 +39,10 @@ type MetadataStore interface {
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
 	EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error
 	AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error)
+	ImportSegment(meta remotelog.SegmentMetadata) error
+	SetTopicID(tp remotelog.TopicPartition, id string) error
+	ResetPartition(tp remotelog.TopicPartition, logStartOffset int64, topicID string) error
+	PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, error)
 }
 
 // Option sets an optional collaborator.
@@ -60,9 +69,13 @@ type Copier struct {
 	reg   prometheus.Registerer
 	now   func() time.Time
 	m     *metrics
-	mu    sync.Mutex // one pass at a time; guards warns and times
-	warns map[string]bool
-	times map[string]int64 // max timestamp by segment file (path+size)
+	mu    sync.Mutex // one pass at a time
+
+	stateMu sync.Mutex // guards the maps below
+	warns   map[string]bool
+	times   map[string]int64 // max timestamp by segment file (path+size)
+	swept   map[remotelog.TopicPartition]bool
+	leases  map[remotelog.TopicPartition]time.Time // ours, by renewal time
 }
 
 // New returns a copier. It does no I/O.
@@ -71,7 +84,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		return nil, err
 	}
 	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}}
+		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		leases: map[remotelog.TopicPartition]time.Time{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -135,14 +149,19 @@ func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	copied := 0
-	var errs []error
+	var (
+		mu     sync.Mutex
+		copied int
+		errs   []error
+		wg     sync.WaitGroup
+		sem    = make(chan struct{}, c.cfg.Concurrency)
+	)
 	for _, e := range ents {
 		tp, ok := kafkalog.ParsePartitionDir(e.Name())
-		if !ok || !e.IsDir() {
+		if !ok || !e.IsDir() || !c.tiered(tp) {
 			continue
 		}
-		p := partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1}
+		p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1}
 		if hw != nil {
 			p.hw = hw[tp] // a partition missing from the file has nothing committed
 			p.hwKnown = true
@@ -150,15 +169,30 @@ func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
 		if v, ok := lsos[tp]; ok {
 			p.brokerLSO = v
 		}
-		n, err := c.syncPartition(ctx, &p)
-		copied += n
-		if err != nil {
-			c.m.partitionErrors.Inc()
-			errs = append(errs, fmt.Errorf("%s: %w", tp, err))
-		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n, err := c.syncPartition(ctx, p)
+			mu.Lock()
+			defer mu.Unlock()
+			copied += n
+			if err != nil {
+				c.m.partitionErrors.Inc()
+				c.needSweep(p.tp)
+				errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
+			}
+		}()
 	}
+	wg.Wait()
 	return copied, errors.Join(errs...)
 }
+
+// tiered reports whether tierd tiers a topic. Kafka's internal topics
+// (names starting with "__": __consumer_offsets, __transaction_state,
+// __cluster_metadata) are never tiered by a broker, and tierd leaves them
+// alone too.
+func (c *Copier) tiered(tp remotelog.TopicPartition) bool { return !strings.HasPrefix(tp.Topic, "__") }
 
 // partition is one partition directory during a pass.
 type partition struct {
@@ -167,6 +201,7 @@ type partition struct {
 	hw        int64 // high watermark from replication-offset-checkpoint
 	hwKnown   bool
 	brokerLSO int64 // from log-start-offset-checkpoint, -1 if unknown
+	topicID   string
 	segs      []localSegment
 	limits    Limits
 }
@@ -217,6 +252,9 @@ func listSegments(dir string) ([]localSegment, error) {
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
+	if err := cleanStaging(p.dir); err != nil {
+		return 0, err
+	}
 	var err error
 	if p.segs, err = listSegments(p.dir); err != nil {
 		return 0, err
@@ -224,15 +262,21 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	var warns []string
 	p.limits, warns = c.cfg.LimitsFor(p.tp.Topic)
 	for _, w := range warns {
-		if !c.warns[p.tp.Topic+w] {
-			c.warns[p.tp.Topic+w] = true
+		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
 	}
-	if len(p.segs) > 0 {
-		if err := c.store.EnsurePartition(p.tp, p.segs[0].base); err != nil {
-			return 0, err
-		}
+	if own, err := c.claim(ctx, p.tp); err != nil || !own {
+		return 0, err
+	}
+	if err := c.checkIncarnation(ctx, p); err != nil {
+		return 0, err
+	}
+	if _, err := c.adoptPartition(ctx, p); err != nil {
+		return 0, err
+	}
+	if err := c.maybeSweep(ctx, p.tp); err != nil {
+		return 0, err
 	}
 	if p.brokerLSO >= 0 {
 		if _, err := c.store.AdvanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
@@ -254,9 +298,17 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		if err := c.removeDeleted(p.dir); err != nil {
 			errs = append(errs, err)
 		}
+	} else if len(p.segs) > 0 {
+		// The broker's retention moves the local log start offset.
+		if _, err := c.store.AdvanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := c.remoteRetention(ctx, p); err != nil {
 		errs = append(errs, fmt.Errorf("remote retention: %w", err))
+	}
+	if _, err := c.store.PurgeDeleted(p.tp, c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()); err != nil {
+		errs = append(errs, err)
 	}
 	return copied, errors.Join(errs...)
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
@@ -49,9 +50,11 @@ func (c *Copier) deleteRemote(ctx context.Context, r remotelog.SegmentMetadata) 
 			return err
 		}
 	}
+	crashpoint.Hit("remote.delete-started")
 	if err := c.rs.DeleteSegment(ctx, r); err != nil {
 		return fmt.Errorf("delete segment %s: %w", r.ID, err)
 	}
+	crashpoint.Hit("remote.objects-deleted")
 	if _, err := c.store.UpdateState(r.TopicPartition, r.StartOffset, r.ID, remotelog.DeleteSegmentFinished); err != nil {
 		return err
 	}
@@ -109,63 +112,99 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 // reportGap logs and counts offsets that vanished locally before they were
 // copied (a broker's own retention ran ahead of tierd).
 func (c *Copier) reportGap(tp remotelog.TopicPartition, from, to int64) {
-	key := fmt.Sprintf("gap %s %d %d", tp, from, to)
-	if c.warns[key] {
+	if !c.once(fmt.Sprintf("gap %s %d %d", tp, from, to)) {
 		return
 	}
-	c.warns[key] = true
 	c.m.gaps.Inc()
 	c.log.Error("offsets were deleted locally before tierd copied them", "partition", tp, "from", from, "to", to)
 }
 
+// copyOne copies one rolled segment: stage its files by hard link, check
+// the log (CRC, offsets) and its indexes (rebuilding them when unusable),
+// record COPY_SEGMENT_STARTED, upload under a deadline, record
+// COPY_SEGMENT_FINISHED. A failed upload's objects are deleted and its row
+// ends in DELETE_SEGMENT_FINISHED; the next pass retries with a new id.
 func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) error {
-	maxTS, err := c.maxTimestamp(s)
+	id := remotelog.NewSegmentID()
+	st, err := stage(p, s, id)
+	defer func() {
+		os.RemoveAll(st.dir)
+		os.Remove(filepath.Dir(st.dir)) // the staging root, when empty
+	}()
 	if err != nil {
 		return err
+	}
+	in, err := inspect(s, st.log, c.cfg.IndexIntervalBytes)
+	if err != nil {
+		if errors.Is(err, errCorruptSegment) {
+			c.reportCorrupt(p.tp, s, err)
+		}
+		return err
+	}
+	c.setMaxTimestamp(s, in.maxTimestamp)
+	if !in.indexesOK {
+		c.log.Warn("segment indexes unusable; uploading indexes rebuilt from the log", "partition", p.tp, "base_offset", s.base)
+		c.m.indexesRebuilt.Inc()
+		if err := st.replaceIndexes(s.base, in.rebuilt); err != nil {
+			return err
+		}
 	}
 	epochs, err := epoch.ReadFile(epoch.Path(p.dir))
 	if err != nil {
 		return err
 	}
-	files := rsm.SegmentFiles{
-		Log: s.path, OffsetIndex: s.file(kafkalog.IndexSuffix), TimeIndex: s.file(kafkalog.TimeIndexSuffix),
-		LeaderEpochs: epoch.InRange(epochs, s.base, s.end),
-	}
-	if exists(s.file(kafkalog.TxnIndexSuffix)) {
-		files.TxnIndex = s.file(kafkalog.TxnIndexSuffix)
-	}
-	if snap := filepath.Join(p.dir, kafkalog.FileName(s.end+1, kafkalog.SnapshotSuffix)); exists(snap) {
-		files.ProducerSnapshot = snap
-	}
+	files := rsm.SegmentFiles{Log: st.log, OffsetIndex: st.offsetIdx, TimeIndex: st.timeIdx,
+		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end)}
 	meta := remotelog.SegmentMetadata{
-		TopicPartition: p.tp, ID: remotelog.NewSegmentID(), StartOffset: s.base, EndOffset: s.end,
-		MaxTimestampMs: maxTS, SizeInBytes: s.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID,
+		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
+		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 	}
 	if err := c.store.AddSegment(meta); err != nil {
 		return err
 	}
-	cctx, cancel := context.WithTimeout(ctx, c.cfg.CopyTimeout)
-	defer cancel()
-	if _, err := c.rs.CopySegment(cctx, meta, files); err != nil {
+	crashpoint.Hit("copy.started")
+	if err := c.upload(ctx, meta, files); err != nil {
 		c.m.copyFailures.Inc()
-		if derr := c.deleteRemote(context.WithoutCancel(ctx), meta); derr != nil {
+		c.needSweep(p.tp)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
+		defer cancel()
+		if derr := c.deleteRemote(cctx, meta); derr != nil {
 			err = errors.Join(err, fmt.Errorf("clean up failed copy: %w", derr))
 		}
 		return err
 	}
+	crashpoint.Hit("copy.uploaded")
 	if _, err := c.store.UpdateState(p.tp, meta.StartOffset, meta.ID, remotelog.CopySegmentFinished); err != nil {
 		return err
 	}
+	crashpoint.Hit("copy.finished")
 	c.m.copied.Inc()
 	c.m.copiedBytes.Add(float64(s.size))
 	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", s.size, "segment", meta.ID)
 	return nil
 }
 
-func exists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
+// upload runs one copy attempt under CopyTimeout; a panic in the upload
+// path becomes an error.
+func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CopyTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("copier: panic in upload of segment %d: %v", meta.StartOffset, r)
+		}
+	}()
+	_, err = c.rs.CopySegment(ctx, meta, files)
+	return err
+}
+
+// reportCorrupt logs and counts a segment that fails its checks, once.
+func (c *Copier) reportCorrupt(tp remotelog.TopicPartition, s localSegment, err error) {
+	if c.once(fmt.Sprintf("corrupt %s %d", tp, s.base)) {
+		c.m.corrupt.Inc()
+		c.log.Error("segment is corrupt: not copied, kept locally; tiering of the partition waits", "partition", tp, "base_offset", s.base, "err", err)
+	}
 }
 
 // maxTimestamp returns a rolled segment's largest batch timestamp: the last
@@ -173,8 +212,7 @@ func exists(p string) bool {
 // of the batch headers when the index has none. -1 when no batch has a
 // timestamp. Results are cached by file and size.
 func (c *Copier) maxTimestamp(s localSegment) (int64, error) {
-	key := fmt.Sprintf("%s:%d", s.path, s.size)
-	if ts, ok := c.times[key]; ok {
+	if ts, ok := c.cachedMaxTimestamp(s); ok {
 		return ts, nil
 	}
 	ts := batch.NoTimestamp
@@ -197,6 +235,32 @@ func (c *Copier) maxTimestamp(s localSegment) (int64, error) {
 			return 0, kafkalog.WithFile(err, s.path)
 		}
 	}
-	c.times[key] = ts
+	c.setMaxTimestamp(s, ts)
 	return ts, nil
+}
+
+func timesKey(s localSegment) string { return fmt.Sprintf("%s:%d", s.path, s.size) }
+
+func (c *Copier) cachedMaxTimestamp(s localSegment) (int64, bool) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	ts, ok := c.times[timesKey(s)]
+	return ts, ok
+}
+
+func (c *Copier) setMaxTimestamp(s localSegment, ts int64) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.times[timesKey(s)] = ts
+}
+
+// once reports whether key is seen for the first time (for log-once).
+func (c *Copier) once(key string) bool {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if c.warns[key] {
+		return false
+	}
+	c.warns[key] = true
+	return true
 }

@@ -158,10 +158,15 @@ func (r *rig) offsets() remotelog.PartitionOffsets {
 	return o
 }
 
-// objects lists the bucket's keys.
+// objects lists the bucket's segment objects (not ownership leases).
 func (r *rig) objects() []string {
 	var keys []string
-	r.bucket.Iter(context.Background(), "", func(k string) error { keys = append(keys, k); return nil })
+	r.bucket.Iter(context.Background(), "", func(k string) error {
+		if !strings.HasSuffix(k, "/"+rsm.OwnerObject) {
+			keys = append(keys, k)
+		}
+		return nil
+	})
 	return keys
 }
 

@@ -9,6 +9,9 @@ type metrics struct {
 	passes, passErrors, partitionErrors prometheus.Counter
 	copied, copiedBytes, copyFailures   prometheus.Counter
 	localDeleted, remoteDeleted, gaps   prometheus.Counter
+	indexesRebuilt, corrupt, futureTS   prometheus.Counter
+	rebuilt, swept                      prometheus.Counter
+	recreated, incarnation              prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -26,5 +29,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		localDeleted:    c("local_segments_deleted_total", "Local segments deleted by local retention."),
 		remoteDeleted:   c("remote_segments_deleted_total", "Remote segment copies deleted."),
 		gaps:            c("gaps_total", "Offset ranges deleted locally before they were copied."),
+		indexesRebuilt:  c("indexes_rebuilt_total", "Segments uploaded with indexes rebuilt from the log because their own were unusable."),
+		corrupt:         c("corrupt_segments_total", "Segments not copied because their log failed its checks."),
+		futureTS:        c("future_timestamps_total", "Segments judged by file or copy time because their max timestamp is too far ahead."),
+		rebuilt:         c("metadata_rebuilt_segments_total", "Segment rows restored from bucket manifests."),
+		swept:           c("orphan_objects_deleted_total", "Bucket objects deleted because no live row points at them."),
+		recreated:       c("topics_recreated_total", "Partitions whose topic id changed: the old incarnation's copies were deleted."),
+		incarnation:     c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
 	}
 }

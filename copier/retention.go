@@ -9,23 +9,52 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// segmentTime returns the timestamp retention.ms is judged by: the
-// segment's max record timestamp, or its file's modification time when no
-// record has one (as Kafka's LogSegment.largestTimestamp does).
-func (c *Copier) segmentTime(s localSegment) (int64, error) {
+// segmentTime returns the time local retention judges a segment by: its
+// max record timestamp; or its file's modification time when no record has
+// a timestamp (as Kafka's LogSegment.largestTimestamp does) or when the max
+// timestamp is more than message.timestamp.after.max.ms ahead of the clock
+// (a producer's bad clock must not pin the segment forever).
+func (c *Copier) segmentTime(tp remotelog.TopicPartition, s localSegment, nowMs int64) (int64, error) {
 	ts, err := c.maxTimestamp(s)
-	if err != nil || ts >= 0 {
-		return ts, err
+	if err != nil {
+		return 0, err
+	}
+	if ts >= 0 && !c.inFuture(tp, s.base, ts, nowMs) {
+		return ts, nil
 	}
 	st, err := os.Stat(s.path)
 	if err != nil {
 		return 0, err
 	}
 	return st.ModTime().UnixMilli(), nil
+}
+
+// remoteTime is segmentTime for a remote copy: the copy time (the row's
+// event time, set when the copy finished) replaces a missing or future
+// max timestamp.
+func (c *Copier) remoteTime(r remotelog.SegmentMetadata, nowMs int64) int64 {
+	if r.MaxTimestampMs < 0 || c.inFuture(r.TopicPartition, r.StartOffset, r.MaxTimestampMs, nowMs) {
+		return r.EventTimestampMs
+	}
+	return r.MaxTimestampMs
+}
+
+// inFuture reports (and warns once) that a timestamp is too far ahead.
+func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bool {
+	if ts-nowMs <= c.cfg.MessageTimestampAfterMaxMs || nowMs > ts { // no overflow for Long.MAX_VALUE settings
+		return false
+	}
+	if c.once(fmt.Sprintf("future %s %d", tp, base)) {
+		c.m.futureTS.Inc()
+		c.log.Warn("segment max timestamp is ahead of the clock by more than message.timestamp.after.max.ms; retention uses its file or copy time",
+			"partition", tp, "base_offset", base, "max_timestamp", ts, "ahead_ms", ts-nowMs)
+	}
+	return true
 }
 
 // localRetention deletes the oldest local segments while local retention
@@ -57,12 +86,12 @@ func (c *Copier) localRetention(p *partition) error {
 			break
 		}
 		below := s.end < offs.LogStartOffset
-		if !below && !covered(fin, s) {
+		if !below && !copiedExactly(fin, s) {
 			break // never delete what is not durably copied
 		}
 		breach := below || (p.limits.LocalRetentionBytes >= 0 && total > p.limits.LocalRetentionBytes)
 		if !breach && p.limits.LocalRetentionMs >= 0 {
-			ts, err := c.segmentTime(s)
+			ts, err := c.segmentTime(p.tp, s, nowMs)
 			if err != nil {
 				return err
 			}
@@ -81,10 +110,12 @@ func (c *Copier) localRetention(p *partition) error {
 	if _, err := c.store.AdvanceOffsets(p.tp, -1, newLocalStart); err != nil {
 		return err
 	}
+	crashpoint.Hit("local.offset-saved")
 	for _, s := range p.segs[:last+1] {
 		if err := markDeleted(s, newLocalStart); err != nil {
 			return err
 		}
+		crashpoint.Hit("local.renamed")
 		c.m.localDeleted.Inc()
 		c.log.Info("deleted local segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", s.size)
 	}
@@ -186,7 +217,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
 	for _, r := range fin {
 		onlyRemote := r.EndOffset < localStart
 		breach := r.EndOffset < offs.LogStartOffset ||
-			(p.limits.RetentionMs >= 0 && r.MaxTimestampMs >= 0 && r.MaxTimestampMs < nowMs-p.limits.RetentionMs) ||
+			(p.limits.RetentionMs >= 0 && c.remoteTime(r, nowMs) < nowMs-p.limits.RetentionMs) ||
 			(p.limits.RetentionBytes >= 0 && onlyRemote && total > p.limits.RetentionBytes)
 		if !breach {
 			break
@@ -194,6 +225,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
 		if offs, err = c.store.AdvanceOffsets(p.tp, r.EndOffset+1, -1); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
+		crashpoint.Hit("remote.offset-saved")
 		if err := c.deleteRemote(ctx, r); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("segment %d: %w", r.StartOffset, err))...)
 		}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -39,11 +41,27 @@ type Client struct {
 // The connection is made lazily.
 func Dial(addr string) (*Client, error) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+		// A response holds at least one whole batch, whatever its size.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)))
 	if err != nil {
 		return nil, err
 	}
 	return &Client{conn: conn, c: tierdpb.NewRemoteFetchClient(conn)}, nil
+}
+
+// WaitReady connects and reports whether a server answered before ctx
+// ended.
+func (c *Client) WaitReady(ctx context.Context) bool {
+	c.conn.Connect()
+	for {
+		st := c.conn.GetState()
+		if st == connectivity.Ready {
+			return true
+		}
+		if !c.conn.WaitForStateChange(ctx, st) {
+			return false
+		}
+	}
 }
 
 // API returns the generated client.

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
+	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -17,13 +20,15 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rsm"
 )
 
 // Metadata is what the server needs from rlmm.Store.
 type Metadata interface {
 	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
-	FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
+	// Snapshot returns offsets and finished rows as of one instant.
+	Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error)
 }
 
 // Remote is what the server needs from rsm.Manager.
@@ -45,18 +50,21 @@ type Config struct {
 	// IndexCacheEntries is how many segments' parsed indexes stay in
 	// memory. Default 1024.
 	IndexCacheEntries int `yaml:"index_cache_entries"`
+	// RequestTimeout bounds one RPC, object store reads included, so a
+	// hung store cannot hold a request (or a shutdown) forever. Default 30s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:7450", ReadAheadBytes: 1 << 20, FetchMaxBytes: 52428800, IndexCacheEntries: 1024}
+	return Config{Listen: "127.0.0.1:7450", ReadAheadBytes: 1 << 20, FetchMaxBytes: 52428800, IndexCacheEntries: 1024, RequestTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		errs = append(errs, fmt.Errorf("fetch: listen %q: %w", c.Listen, err))
+	if err := CheckListen(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("fetch: %w", err))
 	}
 	if c.ReadAheadBytes < 4096 {
 		errs = append(errs, fmt.Errorf("fetch: read_ahead_bytes %d must be at least 4096", c.ReadAheadBytes))
@@ -64,10 +72,25 @@ func (c Config) Validate() error {
 	if c.FetchMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("fetch: fetch.max.bytes %d must be positive", c.FetchMaxBytes))
 	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("fetch: request_timeout %s must be positive", c.RequestTimeout))
+	}
 	if c.IndexCacheEntries < 1 {
 		errs = append(errs, fmt.Errorf("fetch: index_cache_entries %d must be positive", c.IndexCacheEntries))
 	}
 	return errors.Join(errs...)
+}
+
+// CheckListen validates a listen address: host:port with a port in 0-65535.
+func CheckListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen %q: %w", addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("listen %q: port must be a number from 0 to 65535", addr)
+	}
+	return nil
 }
 
 // Option sets an optional collaborator.
@@ -123,13 +146,21 @@ func (s *Server) Run(ctx context.Context) error {
 
 // Serve serves on lis until ctx is done.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	gs := grpc.NewServer(grpc.MaxSendMsgSize(int(s.cfg.FetchMaxBytes) + 1<<20))
+	// The first batch of a response goes out whatever its size (Kafka's
+	// rule), so the send limit is not fetch.max.bytes.
+	gs := grpc.NewServer(grpc.MaxSendMsgSize(math.MaxInt32))
 	tierdpb.RegisterRemoteFetchServer(gs, s)
 	done := make(chan struct{})
 	go func() {
 		select {
 		case <-ctx.Done():
-			gs.GracefulStop()
+			stopped := make(chan struct{})
+			go func() { gs.GracefulStop(); close(stopped) }()
+			select {
+			case <-stopped:
+			case <-time.After(5 * time.Second): // in-flight calls had their chance
+				gs.Stop()
+			}
 		case <-done:
 		}
 	}()
@@ -150,29 +181,41 @@ func (s *Server) observe(method string, err error) error {
 	return st.Err()
 }
 
-// partitionState loads what every RPC needs and rejects unknown partitions.
-func (s *Server) partitionState(topic string, partition int32) (remotelog.TopicPartition, remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
+// partitionState loads, from one snapshot, what every RPC needs, and
+// rejects bad arguments and partitions tierd knows nothing of.
+func (s *Server) partitionState(topic string, partition int32) (remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
 	tp := remotelog.TopicPartition{Topic: topic, Partition: partition}
 	if topic == "" || partition < 0 {
-		return tp, remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", topic, partition)
+		return remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", topic, partition)
 	}
-	offs, ok, err := s.md.Offsets(tp)
+	offs, ok, fin, err := s.md.Snapshot(tp)
 	if err != nil {
-		return tp, offs, nil, err
+		return offs, nil, err
 	}
-	fin, err := s.md.FinishedSegments(tp)
-	if err != nil {
-		return tp, offs, nil, err
+	if !ok || (offs.HighestTieredOffset < 0 && len(fin) == 0) {
+		return offs, nil, fmt.Errorf("%w: %s", errNotTiered, tp)
 	}
-	if !ok || offs.HighestTieredOffset < 0 || len(fin) == 0 {
-		return tp, offs, nil, fmt.Errorf("%w: %s", errNotTiered, tp)
-	}
-	return tp, offs, fin, nil
+	return offs, fin, nil
 }
+
+// retries is how often a read that raced a retention delete starts over
+// with fresh metadata.
+const retries = 3
 
 // Fetch implements tierdpb.RemoteFetchServer.
 func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	resp, err := s.fetch(ctx, req)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var resp *tierdpb.FetchResponse
+	var err error
+	for i := 0; i < retries; i++ {
+		// A copy deleted by retention after the snapshot was taken reads as
+		// a missing object: start over, and the new snapshot says whether
+		// the offset is now below the log start offset.
+		if resp, err = s.fetch(ctx, req); !errors.Is(err, rsm.ErrNotFound) {
+			break
+		}
+	}
 	return resp, s.observe("Fetch", err)
 }
 
@@ -180,7 +223,7 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 	if req.Offset < 0 || req.MaxBytes < 0 {
 		return nil, invalidf("offset and max_bytes must be >= 0 (got %d, %d)", req.Offset, req.MaxBytes)
 	}
-	_, offs, fin, err := s.partitionState(req.Topic, req.Partition)
+	offs, fin, err := s.partitionState(req.Topic, req.Partition)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +261,15 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 
 // ListOffsets implements tierdpb.RemoteFetchServer.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
-	resp, err := s.listOffsets(ctx, req)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	var resp *tierdpb.ListOffsetsResponse
+	var err error
+	for i := 0; i < retries; i++ {
+		if resp, err = s.listOffsets(ctx, req); !errors.Is(err, rsm.ErrNotFound) {
+			break
+		}
+	}
 	return resp, s.observe("ListOffsets", err)
 }
 
@@ -228,7 +279,7 @@ func (s *Server) listOffsets(ctx context.Context, req *tierdpb.ListOffsetsReques
 	default:
 		return nil, invalidf("unknown offset spec %v", req.Spec)
 	}
-	_, offs, fin, err := s.partitionState(req.Topic, req.Partition)
+	offs, fin, err := s.partitionState(req.Topic, req.Partition)
 	if err != nil {
 		return nil, err
 	}

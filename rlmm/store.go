@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
 	"sync"
 	"time"
 
@@ -116,245 +115,10 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 // Close closes the store.
 func (s *Store) Close() error { return s.db.Close() }
 
-// AddSegment writes a new row, which must be in COPY_SEGMENT_STARTED (the
-// first state of every copy) and must not exist yet.
-func (s *Store) AddSegment(meta remotelog.SegmentMetadata) error {
-	if meta.State != remotelog.CopySegmentStarted {
-		return fmt.Errorf("rlmm: new segment in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
-	}
-	if meta.EndOffset < meta.StartOffset || meta.StartOffset < 0 {
-		return fmt.Errorf("rlmm: segment range [%d, %d] is empty", meta.StartOffset, meta.EndOffset)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := segmentKey(meta.TopicPartition, meta.StartOffset, meta.ID)
-	if _, err := s.get(k); err == nil {
-		return fmt.Errorf("%w: %s %s", ErrSegmentExists, meta.TopicPartition, meta.ID)
-	} else if !errors.Is(err, pebble.ErrNotFound) {
-		return err
-	}
-	meta.EventTimestampMs = s.now().UnixMilli()
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := putJSON(b, k, meta); err != nil {
-		return err
-	}
-	if err := s.ensurePartition(b, meta.TopicPartition, meta.StartOffset); err != nil {
-		return err
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	s.transitions.WithLabelValues(meta.State.String()).Inc()
-	return nil
-}
+func (s *Store) get(k []byte) ([]byte, error) { return getFrom(s.db, k) }
 
-// UpdateState moves a row to state to, after checking the transition (see
-// remotelog.CheckTransition). Entering COPY_SEGMENT_FINISHED also raises
-// the partition's highest tiered offset, in the same synced write.
-func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := segmentKey(tp, start, id)
-	meta, err := s.segment(k)
-	if err != nil {
-		return meta, err
-	}
-	if err := remotelog.CheckTransition(meta.State, to); err != nil {
-		return meta, fmt.Errorf("%s segment %s: %w", tp, id, err)
-	}
-	meta.State, meta.EventTimestampMs = to, s.now().UnixMilli()
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := putJSON(b, k, meta); err != nil {
-		return meta, err
-	}
-	if to == remotelog.CopySegmentFinished {
-		off, _, err := s.offsets(tp)
-		if err != nil {
-			return meta, err
-		}
-		off.HighestTieredOffset = max(off.HighestTieredOffset, meta.EndOffset)
-		if err := putJSON(b, partitionKey(tp), off); err != nil {
-			return meta, err
-		}
-	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return meta, err
-	}
-	s.transitions.WithLabelValues(to.String()).Inc()
-	return meta, nil
-}
-
-// Segment returns one row.
-func (s *Store) Segment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error) {
-	return s.segment(segmentKey(tp, start, id))
-}
-
-func (s *Store) segment(k []byte) (remotelog.SegmentMetadata, error) {
-	var meta remotelog.SegmentMetadata
-	v, err := s.get(k)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return meta, ErrSegmentNotFound
-	}
-	if err != nil {
-		return meta, err
-	}
-	if err := json.Unmarshal(v, &meta); err != nil {
-		return meta, fmt.Errorf("rlmm: decode row: %w", err)
-	}
-	return meta, nil
-}
-
-// Segments returns every row of a partition, in any state, ordered by start
-// offset (then segment id).
-func (s *Store) Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	prefix := segmentPrefix(tp)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []remotelog.SegmentMetadata
-	for it.First(); it.Valid(); it.Next() {
-		var meta remotelog.SegmentMetadata
-		if err := json.Unmarshal(it.Value(), &meta); err != nil {
-			return nil, fmt.Errorf("rlmm: decode row: %w", err)
-		}
-		out = append(out, meta)
-	}
-	return out, it.Error()
-}
-
-// FinishedSegments returns the COPY_SEGMENT_FINISHED rows a reader should
-// use, ordered by start offset: a row whose offsets a newer finished copy
-// covers entirely is superseded and left out (see Supersede).
-func (s *Store) FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	all, err := s.Segments(tp)
-	if err != nil {
-		return nil, err
-	}
-	var fin []remotelog.SegmentMetadata
-	for _, m := range all {
-		if m.State == remotelog.CopySegmentFinished {
-			fin = append(fin, m)
-		}
-	}
-	return Supersede(fin), nil
-}
-
-// Supersede drops, from finished rows, each one whose whole range a newer
-// row (later event timestamp, then larger id) covers, and returns the rest
-// ordered by start offset. Partly overlapping rows are both kept: they hold
-// the same offsets of the same log.
-func Supersede(fin []remotelog.SegmentMetadata) []remotelog.SegmentMetadata {
-	byAge := append([]remotelog.SegmentMetadata(nil), fin...)
-	sort.Slice(byAge, func(i, j int) bool {
-		if byAge[i].EventTimestampMs != byAge[j].EventTimestampMs {
-			return byAge[i].EventTimestampMs > byAge[j].EventTimestampMs
-		}
-		return bytes.Compare(byAge[i].ID[:], byAge[j].ID[:]) > 0
-	})
-	var kept []remotelog.SegmentMetadata
-	for _, m := range byAge {
-		superseded := false
-		for _, k := range kept {
-			if k.StartOffset <= m.StartOffset && k.EndOffset >= m.EndOffset {
-				superseded = true
-				break
-			}
-		}
-		if !superseded {
-			kept = append(kept, m)
-		}
-	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].StartOffset < kept[j].StartOffset })
-	return kept
-}
-
-// Partitions lists the partitions that have offsets recorded.
-func (s *Store) Partitions() ([]remotelog.TopicPartition, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{partitionTag}, UpperBound: []byte{partitionTag + 1}})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []remotelog.TopicPartition
-	for it.First(); it.Valid(); it.Next() {
-		tp, err := decodeTP(it.Key()[1:])
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, tp)
-	}
-	return out, it.Error()
-}
-
-// Offsets returns a partition's offsets, and false when nothing is recorded
-// for it (then the log start offset is 0 and nothing is tiered).
-func (s *Store) Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
-	return s.offsets(tp)
-}
-
-func (s *Store) offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
-	off := remotelog.PartitionOffsets{HighestTieredOffset: -1}
-	v, err := s.get(partitionKey(tp))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return off, false, nil
-	}
-	if err != nil {
-		return off, false, err
-	}
-	if err := json.Unmarshal(v, &off); err != nil {
-		return off, false, fmt.Errorf("rlmm: decode offsets: %w", err)
-	}
-	return off, true, nil
-}
-
-// EnsurePartition records a partition first seen with its first local
-// offset as log start offset; an existing record is left alone.
-func (s *Store) EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := s.ensurePartition(b, tp, logStartOffset); err != nil {
-		return err
-	}
-	return b.Commit(pebble.Sync)
-}
-
-func (s *Store) ensurePartition(b *pebble.Batch, tp remotelog.TopicPartition, lso int64) error {
-	_, ok, err := s.offsets(tp)
-	if err != nil || ok {
-		return err
-	}
-	return putJSON(b, partitionKey(tp), remotelog.PartitionOffsets{LogStartOffset: lso, HighestTieredOffset: -1, LocalLogStartOffset: lso})
-}
-
-// AdvanceOffsets raises the log start offset and the local log start offset
-// of a partition to at least the given values (-1 leaves one unchanged);
-// they never move back. The write is synced, so callers may delete data
-// below the new offsets once it returns.
-func (s *Store) AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	off, _, err := s.offsets(tp)
-	if err != nil {
-		return off, err
-	}
-	off.LogStartOffset = max(off.LogStartOffset, logStart)
-	off.LocalLogStartOffset = max(off.LocalLogStartOffset, localLogStart, off.LogStartOffset)
-	b := s.db.NewBatch()
-	defer b.Close()
-	if err := putJSON(b, partitionKey(tp), off); err != nil {
-		return off, err
-	}
-	return off, b.Commit(pebble.Sync)
-}
-
-func (s *Store) get(k []byte) ([]byte, error) {
-	v, closer, err := s.db.Get(k)
+func getFrom(r reader, k []byte) ([]byte, error) {
+	v, closer, err := r.Get(k)
 	if err != nil {
 		return nil, err
 	}
@@ -374,9 +138,11 @@ func putJSON(b *pebble.Batch, k []byte, v any) error {
 // start offset):
 //
 //	's' topic 0x00 partition(4) startOffset(8) segmentID(16) -> SegmentMetadata JSON
+//	'f' topic 0x00 partition(4) startOffset(8) segmentID(16) -> the same, finished rows only
 //	'p' topic 0x00 partition(4)                             -> PartitionOffsets JSON
 const (
 	segmentTag   = 's'
+	finishedTag  = 'f'
 	partitionTag = 'p'
 )
 
@@ -390,6 +156,13 @@ func segmentPrefix(tp remotelog.TopicPartition) []byte { return tpBytes([]byte{s
 
 func segmentKey(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) []byte {
 	k := binary.BigEndian.AppendUint64(segmentPrefix(tp), uint64(start))
+	return append(k, id[:]...)
+}
+
+func finishedPrefix(tp remotelog.TopicPartition) []byte { return tpBytes([]byte{finishedTag}, tp) }
+
+func finishedKey(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) []byte {
+	k := binary.BigEndian.AppendUint64(finishedPrefix(tp), uint64(start))
 	return append(k, id[:]...)
 }
 

@@ -91,7 +91,7 @@ func TestLifecycle(t *testing.T) {
 			t.Errorf("out of DELETE_SEGMENT_FINISHED: %v", err)
 		}
 		// Offsets only move forward, and the local one never below the log's.
-		if o, err := s.AdvanceOffsets(tp, 206, -1); err != nil || o.LogStartOffset != 206 || o.LocalLogStartOffset != 206 {
+		if o, err := s.AdvanceOffsets(tp, 206, -1); err != nil || o.LogStartOffset != 206 || o.LocalLogStartOffset != 0 {
 			t.Fatalf("advance: %+v %v", o, err)
 		}
 		if o, _ := s.AdvanceOffsets(tp, 100, 412); o.LogStartOffset != 206 || o.LocalLogStartOffset != 412 {
@@ -170,5 +170,50 @@ func TestEventTimestamps(t *testing.T) {
 	}
 	if err := (Config{}).Validate(); err == nil {
 		t.Fatal("empty dir accepted")
+	}
+}
+
+// The finished family tracks the rows' states; purge and reset work.
+func TestFinishedIndexPurgeReset(t *testing.T) {
+	now := time.UnixMilli(1_000_000)
+	s, err := Open(Config{Dir: "db"}, WithFS(vfs.NewMem()), WithClock(func() time.Time { return now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a, b := seg(0, 9), seg(10, 19)
+	s.AddSegment(a)
+	s.AddSegment(b)
+	s.UpdateState(tp, 0, a.ID, remotelog.CopySegmentFinished)
+	s.UpdateState(tp, 10, b.ID, remotelog.CopySegmentFinished)
+	off, ok, fin, err := s.Snapshot(tp)
+	if err != nil || !ok || len(fin) != 2 || off.HighestTieredOffset != 19 {
+		t.Fatalf("snapshot %+v %v %v", off, fin, err)
+	}
+	s.UpdateState(tp, 0, a.ID, remotelog.DeleteSegmentStarted)
+	if fin, _ := s.FinishedSegments(tp); len(fin) != 1 || fin[0].ID != b.ID {
+		t.Fatalf("finished after a delete started: %v", fin)
+	}
+	s.UpdateState(tp, 0, a.ID, remotelog.DeleteSegmentFinished)
+	if n, err := s.PurgeDeleted(tp, now.UnixMilli()); err != nil || n != 0 {
+		t.Fatalf("purged a fresh row: %d %v", n, err)
+	}
+	now = now.Add(time.Hour)
+	if n, err := s.PurgeDeleted(tp, now.UnixMilli()); err != nil || n != 1 {
+		t.Fatalf("purge: %d %v", n, err)
+	}
+	if rows, _ := s.Segments(tp); len(rows) != 1 {
+		t.Fatalf("rows after purge %v", rows)
+	}
+	s.SetTopicID(tp, "old-id")
+	s.SetTopicID(tp, "ignored")
+	if off, _, _ := s.Offsets(tp); off.TopicID != "old-id" {
+		t.Fatalf("topic id %q", off.TopicID)
+	}
+	if err := s.ResetPartition(tp, 0, "new-id"); err != nil {
+		t.Fatal(err)
+	}
+	if off, _, _ := s.Offsets(tp); off.TopicID != "new-id" || off.HighestTieredOffset != -1 || off.LogStartOffset != 0 {
+		t.Fatalf("after reset %+v", off)
 	}
 }

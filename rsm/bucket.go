@@ -49,3 +49,14 @@ type Bucket interface {
 	// Close releases the client.
 	Close() error
 }
+
+// MultipartBucket is implemented by buckets that can list and abort
+// incomplete multipart uploads (S3, MinIO). A copy that fails or is
+// killed mid-upload can leave parts stored, and billed, until aborted.
+type MultipartBucket interface {
+	// IncompleteUploads lists the keys under prefix with an upload in
+	// progress.
+	IncompleteUploads(ctx context.Context, prefix string) ([]string, error)
+	// AbortIncompleteUploads aborts every upload in progress under prefix.
+	AbortIncompleteUploads(ctx context.Context, prefix string) error
+}

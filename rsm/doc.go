@@ -19,6 +19,10 @@
 //	                           Kafka's checkpoint text format
 //	.manifest.json             written last: see below
 //
+// and one object per partition, "<prefix>/<topic>-<partition>/_owner.json",
+// the ownership lease ({"brokerId": 1, "renewedMs": ...}) that lets several
+// tierds share a bucket with one writer per partition.
+//
 // The segment id (22 characters of URL-safe base64) is new for every copy
 // attempt, so a retry never overwrites an earlier attempt's objects and an
 // object can be deleted only through the row that names it.
@@ -32,7 +36,7 @@
 //
 //	{
 //	  "formatVersion": 1,
-//	  "topic": "orders", "partition": 0,
+//	  "topic": "orders", "topicId": "B3_HiNPgSQ6oxG9ZZ6ED5A", "partition": 0,
 //	  "segmentId": "hJ2x...", "startOffset": 0, "endOffset": 205,
 //	  "maxTimestampMs": 1700000000205, "sizeInBytes": 1044420,
 //	  "leaderEpochs": [{"epoch": 0, "startOffset": 0}],

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -110,6 +111,7 @@ type ObjectInfo struct {
 type Manifest struct {
 	FormatVersion           int                    `json:"formatVersion"`
 	Topic                   string                 `json:"topic"`
+	TopicID                 string                 `json:"topicId,omitempty"`
 	Partition               int32                  `json:"partition"`
 	SegmentID               remotelog.SegmentID    `json:"segmentId"`
 	StartOffset             int64                  `json:"startOffset"`
@@ -127,8 +129,8 @@ type Manifest struct {
 // Metadata returns the COPY_SEGMENT_FINISHED row the manifest stands for.
 func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 	return remotelog.SegmentMetadata{
-		TopicPartition: remotelog.TopicPartition{Topic: mf.Topic, Partition: mf.Partition},
-		ID:             mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
+		TopicPartition: remotelog.TopicPartition{Topic: mf.Topic, Partition: mf.Partition}, TopicID: mf.TopicID,
+		ID: mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID,
@@ -151,7 +153,7 @@ type SegmentFiles struct {
 // returned; the caller then marks the row for deletion.
 func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
 	mf := &Manifest{
-		FormatVersion: ManifestFormatVersion, Topic: meta.TopicPartition.Topic, Partition: meta.TopicPartition.Partition,
+		FormatVersion: ManifestFormatVersion, Topic: meta.TopicPartition.Topic, TopicID: meta.TopicID, Partition: meta.TopicPartition.Partition,
 		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset,
 		MaxTimestampMs: meta.MaxTimestampMs, SizeInBytes: meta.SizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
@@ -341,7 +343,8 @@ func (m *Manager) Manifests(ctx context.Context, tp remotelog.TopicPartition) ([
 }
 
 // DeleteSegment deletes every object of a copy, the manifest first so that
-// a half-deleted copy never looks complete. Missing objects are fine.
+// a half-deleted copy never looks complete, and aborts the copy's
+// incomplete multipart uploads. Missing objects are fine.
 func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error {
 	keys := []string{m.Key(meta, manifestSuffix), m.Key(meta, logSuffix)}
 	for _, t := range []remotelog.IndexType{remotelog.OffsetIndex, remotelog.TimeIndex, remotelog.TransactionIndex,
@@ -351,6 +354,12 @@ func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetad
 	for _, k := range keys {
 		if err := m.b.Delete(ctx, k); err != nil {
 			return fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	if mb, ok := m.b.(MultipartBucket); ok {
+		stem := strings.TrimSuffix(m.Key(meta, logSuffix), logSuffix)
+		if err := mb.AbortIncompleteUploads(ctx, stem); err != nil {
+			return fmt.Errorf("abort incomplete uploads of %s: %w", stem, err)
 		}
 	}
 	return nil
@@ -379,4 +388,100 @@ func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
 		return fmt.Errorf("%w: %s (%d bytes)", ErrChecksum, o.Key, n)
 	}
 	return nil
+}
+
+// SweepPartition deletes the objects of a partition whose segment id live
+// rejects (copies without a live row), and aborts the partition's
+// incomplete multipart uploads. Call it only when no copy of the partition
+// is in flight. It returns the number of objects deleted; keys that do not
+// follow the layout are left alone.
+func (m *Manager) SweepPartition(ctx context.Context, tp remotelog.TopicPartition, live func(remotelog.SegmentID) bool) (int, error) {
+	prefix := m.PartitionPrefix(tp)
+	var doomed []string
+	err := m.b.Iter(ctx, prefix, func(key string) error {
+		if _, id, _, ok := ParseKey(key); ok && !live(id) {
+			doomed = append(doomed, key)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	// Manifests first, so a half-swept copy never looks complete.
+	sort.SliceStable(doomed, func(i, j int) bool {
+		return strings.HasSuffix(doomed[i], manifestSuffix) && !strings.HasSuffix(doomed[j], manifestSuffix)
+	})
+	n := 0
+	for _, k := range doomed {
+		if err := m.b.Delete(ctx, k); err != nil {
+			return n, fmt.Errorf("delete %s: %w", k, err)
+		}
+		n++
+	}
+	if mb, ok := m.b.(MultipartBucket); ok {
+		if err := mb.AbortIncompleteUploads(ctx, prefix); err != nil {
+			return n, fmt.Errorf("abort incomplete uploads under %s: %w", prefix, err)
+		}
+	}
+	return n, nil
+}
+
+// Partitions lists the partitions that have objects in the bucket under
+// the prefix.
+func (m *Manager) Partitions(ctx context.Context) ([]remotelog.TopicPartition, error) {
+	prefix := ""
+	if m.cfg.Prefix != "" {
+		prefix = m.cfg.Prefix + "/"
+	}
+	seen := map[remotelog.TopicPartition]bool{}
+	var out []remotelog.TopicPartition
+	err := m.b.Iter(ctx, prefix, func(key string) error {
+		rest := strings.TrimPrefix(key, prefix)
+		dir, _, ok := strings.Cut(rest, "/")
+		if !ok {
+			return nil
+		}
+		if tp, ok := kafkalog.ParsePartitionDir(dir); ok && !seen[tp] {
+			seen[tp] = true
+			out = append(out, tp)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Owner is the ownership lease of a partition, stored as
+// "<prefix>/<topic>-<partition>/_owner.json": which broker's tierd copies
+// and deletes the partition's segments, and when it last renewed the lease.
+type Owner struct {
+	BrokerID  int32 `json:"brokerId"`
+	RenewedMs int64 `json:"renewedMs"`
+}
+
+// OwnerObject is the name of the ownership lease object in a partition prefix.
+const OwnerObject = "_owner.json"
+
+// ReadOwner returns a partition's lease, and false when there is none.
+func (m *Manager) ReadOwner(ctx context.Context, tp remotelog.TopicPartition) (Owner, bool, error) {
+	var o Owner
+	data, err := m.readAll(ctx, m.PartitionPrefix(tp)+OwnerObject)
+	if errors.Is(err, ErrNotFound) {
+		return o, false, nil
+	}
+	if err != nil {
+		return o, false, err
+	}
+	if err := json.Unmarshal(data, &o); err != nil {
+		return o, false, fmt.Errorf("%w: %s: %v", ErrBadManifest, OwnerObject, err)
+	}
+	return o, true, nil
+}
+
+// WriteOwner writes a partition's lease.
+func (m *Manager) WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o Owner) error {
+	data, err := json.Marshal(o)
+	if err != nil {
+		return err
+	}
+	return m.b.Upload(ctx, m.PartitionPrefix(tp)+OwnerObject, bytes.NewReader(data), int64(len(data)))
 }

@@ -8,6 +8,6 @@ for pkg in $(go list ./... ); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for fn in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "fuzz: $pkg $fn for $dur"
-    go test "$pkg" -run '^$' -fuzz "^${fn}\$" -fuzztime "$dur" -fuzzminimizetime 5s
+    go test "$pkg" -run '^$' -fuzz "^${fn}\$" -fuzztime "$dur" -fuzzminimizetime 10x
   done
 done

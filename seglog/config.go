@@ -3,6 +3,7 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Config holds the topic-level settings a segment log honours. Names and
@@ -10,7 +11,7 @@ import (
 type Config struct {
 	// SegmentBytes is segment.bytes: the active segment is rolled before a
 	// batch would take it past this size. Default 1073741824 (1 GiB);
-	// minimum 1048576 (Kafka 4.0's floor).
+	// minimum 1048576 (Kafka 4.0's floor); maximum 2147483647.
 	SegmentBytes int64 `yaml:"segment.bytes"`
 	// SegmentMs is segment.ms: a non-empty active segment is rolled when an
 	// appended batch's max timestamp is more than this past the segment's
@@ -29,7 +30,9 @@ type Config struct {
 	// accepts. Default 1048588.
 	MaxMessageBytes int32 `yaml:"max.message.bytes"`
 	// LeaderEpoch is stamped on every batch as partitionLeaderEpoch and
-	// recorded in leader-epoch-checkpoint. Default 0.
+	// recorded in leader-epoch-checkpoint. Default 0. A log whose checkpoint
+	// already has a later epoch continues in that epoch: a leader never
+	// writes below the latest epoch.
 	LeaderEpoch int32 `yaml:"leader.epoch"`
 }
 
@@ -52,6 +55,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.SegmentBytes < MinSegmentBytes {
 		errs = append(errs, fmt.Errorf("segment.bytes %d: must be at least %d", c.SegmentBytes, MinSegmentBytes))
+	}
+	if c.SegmentBytes > math.MaxInt32 {
+		errs = append(errs, fmt.Errorf("segment.bytes %d: must be at most %d (index positions are int32)", c.SegmentBytes, math.MaxInt32))
 	}
 	if c.SegmentMs < 1 {
 		errs = append(errs, fmt.Errorf("segment.ms %d: must be at least 1", c.SegmentMs))

@@ -96,6 +96,13 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		l.closeSegments()
 		return nil, err
 	}
+	if err := l.truncateEpochs(); err != nil {
+		l.closeSegments()
+		return nil, err
+	}
+	if n := len(l.epochs); n > 0 && l.epochs[n-1].Epoch > l.cfg.LeaderEpoch {
+		l.cfg.LeaderEpoch = l.epochs[n-1].Epoch
+	}
 	if len(l.segs) == 0 {
 		if err := l.newSegment(0); err != nil {
 			return nil, err
@@ -116,8 +123,8 @@ func (l *Log) newSegment(base int64) error {
 	if err != nil {
 		return fmt.Errorf("create segment: %w", err)
 	}
-	s := &segment{dir: l.dir, base: base, log: f, nextOffset: base, maxTimestamp: batch.NoTimestamp,
-		offsetOfMaxTimestamp: base, firstBatchTimestamp: batch.NoTimestamp, createdMs: l.now().UnixMilli()}
+	s := l.newSegmentState(base)
+	s.log = f
 	if err := s.openIndexes(l.cfg.SegmentIndexBytes); err != nil {
 		s.close()
 		return err
@@ -161,8 +168,8 @@ func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
 		return 0, err
 	}
 	l.buf = buf
-	if len(buf) > int(l.cfg.MaxMessageBytes) {
-		return 0, fmt.Errorf("%w: %d > %d bytes", ErrRecordTooLarge, len(buf), l.cfg.MaxMessageBytes)
+	if len(buf) > int(l.cfg.MaxMessageBytes) || int64(len(buf)) > l.cfg.SegmentBytes {
+		return 0, fmt.Errorf("%w: %d bytes (max.message.bytes %d, segment.bytes %d)", ErrRecordTooLarge, len(buf), l.cfg.MaxMessageBytes, l.cfg.SegmentBytes)
 	}
 	b, err := batch.ParseHeader(buf, 0)
 	if err != nil {
@@ -205,9 +212,27 @@ func (l *Log) write(s *segment, b batch.Batch, buf []byte) error {
 		_ = s.log.Truncate(pos)
 		return fmt.Errorf("append to %s: %w", s.path(kafkalog.LogSuffix), err)
 	}
-	off, tim := s.observe(b, pos, int64(l.cfg.IndexIntervalBytes))
+	off, tim := s.observe(b, pos)
 	s.size += int64(len(buf))
 	return s.writeIndexEntries(off, tim)
+}
+
+// truncateEpochs drops checkpoint entries at or past the log end, as a
+// broker does after recovery cut the log (LeaderEpochFileCache.truncateFromEnd).
+func (l *Log) truncateEpochs() error {
+	end := int64(0)
+	if len(l.segs) > 0 {
+		end = l.active().nextOffset
+	}
+	keep := len(l.epochs)
+	for keep > 0 && l.epochs[keep-1].StartOffset >= end {
+		keep--
+	}
+	if keep == len(l.epochs) {
+		return nil
+	}
+	l.epochs = l.epochs[:keep]
+	return epoch.WriteFile(epoch.Path(l.dir), l.epochs)
 }
 
 // maybeNewEpoch records the configured leader epoch in the checkpoint the
@@ -324,7 +349,7 @@ func (l *Log) Segments() []SegmentInfo {
 	out := make([]SegmentInfo, len(l.segs))
 	for i, s := range l.segs {
 		out[i] = SegmentInfo{BaseOffset: s.base, NextOffset: s.nextOffset, Size: s.size,
-			MaxTimestamp: s.maxTimestamp, Active: i == len(l.segs)-1}
+			MaxTimestamp: s.maxTimestamp(), Active: i == len(l.segs)-1}
 	}
 	return out
 }

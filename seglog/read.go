@@ -2,6 +2,7 @@ package seglog
 
 import (
 	"context"
+	"errors"
 	"sort"
 
 	"github.com/tierd/tierd/internal/codec"
@@ -31,11 +32,27 @@ func (l *Log) Read(offset int64, maxBytes int) ([]byte, error) {
 func (l *Log) ReadContext(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
 	l.maybeRefresh()
 	l.mu.RLock()
-	if l.remote != nil && !l.closed && offset < l.segs[0].base {
+	if localStart := l.segs[0].base; l.remote != nil && !l.closed && offset < localStart {
 		l.mu.RUnlock()
-		return l.remote.ReadRemote(ctx, offset, maxBytes)
+		data, err := l.remote.ReadRemote(ctx, offset, maxBytes)
+		if err != nil || len(data) > 0 {
+			return data, err
+		}
+		// The rest of the tiered range was compacted away: the next batch
+		// is the first local one.
+		return l.readLocal(localStart, maxBytes)
 	}
 	defer l.mu.RUnlock()
+	return l.readLocked(offset, maxBytes)
+}
+
+func (l *Log) readLocal(offset int64, maxBytes int) ([]byte, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.readLocked(offset, maxBytes)
+}
+
+func (l *Log) readLocked(offset int64, maxBytes int) ([]byte, error) {
 	if l.closed {
 		return nil, ErrClosed
 	}
@@ -63,7 +80,7 @@ func (l *Log) segmentFor(offset int64) int {
 // segment holds no batch ending at or after offset.
 func readSegment(s *segment, offset int64, maxBytes int) ([]byte, error) {
 	var pos int64
-	if e, ok := index.LookupOffset(s.offsets, offset); ok {
+	if e, ok := index.LookupOffset(s.idx.Offsets, offset); ok {
 		pos = int64(e.Position)
 	}
 	sc := batch.NewScanner(s.log, s.size, batch.ScanOptions{Start: pos})
@@ -101,14 +118,26 @@ func readSegment(s *segment, offset int64, maxBytes int) ([]byte, error) {
 // ErrNoTimestampFound when no record is that late, ErrClosed, I/O and
 // corruption errors.
 //
-// With a remote reader, the remote tier is asked first.
+// With a remote reader the local tier is searched first, then the remote
+// one, whose answer wins when it has one: segments only leave local disk
+// after their copy finished, so the two searches together cover the whole
+// log even when a segment moves from local to remote between them.
 func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, err error) {
-	if l.remote != nil {
-		off, t, found, err := l.remote.RemoteOffsetForTimestamp(context.Background(), ts)
-		if err != nil || found {
-			return off, t, err
-		}
+	off, t, err := l.localOffsetForTimestamp(ts)
+	if l.remote == nil || (err != nil && !errors.Is(err, ErrNoTimestampFound)) {
+		return off, t, err
 	}
+	roff, rt, found, rerr := l.remote.RemoteOffsetForTimestamp(context.Background(), ts)
+	if rerr != nil {
+		return 0, 0, rerr
+	}
+	if found {
+		return roff, rt, nil
+	}
+	return off, t, err
+}
+
+func (l *Log) localOffsetForTimestamp(ts int64) (offset, timestamp int64, err error) {
 	l.maybeRefresh()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -116,7 +145,7 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, err error) 
 		return 0, 0, ErrClosed
 	}
 	for _, s := range l.segs {
-		if s.maxTimestamp < ts {
+		if s.maxTimestamp() < ts {
 			continue
 		}
 		off, t, found, err := offsetForTimestamp(s, ts)
@@ -129,8 +158,8 @@ func (l *Log) OffsetForTimestamp(ts int64) (offset, timestamp int64, err error) 
 
 func offsetForTimestamp(s *segment, ts int64) (offset, timestamp int64, found bool, err error) {
 	var pos int64
-	if te, ok := index.LookupTime(s.times, ts); ok {
-		if oe, ok := index.LookupOffset(s.offsets, te.Offset); ok {
+	if te, ok := index.LookupTime(s.idx.Times, ts); ok {
+		if oe, ok := index.LookupOffset(s.idx.Offsets, te.Offset); ok {
 			pos = int64(oe.Position)
 		}
 	}

@@ -39,6 +39,9 @@ func (l *Log) load() error {
 		if !ok {
 			continue
 		}
+		if f.Pending == kafkalog.SwapSuffix {
+			return fmt.Errorf("%s: a log cleaner swap was interrupted; let a Kafka broker finish it before opening the log with tierd", filepath.Join(l.dir, name))
+		}
 		if !f.Live {
 			if f.Pending == kafkalog.DeletedSuffix { // a delete that did not finish
 				if err := os.Remove(filepath.Join(l.dir, name)); err != nil {
@@ -81,9 +84,14 @@ func (l *Log) load() error {
 	return nil
 }
 
+// newSegmentState returns an empty segment's in-memory state.
+func (l *Log) newSegmentState(base int64) *segment {
+	return &segment{dir: l.dir, base: base, nextOffset: base, idx: index.NewBuilder(base, int64(l.cfg.IndexIntervalBytes)),
+		firstBatchTimestamp: batch.NoTimestamp, createdMs: l.now().UnixMilli()}
+}
+
 func (l *Log) openSegment(base int64) (*segment, error) {
-	s := &segment{dir: l.dir, base: base, nextOffset: base, maxTimestamp: batch.NoTimestamp,
-		offsetOfMaxTimestamp: base, firstBatchTimestamp: batch.NoTimestamp, createdMs: l.now().UnixMilli()}
+	s := l.newSegmentState(base)
 	f, err := os.OpenFile(s.path(kafkalog.LogSuffix), os.O_RDWR, 0)
 	if err != nil {
 		return nil, err
@@ -102,27 +110,28 @@ func (l *Log) loadRolled(s *segment, nextBase int64) error {
 	s.nextOffset = nextBase
 	offFile, offReal, err1 := readIndex(s.path(kafkalog.IndexSuffix), func(b []byte) (int, error) {
 		e, err := index.ParseOffsetIndex(b, s.base)
-		s.offsets = e
+		s.idx.Offsets = e
 		return len(e) * index.OffsetEntrySize, err
 	})
 	timeFile, timeReal, err2 := readIndex(s.path(kafkalog.TimeIndexSuffix), func(b []byte) (int, error) {
 		e, err := index.ParseTimeIndex(b, s.base)
-		s.times = e
+		s.idx.Times = e
 		return len(e) * index.TimeEntrySize, err
 	})
+	offs, times := s.idx.Offsets, s.idx.Times
 	sane := err1 == nil && err2 == nil
-	if sane && len(s.offsets) > 0 {
-		last := s.offsets[len(s.offsets)-1]
+	if sane && len(offs) > 0 {
+		last := offs[len(offs)-1]
 		sane = int64(last.Position) < s.size && last.Offset < nextBase
 	}
-	if sane && len(s.times) > 0 {
-		sane = s.times[len(s.times)-1].Offset < nextBase
+	if sane && len(times) > 0 {
+		sane = times[len(times)-1].Offset < nextBase
 	}
 	if !sane {
 		return l.rebuild(s, false)
 	}
-	if n := len(s.times); n > 0 {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = s.times[n-1].Timestamp, s.times[n-1].Offset
+	if n := len(times); n > 0 {
+		s.idx.MaxTimestamp, s.idx.OffsetOfMaxTimestamp = times[n-1].Timestamp, times[n-1].Offset
 	}
 	if offFile != offReal || timeFile != timeReal {
 		return s.writeTrimmedIndexes() // untrimmed: a crash between roll and trim
@@ -145,9 +154,8 @@ func readIndex(path string, parse func([]byte) (int, error)) (fileLen, realLen i
 // With truncate, the scan verifies every CRC and cuts the log at the first
 // invalid entry; without, a bad entry stops the rebuild with an error.
 func (l *Log) rebuild(s *segment, truncate bool) error {
-	s.offsets, s.times = nil, nil
-	s.maxTimestamp, s.offsetOfMaxTimestamp = batch.NoTimestamp, s.base
-	s.firstBatchTimestamp, s.bytesSinceIndex = batch.NoTimestamp, 0
+	s.idx = index.NewBuilder(s.base, int64(l.cfg.IndexIntervalBytes))
+	s.firstBatchTimestamp = batch.NoTimestamp
 	rolledNext := s.nextOffset
 	s.nextOffset = s.base
 	sc := batch.NewScanner(s.log, s.size, batch.ScanOptions{VerifyCRC: truncate})
@@ -166,7 +174,7 @@ func (l *Log) rebuild(s *segment, truncate bool) error {
 		if bad != nil {
 			break
 		}
-		s.observe(b, pos, int64(l.cfg.IndexIntervalBytes))
+		s.observe(b, pos)
 		pos = sc.ValidEnd()
 	}
 	if bad == nil {
@@ -182,6 +190,7 @@ func (l *Log) rebuild(s *segment, truncate bool) error {
 	}
 	if !truncate {
 		s.nextOffset = max(s.nextOffset, rolledNext)
+		s.idx.Seal() // the entry a broker adds when the segment rolled
 		return s.writeTrimmedIndexes()
 	}
 	return nil

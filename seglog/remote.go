@@ -52,10 +52,16 @@ func (l *Log) maybeRefresh() {
 // from the directory (deleted or renamed to ".deleted" by tiering). The
 // active segment is never dropped.
 func (l *Log) Refresh() {
+	l.mu.RLock()
+	gone := len(l.segs) > 1 && l.segs[0].gone()
+	l.mu.RUnlock()
+	if !gone {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.segs) > 1 {
-		if _, err := os.Stat(l.segs[0].path(kafkalog.LogSuffix)); !errors.Is(err, os.ErrNotExist) {
+		if !l.segs[0].gone() {
 			return
 		}
 		// Readers hold no file handle past the read lock, so closing here
@@ -65,9 +71,10 @@ func (l *Log) Refresh() {
 	}
 }
 
-// LocalLogStartOffset returns the base offset of the oldest local segment.
+// LocalLogStartOffset returns the base offset of the oldest local segment,
+// after dropping segments that tiering removed from the directory.
 func (l *Log) LocalLogStartOffset() int64 {
-	l.maybeRefresh()
+	l.Refresh()
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.segs[0].base
@@ -85,4 +92,10 @@ func (l *Log) LogStartOffsetContext(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	return min(off, local), nil
+}
+
+// gone reports whether the segment's .log left the directory.
+func (s *segment) gone() bool {
+	_, err := os.Stat(s.path(kafkalog.LogSuffix))
+	return errors.Is(err, os.ErrNotExist)
 }

@@ -20,19 +20,14 @@ type segment struct {
 	log  *os.File
 	size int64 // committed bytes of the .log
 
-	offsets []index.OffsetEntry
-	times   []index.TimeEntry
+	// idx holds the index entries and the max timestamp so far.
+	idx *index.Builder
 
 	// nextOffset is one past the last offset in the segment (base when empty).
 	nextOffset int64
-	// maxTimestamp and offsetOfMaxTimestamp track the largest batch max
-	// timestamp so far and the last offset of that batch.
-	maxTimestamp         int64
-	offsetOfMaxTimestamp int64
 	// firstBatchTimestamp is the first batch's max timestamp (segment.ms).
 	firstBatchTimestamp int64
 	createdMs           int64
-	bytesSinceIndex     int64
 
 	// Active segments only.
 	offIdx, timeIdx *os.File
@@ -45,45 +40,23 @@ func (s *segment) path(suffix string) string {
 }
 
 // observe updates the segment's in-memory state for a batch appended at
-// position pos, adding index entries by Kafka's rule: an entry for a batch
-// when more than intervalBytes were appended since the last entry. It
-// returns the entries added, for the caller to persist.
-func (s *segment) observe(b batch.Batch, pos int64, intervalBytes int64) (off *index.OffsetEntry, tim *index.TimeEntry) {
-	if s.size == 0 && pos == 0 {
+// position pos and returns the index entries it adds, for the caller to
+// persist.
+func (s *segment) observe(b batch.Batch, pos int64) (off *index.OffsetEntry, tim *index.TimeEntry) {
+	if pos == 0 {
 		s.firstBatchTimestamp = b.MaxTimestamp
 	}
-	if b.MaxTimestamp > s.maxTimestamp {
-		s.maxTimestamp, s.offsetOfMaxTimestamp = b.MaxTimestamp, b.LastOffset
-	}
-	if s.bytesSinceIndex > intervalBytes {
-		e := index.OffsetEntry{Offset: b.LastOffset, Position: int32(pos)}
-		s.offsets = append(s.offsets, e)
-		off = &e
-		tim = s.maybeTimeEntry()
-		s.bytesSinceIndex = 0
-	}
-	s.bytesSinceIndex += int64(b.Size)
 	s.nextOffset = b.LastOffset + 1
-	return off, tim
+	return s.idx.Add(b.LastOffset, b.MaxTimestamp, pos, b.Size)
 }
 
-// maybeTimeEntry adds a time index entry for the max timestamp so far when
-// it is newer than the last entry (TimeIndex.maybeAppend).
-func (s *segment) maybeTimeEntry() *index.TimeEntry {
-	last := batch.NoTimestamp
-	if n := len(s.times); n > 0 {
-		last = s.times[n-1].Timestamp
-	}
-	if s.maxTimestamp <= last {
-		return nil
-	}
-	e := index.TimeEntry{Timestamp: s.maxTimestamp, Offset: s.offsetOfMaxTimestamp}
-	s.times = append(s.times, e)
-	return &e
-}
+func (s *segment) maxTimestamp() int64 { return s.idx.MaxTimestamp }
 
-func (s *segment) offIndexFull() bool  { return len(s.offsets) >= s.maxOffEntries }
-func (s *segment) timeIndexFull() bool { return len(s.times) >= s.maxTimeEntries }
+func (s *segment) offIndexFull() bool { return len(s.idx.Offsets) >= s.maxOffEntries }
+
+// timeIndexFull keeps one slot free for the entry added when the segment
+// rolls (TimeIndex.isFull).
+func (s *segment) timeIndexFull() bool { return len(s.idx.Times) >= s.maxTimeEntries-1 }
 
 // openIndexes opens (creating) both index files preallocated to
 // indexBytes, rounded down to whole entries, and writes the in-memory
@@ -98,14 +71,14 @@ func (s *segment) openIndexes(indexBytes int32) error {
 	if s.timeIdx, err = preallocate(s.path(kafkalog.TimeIndexSuffix), s.maxTimeEntries*index.TimeEntrySize); err != nil {
 		return err
 	}
-	buf, err := encodeOffsets(s.base, s.offsets)
+	buf, err := index.EncodeOffsets(s.base, s.idx.Offsets)
 	if err != nil {
 		return err
 	}
 	if _, err := s.offIdx.WriteAt(buf, 0); err != nil {
 		return err
 	}
-	if buf, err = encodeTimes(s.base, s.times); err != nil {
+	if buf, err = index.EncodeTimes(s.base, s.idx.Times); err != nil {
 		return err
 	}
 	_, err = s.timeIdx.WriteAt(buf, 0)
@@ -136,7 +109,7 @@ func (s *segment) writeIndexEntries(off *index.OffsetEntry, tim *index.TimeEntry
 		if err != nil {
 			return err
 		}
-		if _, err := s.offIdx.WriteAt(buf, int64(len(s.offsets)-1)*index.OffsetEntrySize); err != nil {
+		if _, err := s.offIdx.WriteAt(buf, int64(len(s.idx.Offsets)-1)*index.OffsetEntrySize); err != nil {
 			return fmt.Errorf("write offset index: %w", err)
 		}
 	}
@@ -145,7 +118,7 @@ func (s *segment) writeIndexEntries(off *index.OffsetEntry, tim *index.TimeEntry
 		if err != nil {
 			return err
 		}
-		if _, err := s.timeIdx.WriteAt(buf, int64(len(s.times)-1)*index.TimeEntrySize); err != nil {
+		if _, err := s.timeIdx.WriteAt(buf, int64(len(s.idx.Times)-1)*index.TimeEntrySize); err != nil {
 			return fmt.Errorf("write time index: %w", err)
 		}
 	}
@@ -159,7 +132,7 @@ func (s *segment) seal() error {
 	if s.offIdx == nil {
 		return nil
 	}
-	if e := s.maybeTimeEntry(); e != nil {
+	if e := s.idx.Seal(); e != nil {
 		if err := s.writeIndexEntries(nil, e); err != nil {
 			return err
 		}
@@ -169,8 +142,8 @@ func (s *segment) seal() error {
 		f    *os.File
 		size int64
 	}{
-		{s.offIdx, int64(len(s.offsets)) * index.OffsetEntrySize},
-		{s.timeIdx, int64(len(s.times)) * index.TimeEntrySize},
+		{s.offIdx, int64(len(s.idx.Offsets)) * index.OffsetEntrySize},
+		{s.timeIdx, int64(len(s.idx.Times)) * index.TimeEntrySize},
 	} {
 		if err := t.f.Truncate(t.size); err != nil {
 			errs = append(errs, err)
@@ -189,39 +162,17 @@ func (s *segment) seal() error {
 	return errors.Join(errs...)
 }
 
-func encodeOffsets(base int64, entries []index.OffsetEntry) ([]byte, error) {
-	buf := make([]byte, 0, len(entries)*index.OffsetEntrySize)
-	var err error
-	for _, e := range entries {
-		if buf, err = index.AppendOffsetEntry(buf, base, e); err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
-func encodeTimes(base int64, entries []index.TimeEntry) ([]byte, error) {
-	buf := make([]byte, 0, len(entries)*index.TimeEntrySize)
-	var err error
-	for _, e := range entries {
-		if buf, err = index.AppendTimeEntry(buf, base, e); err != nil {
-			return nil, err
-		}
-	}
-	return buf, nil
-}
-
 // writeTrimmedIndexes replaces both index files of an inactive segment with
 // exactly its in-memory entries, atomically.
 func (s *segment) writeTrimmedIndexes() error {
-	buf, err := encodeOffsets(s.base, s.offsets)
+	buf, err := index.EncodeOffsets(s.base, s.idx.Offsets)
 	if err != nil {
 		return err
 	}
 	if err := kafkalog.WriteFileAtomic(s.path(kafkalog.IndexSuffix), buf); err != nil {
 		return err
 	}
-	if buf, err = encodeTimes(s.base, s.times); err != nil {
+	if buf, err = index.EncodeTimes(s.base, s.idx.Times); err != nil {
 		return err
 	}
 	return kafkalog.WriteFileAtomic(s.path(kafkalog.TimeIndexSuffix), buf)

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 
@@ -57,17 +58,33 @@ func defaultConfig() config {
 	}
 }
 
-// loadConfig reads a YAML file strictly: unknown keys are errors.
+// loadConfig reads a YAML file strictly: unknown keys, fractional numbers
+// (tierd has no fractional settings, and truncating one would silently
+// change its meaning) and extra documents are errors.
 func loadConfig(path string) (config, error) {
 	cfg := defaultConfig()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, err
 	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, fmt.Errorf("%s: the config file is empty (see tierd.example.yaml)", path)
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := noFloats(&root); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("%s: more than one YAML document; tierd reads one", path)
 	}
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
@@ -75,8 +92,23 @@ func loadConfig(path string) (config, error) {
 	return cfg, nil
 }
 
+func noFloats(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+		return fmt.Errorf("line %d: %q: settings are whole numbers", n.Line, n.Value)
+	}
+	for _, c := range n.Content {
+		if err := noFloats(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (c config) validate() error {
-	errs := []error{c.Copier.Validate(), c.Metadata.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
+	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
+	if err := c.Metadata.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("metadata: %w", err))
+	}
 	switch c.Bucket.Type {
 	case "filesystem":
 		errs = append(errs, c.Bucket.Filesystem.Validate())
@@ -88,8 +120,8 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("bucket: type %q: want filesystem, minio or s3", c.Bucket.Type))
 	}
 	if c.HTTP.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
-			errs = append(errs, fmt.Errorf("http: listen %q: %w", c.HTTP.Listen, err))
+		if err := fetch.CheckListen(c.HTTP.Listen); err != nil {
+			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}
 	if _, err := parseLevel(c.LogLevel); err != nil {
@@ -115,4 +147,32 @@ func openBucket(ctx context.Context, c bucketConfig) (rsm.Bucket, error) {
 		return s3.New(ctx, c.S3, nil)
 	}
 	return filesystem.New(c.Filesystem)
+}
+
+// configCommand parses a subcommand's "--config FILE" (and the flags setup
+// adds) and loads the config. When ok is false the command ends with code
+// (0 after -h, 2 for usage errors, 1 for a bad config), the reason already
+// printed to stderr.
+func configCommand(name, usage string, args []string, stderr io.Writer, setup func(*flag.FlagSet)) (cfg config, code int, ok bool) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "path of the YAML config file (required); see tierd.example.yaml")
+	if setup != nil {
+		setup(fs)
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return cfg, 0, false
+	} else if err != nil {
+		return cfg, 2, false
+	}
+	if *path == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return cfg, 2, false
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd %s: %v\n", name, err)
+		return cfg, 1, false
+	}
+	return cfg, 0, true
 }

@@ -206,3 +206,61 @@ func TestExampleConfig(t *testing.T) {
 		t.Errorf("example topic override: %+v", l)
 	}
 }
+
+func TestConfigRejects(t *testing.T) {
+	dir := t.TempDir()
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"fraction": {"copier:\n  log_dirs: [/x]\n  retention:\n    retention.ms: 0.5\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n", "whole numbers"},
+		"two docs": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n---\nbogus: 1\n", "more than one YAML document"},
+		"empty":    {"\n", "empty"},
+		"bad port": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nhttp: {listen: \"127.0.0.1:99999\"}\n", "0 to 65535"},
+		"no dir":   {"copier:\n  log_dirs: [/x]\nbucket: {filesystem: {dir: /b}}\n", "metadata: rlmm: dir is required"},
+	} {
+		p := filepath.Join(dir, name+".yaml")
+		os.WriteFile(p, []byte(tc.yaml), 0o644)
+		if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
+		}
+	}
+	// log_dirs must exist and be log dirs, not partition directories.
+	if err := checkLogDirs([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Error("missing log dir accepted")
+	}
+	part := filepath.Join(dir, "orders-0")
+	os.MkdirAll(part, 0o755)
+	os.WriteFile(filepath.Join(part, "00000000000000000000.log"), nil, 0o644)
+	if err := checkLogDirs([]string{part}); err == nil || !strings.Contains(err.Error(), "partition directory") {
+		t.Errorf("partition dir as log dir: %v", err)
+	}
+	if err := checkLogDirs([]string{dir}); err != nil {
+		t.Errorf("log dir: %v", err)
+	}
+}
+
+// /-/ready stays 503 while the bucket does not answer.
+func TestReadyWaitsForBucket(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	httpAddr := freeAddr(t)
+	cfgPath := writeConfig(t, root, "minio:\n    endpoint: "+freeAddr(t)+"\n    bucket: nowhere\n    insecure: true\n    max_retries: 1", freeAddr(t), httpAddr)
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	defer func() { cancel(); <-done }()
+	var code int
+	for i := 0; i < 100; i++ {
+		if resp, err := http.Get("http://" + httpAddr + "/-/ready"); err == nil {
+			code = resp.StatusCode
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if code != http.StatusServiceUnavailable {
+		t.Fatalf("/-/ready = %d with an unreachable bucket", code)
+	}
+}

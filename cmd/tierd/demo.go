@@ -113,6 +113,15 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
+	if o.keep == "" && o.s3Endpoint != "" {
+		// The temp dirs go at the end; the demo's objects in a real bucket too.
+		defer func() {
+			d.bucket.Iter(context.WithoutCancel(ctx), d.mgr.PartitionPrefix(tp), func(k string) error {
+				return d.bucket.Delete(context.WithoutCancel(ctx), k)
+			})
+		}()
+	}
 
 	// 1. Write the scenario with the embedded segment log.
 	partDir := filepath.Join(cfg.Copier.LogDirs[0], demoTopic+"-0")
@@ -152,7 +161,6 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	defer client.Close()
 
 	// 3. Tier: copy the rolled segments, then local retention removes them.
-	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if _, err := d.copier.Sync(ctx); err != nil {

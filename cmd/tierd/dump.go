@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,6 +100,13 @@ type epochLine struct {
 // dumpFile writes the JSON lines of one file to w. The kind of file comes
 // from its name; index files also need the base offset from the name.
 func dumpFile(w io.Writer, path string) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("%s: not a regular file", path)
+	}
 	name := filepath.Base(path)
 	enc := json.NewEncoder(w)
 	if name == kafkalog.LeaderEpochCheckpointFile {
@@ -120,6 +128,9 @@ func dumpFile(w io.Writer, path string) error {
 	case kafkalog.LogSuffix:
 		return dumpLog(enc, path)
 	case kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix:
+		if st.Size() > math.MaxInt32 {
+			return fmt.Errorf("%s: %d bytes, larger than any Kafka index (segment.index.bytes is an int)", path, st.Size())
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
@@ -181,11 +192,9 @@ func dumpLog(enc *json.Encoder, path string) error {
 			if err != nil {
 				return err
 			}
-			recs, err := batch.Records(raw, codec.Kafka)
-			if err != nil && deepErr == nil {
+			if err := b.InspectWrapper(raw, codec.Kafka); err != nil && deepErr == nil {
 				deepErr = fmt.Errorf("%s: compressed message at byte %d (offset %d): %w", path, b.Position, b.LastOffset, err)
 			}
-			b.FillFromRecords(recs)
 		}
 		if !s.CRCValid() {
 			badCRC = append(badCRC, b.Position)

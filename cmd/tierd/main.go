@@ -16,14 +16,17 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	// graceful: SIGINT/SIGTERM cancel ctx instead of ending the process.
+	graceful bool
 }
 
 func commands() []command {
 	return []command{
-		{"demo", "run the reference scenario end to end on an embedded default (or --s3-endpoint)", runDemo},
-		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun},
-		{"segments", "list the local and remote segments of a running or stopped tierd", runSegments},
-		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump},
+		{"demo", "run the reference scenario end to end on an embedded default (or --s3-endpoint)", runDemo, true},
+		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun, true},
+		{"segments", "list the local and remote segments of a running or stopped tierd", runSegments, false},
+		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
+		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},
 	}
 }
 
@@ -37,9 +40,7 @@ func usage(w io.Writer) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 
 // run dispatches to a subcommand and returns the process exit code:
@@ -57,6 +58,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
+			if c.graceful {
+				var stop context.CancelFunc
+				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+				defer stop()
+			}
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
 	}

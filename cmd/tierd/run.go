@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	oklog "github.com/oklog/run"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 )
@@ -31,8 +34,18 @@ type daemon struct {
 	fetch  *fetch.Server
 }
 
+// openStore opens the metadata store, saying so when another tierd holds
+// it.
+func openStore(cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
+	s, err := rlmm.Open(cfg.Metadata, opts...)
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, fmt.Errorf("metadata dir %s is locked: another tierd is using it (%w)", cfg.Metadata.Dir, err)
+	}
+	return s, err
+}
+
 func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*daemon, error) {
-	store, err := rlmm.Open(cfg.Metadata, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
+	store, err := openStore(cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
 	}
@@ -65,20 +78,11 @@ func (d *daemon) Close() error {
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "path of the YAML config file (required); see tierd.example.yaml")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
+	cfg, code, ok := configCommand("run", "tierd run --config tierd.yaml", args, stderr, nil)
+	if !ok {
+		return code
 	}
-	if *path == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: tierd run --config tierd.yaml")
-		return 2
-	}
-	cfg, err := loadConfig(*path)
-	if err != nil {
+	if err := checkLogDirs(cfg.Copier.LogDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
@@ -88,7 +92,50 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		log.Error("tierd stopped", "err", err)
 		return 1
 	}
+	log.Info("tierd stopped")
 	return 0
+}
+
+// checkLogDirs refuses log dirs that do not exist or that are partition
+// directories themselves (a common slip: log_dirs takes the parent).
+func checkLogDirs(dirs []string) error {
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			return fmt.Errorf("copier: log_dirs: %w", err)
+		}
+		for _, e := range ents {
+			if f, ok := kafkalog.ParseFileName(e.Name()); ok && f.Suffix == kafkalog.LogSuffix {
+				return fmt.Errorf("copier: log_dirs: %s holds segment files: it is a partition directory; give its parent (the Kafka log.dir)", d)
+			}
+		}
+	}
+	return nil
+}
+
+// probeBucket checks that the bucket answers (a missing probe object is
+// fine), every interval until it does or ctx ends (once when every is 0),
+// and marks the daemon ready.
+func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic.Bool, every time.Duration) error {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := d.bucket.Attributes(pctx, "_tierd_probe")
+		cancel()
+		if err == nil || errors.Is(err, rsm.ErrNotFound) {
+			ready.Store(true)
+			log.Info("bucket reachable", "bucket", d.bucket.Name())
+			return nil
+		}
+		log.Error("bucket not usable; not ready", "bucket", d.bucket.Name(), "err", err)
+		if every == 0 {
+			return nil // one try only
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(every):
+		}
+	}
 }
 
 // serve runs the copier loop, the gRPC fetch server and the HTTP metrics
@@ -105,22 +152,38 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		"fetch", cfg.Fetch.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var ready atomic.Bool
+	if err := probeBucket(ctx, d, log, &ready, 0); err != nil {
+		return err
+	}
 	var g oklog.Group
-	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
+	g.Add(func() error {
+		if !ready.Load() { // the first probe failed: wait for the bucket
+			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval); err != nil || ctx.Err() != nil {
+				return err
+			}
+		}
+		return d.copier.Run(ctx)
+	}, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
 	if cfg.HTTP.Listen != "" {
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg) }, func(error) { cancel() })
+		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, &ready) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
 }
 
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry) error {
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready *atomic.Bool) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	ok := func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") }
-	mux.HandleFunc("/-/healthy", ok)
-	mux.HandleFunc("/-/ready", ok)
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "bucket not reachable yet", http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("http: listen: %w", err)

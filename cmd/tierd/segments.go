@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,22 +27,9 @@ type partitionRows struct {
 }
 
 func runSegments(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("segments", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	path := fs.String("config", "", "path of the YAML config file (required)")
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
-	} else if err != nil {
-		return 2
-	}
-	if *path == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: tierd segments --config tierd.yaml")
-		return 2
-	}
-	cfg, err := loadConfig(*path)
-	if err != nil {
-		fmt.Fprintf(stderr, "tierd segments: %v\n", err)
-		return 1
+	cfg, code, ok := configCommand("segments", "tierd segments --config tierd.yaml", args, stderr, nil)
+	if !ok {
+		return code
 	}
 	if err := listSegments(ctx, cfg, stdout); err != nil {
 		fmt.Fprintf(stderr, "tierd segments: %v\n", err)
@@ -135,9 +120,13 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 		bases = append(bases, b)
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
-	for _, b := range bases {
+	for i, b := range bases {
 		if !shown[b] {
-			fmt.Fprintf(tw, "%d\t-\t%d\tyes\t-\t-\t\n", b, pr.local[b])
+			last := "-" // the active segment's end is still open
+			if i+1 < len(bases) {
+				last = fmt.Sprint(bases[i+1] - 1)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\tyes\t-\t-\t\n", b, last, pr.local[b])
 		}
 	}
 	tw.Flush()
@@ -181,14 +170,17 @@ func remoteLister(ctx context.Context, cfg config) (lister, string, func(), erro
 	c, err := fetch.Dial(cfg.Fetch.Listen)
 	if err == nil {
 		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, perr := c.API().ListSegments(pctx, &tierdpb.ListSegmentsRequest{Topic: "tierd-probe", Partition: 0})
+		up := c.WaitReady(pctx)
 		cancel()
-		if perr == nil || fetchNotFound(perr) {
+		if up {
 			return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
 		}
 		c.Close()
 	}
-	s, err := rlmm.Open(cfg.Metadata)
+	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
+		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	}
+	s, err := openStore(cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

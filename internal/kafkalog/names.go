@@ -2,6 +2,8 @@ package kafkalog
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -132,4 +134,29 @@ func ParsePartitionDir(name string) (tp TopicPartition, ok bool) {
 		}
 	}
 	return TopicPartition{Topic: topic, Partition: int32(p)}, true
+}
+
+// PartitionMetadataFile is the per-partition file holding the topic id.
+const PartitionMetadataFile = "partition.metadata"
+
+// ReadTopicID returns the topic id in a partition directory's
+// partition.metadata ("version: 0\ntopic_id: <base64 uuid>\n", KIP-516),
+// or "" when the file is missing (brokers before 2.8, or logs written by
+// tierd's own segment log). A file without a topic_id line is an error.
+func ReadTopicID(partitionDir string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(partitionDir, PartitionMetadataFile))
+	if os.IsNotExist(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "topic_id:"); ok {
+			if id := strings.TrimSpace(v); id != "" {
+				return id, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: no topic_id", filepath.Join(partitionDir, PartitionMetadataFile))
 }

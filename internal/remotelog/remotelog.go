@@ -132,7 +132,10 @@ func CheckTransition(from, to SegmentState) error {
 // segment, plus what tierd needs to find its objects.
 type SegmentMetadata struct {
 	TopicPartition TopicPartition `json:"topicPartition"`
-	ID             SegmentID      `json:"segmentId"`
+	// TopicID is the Kafka topic id (KIP-516) of the incarnation the
+	// segment belongs to, or "" when the log has none.
+	TopicID string    `json:"topicId,omitempty"`
+	ID      SegmentID `json:"segmentId"`
 	// StartOffset is the segment's base offset; EndOffset its last offset
 	// (the next segment's base offset - 1). Both inclusive.
 	StartOffset int64 `json:"startOffset"`
@@ -161,6 +164,9 @@ func (m SegmentMetadata) Contains(offset int64) bool {
 
 // PartitionOffsets is what tierd keeps per partition besides its segments.
 type PartitionOffsets struct {
+	// TopicID is the topic id of the incarnation these offsets belong to
+	// ("" when unknown): a re-created topic has a new one.
+	TopicID string `json:"topicId,omitempty"`
 	// LogStartOffset is the first offset of the whole log (remote and
 	// local); it only moves forward, and moves before any data below it
 	// is deleted.

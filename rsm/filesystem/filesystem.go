@@ -52,8 +52,13 @@ func New(cfg Config) (*Bucket, error) {
 const tmpSuffix = ".tierd-upload"
 
 func (b *Bucket) path(key string) (string, error) {
-	if key == "" || strings.HasPrefix(key, "/") || strings.Contains(key, "..") || strings.HasSuffix(key, tmpSuffix) {
+	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, tmpSuffix) {
 		return "", fmt.Errorf("filesystem bucket: bad key %q", key)
+	}
+	for _, part := range strings.Split(key, "/") {
+		if part == "." || part == ".." || part == "" {
+			return "", fmt.Errorf("filesystem bucket: bad key %q", key) // would leave the bucket
+		}
 	}
 	return filepath.Join(b.dir, filepath.FromSlash(key)), nil
 }
@@ -200,3 +205,32 @@ func (b *Bucket) Name() string { return "filesystem:" + b.dir }
 
 // Close implements rsm.Bucket.
 func (b *Bucket) Close() error { return nil }
+
+// IncompleteUploads implements rsm.MultipartBucket: temporary files of
+// uploads interrupted by a crash.
+func (b *Bucket) IncompleteUploads(_ context.Context, prefix string) ([]string, error) {
+	var keys []string
+	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, tmpSuffix) {
+			return err
+		}
+		rel, err := filepath.Rel(b.dir, p)
+		if err == nil && strings.HasPrefix(filepath.ToSlash(rel), prefix) {
+			keys = append(keys, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	return keys, err
+}
+
+// AbortIncompleteUploads implements rsm.MultipartBucket. Call it only when
+// no upload under prefix is running.
+func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {
+	keys, err := b.IncompleteUploads(ctx, prefix)
+	for _, k := range keys {
+		if rerr := os.Remove(filepath.Join(b.dir, filepath.FromSlash(k))); rerr != nil && !os.IsNotExist(rerr) {
+			return rerr
+		}
+	}
+	return err
+}

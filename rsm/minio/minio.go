@@ -38,11 +38,14 @@ type Config struct {
 	// PartConcurrency is how many parts upload at once; memory use per
 	// upload is PartSize x PartConcurrency. Default 2.
 	PartConcurrency uint `yaml:"part_concurrency"`
+	// MaxRetries is how many times minio-go retries a failed request
+	// (5xx, throttling, network errors) with backoff. Default 10.
+	MaxRetries int `yaml:"max_retries"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Region: "us-east-1", PathStyle: true, PartSize: 16 << 20, PartConcurrency: 2}
+	return Config{Region: "us-east-1", PathStyle: true, PartSize: 16 << 20, PartConcurrency: 2, MaxRetries: 10}
 }
 
 // Validate reports every problem at once.
@@ -56,6 +59,9 @@ func (c Config) Validate() error {
 	}
 	if c.PartSize < 5<<20 {
 		errs = append(errs, fmt.Errorf("minio: part_size %d below S3's 5 MiB minimum", c.PartSize))
+	}
+	if c.MaxRetries < 1 {
+		errs = append(errs, errors.New("minio: max_retries must be at least 1"))
 	}
 	if c.PartConcurrency == 0 {
 		errs = append(errs, errors.New("minio: part_concurrency must be at least 1"))
@@ -83,6 +89,7 @@ func New(cfg Config, transport http.RoundTripper) (*Bucket, error) {
 	}
 	c, err := miniogo.New(cfg.Endpoint, &miniogo.Options{
 		Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region, BucketLookup: lookup, Transport: transport,
+		MaxRetries: cfg.MaxRetries,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("minio client: %w", err)
@@ -181,3 +188,33 @@ func (b *Bucket) Name() string { return "minio:" + b.cfg.Endpoint + "/" + b.cfg.
 
 // Close implements rsm.Bucket.
 func (b *Bucket) Close() error { return nil }
+
+// IncompleteUploads implements rsm.MultipartBucket. MinIO lists uploads
+// only for an exact key or for the whole bucket, not for a key prefix, so
+// this lists the bucket's uploads and filters them.
+func (b *Bucket) IncompleteUploads(ctx context.Context, prefix string) ([]string, error) {
+	var keys []string
+	for u := range b.c.ListIncompleteUploads(ctx, b.cfg.Bucket, "", true) {
+		if u.Err != nil {
+			return keys, u.Err
+		}
+		if strings.HasPrefix(u.Key, prefix) {
+			keys = append(keys, u.Key)
+		}
+	}
+	return keys, nil
+}
+
+// AbortIncompleteUploads implements rsm.MultipartBucket.
+func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {
+	keys, err := b.IncompleteUploads(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := b.c.RemoveIncompleteUpload(ctx, b.cfg.Bucket, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}

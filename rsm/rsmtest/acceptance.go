@@ -79,7 +79,7 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 		}
 	})
 	t.Run("iter", func(t *testing.T) {
-		for _, k := range []string{"p/t-1/b", "p/t-1/a", "p/t-1/sub/c", "p/t-10/x", "q/t-1/y"} {
+		for _, k := range []string{"p/t-1/b", "p/t-1/a", "p/t-1/sub/c", "p/t-10/x", "q/t-1/y", "p/orders..v2-0/o"} {
 			if err := b.Upload(ctx, k, bytes.NewReader([]byte(k)), int64(len(k))); err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +90,9 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 		}
 		if fmt.Sprint(keys) != "[p/t-1/a p/t-1/b p/t-1/sub/c]" {
 			t.Errorf("Iter = %v", keys)
+		}
+		if got, err := get("p/orders..v2-0/o", 0, -1); err != nil || string(got) != "p/orders..v2-0/o" {
+			t.Errorf("a topic name with '..' (legal in Kafka): %q %v", got, err)
 		}
 		stop := errors.New("stop")
 		n := 0

@@ -213,3 +213,51 @@ func (b *Bucket) EnsureBucket(ctx context.Context) error {
 	}
 	return nil
 }
+
+// IncompleteUploads implements rsm.MultipartBucket.
+func (b *Bucket) IncompleteUploads(ctx context.Context, prefix string) ([]string, error) {
+	ups, err := b.uploads(ctx, prefix)
+	var keys []string
+	for _, u := range ups {
+		keys = append(keys, aws.ToString(u.Key))
+	}
+	return keys, err
+}
+
+// uploads lists the bucket's multipart uploads under prefix. Some
+// S3-compatible stores (MinIO) ignore partial prefixes here, so it lists
+// them all and filters.
+func (b *Bucket) uploads(ctx context.Context, prefix string) ([]types.MultipartUpload, error) {
+	var out []types.MultipartUpload
+	p := awss3.NewListMultipartUploadsPaginator(b.c, &awss3.ListMultipartUploadsInput{Bucket: aws.String(b.cfg.Bucket)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return out, err
+		}
+		for _, u := range page.Uploads {
+			if strings.HasPrefix(aws.ToString(u.Key), prefix) {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
+}
+
+// AbortIncompleteUploads implements rsm.MultipartBucket.
+func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {
+	ups, err := b.uploads(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, u := range ups {
+		_, err := b.c.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(b.cfg.Bucket), Key: u.Key, UploadId: u.UploadId})
+		if err != nil && !isNotFound(err) {
+			var api smithy.APIError
+			if !(errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload") {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -171,7 +171,7 @@ func TestDecompressionLimit(t *testing.T) {
 			t.Errorf("%s: at the limit: %d bytes, %v", c, len(out), err)
 		}
 	}
-	for _, tc := range []struct{ src, want int }{{10, 16 << 20}, {1 << 20, 256 << 20}, {64 << 10, 64 << 20}} {
+	for _, tc := range []struct{ src, want int }{{10, 16 << 20}, {1 << 20, 256 << 20}, {256 << 10, 64 << 20}} {
 		if got := batch.DecompressLimit(tc.src); got != tc.want {
 			t.Errorf("DecompressLimit(%d) = %d, want %d", tc.src, got, tc.want)
 		}

@@ -273,8 +273,48 @@ func TestLegacyWrapperOffsets(t *testing.T) {
 	if len(recs) != 2 || recs[0].Offset != 18 || recs[1].Offset != 19 {
 		t.Fatalf("inner offsets %v, want 18, 19", recs)
 	}
+	// InspectWrapper finds the same without keeping the records.
+	in := last
+	if err := in.InspectWrapper(data[last.Position:last.End()], codec.Kafka); err != nil || in.BaseOffset != 18 || in.Count != 2 || in.FirstTimestamp != recs[0].Timestamp {
+		t.Fatalf("InspectWrapper: %+v %v", in, err)
+	}
 	// Without a decompressor that knows gzip, the error says so.
 	if _, err := batch.Records(data[last.Position:last.End()], nil); err == nil {
 		t.Fatal("no error without a decompressor")
+	}
+}
+
+// TestSmallWindowSameResult: a scan whose window is smaller than the
+// entries (legacy messages are then parsed from their length fields alone)
+// gives the same entries and CRC results.
+func TestSmallWindowSameResult(t *testing.T) {
+	for _, rel := range []string{
+		"kafka-go-fetch-captures/derived/v1-v1c-v2-v2c-v2b-v2b-v2b-v2bc-v1b-v1bc/test-88-0/00000000000000000000.log",
+		"xpx-kafka0101-magic1/tmp/kafka-logs/foo-0/00000000000000000000.log",
+	} {
+		data, err := os.ReadFile(testfixtures.Path(t, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		scan := func(window int) (out []batch.Batch, crc []bool) {
+			s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{VerifyCRC: true, BufferSize: window})
+			for s.Next() {
+				out, crc = append(out, s.Batch()), append(crc, s.CRCValid())
+			}
+			if s.Err() != nil {
+				t.Fatalf("window %d: %v", window, s.Err())
+			}
+			return out, crc
+		}
+		a, ac := scan(0)
+		b, bc := scan(24)
+		if len(a) == 0 || len(a) != len(b) {
+			t.Fatalf("%s: %d vs %d entries", rel, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] || ac[i] != bc[i] || !bc[i] {
+				t.Fatalf("%s entry %d: %+v vs %+v", rel, i, a[i], b[i])
+			}
+		}
 	}
 }

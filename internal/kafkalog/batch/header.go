@@ -218,11 +218,35 @@ func parseV2(buf []byte, pos int64, size int32) (Batch, error) {
 }
 
 func parseLegacy(msg []byte, pos int64) (Batch, error) {
+	b, err := legacyFixed(msg, pos, int32(len(msg)))
+	if err != nil {
+		return b, err
+	}
+	kpos := legacyKeyPos(b.Magic)
+	keyLen := int32(binary.BigEndian.Uint32(msg[kpos:]))
+	vpos, err := legacyValuePos(b, kpos, keyLen)
+	if err != nil {
+		return Batch{}, err
+	}
+	return checkLegacyValue(b, vpos, int32(binary.BigEndian.Uint32(msg[vpos:])))
+}
+
+// legacyKeyPos is where a message's key length sits.
+func legacyKeyPos(magic int8) int {
+	if magic == 1 {
+		return 26
+	}
+	return 18
+}
+
+// legacyFixed decodes the fixed fields of a magic 0/1 message of the given
+// size from its first legacyKeyPos+4 bytes.
+func legacyFixed(msg []byte, pos int64, size int32) (Batch, error) {
 	be := binary.BigEndian
 	attrs := int8(msg[17])
 	b := Batch{
 		Position:             pos,
-		Size:                 int32(len(msg)),
+		Size:                 size,
 		LastOffset:           int64(be.Uint64(msg[0:])),
 		PartitionLeaderEpoch: -1,
 		Magic:                int8(msg[16]),
@@ -252,30 +276,29 @@ func parseLegacy(msg []byte, pos int64) (Batch, error) {
 		ts := int64(be.Uint64(msg[18:]))
 		b.FirstTimestamp, b.MaxTimestamp = ts, ts
 	}
-	// The key and value lengths must account for the message exactly.
-	kpos := 18
-	if b.Magic == 1 {
-		kpos = 26
-	}
-	rest := msg[kpos:]
-	for _, field := range []string{"key", "value"} {
-		if len(rest) < 4 {
-			return Batch{}, kafkalog.Corruptf(pos+int64(len(msg)-len(rest)), "truncated %s length", field)
-		}
-		n := int32(be.Uint32(rest))
-		rest = rest[4:]
-		if n < -1 || int64(n) > int64(len(rest)) {
-			return Batch{}, kafkalog.Corruptf(pos+int64(len(msg)-len(rest)-4), "%s length %d out of range (%d bytes left)", field, n, len(rest))
-		}
-		if n > 0 {
-			rest = rest[n:]
-		}
-	}
-	if len(rest) != 0 {
-		return Batch{}, kafkalog.Corruptf(pos+int64(len(msg)-len(rest)), "%d trailing bytes after message value", len(rest))
-	}
 	if b.Codec == CodecNone {
 		b.BaseOffset, b.Count = b.LastOffset, 1
+	}
+	return b, nil
+}
+
+// legacyValuePos checks the key length and returns where the value length
+// sits.
+func legacyValuePos(b Batch, kpos int, keyLen int32) (int, error) {
+	if keyLen < -1 || int64(kpos)+4+int64(max(keyLen, 0))+4 > int64(b.Size) {
+		return 0, kafkalog.Corruptf(b.Position+int64(kpos), "key length %d out of range for a %d-byte message", keyLen, b.Size)
+	}
+	return kpos + 4 + int(max(keyLen, 0)), nil
+}
+
+// checkLegacyValue checks that the value length ends the message exactly.
+func checkLegacyValue(b Batch, vpos int, valLen int32) (Batch, error) {
+	end := int64(vpos) + 4 + int64(max(valLen, 0))
+	if valLen < -1 || end > int64(b.Size) {
+		return Batch{}, kafkalog.Corruptf(b.Position+int64(vpos), "value length %d out of range for a %d-byte message", valLen, b.Size)
+	}
+	if end != int64(b.Size) {
+		return Batch{}, kafkalog.Corruptf(b.Position+end, "%d trailing bytes after message value", int64(b.Size)-end)
 	}
 	return b, nil
 }

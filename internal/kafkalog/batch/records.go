@@ -18,11 +18,11 @@ import (
 const MaxDecompressed = 256 << 20
 
 // DecompressLimit returns the output limit for a payload of srcLen bytes:
-// 1024 times its size (beyond any real codec's ratio on real data), at least
-// 16 MiB and at most MaxDecompressed, so a few bad bytes cannot claim much
-// memory.
+// 256 times its size (beyond any real codec's ratio on real records), at
+// least 16 MiB and at most MaxDecompressed, so a few bad bytes cannot claim
+// much memory.
 func DecompressLimit(srcLen int) int {
-	return min(MaxDecompressed, max(16<<20, 1024*srcLen))
+	return min(MaxDecompressed, max(16<<20, 256*srcLen))
 }
 
 // ErrUnsupportedCodec is returned when a Decompressor or Compressor does not
@@ -143,8 +143,8 @@ func v2Records(b Batch, raw []byte, dec Decompressor) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Each record takes at least 7 bytes, which bounds the allocation.
-	recs := make([]Record, 0, min(int(b.Count), len(data)/7))
+	// Each record takes at least 7 bytes, which bounds the preallocation.
+	recs := make([]Record, 0, min(int(b.Count), len(data)/7, 4096))
 	r := reader{buf: data}
 	for i := int32(0); i < b.Count; i++ {
 		start := r.pos
@@ -234,6 +234,46 @@ func legacyFields(msg []byte) (key, value []byte, ts int64) {
 	key = field()
 	value = field()
 	return key, value, ts
+}
+
+// InspectWrapper completes a legacy compressed wrapper's Batch (raw is
+// the whole entry) with its first offset, record count and first
+// timestamp, walking the inner messages without keeping them. It does
+// nothing for other entries.
+func (b *Batch) InspectWrapper(raw []byte, dec Decompressor) error {
+	if b.Magic == 2 || b.Codec == CodecNone {
+		return nil
+	}
+	_, value, _ := legacyFields(raw)
+	inner, err := payload(b.Codec, value, dec)
+	if err != nil {
+		return err
+	}
+	var first, last, firstTS int64
+	n := int32(0)
+	for pos := 0; pos < len(inner); n++ {
+		ib, err := ParseHeader(inner[pos:], int64(pos))
+		if err != nil {
+			return fmt.Errorf("inner message of wrapper at offset %d: %w", b.LastOffset, err)
+		}
+		if n == 0 {
+			first = ib.LastOffset
+			firstTS = ib.MaxTimestamp
+			if b.TimestampType == LogAppendTime {
+				firstTS = b.MaxTimestamp
+			}
+		}
+		last = ib.LastOffset
+		pos += int(ib.Size)
+	}
+	if n == 0 {
+		return kafkalog.Corruptf(b.Position, "empty compressed wrapper at offset %d", b.LastOffset)
+	}
+	if b.Magic == 1 {
+		first += b.LastOffset - last
+	}
+	b.BaseOffset, b.Count, b.FirstTimestamp = first, n, firstTS
+	return nil
 }
 
 // FillFromRecords completes a legacy compressed wrapper's Batch from its

@@ -1,6 +1,7 @@
 package batch
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -87,16 +88,21 @@ func (s *Scanner) Next() bool {
 		s.err = kafkalog.Corruptf(s.pos, "truncated entry: size %d bytes, %d left", size, left)
 		return false
 	}
-	hdr := int(size)
-	if magic == 2 {
-		hdr = HeaderSize
+	var b Batch
+	switch {
+	case magic == 2:
+		var h []byte
+		if h, err = s.window(s.pos, HeaderSize); err == nil {
+			b, err = ParseHeader(h, s.pos)
+		}
+	case int(size) <= s.bufSize:
+		var h []byte
+		if h, err = s.window(s.pos, int(size)); err == nil {
+			b, err = ParseHeader(h, s.pos)
+		}
+	default:
+		b, err = s.bigLegacyHeader(size)
 	}
-	h, err := s.window(s.pos, hdr)
-	if err != nil {
-		s.err = err
-		return false
-	}
-	b, err := ParseHeader(h, s.pos)
 	if err != nil {
 		s.err = err
 		return false
@@ -110,6 +116,33 @@ func (s *Scanner) Next() bool {
 	s.cur = b
 	s.pos += int64(size)
 	return true
+}
+
+// bigLegacyHeader parses a magic 0/1 message larger than the window from
+// its fixed fields and its two length fields, without reading it whole.
+func (s *Scanner) bigLegacyHeader(size int32) (Batch, error) {
+	magic := int8(0)
+	if p, err := s.window(s.pos, PrefixSize); err == nil {
+		magic = int8(p[16])
+	}
+	kpos := legacyKeyPos(magic)
+	h, err := s.window(s.pos, kpos+4)
+	if err != nil {
+		return Batch{}, err
+	}
+	b, err := legacyFixed(h, s.pos, size)
+	if err != nil {
+		return Batch{}, err
+	}
+	vpos, err := legacyValuePos(b, kpos, int32(binary.BigEndian.Uint32(h[kpos:])))
+	if err != nil {
+		return Batch{}, err
+	}
+	v, err := s.window(s.pos+int64(vpos), 4)
+	if err != nil {
+		return Batch{}, err
+	}
+	return checkLegacyValue(b, vpos, int32(binary.BigEndian.Uint32(v)))
 }
 
 // Batch returns the entry Next moved to.

@@ -76,7 +76,7 @@ func (r *reader) record(b Batch, end int) Record {
 	}
 	var hs []RecordHeader
 	if nh > 0 {
-		hs = make([]RecordHeader, 0, nh)
+		hs = make([]RecordHeader, 0, min(int(nh), 16)) // grows as headers parse
 	}
 	for j := int32(0); j < nh && !r.bad; j++ {
 		k := r.bytes(end)

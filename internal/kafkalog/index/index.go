@@ -32,13 +32,18 @@ type TimeEntry struct {
 
 // ParseOffsetIndex decodes an offset index file's bytes. baseOffset is the
 // segment's base offset. It stops at the real end (see the package doc) and
-// returns the entries before it. A negative field in entry 0 is corrupt; a
-// length that is not a multiple of 8 returns the entries before the partial
-// one together with a *kafkalog.CorruptionError at its position.
+// returns the entries before it. A negative field in entry 0 is corrupt.
+// The entries before the problem are returned together with a
+// *kafkalog.CorruptionError when the length is not a multiple of 8, when
+// bytes after the real end are not all zero (stale or damaged entries), or
+// when an offset would overflow int64.
 func ParseOffsetIndex(buf []byte, baseOffset int64) ([]OffsetEntry, error) {
 	n := len(buf) / OffsetEntrySize
 	var entries []OffsetEntry
 	var prevRel, prevPos int32
+	if baseOffset > math.MaxInt64-math.MaxInt32 {
+		return nil, kafkalog.Corruptf(0, "base offset %d too large for relative offsets", baseOffset)
+	}
 	for i := 0; i < n; i++ {
 		e := buf[i*OffsetEntrySize:]
 		rel := int32(binary.BigEndian.Uint32(e))
@@ -56,6 +61,9 @@ func ParseOffsetIndex(buf []byte, baseOffset int64) ([]OffsetEntry, error) {
 		entries = append(entries, OffsetEntry{Offset: baseOffset + int64(rel), Position: pos})
 		prevRel, prevPos = rel, pos
 	}
+	if err := zeroAfter(buf, len(entries)*OffsetEntrySize, n*OffsetEntrySize); err != nil {
+		return entries, err
+	}
 	if rem := len(buf) % OffsetEntrySize; rem != 0 {
 		return entries, kafkalog.Corruptf(int64(n*OffsetEntrySize), "truncated offset index entry: %d of %d bytes", rem, OffsetEntrySize)
 	}
@@ -64,12 +72,16 @@ func ParseOffsetIndex(buf []byte, baseOffset int64) ([]OffsetEntry, error) {
 
 // ParseTimeIndex decodes a time index file's bytes, as ParseOffsetIndex
 // does: entries up to the real end, and a corruption error for a partial
-// trailing entry or a negative relative offset in entry 0.
+// trailing entry, non-zero bytes after the real end, or a negative relative
+// offset in entry 0.
 func ParseTimeIndex(buf []byte, baseOffset int64) ([]TimeEntry, error) {
 	n := len(buf) / TimeEntrySize
 	var entries []TimeEntry
 	var prevTS int64
 	var prevRel int32
+	if baseOffset > math.MaxInt64-math.MaxInt32 {
+		return nil, kafkalog.Corruptf(0, "base offset %d too large for relative offsets", baseOffset)
+	}
 	for i := 0; i < n; i++ {
 		e := buf[i*TimeEntrySize:]
 		ts := int64(binary.BigEndian.Uint64(e))
@@ -87,10 +99,24 @@ func ParseTimeIndex(buf []byte, baseOffset int64) ([]TimeEntry, error) {
 		entries = append(entries, TimeEntry{Timestamp: ts, Offset: baseOffset + int64(rel)})
 		prevTS, prevRel = ts, rel
 	}
+	if err := zeroAfter(buf, len(entries)*TimeEntrySize, n*TimeEntrySize); err != nil {
+		return entries, err
+	}
 	if rem := len(buf) % TimeEntrySize; rem != 0 {
 		return entries, kafkalog.Corruptf(int64(n*TimeEntrySize), "truncated time index entry: %d of %d bytes", rem, TimeEntrySize)
 	}
 	return entries, nil
+}
+
+// zeroAfter reports the first non-zero byte of buf[from:to] as corruption:
+// past the real end an index may hold only preallocated zeros.
+func zeroAfter(buf []byte, from, to int) error {
+	for i := from; i < to; i++ {
+		if buf[i] != 0 {
+			return kafkalog.Corruptf(int64(i), "non-zero bytes after the last index entry (entry at byte %d does not follow the previous one)", from)
+		}
+	}
+	return nil
 }
 
 // LookupOffset returns the entry with the largest offset <= target, and

@@ -3,6 +3,7 @@ package index_test
 import (
 	"bytes"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,15 +40,18 @@ func TestOffsetIndexRealEnd(t *testing.T) {
 	const base = 1000
 	want := []index.OffsetEntry{{1003, 4730}, {1007, 9571}, {1011, 14000}}
 	raw := encodeOffsets(t, base, want)
-	cases := map[string][]byte{
-		"trimmed":          raw,
-		"preallocated":     append(bytes.Clone(raw), make([]byte, 8*1000)...),
-		"garbage after":    append(bytes.Clone(raw), encodeOffsets(t, base, []index.OffsetEntry{{1005, 20000}})...),
-		"position repeats": append(bytes.Clone(raw), encodeOffsets(t, base, []index.OffsetEntry{{1012, 14000}})...),
+	cases := map[string]struct {
+		buf     []byte
+		corrupt bool // bytes after the real end are not zero
+	}{
+		"trimmed":          {raw, false},
+		"preallocated":     {append(bytes.Clone(raw), make([]byte, 8*1000)...), false},
+		"garbage after":    {append(bytes.Clone(raw), encodeOffsets(t, base, []index.OffsetEntry{{1005, 20000}})...), true},
+		"position repeats": {append(bytes.Clone(raw), encodeOffsets(t, base, []index.OffsetEntry{{1012, 14000}})...), true},
 	}
-	for name, buf := range cases {
-		got, err := index.ParseOffsetIndex(buf, base)
-		if err != nil || len(got) != len(want) {
+	for name, tc := range cases {
+		got, err := index.ParseOffsetIndex(tc.buf, base)
+		if tc.corrupt != errors.Is(err, kafkalog.ErrCorrupt) || len(got) != len(want) {
 			t.Fatalf("%s: %v entries, err %v", name, got, err)
 		}
 		for i := range want {
@@ -84,9 +88,13 @@ func TestTimeIndexRealEnd(t *testing.T) {
 		"offset goes back":  append(bytes.Clone(raw), encodeTimes(t, base, []index.TimeEntry{{1800, 59}})...),
 	} {
 		got, err := index.ParseTimeIndex(buf, base)
-		if err != nil || len(got) != 3 || got[2] != want[2] {
+		wantErr := name == "timestamp repeats" || name == "offset goes back"
+		if wantErr != errors.Is(err, kafkalog.ErrCorrupt) || len(got) != 3 || got[2] != want[2] {
 			t.Errorf("%s: %v, %v", name, got, err)
 		}
+	}
+	if _, err := index.ParseTimeIndex(raw, math.MaxInt64-5); !errors.Is(err, kafkalog.ErrCorrupt) {
+		t.Errorf("overflowing base offset: %v", err)
 	}
 	got, err := index.ParseTimeIndex(append(bytes.Clone(raw), 1, 2, 3), base)
 	var ce *kafkalog.CorruptionError

@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// runRlmm is "tierd rlmm rebuild": restore the remote log metadata from
+// the manifests in the bucket, with tierd stopped.
+func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "rebuild" {
+		fmt.Fprintln(stderr, "usage: tierd rlmm rebuild --config tierd.yaml [--all]")
+		return 2
+	}
+	var all bool
+	cfg, code, ok := configCommand("rlmm rebuild", "tierd rlmm rebuild --config tierd.yaml [--all]", args[1:], stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&all, "all", false, "also adopt partitions found only in the bucket (not in this tierd's log dirs)")
+	})
+	if !ok {
+		return code
+	}
+	if err := rebuildMetadata(ctx, cfg, all, stdout); err != nil {
+		fmt.Fprintf(stderr, "tierd rlmm rebuild: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// rebuildMetadata moves the metadata dir aside (keeping it as
+// "<dir>.old-<unix seconds>") and rebuilds it from the bucket.
+func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
+	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
+		old := fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
+		// A running tierd holds Pebble's lock; renaming under it would be
+		// wrong, so check by opening first.
+		if err := probeUnlocked(cfg); err != nil {
+			return err
+		}
+		if err := os.Rename(cfg.Metadata.Dir, old); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "moved the old metadata to %s\n", old)
+	}
+	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	var extra []remotelog.TopicPartition
+	if all {
+		if extra, err = d.mgr.Partitions(ctx); err != nil {
+			return err
+		}
+	}
+	n, err := d.copier.Rebuild(ctx, extra)
+	if err != nil {
+		return err
+	}
+	parts, err := d.store.Partitions()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "restored %d segment rows for %d partitions from %s\n", n, len(parts), d.bucket.Name())
+	return nil
+}
+
+// probeUnlocked fails when a running tierd holds the metadata store.
+func probeUnlocked(cfg config) error {
+	s, err := openStore(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Close()
+}

@@ -1,0 +1,159 @@
+package copier
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// adoptPartition makes sure the metadata store knows the partition. A
+// partition the store has never seen (a new partition, a lost or deleted
+// Pebble directory, or a partition whose ownership moved to this tierd)
+// gets its rows rebuilt from the manifests in the bucket; its log start
+// offset is the lowest manifest start offset, or the first local offset
+// when nothing is remote.
+func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) {
+	if _, ok, err := c.store.Offsets(p.tp); err != nil || ok {
+		return 0, err
+	}
+	mfs, err := c.rs.Manifests(ctx, p.tp)
+	if err != nil && len(mfs) == 0 {
+		return 0, fmt.Errorf("rebuild metadata from the bucket: %w", err)
+	}
+	if err != nil {
+		c.log.Warn("some manifests could not be read; rebuilding from the rest", "partition", p.tp, "err", err)
+	}
+	if p.topicID != "" { // only this incarnation's copies
+		kept := mfs[:0]
+		for _, mf := range mfs {
+			if mf.TopicID == p.topicID {
+				kept = append(kept, mf)
+			}
+		}
+		mfs = kept
+	}
+	lso := int64(-1)
+	if len(p.segs) > 0 {
+		lso = p.segs[0].base
+	}
+	for _, mf := range mfs {
+		if lso < 0 || mf.StartOffset < lso {
+			lso = mf.StartOffset
+		}
+	}
+	if lso < 0 {
+		return 0, nil // nothing local, nothing remote
+	}
+	if err := c.store.EnsurePartition(p.tp, lso); err != nil {
+		return 0, err
+	}
+	if p.topicID != "" {
+		if err := c.store.SetTopicID(p.tp, p.topicID); err != nil {
+			return 0, err
+		}
+	}
+	for i, mf := range mfs {
+		if err := c.store.ImportSegment(mf.Metadata()); err != nil {
+			return i, err
+		}
+		c.m.rebuilt.Inc()
+	}
+	if len(mfs) > 0 {
+		c.log.Info("rebuilt remote metadata from the bucket", "partition", p.tp, "segments", len(mfs), "log_start_offset", lso)
+		if len(p.segs) > 0 {
+			if _, err := c.store.AdvanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
+				return len(mfs), err
+			}
+		}
+	}
+	c.needSweep(p.tp) // copies without a manifest are orphans now
+	return len(mfs), nil
+}
+
+// needSweep asks for the partition's bucket objects to be checked against
+// its rows on the next pass.
+func (c *Copier) needSweep(tp remotelog.TopicPartition) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	c.swept[tp] = false
+}
+
+// maybeSweep deletes the partition's objects that no live row points at
+// and aborts its incomplete multipart uploads, on the first pass after
+// start and after a failure. No copy of the partition is in flight then.
+func (c *Copier) maybeSweep(ctx context.Context, tp remotelog.TopicPartition) error {
+	c.stateMu.Lock()
+	done := c.swept[tp]
+	c.stateMu.Unlock()
+	if done {
+		return nil
+	}
+	rows, err := c.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	live := map[remotelog.SegmentID]bool{}
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished {
+			live[r.ID] = true
+		}
+	}
+	n, err := c.rs.SweepPartition(ctx, tp, func(id remotelog.SegmentID) bool { return live[id] })
+	if n > 0 {
+		c.m.swept.Add(float64(n))
+		c.log.Info("deleted objects no live row points at", "partition", tp, "objects", n)
+	}
+	if err != nil {
+		return fmt.Errorf("sweep bucket: %w", err)
+	}
+	c.stateMu.Lock()
+	c.swept[tp] = true
+	c.stateMu.Unlock()
+	return nil
+}
+
+// Rebuild restores the metadata of every partition in the log dirs, and of
+// extra partitions, from the manifests in the bucket, for partitions the
+// store does not know (use it on an empty store: "tierd rlmm rebuild").
+// It returns how many segment rows it restored.
+func (c *Copier) Rebuild(ctx context.Context, extra []remotelog.TopicPartition) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	parts := map[remotelog.TopicPartition]*partition{}
+	for _, dir := range c.cfg.LogDirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			return 0, err
+		}
+		for _, e := range ents {
+			if tp, ok := kafkalog.ParsePartitionDir(e.Name()); ok && e.IsDir() && c.tiered(tp) {
+				p := &partition{tp: tp, dir: filepath.Join(dir, e.Name())}
+				if p.segs, err = listSegments(p.dir); err != nil {
+					return 0, err
+				}
+				if p.topicID, err = kafkalog.ReadTopicID(p.dir); err != nil {
+					return 0, err
+				}
+				parts[tp] = p
+			}
+		}
+	}
+	for _, tp := range extra {
+		if parts[tp] == nil {
+			parts[tp] = &partition{tp: tp}
+		}
+	}
+	total := 0
+	for _, p := range parts {
+		n, err := c.adoptPartition(ctx, p)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("%s: %w", p.tp, err)
+		}
+	}
+	return total, nil
+}

@@ -1,0 +1,150 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
+)
+
+// errIncarnation stops work on a partition whose local log no longer
+// matches what tierd recorded for it.
+var errIncarnation = errors.New("copier: local log does not match the recorded partition")
+
+// claim decides whether this tierd may work on a partition now, by the
+// ownership lease in the bucket (see rsm.Owner): several tierds, one per
+// broker, can share a bucket while each partition has one writer. A lease
+// held by another broker id and renewed within OwnershipLease makes the
+// partition someone else's; an absent or expired lease is taken, and ours
+// is renewed every third of the lease. With OwnershipLease 0 every
+// partition is ours.
+func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, error) {
+	lease := c.cfg.OwnershipLease
+	if lease <= 0 {
+		return true, nil
+	}
+	now := c.now()
+	c.stateMu.Lock()
+	renewed, held := c.leases[tp]
+	c.stateMu.Unlock()
+	if held && now.Sub(renewed) < lease/3 {
+		return true, nil
+	}
+	o, ok, err := c.rs.ReadOwner(ctx, tp)
+	if err != nil {
+		return false, fmt.Errorf("read ownership lease: %w", err)
+	}
+	if ok && o.BrokerID != c.cfg.BrokerID && now.Sub(time.UnixMilli(o.RenewedMs)) < lease {
+		c.dropLease(tp)
+		if c.once(fmt.Sprintf("owned %s %d", tp, o.BrokerID)) {
+			c.log.Info("partition is tiered by another tierd; skipping it while its lease lasts", "partition", tp, "owner_broker_id", o.BrokerID)
+		}
+		return false, nil
+	}
+	if ok && o.BrokerID != c.cfg.BrokerID {
+		c.log.Warn("taking over a partition whose ownership lease expired", "partition", tp, "previous_owner", o.BrokerID)
+		c.needSweep(tp)
+	}
+	mine := rsm.Owner{BrokerID: c.cfg.BrokerID, RenewedMs: now.UnixMilli()}
+	if err := c.rs.WriteOwner(ctx, tp, mine); err != nil {
+		return false, fmt.Errorf("write ownership lease: %w", err)
+	}
+	// Read back: when two tierds race for a free lease, the last write
+	// wins and the other backs off.
+	if o, ok, err = c.rs.ReadOwner(ctx, tp); err != nil || !ok || o.BrokerID != c.cfg.BrokerID {
+		c.dropLease(tp)
+		return false, err
+	}
+	c.stateMu.Lock()
+	c.leases[tp] = now
+	c.stateMu.Unlock()
+	return true, nil
+}
+
+func (c *Copier) dropLease(tp remotelog.TopicPartition) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	delete(c.leases, tp)
+}
+
+// checkIncarnation compares the partition directory with what the store
+// recorded. A new topic id (the topic was deleted and re-created under the
+// same name) retires the old incarnation: its copies are deleted and the
+// partition starts over. Without topic ids, a local log that starts below
+// the local log start offset tierd recorded, with segments no finished copy
+// matches, is refused, since its offsets would be read as ones already
+// tiered or deleted.
+func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
+	id, err := kafkalog.ReadTopicID(p.dir)
+	if err != nil {
+		return err
+	}
+	p.topicID = id
+	off, ok, err := c.store.Offsets(p.tp)
+	if err != nil || !ok {
+		return err
+	}
+	switch {
+	case id != "" && off.TopicID != "" && id != off.TopicID:
+		c.log.Warn("topic was re-created: deleting the old incarnation's remote copies", "partition", p.tp, "old_topic_id", off.TopicID, "topic_id", id)
+		rows, err := c.store.Segments(p.tp)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			if r.State != remotelog.DeleteSegmentFinished {
+				if err := c.deleteRemote(ctx, r); err != nil {
+					return err
+				}
+			}
+		}
+		start := int64(0)
+		if len(p.segs) > 0 {
+			start = p.segs[0].base
+		}
+		c.m.recreated.Inc()
+		return c.store.ResetPartition(p.tp, start, id)
+	case id != "" && off.TopicID == "":
+		return c.store.SetTopicID(p.tp, id)
+	}
+	// Segments below the recorded local log start offset are legitimate
+	// only when a crash interrupted their deletion: then each has a
+	// finished copy of exactly its contents.
+	fin, err := c.store.FinishedSegments(p.tp)
+	if err != nil {
+		return err
+	}
+	stale := false
+	for _, s := range p.segs {
+		if s.base >= off.LocalLogStartOffset {
+			break
+		}
+		stale = stale || !copiedExactly(fin, s)
+	}
+	if stale {
+		if c.once(fmt.Sprintf("incarnation %s %d", p.tp, p.segs[0].base)) {
+			c.m.incarnation.Inc()
+			c.log.Error("local log starts below the local log start offset tierd recorded; was the topic deleted and re-created? "+
+				"tierd leaves the partition alone until its metadata is cleared", "partition", p.tp, "local_start", p.segs[0].base, "recorded", off.LocalLogStartOffset)
+		}
+		return fmt.Errorf("%w: local log starts at %d, below the recorded local log start offset %d", errIncarnation, p.segs[0].base, off.LocalLogStartOffset)
+	}
+	return nil
+}
+
+// copiedExactly reports whether a finished row is a copy of exactly this
+// local segment: same offsets and same size. Only such a copy allows the
+// local segment to be deleted; a row restored from foreign or older
+// manifests with other contents never does.
+func copiedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
+	for _, r := range fin {
+		if r.StartOffset == s.base && r.EndOffset == s.end && r.SizeInBytes == s.size {
+			return true
+		}
+	}
+	return false
+}

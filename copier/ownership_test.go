@@ -1,0 +1,175 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm/memory"
+)
+
+func topicID(t *testing.T, dir, id string) {
+	os.MkdirAll(dir, 0o755)
+	writeFile(t, filepath.Join(dir, kafkalog.PartitionMetadataFile), "version: 0\ntopic_id: "+id+"\n")
+}
+
+// A topic deleted and re-created under the same name (new topic id): the
+// old incarnation's copies go, the new one tiers from scratch, and its
+// fresh local data is never taken for tiered data.
+func TestRecreatedTopicWithTopicID(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FileDeleteDelay = 0
+	cfg.Retention.LocalRetentionMs = ptr(0)
+	r := newRig(t, cfg, nil)
+	ts := r.now.UnixMilli()
+	topicID(t, r.dir(), "AAAAAAAAAAAAAAAAAAAAAQ")
+	for b := int64(0); b < 200; b += 100 {
+		writeSegment(t, r.dir(), b, seq(b, 100), same(ts, 100), 10)
+	}
+	writeSegment(t, r.dir(), 200, nil, nil, 0)
+	r.sync()
+	if off := r.offsets(); off.HighestTieredOffset != 199 || off.TopicID != "AAAAAAAAAAAAAAAAAAAAAQ" {
+		t.Fatalf("first incarnation %+v", off)
+	}
+	os.RemoveAll(r.dir())
+	topicID(t, r.dir(), "AAAAAAAAAAAAAAAAAAAAAg")
+	writeSegment(t, r.dir(), 0, seq(0, 120), same(ts, 120), 10)
+	writeSegment(t, r.dir(), 120, nil, nil, 0)
+	r.sync()
+	off := r.offsets()
+	if off.TopicID != "AAAAAAAAAAAAAAAAAAAAAg" || off.HighestTieredOffset != 119 || off.LogStartOffset != 0 {
+		t.Fatalf("second incarnation %+v", off)
+	}
+	fin, _ := r.store.FinishedSegments(r.tp)
+	if len(fin) != 1 || fin[0].TopicID != "AAAAAAAAAAAAAAAAAAAAAg" {
+		t.Fatalf("finished %+v", fin)
+	}
+	if n := len(r.objects()); n != 5 {
+		t.Fatalf("%d objects: the old incarnation's copies are left", n)
+	}
+}
+
+// Without topic ids, a local log that restarts below what tierd recorded
+// is refused: nothing of it is deleted as if it were tiered.
+func TestRecreatedTopicWithoutTopicID(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FileDeleteDelay = 0
+	cfg.Retention.LocalRetentionMs = ptr(0)
+	r := newRig(t, cfg, nil)
+	ts := r.now.Add(-time.Hour).UnixMilli()
+	for b := int64(0); b < 200; b += 100 {
+		writeSegment(t, r.dir(), b, seq(b, 100), same(ts, 100), 10)
+	}
+	writeSegment(t, r.dir(), 200, nil, nil, 0)
+	r.sync()
+	if off := r.offsets(); off.LocalLogStartOffset != 200 {
+		t.Fatalf("first incarnation not deleted locally: %+v", off)
+	}
+	os.RemoveAll(r.dir())
+	writeSegment(t, r.dir(), 0, seq(0, 120), same(ts, 120), 10)
+	writeSegment(t, r.dir(), 120, nil, nil, 0)
+	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errIncarnation) {
+		t.Fatalf("sync = %v, want the incarnation mismatch", err)
+	}
+	if got := r.localBases(); !reflect.DeepEqual(got, []int64{0, 120}) {
+		t.Fatalf("fresh local data deleted: %v", got)
+	}
+}
+
+// Two tierds (two brokers holding replicas) share a bucket: one holds the
+// partition's lease and tiers it; the other leaves it alone, and takes
+// over once the lease is not renewed.
+func TestOwnershipLease(t *testing.T) {
+	shared := memory.New()
+	mk := func(broker int32) *rig {
+		cfg := DefaultConfig()
+		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease = true, broker, time.Minute
+		r := newRig(t, cfg, shared)
+		ts := r.now.UnixMilli()
+		for b := int64(0); b < 300; b += 100 {
+			writeSegment(t, r.dir(), b, seq(b, 100), same(ts, 100), 10)
+		}
+		writeSegment(t, r.dir(), 300, nil, nil, 0)
+		return r
+	}
+	a, b := mk(1), mk(2)
+	if n := a.sync(); n != 3 {
+		t.Fatalf("owner copied %d", n)
+	}
+	if n := b.sync(); n != 0 || len(b.states()) != 0 {
+		t.Fatalf("second tierd copied %d, rows %v", n, b.states())
+	}
+	// A restarts: its sweep must not touch anything; B still defers.
+	a2, err := New(a.c.cfg, a.store, a.mgr, WithClock(func() time.Time { return a.now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.c = a2
+	a.sync()
+	if n := len(a.objects()); n != 15 {
+		t.Fatalf("%d objects after the owner restarted", n)
+	}
+	// A stops renewing; after the lease B takes over and adopts A's copies.
+	b.now = b.now.Add(2 * time.Minute)
+	b.sync()
+	if off := b.offsets(); off.HighestTieredOffset != 299 {
+		t.Fatalf("new owner's offsets %+v", off)
+	}
+	if n := len(b.objects()); n != 15 {
+		t.Fatalf("%d objects after the takeover", n)
+	}
+	// A comes back: now B holds the lease.
+	a.now = b.now
+	if n := a.sync(); n != 0 {
+		t.Fatalf("old owner copied %d after losing the lease", n)
+	}
+}
+
+// Manifests of another incarnation (another topic id) are not adopted.
+func TestAdoptOnlyOwnIncarnation(t *testing.T) {
+	shared := memory.New()
+	cfg := DefaultConfig()
+	cfg.OwnershipLease = 0
+	old := newRig(t, cfg, shared)
+	topicID(t, old.dir(), "AAAAAAAAAAAAAAAAAAAAAQ")
+	ts := old.now.UnixMilli()
+	writeSegment(t, old.dir(), 0, seq(0, 100), same(ts, 100), 10)
+	writeSegment(t, old.dir(), 100, nil, nil, 0)
+	old.sync()
+	fresh := newRig(t, cfg, shared)
+	topicID(t, fresh.dir(), "AAAAAAAAAAAAAAAAAAAAAg")
+	writeSegment(t, fresh.dir(), 0, seq(0, 100), same(ts, 100), 20)
+	writeSegment(t, fresh.dir(), 100, nil, nil, 0)
+	fresh.sync()
+	fin, _ := fresh.store.FinishedSegments(fresh.tp)
+	if len(fin) != 1 || fin[0].TopicID != "AAAAAAAAAAAAAAAAAAAAAg" {
+		t.Fatalf("rows %+v", fin)
+	}
+}
+
+// Remote retention.ms also expires copies of segments without timestamps
+// (judged by their copy time), and does not stop at them.
+func TestRemoteTimeRetentionWithoutTimestamps(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.BrokerOwned = true
+	cfg.Retention.RetentionMs = ptr(3600 * 1000)
+	r := newRig(t, cfg, nil)
+	writeSegment(t, r.dir(), 0, seq(0, 5), same(-1, 5), 10)
+	writeSegment(t, r.dir(), 5, seq(5, 5), same(r.now.UnixMilli(), 5), 10)
+	writeSegment(t, r.dir(), 10, nil, nil, 0)
+	r.sync()
+	if st := r.states(); st[remotelog.CopySegmentFinished] != 2 {
+		t.Fatalf("states %v", st)
+	}
+	r.now = r.now.Add(2 * time.Hour)
+	r.sync()
+	if off := r.offsets(); off.LogStartOffset != 10 {
+		t.Fatalf("offsets %+v", off)
+	}
+}

@@ -1,0 +1,252 @@
+package rlmm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// AddSegment writes a new row, which must be in COPY_SEGMENT_STARTED (the
+// first state of every copy) and must not exist yet.
+func (s *Store) AddSegment(meta remotelog.SegmentMetadata) error {
+	if meta.State != remotelog.CopySegmentStarted {
+		return fmt.Errorf("rlmm: new segment in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
+	}
+	if meta.EndOffset < meta.StartOffset || meta.StartOffset < 0 {
+		return fmt.Errorf("rlmm: segment range [%d, %d] is empty", meta.StartOffset, meta.EndOffset)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(meta.TopicPartition, meta.StartOffset, meta.ID)
+	if _, err := s.get(k); err == nil {
+		return fmt.Errorf("%w: %s %s", ErrSegmentExists, meta.TopicPartition, meta.ID)
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	meta.EventTimestampMs = s.now().UnixMilli()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putJSON(b, k, meta); err != nil {
+		return err
+	}
+	if err := s.ensurePartition(b, meta.TopicPartition, meta.StartOffset); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.transitions.WithLabelValues(meta.State.String()).Inc()
+	return nil
+}
+
+// ImportSegment writes a COPY_SEGMENT_FINISHED row restored from a bucket
+// manifest (metadata rebuild) and raises the partition's highest tiered
+// offset. An existing row with the same id is left as it is.
+func (s *Store) ImportSegment(meta remotelog.SegmentMetadata) error {
+	if meta.State != remotelog.CopySegmentFinished {
+		return fmt.Errorf("rlmm: import of a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(meta.TopicPartition, meta.StartOffset, meta.ID)
+	if _, err := s.get(k); err == nil {
+		return nil
+	} else if !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putJSON(b, k, meta); err != nil {
+		return err
+	}
+	if err := putJSON(b, finishedKey(meta.TopicPartition, meta.StartOffset, meta.ID), meta); err != nil {
+		return err
+	}
+	off, ok, err := s.offsets(meta.TopicPartition)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		off = remotelog.PartitionOffsets{LogStartOffset: meta.StartOffset, HighestTieredOffset: -1, LocalLogStartOffset: meta.StartOffset}
+	}
+	off.HighestTieredOffset = max(off.HighestTieredOffset, meta.EndOffset)
+	if err := putJSON(b, partitionKey(meta.TopicPartition), off); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return err
+	}
+	s.transitions.WithLabelValues(meta.State.String()).Inc()
+	return nil
+}
+
+// UpdateState moves a row to state to, after checking the transition (see
+// remotelog.CheckTransition). Entering COPY_SEGMENT_FINISHED also raises
+// the partition's highest tiered offset, in the same synced write.
+func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(tp, start, id)
+	meta, err := s.segment(k)
+	if err != nil {
+		return meta, err
+	}
+	if err := remotelog.CheckTransition(meta.State, to); err != nil {
+		return meta, fmt.Errorf("%s segment %s: %w", tp, id, err)
+	}
+	meta.State, meta.EventTimestampMs = to, s.now().UnixMilli()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putJSON(b, k, meta); err != nil {
+		return meta, err
+	}
+	// The 'f' family mirrors the finished rows, so readers never decode
+	// the rows of deleted copies.
+	fk := finishedKey(tp, start, id)
+	if to == remotelog.CopySegmentFinished {
+		if err := putJSON(b, fk, meta); err != nil {
+			return meta, err
+		}
+	} else if err := b.Delete(fk, nil); err != nil {
+		return meta, err
+	}
+	if to == remotelog.CopySegmentFinished {
+		off, _, err := s.offsets(tp)
+		if err != nil {
+			return meta, err
+		}
+		off.HighestTieredOffset = max(off.HighestTieredOffset, meta.EndOffset)
+		if err := putJSON(b, partitionKey(tp), off); err != nil {
+			return meta, err
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return meta, err
+	}
+	s.transitions.WithLabelValues(to.String()).Inc()
+	return meta, nil
+}
+
+// Segment returns one row.
+func (s *Store) Segment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error) {
+	return s.segment(segmentKey(tp, start, id))
+}
+
+func (s *Store) segment(k []byte) (remotelog.SegmentMetadata, error) {
+	var meta remotelog.SegmentMetadata
+	v, err := s.get(k)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return meta, ErrSegmentNotFound
+	}
+	if err != nil {
+		return meta, err
+	}
+	if err := json.Unmarshal(v, &meta); err != nil {
+		return meta, fmt.Errorf("rlmm: decode row: %w", err)
+	}
+	return meta, nil
+}
+
+// Segments returns every row of a partition, in any state, ordered by start
+// offset (then segment id).
+func (s *Store) Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
+	return scanRows(s.db, segmentPrefix(tp))
+}
+
+// FinishedSegments returns the COPY_SEGMENT_FINISHED rows a reader should
+// use, ordered by start offset: a row whose offsets a newer finished copy
+// covers entirely is superseded and left out (see Supersede).
+func (s *Store) FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
+	return finishedSegments(s.db, tp)
+}
+
+// reader is what *pebble.DB and *pebble.Snapshot share.
+type reader interface {
+	Get(key []byte) ([]byte, io.Closer, error)
+	NewIter(o *pebble.IterOptions) (*pebble.Iterator, error)
+}
+
+func finishedSegments(r reader, tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
+	fin, err := scanRows(r, finishedPrefix(tp))
+	if err != nil {
+		return nil, err
+	}
+	return Supersede(fin), nil
+}
+
+func scanRows(r reader, prefix []byte) ([]remotelog.SegmentMetadata, error) {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: successor(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []remotelog.SegmentMetadata
+	for it.First(); it.Valid(); it.Next() {
+		var meta remotelog.SegmentMetadata
+		if err := json.Unmarshal(it.Value(), &meta); err != nil {
+			return nil, fmt.Errorf("rlmm: decode row: %w", err)
+		}
+		out = append(out, meta)
+	}
+	return out, it.Error()
+}
+
+// PurgeDeleted removes the rows of a partition that reached
+// DELETE_SEGMENT_FINISHED before the given time (ms): their objects are
+// gone, and keeping them forever would only slow every scan.
+func (s *Store) PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, error) {
+	rows, err := s.Segments(tp)
+	if err != nil {
+		return 0, err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	n := 0
+	for _, r := range rows {
+		if r.State == remotelog.DeleteSegmentFinished && r.EventTimestampMs < beforeMs {
+			if err := b.Delete(segmentKey(tp, r.StartOffset, r.ID), nil); err != nil {
+				return 0, err
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, b.Commit(pebble.Sync)
+}
+
+// Supersede drops, from finished rows, each one whose whole range a newer
+// row (later event timestamp, then larger id) covers, and returns the rest
+// ordered by start offset. Partly overlapping rows are both kept: they hold
+// the same offsets of the same log.
+func Supersede(fin []remotelog.SegmentMetadata) []remotelog.SegmentMetadata {
+	byAge := append([]remotelog.SegmentMetadata(nil), fin...)
+	sort.Slice(byAge, func(i, j int) bool {
+		if byAge[i].EventTimestampMs != byAge[j].EventTimestampMs {
+			return byAge[i].EventTimestampMs > byAge[j].EventTimestampMs
+		}
+		return bytes.Compare(byAge[i].ID[:], byAge[j].ID[:]) > 0
+	})
+	var kept []remotelog.SegmentMetadata
+	for _, m := range byAge {
+		superseded := false
+		for _, k := range kept {
+			if k.StartOffset <= m.StartOffset && k.EndOffset >= m.EndOffset {
+				superseded = true
+				break
+			}
+		}
+		if !superseded {
+			kept = append(kept, m)
+		}
+	}
+	sort.Slice(kept, func(i, j int) bool { return kept[i].StartOffset < kept[j].StartOffset })
+	return kept
+}

@@ -1,0 +1,156 @@
+package rsmtest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Fault is what the proxy does to one request.
+type Fault int
+
+// Faults.
+const (
+	Pass     Fault = iota // forward unchanged
+	SlowDown              // 503 SlowDown, as S3 throttles
+	Internal              // 500 InternalError
+	Reset                 // close the connection without answering
+	Stall                 // never answer (until the client gives up)
+	Truncate              // forward, but cut the response body in half
+	faultKinds
+)
+
+func (f Fault) String() string {
+	return [...]string{"pass", "503", "500", "reset", "stall", "truncate"}[f]
+}
+
+// FaultProxy is an HTTP proxy in front of an S3 endpoint that injects
+// faults, for tests. The Host header is kept, so SigV4 signatures made for
+// the proxy's address verify at the server.
+type FaultProxy struct {
+	Endpoint string // host:port of the proxy
+	srv      *http.Server
+	rp       *httputil.ReverseProxy
+
+	mu     sync.Mutex
+	rule   func(*http.Request) Fault
+	rate   float64
+	kinds  []Fault
+	rng    *rand.Rand
+	counts [faultKinds]int
+}
+
+// StartFaultProxy proxies to target (host:port) until the test ends.
+func StartFaultProxy(t testing.TB, target string) *FaultProxy {
+	t.Helper()
+	u, _ := url.Parse("http://" + target)
+	p := &FaultProxy{rp: httputil.NewSingleHostReverseProxy(u), rng: rand.New(rand.NewPCG(1, 2))}
+	p.rp.ErrorLog = nil
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Endpoint = lis.Addr().String()
+	p.srv = &http.Server{Handler: p}
+	go p.srv.Serve(lis)
+	t.Cleanup(func() { p.srv.Close() })
+	return p
+}
+
+// SetRule makes rule decide each request's fault (nil: none).
+func (p *FaultProxy) SetRule(rule func(*http.Request) Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rule = rule
+}
+
+// SetRandom injects one of kinds into a fraction rate of requests.
+func (p *FaultProxy) SetRandom(rate float64, seed uint64, kinds ...Fault) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rate, p.kinds, p.rng = rate, kinds, rand.New(rand.NewPCG(seed, seed+1))
+}
+
+// Counts returns how many requests got each fault.
+func (p *FaultProxy) Counts() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]int{}
+	for f, n := range p.counts {
+		out[Fault(f).String()] = n
+	}
+	return out
+}
+
+func (p *FaultProxy) pick(r *http.Request) Fault {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f := Pass
+	if p.rule != nil {
+		f = p.rule(r)
+	}
+	if f == Pass && p.rate > 0 && p.rng.Float64() < p.rate {
+		f = p.kinds[p.rng.IntN(len(p.kinds))]
+	}
+	p.counts[f]++
+	return f
+}
+
+// ServeHTTP implements http.Handler.
+func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch p.pick(r) {
+	case SlowDown:
+		s3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
+	case Internal:
+		s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
+	case Reset:
+		panic(http.ErrAbortHandler)
+	case Stall:
+		select {
+		case <-r.Context().Done():
+		case <-time.After(5 * time.Second):
+		}
+		panic(http.ErrAbortHandler)
+	case Truncate:
+		p.rp.ServeHTTP(&truncating{ResponseWriter: w}, r)
+	default:
+		p.rp.ServeHTTP(w, r)
+	}
+}
+
+func s3Error(w http.ResponseWriter, code int, s3code, msg string) {
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>fault</RequestId></Error>`, s3code, msg)
+}
+
+// truncating forwards half of a response body, then drops the connection.
+type truncating struct {
+	http.ResponseWriter
+	limit, n int64
+}
+
+func (t *truncating) WriteHeader(code int) {
+	var cl int64
+	fmt.Sscan(t.Header().Get("Content-Length"), &cl)
+	t.limit = cl / 2
+	t.ResponseWriter.WriteHeader(code)
+}
+
+func (t *truncating) Write(b []byte) (int, error) {
+	if t.limit > 0 && t.n+int64(len(b)) > t.limit {
+		t.ResponseWriter.Write(b[:t.limit-t.n])
+		if f, ok := t.ResponseWriter.(http.Flusher); ok {
+			f.Flush()
+		}
+		panic(http.ErrAbortHandler)
+	}
+	t.n += int64(len(b))
+	return t.ResponseWriter.Write(b)
+}
