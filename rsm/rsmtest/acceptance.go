@@ -123,6 +123,15 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 		if _, err := b.Attributes(ctx, "p/t-3/broken"); !errors.Is(err, rsm.ErrNotFound) {
 			t.Errorf("object after failed upload: %v", err)
 		}
+		if mb, ok := b.(rsm.MultipartBucket); ok {
+			if ups, err := mb.IncompleteUploads(ctx, "p/t-3/"); err != nil || len(ups) != 0 {
+				t.Errorf("a failed upload left parts: %v %v", ups, err)
+			}
+			// Abort clears what a killed process would leave.
+			if err := mb.AbortIncompleteUploads(ctx, "p/"); err != nil {
+				t.Errorf("abort: %v", err)
+			}
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		if err := b.Upload(cctx, "p/t-3/cancelled", bytes.NewReader(data), int64(len(data))); err == nil {

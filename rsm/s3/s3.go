@@ -1,5 +1,6 @@
 // Package s3 is an rsm.Bucket on Amazon S3 (and S3-compatible stores)
-// through aws-sdk-go-v2, with multipart uploads by its transfer manager.
+// through aws-sdk-go-v2, with multipart uploads by its transfer manager
+// (feature/s3/transfermanager, which aborts a failed multipart upload).
 // Credentials come from the standard AWS chain (environment, shared config
 // and credentials files, SSO, web identity, instance or container roles)
 // and are never logged.
@@ -15,7 +16,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/transfermanager"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
@@ -72,7 +73,7 @@ func (c Config) Validate() error {
 // Bucket talks to one bucket.
 type Bucket struct {
 	c   *awss3.Client
-	up  *manager.Uploader
+	up  *transfermanager.Client
 	cfg Config
 }
 
@@ -98,10 +99,9 @@ func New(ctx context.Context, cfg Config, httpClient *http.Client) (*Bucket, err
 		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	up := manager.NewUploader(c, func(u *manager.Uploader) {
-		u.PartSize = cfg.PartSize
-		u.Concurrency = cfg.PartConcurrency
-		u.LeavePartsOnError = false // abort failed multipart uploads
+	up := transfermanager.New(c, func(o *transfermanager.Options) {
+		o.PartSizeBytes = cfg.PartSize
+		o.Concurrency = cfg.PartConcurrency
 	})
 	return &Bucket{c: c, up: up, cfg: cfg}, nil
 }
@@ -123,7 +123,7 @@ func wrap(key string, err error) error {
 
 // Upload implements rsm.Bucket through the transfer manager.
 func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) error {
-	_, err := b.up.Upload(ctx, &awss3.PutObjectInput{
+	_, err := b.up.UploadObject(ctx, &transfermanager.UploadObjectInput{
 		Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key), Body: r,
 		ContentType: aws.String("application/octet-stream"),
 	})
