@@ -193,7 +193,7 @@ func (l *lru) put(k string, v []byte) {
 }
 
 type metrics struct {
-	hits                          *prometheus.CounterVec
+	hits                            *prometheus.CounterVec
 	misses, loadedBytes, diskErrors prometheus.Counter
 }
 
