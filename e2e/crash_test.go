@@ -375,7 +375,6 @@ http: {listen: ""}
 	}
 	summary := fmt.Sprintf("crash test: %d kills, %d lost offsets, %d orphan objects, %d unsafe local deletes", tally.kills, tally.lost, tally.orphans, tally.unsafe)
 	fmt.Println(summary)
-	t.Log(summary)
 	t.Logf("kills at named steps: %v (the rest at random moments)", hits)
 	if rounds >= 100 && len(hits) != len(crashPoints) {
 		t.Errorf("only %d of %d crash points were reached", len(hits), len(crashPoints))

@@ -50,13 +50,16 @@ func Dial(addr string) (*Client, error) {
 }
 
 // WaitReady connects and reports whether a server answered before ctx
-// ended.
+// ended; a refused connection answers false at once.
 func (c *Client) WaitReady(ctx context.Context) bool {
 	c.conn.Connect()
 	for {
 		st := c.conn.GetState()
-		if st == connectivity.Ready {
+		switch st {
+		case connectivity.Ready:
 			return true
+		case connectivity.TransientFailure, connectivity.Shutdown:
+			return false // nothing listens there
 		}
 		if !c.conn.WaitForStateChange(ctx, st) {
 			return false

@@ -69,7 +69,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %d segment rows for %d partitions from %s\n", n, len(parts), d.bucket.Name())
+	fmt.Fprintf(stdout, "restored %d segment rows for %d partition(s) from %s\n", n, len(parts), d.bucket.Name())
 	return nil
 }
 
