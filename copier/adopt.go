@@ -21,16 +21,15 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 		return 0, err
 	}
 	mfs, err := c.rs.Manifests(ctx, p.tp)
-	if err != nil && len(mfs) == 0 {
+	if err != nil {
+		// A partial rebuild would make whole copies look like orphans:
+		// try again next pass.
 		return 0, fmt.Errorf("rebuild metadata from the bucket: %w", err)
 	}
-	if err != nil {
-		c.log.Warn("some manifests could not be read; rebuilding from the rest", "partition", p.tp, "err", err)
-	}
-	if p.topicID != "" { // only this incarnation's copies
+	if p.topicID != "" { // this incarnation's copies, and those from before topic ids
 		kept := mfs[:0]
 		for _, mf := range mfs {
-			if mf.TopicID == p.topicID {
+			if mf.TopicID == p.topicID || mf.TopicID == "" {
 				kept = append(kept, mf)
 			}
 		}
@@ -82,9 +81,14 @@ func (c *Copier) needSweep(tp remotelog.TopicPartition) {
 	c.swept[tp] = false
 }
 
-// maybeSweep deletes the partition's objects that no live row points at
+// maybeSweep deletes the partition's objects that belong to no live copy
 // and aborts its incomplete multipart uploads, on the first pass after
-// start and after a failure. No copy of the partition is in flight then.
+// start and after a failure (no copy of the partition is in flight then).
+// It deletes the objects of copies whose rows are dead (deleted, or left
+// unfinished by a crash) and of copies nobody recorded that have no
+// manifest (interrupted uploads). A copy with a manifest that the store
+// does not know is kept: it is whole, and may be another writer's or one
+// a partial rebuild missed.
 func (c *Copier) maybeSweep(ctx context.Context, tp remotelog.TopicPartition) error {
 	c.stateMu.Lock()
 	done := c.swept[tp]
@@ -96,13 +100,14 @@ func (c *Copier) maybeSweep(ctx context.Context, tp remotelog.TopicPartition) er
 	if err != nil {
 		return err
 	}
-	live := map[remotelog.SegmentID]bool{}
+	state := map[remotelog.SegmentID]remotelog.SegmentState{}
 	for _, r := range rows {
-		if r.State == remotelog.CopySegmentFinished {
-			live[r.ID] = true
-		}
+		state[r.ID] = r.State
 	}
-	n, err := c.rs.SweepPartition(ctx, tp, func(id remotelog.SegmentID) bool { return live[id] })
+	n, err := c.rs.SweepPartition(ctx, tp, func(id remotelog.SegmentID, hasManifest bool) bool {
+		st, known := state[id]
+		return st == remotelog.CopySegmentFinished || (!known && hasManifest)
+	})
 	if n > 0 {
 		c.m.swept.Add(float64(n))
 		c.log.Info("deleted objects no live row points at", "partition", tp, "objects", n)

@@ -117,7 +117,9 @@ type Config struct {
 	// a partition is tiered by the tierd whose broker_id holds its lease
 	// (an object in the bucket, renewed every third of the lease). Another
 	// tierd takes over once the lease has not been renewed for this long.
-	// 0 turns leases off (a single tierd per bucket prefix). Default 5m.
+	// 0 turns leases off (a single tierd per bucket prefix). Default 15m;
+	// at least twice copy_timeout. Clocks of the tierds sharing a bucket
+	// must agree to well within it.
 	OwnershipLease time.Duration `yaml:"ownership_lease"`
 	// DeletedRowRetention is how long rows of deleted copies
 	// (DELETE_SEGMENT_FINISHED) are kept for inspection. Default 1h.
@@ -143,7 +145,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
 		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
-		OwnershipLease: 5 * time.Minute, DeletedRowRetention: time.Hour}
+		OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour}
 }
 
 // Validate reports every problem at once.
@@ -157,6 +159,9 @@ func (c Config) Validate() error {
 	}
 	if c.CopyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("copier: copy_timeout %s must be positive", c.CopyTimeout))
+	}
+	if c.OwnershipLease > 0 && c.OwnershipLease < 2*c.CopyTimeout {
+		errs = append(errs, fmt.Errorf("copier: ownership_lease %s must be at least twice copy_timeout %s (or 0: off)", c.OwnershipLease, c.CopyTimeout))
 	}
 	if c.OwnershipLease < 0 || c.DeletedRowRetention < 0 {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s and deleted_row_retention %s must not be negative", c.OwnershipLease, c.DeletedRowRetention))

@@ -25,7 +25,8 @@ type RemoteStorage interface {
 	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
 	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
 	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
-	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, live func(remotelog.SegmentID) bool) (int, error)
+	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error)
+	VerifyPresent(ctx context.Context, mf *rsm.Manifest) error
 	ReadOwner(ctx context.Context, tp remotelog.TopicPartition) (rsm.Owner, bool, error)
 	WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) error
 }
@@ -157,6 +158,12 @@ func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
 		sem    = make(chan struct{}, c.cfg.Concurrency)
 	)
 	for _, e := range ents {
+		if tp, ok := kafkalog.ParseDeletedPartitionDir(e.Name()); ok && e.IsDir() && c.tiered(tp) {
+			if err := c.deletePartition(ctx, tp, filepath.Join(dir, e.Name())); err != nil {
+				errs = append(errs, fmt.Errorf("%s (deleted topic): %w", tp, err))
+			}
+			continue
+		}
 		tp, ok := kafkalog.ParsePartitionDir(e.Name())
 		if !ok || !e.IsDir() || !c.tiered(tp) {
 			continue

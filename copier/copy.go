@@ -91,13 +91,24 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if s.active() || (p.hwKnown && s.end >= p.hw) {
 			break
 		}
-		if s.end < offs.LogStartOffset || covered(fin, s) || s.end <= highest {
+		if s.end < offs.LogStartOffset {
+			continue
+		}
+		if covered(fin, s) || s.end <= highest {
+			if s.base >= offs.LogStartOffset && !copiedExactly(fin, s) {
+				c.reportMismatch(p.tp, s)
+			}
 			continue
 		}
 		if highest >= 0 && s.base > highest+1 && highest+1 >= offs.LogStartOffset {
 			c.reportGap(p.tp, highest+1, s.base-1)
 		}
 		if err := ctx.Err(); err != nil {
+			return copied, err
+		}
+		// Renew the lease before each copy, so that a long backlog cannot
+		// outlive it.
+		if own, err := c.claim(ctx, p.tp); err != nil || !own {
 			return copied, err
 		}
 		if err := c.copyOne(ctx, p, s); err != nil {
@@ -134,7 +145,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	if err != nil {
 		return err
 	}
-	in, err := inspect(s, st.log, c.cfg.IndexIntervalBytes)
+	in, err := inspect(s, st, c.cfg.IndexIntervalBytes)
 	if err != nil {
 		if errors.Is(err, errCorruptSegment) {
 			c.reportCorrupt(p.tp, s, err)
@@ -185,8 +196,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	return nil
 }
 
-// upload runs one copy attempt under CopyTimeout; a panic in the upload
-// path becomes an error.
+// upload runs one copy attempt under CopyTimeout, then checks that every
+// object is stored whole; a panic in the upload path becomes an error.
 func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CopyTimeout)
 	defer cancel()
@@ -195,8 +206,21 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 			err = fmt.Errorf("copier: panic in upload of segment %d: %v", meta.StartOffset, r)
 		}
 	}()
-	_, err = c.rs.CopySegment(ctx, meta, files)
-	return err
+	mf, err := c.rs.CopySegment(ctx, meta, files)
+	if err != nil {
+		return err
+	}
+	return c.rs.VerifyPresent(ctx, mf)
+}
+
+// reportMismatch logs and counts, once, a local segment whose offsets are
+// tiered by a copy of different contents (a log rewritten after its copy,
+// or a topic re-created without topic ids). It stays local.
+func (c *Copier) reportMismatch(tp remotelog.TopicPartition, s localSegment) {
+	if c.once(fmt.Sprintf("mismatch %s %d %d", tp, s.base, s.size)) {
+		c.m.mismatch.Inc()
+		c.log.Error("local segment differs from the tiered copy of its offsets; it is kept locally", "partition", tp, "base_offset", s.base, "bytes", s.size)
+	}
 }
 
 // reportCorrupt logs and counts a segment that fails its checks, once.

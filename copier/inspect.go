@@ -23,30 +23,31 @@ type inspection struct {
 	rebuilt      *index.Builder
 }
 
-// inspect scans a rolled segment's .log with CRC checks and checks its
-// indexes against it. The log must hold whole, valid entries whose offsets
+// inspect scans a rolled segment's staged .log with CRC checks and checks
+// its staged indexes (the very files that will be uploaded) against it. The log must hold whole, valid entries whose offsets
 // lie in [base, end] and increase. An index is usable when it parses, every
 // offset entry points at the start of a batch and names an offset after the
 // previous batch's end, and every time entry's timestamp is at least the
 // largest timestamp up to its offset's batch. Otherwise indexes rebuilt by
 // Kafka's rule (index.Builder) are returned for upload instead.
-func inspect(s localSegment, logPath string, intervalBytes int64) (inspection, error) {
+func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error) {
 	in := inspection{maxTimestamp: batch.NoTimestamp}
-	offs, offErr := readOffsets(s.file(kafkalog.IndexSuffix), s.base)
-	times, timeErr := readTimes(s.file(kafkalog.TimeIndexSuffix), s.base)
+	logPath := st.log
+	offs, offErr := readOffsets(st.offsetIdx, s.base)
+	times, timeErr := readTimes(st.timeIdx, s.base)
 	ok := offErr == nil && timeErr == nil
 	f, err := os.Open(logPath)
 	if err != nil {
 		return in, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	info, err := f.Stat()
 	if err != nil {
 		return in, err
 	}
-	in.size = st.Size()
+	in.size = info.Size()
 	in.rebuilt = index.NewBuilder(s.base, intervalBytes)
-	sc := batch.NewScanner(f, st.Size(), batch.ScanOptions{VerifyCRC: true, BufferSize: 1 << 20})
+	sc := batch.NewScanner(f, info.Size(), batch.ScanOptions{VerifyCRC: true, BufferSize: 1 << 20})
 	prevLast := s.base - 1
 	oi, ti := 0, 0
 	for sc.Next() {
@@ -84,6 +85,9 @@ func inspect(s localSegment, logPath string, intervalBytes int64) (inspection, e
 }
 
 func readOffsets(p string, base int64) ([]index.OffsetEntry, error) {
+	if p == "" {
+		return nil, errors.New("no offset index")
+	}
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err
@@ -99,6 +103,9 @@ func readOffsets(p string, base int64) ([]index.OffsetEntry, error) {
 }
 
 func readTimes(p string, base int64) ([]index.TimeEntry, error) {
+	if p == "" {
+		return nil, errors.New("no time index")
+	}
 	raw, err := os.ReadFile(p)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ type metrics struct {
 	localDeleted, remoteDeleted, gaps   prometheus.Counter
 	indexesRebuilt, corrupt, futureTS   prometheus.Counter
 	rebuilt, swept                      prometheus.Counter
-	recreated, incarnation              prometheus.Counter
+	recreated, incarnation, mismatch    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -36,5 +36,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		swept:           c("orphan_objects_deleted_total", "Bucket objects deleted because no live row points at them."),
 		recreated:       c("topics_recreated_total", "Partitions whose topic id changed: the old incarnation's copies were deleted."),
 		incarnation:     c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
+		mismatch:        c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
 	}
 }

@@ -45,7 +45,8 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 		}
 		return false, nil
 	}
-	if ok && o.BrokerID != c.cfg.BrokerID {
+	takeover := ok && o.BrokerID != c.cfg.BrokerID
+	if takeover {
 		c.log.Warn("taking over a partition whose ownership lease expired", "partition", tp, "previous_owner", o.BrokerID)
 		c.needSweep(tp)
 	}
@@ -62,7 +63,57 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 	c.stateMu.Lock()
 	c.leases[tp] = now
 	c.stateMu.Unlock()
+	if takeover {
+		// The other owner copied and deleted meanwhile: bring the rows
+		// in line with the bucket before acting on them.
+		if err := c.reconcile(ctx, tp); err != nil {
+			c.dropLease(tp)
+			return false, err
+		}
+	}
 	return true, nil
+}
+
+// reconcile makes the rows of a partition whose store may be stale (it was
+// tiered by another tierd) agree with the manifests in the bucket:
+// finished rows whose manifest is gone were deleted by the other owner,
+// and manifests without a row are the other owner's copies. It needs every
+// manifest to be readable, and fails otherwise.
+func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) error {
+	mfs, err := c.rs.Manifests(ctx, tp)
+	if err != nil {
+		return fmt.Errorf("reconcile with the bucket: %w", err)
+	}
+	inBucket := map[remotelog.SegmentID]bool{}
+	for _, mf := range mfs {
+		inBucket[mf.SegmentID] = true
+	}
+	rows, err := c.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	known := map[remotelog.SegmentID]bool{}
+	for _, r := range rows {
+		known[r.ID] = true
+		if r.State == remotelog.CopySegmentFinished && !inBucket[r.ID] {
+			if err := c.deleteRemote(ctx, r); err != nil { // objects already gone: records the delete
+				return err
+			}
+		}
+	}
+	for _, mf := range mfs {
+		if !known[mf.SegmentID] {
+			if err := c.store.ImportSegment(mf.Metadata()); err != nil {
+				return err
+			}
+			c.m.rebuilt.Inc()
+		}
+	}
+	if fin, err := c.store.FinishedSegments(tp); err == nil && len(fin) > 0 {
+		_, err = c.store.AdvanceOffsets(tp, fin[0].StartOffset, -1)
+		return err
+	}
+	return nil
 }
 
 func (c *Copier) dropLease(tp remotelog.TopicPartition) {
@@ -110,6 +161,8 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 		return c.store.ResetPartition(p.tp, start, id)
 	case id != "" && off.TopicID == "":
 		return c.store.SetTopicID(p.tp, id)
+	case id != "" && id == off.TopicID:
+		return nil // the same incarnation: a replica rebuilt from the leader may start lower
 	}
 	// Segments below the recorded local log start offset are legitimate
 	// only when a crash interrupted their deletion: then each has a
@@ -147,4 +200,45 @@ func copiedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
 		}
 	}
 	return false
+}
+
+// deletePartition deletes the remote copies of a partition whose topic was
+// deleted (the broker renamed its directory "<topic>-<p>.<uuid>-delete"),
+// as Kafka does for tiered topics. Only the lease holder does it, and only
+// for the incarnation the directory belongs to.
+func (c *Copier) deletePartition(ctx context.Context, tp remotelog.TopicPartition, dir string) error {
+	off, ok, err := c.store.Offsets(tp)
+	if err != nil || !ok {
+		return err
+	}
+	id, err := kafkalog.ReadTopicID(dir)
+	if err != nil {
+		return err
+	}
+	if id != "" && off.TopicID != "" && id != off.TopicID {
+		return nil // an older incarnation's directory
+	}
+	rows, err := c.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	pending := false
+	for _, r := range rows {
+		pending = pending || r.State != remotelog.DeleteSegmentFinished
+	}
+	if !pending {
+		return nil
+	}
+	if own, err := c.claim(ctx, tp); err != nil || !own {
+		return err
+	}
+	c.log.Info("topic deleted: deleting its remote copies", "partition", tp)
+	for _, r := range rows {
+		if r.State != remotelog.DeleteSegmentFinished {
+			if err := c.deleteRemote(ctx, r); err != nil {
+				return err
+			}
+		}
+	}
+	return c.store.ResetPartition(tp, 0, "")
 }

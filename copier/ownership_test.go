@@ -1,11 +1,13 @@
 package copier
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -89,7 +91,7 @@ func TestOwnershipLease(t *testing.T) {
 	shared := memory.New()
 	mk := func(broker int32) *rig {
 		cfg := DefaultConfig()
-		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease = true, broker, time.Minute
+		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, time.Minute, 20*time.Second
 		r := newRig(t, cfg, shared)
 		ts := r.now.UnixMilli()
 		for b := int64(0); b < 300; b += 100 {
@@ -171,5 +173,112 @@ func TestRemoteTimeRetentionWithoutTimestamps(t *testing.T) {
 	r.sync()
 	if off := r.offsets(); off.LogStartOffset != 10 {
 		t.Fatalf("offsets %+v", off)
+	}
+}
+
+// A deleted topic (its directory renamed "<topic>-<p>.<uuid>-delete") has
+// its remote copies deleted.
+func TestDeletedTopic(t *testing.T) {
+	r := newRig(t, DefaultConfig(), nil)
+	ts := r.now.UnixMilli()
+	writeSegment(t, r.dir(), 0, seq(0, 10), same(ts, 10), 10)
+	writeSegment(t, r.dir(), 10, nil, nil, 0)
+	r.sync()
+	os.Rename(r.dir(), r.dir()+".2308294e39dc4a44ab8183f587805af2-delete")
+	r.sync()
+	if st := r.states(); st[remotelog.DeleteSegmentFinished] != 1 || len(r.objects()) != 0 {
+		t.Fatalf("states %v objects %v", st, r.objects())
+	}
+}
+
+// The sweep deletes interrupted uploads nobody recorded, and keeps whole
+// copies (with a manifest) that the store does not know.
+func TestSweepKeepsWholeCopies(t *testing.T) {
+	shared := memory.New()
+	cfg := DefaultConfig()
+	cfg.OwnershipLease = 0
+	other := newRig(t, cfg, shared)
+	ts := other.now.UnixMilli()
+	writeSegment(t, other.dir(), 0, seq(0, 10), same(ts, 10), 10)
+	writeSegment(t, other.dir(), 10, nil, nil, 0)
+	other.sync() // a whole copy the second store will not know
+	r := newRig(t, cfg, shared)
+	writeSegment(t, r.dir(), 0, seq(0, 10), same(ts, 10), 10)
+	writeSegment(t, r.dir(), 10, nil, nil, 0)
+	stray := remotelog.SegmentMetadata{TopicPartition: r.tp, ID: remotelog.NewSegmentID(), StartOffset: 0}
+	shared.Upload(context.Background(), r.mgr.Key(stray, ".log"), bytes.NewReader([]byte("half")), 4)
+	r.store.EnsurePartition(r.tp, 0) // known partition: no adoption
+	if err := r.c.maybeSweep(context.Background(), r.tp); err != nil {
+		t.Fatal(err)
+	}
+	objs := strings.Join(r.objects(), " ")
+	if strings.Contains(objs, stray.ID.String()) || strings.Count(objs, ".manifest.json") != 1 {
+		t.Fatalf("objects after the sweep: %s", objs)
+	}
+}
+
+// A tierd taking a lease back reconciles its stale rows with the bucket:
+// the other owner's copies are imported, and its own deleted ones retired.
+func TestLeaseRetakeReconciles(t *testing.T) {
+	shared := memory.New()
+	mk := func(broker int32) *rig {
+		cfg := DefaultConfig()
+		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, time.Minute, 20*time.Second
+		return newRig(t, cfg, shared)
+	}
+	a, b := mk(1), mk(2)
+	ts := a.now.UnixMilli()
+	for _, r := range []*rig{a, b} {
+		writeSegment(t, r.dir(), 0, seq(0, 100), same(ts, 100), 10)
+		writeSegment(t, r.dir(), 100, seq(100, 100), same(ts, 100), 10)
+		writeSegment(t, r.dir(), 200, nil, nil, 0)
+	}
+	a.sync() // A copies 0 and 100
+	b.now = b.now.Add(2 * time.Minute)
+	for _, base := range []int64{200, 300} {
+		os.Remove(filepath.Join(b.dir(), kafkalog.FileName(base, kafkalog.LogSuffix)))
+		writeSegment(t, b.dir(), base, seq(base, 100), same(ts, 100), 10)
+	}
+	writeSegment(t, b.dir(), 400, nil, nil, 0)
+	b.sync() // B takes over, copies 200 and 300
+	if off := b.offsets(); off.HighestTieredOffset != 399 {
+		t.Fatalf("B %+v", off)
+	}
+	a.now = b.now.Add(2 * time.Minute)
+	a.sync() // A takes the lease back
+	if off := a.offsets(); off.HighestTieredOffset != 399 {
+		t.Fatalf("A after retaking the lease: %+v", off)
+	}
+	if fin, _ := a.store.FinishedSegments(a.tp); len(fin) != 4 || len(a.objects()) != 20 {
+		t.Fatalf("A's rows %d, objects %d", len(fin), len(a.objects()))
+	}
+}
+
+// With an unreadable manifest the metadata is not rebuilt from the rest
+// (which would make whole copies look like orphans): nothing is deleted,
+// and the rebuild is retried.
+func TestPartialRebuildRefused(t *testing.T) {
+	shared := memory.New()
+	cfg := DefaultConfig()
+	cfg.OwnershipLease = 0
+	first := newRig(t, cfg, shared)
+	ts := first.now.UnixMilli()
+	for b := int64(0); b < 300; b += 100 {
+		writeSegment(t, first.dir(), b, seq(b, 100), same(ts, 100), 10)
+	}
+	writeSegment(t, first.dir(), 300, nil, nil, 0)
+	first.sync()
+	fin, _ := first.store.FinishedSegments(first.tp)
+	bad := first.mgr.Key(fin[1], ".manifest.json")
+	shared.Upload(context.Background(), bad, strings.NewReader(`{"formatVersion": 2}`), 20)
+	// Pebble lost: a new store over the same log dir and bucket.
+	r := newRig(t, cfg, shared)
+	r.logDir = first.logDir
+	r.c.cfg.LogDirs = []string{first.logDir}
+	if _, err := r.c.Sync(context.Background()); err == nil {
+		t.Fatal("a rebuild with an unreadable manifest succeeded")
+	}
+	if n := len(r.objects()); n != 15 {
+		t.Fatalf("%d objects left of 15", n)
 	}
 }

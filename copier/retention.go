@@ -183,13 +183,21 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
 	if err != nil {
 		return err
 	}
+	// A copy is superseded only when a newer finished row covers it,
+	// judged from the rows themselves.
+	var finished []remotelog.SegmentMetadata
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished {
+			finished = append(finished, r)
+		}
+	}
 	var errs []error
 	live := map[remotelog.SegmentID]bool{}
-	for _, r := range fin {
+	for _, r := range remotelog.Supersede(finished) {
 		live[r.ID] = true
 	}
-	for _, r := range rows {
-		if r.State == remotelog.CopySegmentFinished && !live[r.ID] {
+	for _, r := range finished {
+		if !live[r.ID] {
 			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset)
 			if err := c.deleteRemote(ctx, r); err != nil {
 				errs = append(errs, err)

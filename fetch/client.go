@@ -96,9 +96,13 @@ func (p *PartitionReader) ReadRemote(ctx context.Context, offset int64, maxBytes
 	return resp.Records, nil
 }
 
-// RemoteLogStartOffset returns the log start offset of the whole log.
+// RemoteLogStartOffset returns the log start offset of the whole log, or
+// math.MaxInt64 when nothing is tiered yet (so the local start wins).
 func (p *PartitionReader) RemoteLogStartOffset(ctx context.Context) (int64, error) {
 	resp, err := p.c.ListOffsets(ctx, &tierdpb.ListOffsetsRequest{Topic: p.topic, Partition: p.partition, Spec: tierdpb.OffsetSpec_EARLIEST})
+	if status.Code(err) == codes.NotFound {
+		return math.MaxInt64, nil
+	}
 	if err != nil {
 		return 0, fromStatus(-1, err)
 	}

@@ -16,6 +16,7 @@ import (
 var (
 	errInvalid   = errors.New("invalid argument")
 	errNotTiered = errors.New("nothing tiered for partition")
+	errHole      = errors.New("offsets missing from the tiered log")
 )
 
 func invalidf(format string, args ...any) error {
@@ -35,7 +36,8 @@ func (e *outOfRangeError) Error() string {
 //	invalid argument         INVALID_ARGUMENT
 //	nothing tiered           NOT_FOUND
 //	offset out of range      OUT_OF_RANGE with an OffsetRange detail
-//	missing object, corrupt  DATA_LOSS (a finished copy must be readable)
+//	missing object, corrupt  DATA_LOSS (a finished copy must be readable;
+//	offsets no copy covers)
 //	context ended            DEADLINE_EXCEEDED / CANCELED
 //	anything else            UNAVAILABLE (object store or disk; retryable)
 func toStatus(err error) *status.Status {
@@ -54,7 +56,7 @@ func toStatus(err error) *status.Status {
 			return d
 		}
 		return st
-	case errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt):
+	case errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt), errors.Is(err, errHole):
 		return status.New(codes.DataLoss, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, err.Error())

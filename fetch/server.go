@@ -231,9 +231,15 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 		return nil, &outOfRangeError{offset: req.Offset, logStart: offs.LogStartOffset, highest: offs.HighestTieredOffset}
 	}
 	maxBytes := int64(min(req.MaxBytes, s.cfg.FetchMaxBytes))
+	want := req.Offset // the first offset still to find
 	for _, meta := range fin {
-		if meta.EndOffset < req.Offset {
+		if meta.EndOffset < want {
 			continue
+		}
+		if meta.StartOffset > want {
+			// No copy covers these offsets (a segment deleted locally
+			// before it was copied): say so rather than skip them.
+			return nil, fmt.Errorf("%w: offsets %d to %d have no tiered copy", errHole, want, meta.StartOffset-1)
 		}
 		offsets, _, err := s.indexes(ctx, meta)
 		if err != nil {
@@ -253,6 +259,7 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 			return &tierdpb.FetchResponse{Records: data, LogStartOffset: offs.LogStartOffset,
 				HighestTieredOffset: offs.HighestTieredOffset, NextOffset: next}, nil
 		}
+		want = meta.EndOffset + 1 // compacted away to the segment's end
 	}
 	// Only offsets compacted away at the very end of the tiered log remain.
 	return &tierdpb.FetchResponse{LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset,

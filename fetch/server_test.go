@@ -410,3 +410,18 @@ func TestIndexCacheChurn(t *testing.T) {
 		}
 	}
 }
+
+// Offsets no copy covers (a segment the broker deleted before it was
+// copied) answer DATA_LOSS, not the next batch.
+func TestFetchHole(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	fin, _ := e.store.FinishedSegments(e.tp)
+	e.store.UpdateState(e.tp, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted) // [206, 411] gone, LSO untouched
+	if _, err := e.fetch(300, 1); status.Code(err) != codes.DataLoss {
+		t.Fatalf("fetch in a hole: %v", err)
+	}
+	if resp, err := e.fetch(100, 1); err != nil || len(resp.Records) == 0 {
+		t.Fatalf("fetch before the hole: %v", err)
+	}
+}

@@ -62,7 +62,7 @@ func (s *Store) EnsurePartition(tp remotelog.TopicPartition, logStartOffset int6
 	if err := s.ensurePartition(b, tp, logStartOffset); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return s.commit(b)
 }
 
 func (s *Store) ensurePartition(b *pebble.Batch, tp remotelog.TopicPartition, lso int64) error {
@@ -93,13 +93,21 @@ func (s *Store) AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogSt
 	if err := putJSON(b, partitionKey(tp), off); err != nil {
 		return off, err
 	}
-	return off, b.Commit(pebble.Sync)
+	return off, s.commit(b)
 }
 
 // Snapshot returns a partition's offsets and finished rows as of one
 // instant, so a reader never pairs a log start offset with rows from
-// before or after a retention step.
+// before or after a retention step. Results are cached until the next
+// write to the store; the returned slice must not be modified.
 func (s *Store) Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error) {
+	gen := s.gen.Load()
+	s.snapMu.Lock()
+	c, hit := s.snaps[tp]
+	s.snapMu.Unlock()
+	if hit && c.gen == gen {
+		return c.off, c.ok, c.fin, nil
+	}
 	snap := s.db.NewSnapshot()
 	defer snap.Close()
 	off, ok, err := readOffsets(snap, tp)
@@ -107,7 +115,15 @@ func (s *Store) Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffset
 		return off, ok, nil, err
 	}
 	fin, err := finishedSegments(snap, tp)
-	return off, ok, fin, err
+	if err != nil {
+		return off, ok, nil, err
+	}
+	if s.gen.Load() == gen { // no write raced the snapshot's creation
+		s.snapMu.Lock()
+		s.snaps[tp] = snapshot{gen: gen, off: off, ok: ok, fin: fin}
+		s.snapMu.Unlock()
+	}
+	return off, ok, fin, nil
 }
 
 // SetTopicID records the topic id of a partition whose offsets have none.
@@ -124,7 +140,7 @@ func (s *Store) SetTopicID(tp remotelog.TopicPartition, id string) error {
 	if err := putJSON(b, partitionKey(tp), off); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return s.commit(b)
 }
 
 // ResetPartition starts a partition over, as a new incarnation of its topic
@@ -140,5 +156,5 @@ func (s *Store) ResetPartition(tp remotelog.TopicPartition, logStartOffset int64
 		HighestTieredOffset: -1, LocalLogStartOffset: logStartOffset}); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return s.commit(b)
 }

@@ -1,12 +1,10 @@
 package rlmm
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -38,7 +36,7 @@ func (s *Store) AddSegment(meta remotelog.SegmentMetadata) error {
 	if err := s.ensurePartition(b, meta.TopicPartition, meta.StartOffset); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commit(b); err != nil {
 		return err
 	}
 	s.transitions.WithLabelValues(meta.State.String()).Inc()
@@ -79,7 +77,7 @@ func (s *Store) ImportSegment(meta remotelog.SegmentMetadata) error {
 	if err := putJSON(b, partitionKey(meta.TopicPartition), off); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commit(b); err != nil {
 		return err
 	}
 	s.transitions.WithLabelValues(meta.State.String()).Inc()
@@ -126,7 +124,7 @@ func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotel
 			return meta, err
 		}
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := s.commit(b); err != nil {
 		return meta, err
 	}
 	s.transitions.WithLabelValues(to.String()).Inc()
@@ -177,7 +175,7 @@ func finishedSegments(r reader, tp remotelog.TopicPartition) ([]remotelog.Segmen
 	if err != nil {
 		return nil, err
 	}
-	return Supersede(fin), nil
+	return remotelog.Supersede(fin), nil
 }
 
 func scanRows(r reader, prefix []byte) ([]remotelog.SegmentMetadata, error) {
@@ -219,34 +217,10 @@ func (s *Store) PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, 
 	if n == 0 {
 		return 0, nil
 	}
-	return n, b.Commit(pebble.Sync)
+	return n, s.commit(b)
 }
 
-// Supersede drops, from finished rows, each one whose whole range a newer
-// row (later event timestamp, then larger id) covers, and returns the rest
-// ordered by start offset. Partly overlapping rows are both kept: they hold
-// the same offsets of the same log.
+// Supersede is remotelog.Supersede.
 func Supersede(fin []remotelog.SegmentMetadata) []remotelog.SegmentMetadata {
-	byAge := append([]remotelog.SegmentMetadata(nil), fin...)
-	sort.Slice(byAge, func(i, j int) bool {
-		if byAge[i].EventTimestampMs != byAge[j].EventTimestampMs {
-			return byAge[i].EventTimestampMs > byAge[j].EventTimestampMs
-		}
-		return bytes.Compare(byAge[i].ID[:], byAge[j].ID[:]) > 0
-	})
-	var kept []remotelog.SegmentMetadata
-	for _, m := range byAge {
-		superseded := false
-		for _, k := range kept {
-			if k.StartOffset <= m.StartOffset && k.EndOffset >= m.EndOffset {
-				superseded = true
-				break
-			}
-		}
-		if !superseded {
-			kept = append(kept, m)
-		}
-	}
-	sort.Slice(kept, func(i, j int) bool { return kept[i].StartOffset < kept[j].StartOffset })
-	return kept
+	return remotelog.Supersede(fin)
 }

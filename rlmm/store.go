@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -68,6 +69,25 @@ type Store struct {
 	mu  sync.Mutex // serialises read-modify-write
 
 	transitions *prometheus.CounterVec
+
+	gen    atomic.Uint64 // bumped by every write
+	snapMu sync.Mutex
+	snaps  map[remotelog.TopicPartition]snapshot
+}
+
+// snapshot is a cached Snapshot result, valid while gen is unchanged.
+type snapshot struct {
+	gen uint64
+	off remotelog.PartitionOffsets
+	ok  bool
+	fin []remotelog.SegmentMetadata
+}
+
+// commit writes a batch durably and invalidates cached snapshots.
+func (s *Store) commit(b *pebble.Batch) error {
+	err := b.Commit(pebble.Sync)
+	s.gen.Add(1)
+	return err
 }
 
 // Open opens (creating) the store.
@@ -75,7 +95,7 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler)}
+	s := &Store{fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler), snaps: map[remotelog.TopicPartition]snapshot{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -94,7 +114,42 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("rlmm: open %s: %w", cfg.Dir, err)
 	}
 	s.db = db
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// schemaKey holds the store's layout version. Version 2 added the 'f'
+// family; stores without it get it backfilled from their rows.
+var schemaKey = []byte("v")
+
+const schemaVersion = "2"
+
+func (s *Store) migrate() error {
+	if v, err := s.get(schemaKey); err == nil && string(v) == schemaVersion {
+		return nil
+	} else if err != nil && !errors.Is(err, pebble.ErrNotFound) {
+		return err
+	}
+	rows, err := scanRows(s.db, []byte{segmentTag})
+	if err != nil {
+		return err
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished {
+			if err := putJSON(b, finishedKey(r.TopicPartition, r.StartOffset, r.ID), r); err != nil {
+				return err
+			}
+		}
+	}
+	if err := b.Set(schemaKey, []byte(schemaVersion), nil); err != nil {
+		return err
+	}
+	return s.commit(b)
 }
 
 // pebbleLogger adapts slog to Pebble's logger. Fatalf must not return.

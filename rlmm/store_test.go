@@ -217,3 +217,28 @@ func TestFinishedIndexPurgeReset(t *testing.T) {
 		t.Fatalf("after reset %+v", off)
 	}
 }
+
+// A store written before the finished-row family existed gets it
+// backfilled on open, so finished copies stay visible.
+func TestMigrationBackfillsFinished(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := Open(Config{Dir: "db"}, WithFS(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := seg(0, 9)
+	s.AddSegment(m)
+	s.UpdateState(tp, 0, m.ID, remotelog.CopySegmentFinished)
+	// Make it look like the old layout: no 'f' keys, no schema version.
+	s.db.Delete(finishedKey(tp, 0, m.ID), nil)
+	s.db.Delete(schemaKey, nil)
+	s.Close()
+	s, err = Open(Config{Dir: "db"}, WithFS(fs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if fin, _ := s.FinishedSegments(tp); len(fin) != 1 || fin[0].ID != m.ID {
+		t.Fatalf("finished after migration: %v", fin)
+	}
+}

@@ -390,22 +390,31 @@ func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
 	return nil
 }
 
-// SweepPartition deletes the objects of a partition whose segment id live
-// rejects (copies without a live row), and aborts the partition's
-// incomplete multipart uploads. Call it only when no copy of the partition
-// is in flight. It returns the number of objects deleted; keys that do not
-// follow the layout are left alone.
-func (m *Manager) SweepPartition(ctx context.Context, tp remotelog.TopicPartition, live func(remotelog.SegmentID) bool) (int, error) {
+// SweepPartition deletes the objects of a partition's copies that keep
+// rejects, and aborts the partition's incomplete multipart uploads. keep is
+// asked once per segment id found, with whether that copy's manifest is
+// present. Call it only when no copy of the partition is in flight. It
+// returns the number of objects deleted; keys that do not follow the
+// layout are left alone.
+func (m *Manager) SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error) {
 	prefix := m.PartitionPrefix(tp)
-	var doomed []string
+	byID := map[remotelog.SegmentID][]string{}
+	manifests := map[remotelog.SegmentID]bool{}
 	err := m.b.Iter(ctx, prefix, func(key string) error {
-		if _, id, _, ok := ParseKey(key); ok && !live(id) {
-			doomed = append(doomed, key)
+		if _, id, suffix, ok := ParseKey(key); ok {
+			byID[id] = append(byID[id], key)
+			manifests[id] = manifests[id] || suffix == manifestSuffix
 		}
 		return nil
 	})
 	if err != nil {
 		return 0, err
+	}
+	var doomed []string
+	for id, keys := range byID {
+		if !keep(id, manifests[id]) {
+			doomed = append(doomed, keys...)
+		}
 	}
 	// Manifests first, so a half-swept copy never looks complete.
 	sort.SliceStable(doomed, func(i, j int) bool {
@@ -484,4 +493,20 @@ func (m *Manager) WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o
 		return err
 	}
 	return m.b.Upload(ctx, m.PartitionPrefix(tp)+OwnerObject, bytes.NewReader(data), int64(len(data)))
+}
+
+// VerifyPresent checks that every object of a copy is stored with the size
+// its manifest records: a copy is only recorded finished when it is whole,
+// even if something deleted part of it during the upload.
+func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
+	for suffix, o := range mf.Objects {
+		a, err := m.b.Attributes(ctx, o.Key)
+		if err != nil {
+			return fmt.Errorf("verify %s: %w", o.Key, err)
+		}
+		if a.Size != o.Size {
+			return fmt.Errorf("%w: %s object %s holds %d bytes, uploaded %d", ErrChecksum, suffix, o.Key, a.Size, o.Size)
+		}
+	}
+	return nil
 }

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,11 +75,16 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 	return nil
 }
 
-// probeUnlocked fails when a running tierd holds the metadata store.
+// probeUnlocked fails when a running tierd holds the metadata store. A
+// store that does not open for another reason (damage: the reason to
+// rebuild) passes.
 func probeUnlocked(cfg config) error {
 	s, err := openStore(cfg)
-	if err != nil {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return err
 	}
-	return s.Close()
+	if err == nil {
+		return s.Close()
+	}
+	return nil
 }

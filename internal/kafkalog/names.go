@@ -160,3 +160,18 @@ func ReadTopicID(partitionDir string) (string, error) {
 	}
 	return "", fmt.Errorf("%s: no topic_id", filepath.Join(partitionDir, PartitionMetadataFile))
 }
+
+// ParseDeletedPartitionDir parses the name a broker gives a partition
+// directory when its topic is deleted, "<topic>-<partition>.<uuid>-delete",
+// and returns the partition.
+func ParseDeletedPartitionDir(name string) (TopicPartition, bool) {
+	rest, ok := strings.CutSuffix(name, "-delete")
+	if !ok {
+		return TopicPartition{}, false
+	}
+	dot := strings.LastIndexByte(rest, '.')
+	if dot < 0 || len(rest)-dot-1 != 32 {
+		return TopicPartition{}, false
+	}
+	return ParsePartitionDir(rest[:dot])
+}

@@ -50,6 +50,18 @@ func TestPartitionDirs(t *testing.T) {
 	}
 }
 
+func TestDeletedPartitionDirs(t *testing.T) {
+	tp, ok := ParseDeletedPartitionDir("test-topic-0.2308294e39dc4a44ab8183f587805af2-delete")
+	if !ok || tp != (TopicPartition{"test-topic", 0}) {
+		t.Fatalf("%+v %v", tp, ok)
+	}
+	for _, bad := range []string{"orders-0", "orders-0.abc-delete", "orders-0.2308294e39dc4a44ab8183f587805af2-future"} {
+		if _, ok := ParseDeletedPartitionDir(bad); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 func TestCorruptionError(t *testing.T) {
 	err := WithFile(Corruptf(17, "bad %s", "thing"), "/x/00.log")
 	var ce *CorruptionError

@@ -5,10 +5,12 @@
 package remotelog
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
@@ -212,4 +214,52 @@ func (t IndexType) Suffix() string {
 // String returns the index type's name.
 func (t IndexType) String() string {
 	return [...]string{"OFFSET", "TIMESTAMP", "TRANSACTION", "PRODUCER_SNAPSHOT", "LEADER_EPOCH"}[t]
+}
+
+// newer orders copies of the same offsets: the later event, then the
+// larger id.
+func newer(a, b SegmentMetadata) bool {
+	if a.EventTimestampMs != b.EventTimestampMs {
+		return a.EventTimestampMs > b.EventTimestampMs
+	}
+	return bytes.Compare(a.ID[:], b.ID[:]) > 0
+}
+
+// Supersede drops, from finished rows, each one whose whole range a newer
+// row covers, and returns the rest ordered by start offset. Partly
+// overlapping rows are both kept: they hold the same offsets of the same
+// log. It runs in O(n log n) for rows that do not nest.
+func Supersede(fin []SegmentMetadata) []SegmentMetadata {
+	rows := append([]SegmentMetadata(nil), fin...)
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.StartOffset != b.StartOffset {
+			return a.StartOffset < b.StartOffset
+		}
+		if a.EndOffset != b.EndOffset {
+			return a.EndOffset > b.EndOffset // a coverer before what it covers
+		}
+		return newer(a, b) // the newest copy of a range first
+	})
+	kept := rows[:0]
+	var open []SegmentMetadata // earlier rows that may still cover later ones
+	for i, r := range rows {
+		if i > 0 && rows[i-1].StartOffset == r.StartOffset && rows[i-1].EndOffset == r.EndOffset {
+			continue // an older copy of exactly the same range
+		}
+		live := open[:0]
+		covered := false
+		for _, o := range open {
+			if o.EndOffset < r.StartOffset {
+				continue // ends before r: covers nothing from here on
+			}
+			live = append(live, o)
+			covered = covered || (o.EndOffset >= r.EndOffset && newer(o, r))
+		}
+		open = append(live, r)
+		if !covered {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }

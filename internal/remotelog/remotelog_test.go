@@ -3,6 +3,7 @@ package remotelog
 import (
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -53,5 +54,48 @@ func TestIDsAndJSON(t *testing.T) {
 	}
 	if !m.Contains(5) || !m.Contains(9) || m.Contains(10) || m.Contains(4) {
 		t.Fatal("Contains")
+	}
+}
+
+// Supersede agrees with the quadratic definition on random rows.
+func TestSupersedeMatchesDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 500; round++ {
+		var rows []SegmentMetadata
+		for i := 0; i < 1+rng.IntN(12); i++ {
+			start := int64(rng.IntN(50))
+			rows = append(rows, SegmentMetadata{ID: NewSegmentID(), StartOffset: start, EndOffset: start + int64(rng.IntN(30)),
+				EventTimestampMs: int64(rng.IntN(5))})
+		}
+		want := map[SegmentID]bool{}
+		for _, r := range rows {
+			covered := false
+			for _, o := range rows {
+				covered = covered || (o.ID != r.ID && o.StartOffset <= r.StartOffset && o.EndOffset >= r.EndOffset && newer(o, r))
+			}
+			if !covered {
+				want[r.ID] = true
+			}
+		}
+		got := Supersede(rows)
+		if len(got) != len(want) {
+			t.Fatalf("round %d: kept %d, want %d", round, len(got), len(want))
+		}
+		for i, r := range got {
+			if !want[r.ID] || (i > 0 && got[i-1].StartOffset > r.StartOffset) {
+				t.Fatalf("round %d: kept %+v", round, r)
+			}
+		}
+	}
+}
+
+func BenchmarkSupersede(b *testing.B) {
+	rows := make([]SegmentMetadata, 50000)
+	for i := range rows {
+		rows[i] = SegmentMetadata{ID: NewSegmentID(), StartOffset: int64(i) * 100, EndOffset: int64(i)*100 + 99}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		Supersede(rows)
 	}
 }
