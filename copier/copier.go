@@ -314,6 +314,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if err := c.remoteRetention(ctx, p); err != nil {
 		errs = append(errs, fmt.Errorf("remote retention: %w", err))
 	}
+	c.pruneTimes(p)
 	if _, err := c.store.PurgeDeleted(p.tp, c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()); err != nil {
 		errs = append(errs, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -264,6 +265,23 @@ func (c *Copier) maxTimestamp(s localSegment) (int64, error) {
 }
 
 func timesKey(s localSegment) string { return fmt.Sprintf("%s:%d", s.path, s.size) }
+
+// pruneTimes forgets the cached timestamps of a partition's segments that
+// are gone, so the cache holds only live segments.
+func (c *Copier) pruneTimes(p *partition) {
+	live := map[string]bool{}
+	for _, s := range p.segs {
+		live[timesKey(s)] = true
+	}
+	prefix := p.dir + string(os.PathSeparator)
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	for k := range c.times {
+		if strings.HasPrefix(k, prefix) && !live[k] {
+			delete(c.times, k)
+		}
+	}
+}
 
 func (c *Copier) cachedMaxTimestamp(s localSegment) (int64, bool) {
 	c.stateMu.Lock()

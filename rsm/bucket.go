@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sort"
 )
 
 // ErrNotFound is returned (wrapped) by every Bucket for a missing object.
@@ -59,4 +60,19 @@ type MultipartBucket interface {
 	IncompleteUploads(ctx context.Context, prefix string) ([]string, error)
 	// AbortIncompleteUploads aborts every upload in progress under prefix.
 	AbortIncompleteUploads(ctx context.Context, prefix string) error
+}
+
+// IterKeys calls fn with keys in lexical order, stopping at ctx's end or
+// fn's first error: the tail of Iter for buckets that list keys themselves.
+func IterKeys(ctx context.Context, keys []string, fn func(key string) error) error {
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := fn(k); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -176,16 +175,7 @@ func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error)
 	if err != nil {
 		return err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rsm.IterKeys(ctx, keys, fn)
 }
 
 // Delete implements rsm.Bucket.

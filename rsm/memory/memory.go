@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"sync"
 
@@ -80,16 +79,7 @@ func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error)
 		}
 	}
 	b.mu.RUnlock()
-	sort.Strings(keys)
-	for _, k := range keys {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := fn(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rsm.IterKeys(ctx, keys, fn)
 }
 
 // Delete implements rsm.Bucket.

@@ -54,7 +54,9 @@ func summarize(t *testing.T, path string) logSummary {
 		if err != nil {
 			t.Fatalf("%s: records of entry at %d: %v", path, b.Position, err)
 		}
-		b.FillFromRecords(recs)
+		if err := b.InspectWrapper(raw, codec.Kafka); err != nil {
+			t.Fatalf("%s: wrapper at %d: %v", path, b.Position, err)
+		}
 		if int(b.Count) != len(recs) {
 			t.Fatalf("%s: entry at %d claims %d records, holds %d", path, b.Position, b.Count, len(recs))
 		}

@@ -96,8 +96,8 @@ func (t TimestampType) String() string {
 // For a v2 batch every field comes from the header. For a legacy message,
 // PartitionLeaderEpoch, ProducerID, ProducerEpoch and BaseSequence take
 // Kafka's "none" values (-1). For a legacy compressed wrapper the header only
-// gives LastOffset; BaseOffset is -1 and Count is -1 until Records has been
-// used to look inside (see Batch.Legacy and FillFromRecords).
+// gives LastOffset; BaseOffset is -1 and Count is -1 until InspectWrapper
+// has looked inside.
 type Batch struct {
 	Position             int64 // byte position of the entry in its file
 	Size                 int32 // total bytes, LogOverhead included

@@ -275,15 +275,3 @@ func (b *Batch) InspectWrapper(raw []byte, dec Decompressor) error {
 	b.BaseOffset, b.Count, b.FirstTimestamp = first, n, firstTS
 	return nil
 }
-
-// FillFromRecords completes a legacy compressed wrapper's Batch from its
-// decoded records: BaseOffset, Count and FirstTimestamp. It does nothing for
-// other entries.
-func (b *Batch) FillFromRecords(recs []Record) {
-	if b.Magic == 2 || b.Codec == CodecNone || len(recs) == 0 {
-		return
-	}
-	b.BaseOffset = recs[0].Offset
-	b.Count = int32(len(recs))
-	b.FirstTimestamp = recs[0].Timestamp
-}
