@@ -27,7 +27,7 @@ vet:
 unit:
 	$(GO) test -count=1 -race -skip '^(TestCrash|TestFaultRate)$$' ./...
 
-# harness: the crash test (25 kills), the fault-proxy test (25 copies,
+# harness: the crash test (25 kills), the fault-proxy test (24 copies,
 # 250 fetches) over MinIO and the 1000-round fetch-during-deletion test,
 # without the race detector; prints their summary lines.
 harness:
