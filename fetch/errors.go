@@ -39,6 +39,8 @@ func (e *outOfRangeError) Error() string {
 //	missing object, corrupt  DATA_LOSS (a finished copy must be readable;
 //	offsets no copy covers)
 //	context ended            DEADLINE_EXCEEDED / CANCELED
+//	remote.fetch.max.wait.ms UNAVAILABLE (the load goes on; retry)
+//	passed, nothing arrived
 //	anything else            UNAVAILABLE (object store or disk; retryable)
 func toStatus(err error) *status.Status {
 	if err == nil {

@@ -4,77 +4,141 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-type indexEntry struct {
-	id      remotelog.SegmentID
-	offsets []index.OffsetEntry
-	times   []index.TimeEntry
-}
-
-// indexCache keeps the parsed offset and time indexes of the most recently
-// used segments (LRU by count). Copies are immutable and ids are never
-// reused, so entries never go stale.
+// indexCache keeps parsed remote offset and time indexes in memory, LRU
+// within a byte budget (remote.log.index.file.cache.total.size.bytes).
+// Copies are immutable and segment ids are never reused, so entries never
+// go stale. Concurrent misses of one index make one GET.
 type indexCache struct {
-	mu    sync.Mutex
-	cap   int
-	ll    *list.List
-	items map[remotelog.SegmentID]*list.Element
+	mu     sync.Mutex
+	budget int64
+	size   int64
+	ll     *list.List
+	items  map[indexKey]*list.Element
+	sf     singleflight.Group
 }
 
-func newIndexCache(n int) *indexCache {
-	return &indexCache{cap: n, ll: list.New(), items: map[remotelog.SegmentID]*list.Element{}}
+type indexKey struct {
+	id remotelog.SegmentID
+	t  remotelog.IndexType
 }
 
-func (c *indexCache) get(id remotelog.SegmentID) (*indexEntry, bool) {
+type indexItem struct {
+	key  indexKey
+	val  any // []index.OffsetEntry or []index.TimeEntry
+	size int64
+}
+
+func newIndexCache(budget int64) *indexCache {
+	return &indexCache{budget: budget, ll: list.New(), items: map[indexKey]*list.Element{}}
+}
+
+func (c *indexCache) get(k indexKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.items[id]; ok {
+	if e, ok := c.items[k]; ok {
 		c.ll.MoveToFront(e)
-		return e.Value.(*indexEntry), true
+		return e.Value.(*indexItem).val, true
 	}
 	return nil, false
 }
 
-func (c *indexCache) put(v *indexEntry) {
+func (c *indexCache) put(k indexKey, v any, size int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.items[v.id]; ok {
+	if _, ok := c.items[k]; ok || size > c.budget {
 		return
 	}
-	c.items[v.id] = c.ll.PushFront(v)
-	for c.ll.Len() > c.cap {
+	c.items[k] = c.ll.PushFront(&indexItem{key: k, val: v, size: size})
+	c.size += size
+	for c.size > c.budget {
 		last := c.ll.Back()
+		it := last.Value.(*indexItem)
 		c.ll.Remove(last)
-		delete(c.items, last.Value.(*indexEntry).id)
+		delete(c.items, it.key)
+		c.size -= it.size
 	}
 }
 
-// indexes returns a copy's parsed offset and time indexes.
-func (s *Server) indexes(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.OffsetEntry, []index.TimeEntry, error) {
-	if e, ok := s.idx.get(meta.ID); ok {
-		return e.offsets, e.times, nil
+// load returns the cached value of k or loads it once for all concurrent
+// callers. The load is not tied to the caller that started it (a caller
+// leaving at ctx's end does not fail the others); it gets timeout.
+func (c *indexCache) load(ctx context.Context, timeout time.Duration, k indexKey, fn func(context.Context) (any, int64, error)) (any, error) {
+	if v, ok := c.get(k); ok {
+		return v, nil
 	}
-	raw, err := s.rs.FetchIndex(ctx, meta, remotelog.OffsetIndex)
+	ch := c.sf.DoChan(k.id.String()+k.t.Suffix(), func() (any, error) {
+		if v, ok := c.get(k); ok {
+			return v, nil
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+		defer cancel()
+		v, size, err := fn(lctx)
+		if err != nil {
+			return nil, err
+		}
+		c.put(k, v, size)
+		return v, nil
+	})
+	select {
+	case r := <-ch:
+		return r.Val, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// offsetIndex returns a copy's parsed offset index.
+func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.OffsetEntry, error) {
+	v, err := s.idx.load(ctx, s.cfg.RequestTimeout, indexKey{meta.ID, remotelog.OffsetIndex}, func(ctx context.Context) (any, int64, error) {
+		raw, err := s.fetchIndex(ctx, meta, remotelog.OffsetIndex)
+		if err != nil {
+			return nil, 0, err
+		}
+		offs, err := index.ParseOffsetIndex(raw, meta.StartOffset)
+		if err != nil {
+			return nil, 0, kafkalog.WithFile(err, meta.ID.String()+".index")
+		}
+		return offs, int64(len(offs)) * int64(unsafe.Sizeof(index.OffsetEntry{})), nil
+	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	offs, err := index.ParseOffsetIndex(raw, meta.StartOffset)
+	return v.([]index.OffsetEntry), nil
+}
+
+// timeIndex returns a copy's parsed time index; it is loaded only when a
+// timestamp lookup needs it.
+func (s *Server) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.TimeEntry, error) {
+	v, err := s.idx.load(ctx, s.cfg.RequestTimeout, indexKey{meta.ID, remotelog.TimeIndex}, func(ctx context.Context) (any, int64, error) {
+		raw, err := s.fetchIndex(ctx, meta, remotelog.TimeIndex)
+		if err != nil {
+			return nil, 0, err
+		}
+		times, err := index.ParseTimeIndex(raw, meta.StartOffset)
+		if err != nil {
+			return nil, 0, kafkalog.WithFile(err, meta.ID.String()+".timeindex")
+		}
+		return times, int64(len(times)) * int64(unsafe.Sizeof(index.TimeEntry{})), nil
+	})
 	if err != nil {
-		return nil, nil, kafkalog.WithFile(err, meta.ID.String()+".index")
+		return nil, err
 	}
-	raw, err = s.rs.FetchIndex(ctx, meta, remotelog.TimeIndex)
-	if err != nil {
-		return nil, nil, err
-	}
-	times, err := index.ParseTimeIndex(raw, meta.StartOffset)
-	if err != nil {
-		return nil, nil, kafkalog.WithFile(err, meta.ID.String()+".timeindex")
-	}
-	s.idx.put(&indexEntry{id: meta.ID, offsets: offs, times: times})
-	return offs, times, nil
+	return v.([]index.TimeEntry), nil
+}
+
+func (s *Server) fetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error) {
+	s.m.indexGets.Inc()
+	raw, err := s.rs.FetchIndex(ctx, meta, t)
+	s.m.indexBytes.Add(float64(len(raw)))
+	return raw, err
 }

@@ -2,115 +2,125 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"io"
 
+	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// segmentReader walks the entries of a remote .log from a byte position
-// with ranged GETs of at least window bytes, never past the segment's size.
+// errStillLoading says the first batch of a fetch had not arrived from the
+// object store within remote.fetch.max.wait.ms; its load goes on, so a
+// retry is likely served from the cache.
+var errStillLoading = errors.New("remote data still loading")
+
+// segmentReader walks the entries of a remote .log from a byte position,
+// reading through the chunk cache.
 type segmentReader struct {
-	ctx    context.Context
-	rs     Remote
-	meta   remotelog.SegmentMetadata
-	window int64
-	buf    []byte
-	start  int64 // file position of buf[0]
-	cur    int64 // file position of the next entry
-	gets   int
+	ctx  context.Context // bounds waits for data
+	c    *cache.Cache
+	obj  cache.Object
+	meta remotelog.SegmentMetadata
+	cur  int64 // file position of the next entry
 }
 
-func newSegmentReader(ctx context.Context, rs Remote, meta remotelog.SegmentMetadata, pos, window int64) *segmentReader {
-	return &segmentReader{ctx: ctx, rs: rs, meta: meta, window: window, start: pos, cur: pos}
+func (s *Server) newSegmentReader(ctx context.Context, meta remotelog.SegmentMetadata, pos int64) *segmentReader {
+	return &segmentReader{ctx: ctx, c: s.cache, obj: s.object(meta), meta: meta, cur: pos}
 }
 
-// ensure makes buf hold bytes [cur, cur+n), reading more when needed. It
-// returns false when the segment ends first.
-func (r *segmentReader) ensure(n int64) (bool, error) {
-	end := r.start + int64(len(r.buf))
-	if r.cur+n <= end {
-		return true, nil
-	}
-	if r.cur+n > r.meta.SizeInBytes {
-		return false, nil
-	}
-	// Drop consumed bytes, then read at least a window more.
-	if r.cur > r.start {
-		r.buf = append(r.buf[:0], r.buf[r.cur-r.start:]...)
-		r.start = r.cur
-		end = r.start + int64(len(r.buf))
-	}
-	want := max(r.cur+n-end, r.window)
-	want = min(want, r.meta.SizeInBytes-end)
-	rc, err := r.rs.FetchLogSegment(r.ctx, r.meta, end, end+want)
-	if err != nil {
-		return false, err
-	}
-	defer rc.Close()
-	r.gets++
-	old := len(r.buf)
-	r.buf = append(r.buf, make([]byte, want)...)
-	if _, err := io.ReadFull(rc, r.buf[old:]); err != nil {
-		r.buf = r.buf[:old]
-		return false, fmt.Errorf("read %s bytes %d-%d: %w", r.meta.ID, end, end+want, err)
-	}
-	return true, nil
-}
-
-// next returns the next entry and its bytes (valid until the next call),
-// or ok false at the end of the segment.
-func (r *segmentReader) next() (b batch.Batch, raw []byte, ok bool, err error) {
-	if r.cur >= r.meta.SizeInBytes {
-		return b, nil, false, nil
-	}
-	if ok, err := r.ensure(batch.PrefixSize); err != nil || !ok {
-		if err == nil {
-			err = r.corrupt(r.cur, "truncated entry at the end of the segment")
-		}
-		return b, nil, false, err
-	}
-	size, _, err := batch.ParsePrefix(r.buf[r.cur-r.start:], r.cur)
-	if err != nil {
-		return b, nil, false, kafkalog.WithFile(err, r.meta.ID.String()+".log")
-	}
-	if ok, err := r.ensure(int64(size)); err != nil || !ok {
-		if err == nil {
-			err = r.corrupt(r.cur, fmt.Sprintf("entry of %d bytes runs past the segment end %d", size, r.meta.SizeInBytes))
-		}
-		return b, nil, false, err
-	}
-	raw = r.buf[r.cur-r.start : r.cur-r.start+int64(size)]
-	if b, err = batch.ParseHeader(raw, r.cur); err != nil {
-		return b, nil, false, kafkalog.WithFile(err, r.meta.ID.String()+".log")
-	}
-	r.cur += int64(size)
-	return b, raw, true, nil
-}
+func (r *segmentReader) file() string { return r.meta.ID.String() + ".log" }
 
 func (r *segmentReader) corrupt(pos int64, reason string) error {
-	return &kafkalog.CorruptionError{File: r.meta.ID.String() + ".log", Position: pos, Reason: reason}
+	return &kafkalog.CorruptionError{File: r.file(), Position: pos, Reason: reason}
+}
+
+// next returns the header of the next entry and moves past it, or ok false
+// at the end of the segment. The entry's bytes are not waited for.
+func (r *segmentReader) next() (b batch.Batch, ok bool, err error) {
+	size := r.meta.SizeInBytes
+	if r.cur >= size {
+		return b, false, nil
+	}
+	if r.cur+batch.PrefixSize > size {
+		return b, false, r.corrupt(r.cur, "truncated entry at the end of the segment")
+	}
+	head, err := r.c.View(r.ctx, r.obj, r.cur, min(batch.HeaderSize, size-r.cur))
+	if err != nil {
+		return b, false, err
+	}
+	n, magic, err := batch.ParsePrefix(head, r.cur)
+	if err != nil {
+		return b, false, kafkalog.WithFile(err, r.file())
+	}
+	if r.cur+int64(n) > size {
+		return b, false, r.corrupt(r.cur, fmt.Sprintf("entry of %d bytes runs past the segment end %d", n, size))
+	}
+	if magic < 2 { // a legacy message's header is the whole message
+		if head, err = r.c.View(r.ctx, r.obj, r.cur, int64(n)); err != nil {
+			return b, false, err
+		}
+	}
+	if b, err = batch.ParseHeader(head, r.cur); err != nil {
+		return b, false, kafkalog.WithFile(err, r.file())
+	}
+	r.cur += int64(n)
+	return b, true, nil
+}
+
+// entry returns the bytes of an entry next returned.
+func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
+	return r.c.View(r.ctx, r.obj, b.Position, int64(b.Size))
 }
 
 // readFrom returns whole entries of one segment starting with the entry
 // whose last offset is >= offset, as the Fetch contract says, or nil when
-// the segment has none (the offset is past its last batch).
-func (r *segmentReader) readFrom(offset int64, maxBytes int64) (out []byte, next int64, err error) {
+// the segment has none (the offset is past its last batch). The loads for
+// about maxBytes from the current position start at once, in parallel.
+// The first entry is waited for until wait ends (then errStillLoading);
+// entries after it are added while they arrive before wait ends. end is
+// the file position after the last entry returned (or scanned, when none
+// is).
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset int64, maxBytes int64) (out []byte, next, end int64, err error) {
+	r.c.Touch(r.obj, r.cur, min(maxBytes+touchSlack, r.meta.SizeInBytes-r.cur))
+	r.ctx = wait
+	start := int64(-1)
+	end = r.cur
 	for {
-		b, raw, ok, err := r.next()
-		if err != nil || !ok {
-			return out, next, err
+		b, ok, err := r.next()
+		if err != nil {
+			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
+				if start >= 0 {
+					break // answer with what has arrived
+				}
+				return nil, 0, 0, fmt.Errorf("%w: %s at byte %d", errStillLoading, r.file(), r.cur)
+			}
+			return nil, 0, 0, err
 		}
-		if len(out) == 0 {
+		if !ok {
+			break
+		}
+		if start < 0 {
 			if b.LastOffset < offset {
+				end = r.cur
 				continue
 			}
-		} else if int64(len(out)+len(raw)) > maxBytes {
-			return out, next, nil
+			start = b.Position
+		} else if b.End()-start > maxBytes {
+			break
 		}
-		out = append(out, raw...)
-		next = b.LastOffset + 1
+		end, next = b.End(), b.LastOffset+1
 	}
+	r.ctx = ctx
+	if start < 0 {
+		return nil, 0, end, nil
+	}
+	out, err = r.c.View(ctx, r.obj, start, end-start)
+	return out, next, end, err
 }
+
+// touchSlack is read beyond max_bytes at once: the sparse index's gap
+// before the wanted batch (index.interval.bytes, 4096 by default) and the
+// header of the batch after the last one returned.
+const touchSlack = 4096 + batch.HeaderSize

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 
+	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -37,27 +38,41 @@ type Remote interface {
 	FetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error)
 }
 
-// Config configures the server. Defaults are in DefaultConfig.
+// Config configures the server. Defaults are in DefaultConfig; the yaml
+// names of the remote read knobs follow Kafka's (remote.fetch.*,
+// remote.log.*).
 type Config struct {
 	// Listen is the gRPC address. Default "127.0.0.1:7450".
 	Listen string `yaml:"listen"`
-	// ReadAheadBytes is the smallest ranged GET of a fetch, bytes.
-	// Default 1048576.
-	ReadAheadBytes int64 `yaml:"read_ahead_bytes"`
 	// FetchMaxBytes caps a request's max_bytes (Kafka's fetch.max.bytes).
 	// Default 52428800.
 	FetchMaxBytes int32 `yaml:"fetch.max.bytes"`
-	// IndexCacheEntries is how many segments' parsed indexes stay in
-	// memory. Default 1024.
-	IndexCacheEntries int `yaml:"index_cache_entries"`
-	// RequestTimeout bounds one RPC, object store reads included, so a
-	// hung store cannot hold a request (or a shutdown) forever. Default 30s.
+	// Cache is the chunk cache: chunk size, memory and disk budgets, GETs
+	// in flight (see cache.Config).
+	Cache cache.Config `yaml:",inline"`
+	// PrefetchBytes is how far ahead of a sequential reader chunks are
+	// loaded, across segment boundaries, bytes; 0 turns prefetch off.
+	// Default 16777216 (16 MiB).
+	PrefetchBytes int64 `yaml:"remote.fetch.prefetch.max.bytes"`
+	// MaxWaitMs bounds, in ms, how long a fetch waits for remote data
+	// (Kafka's remote.fetch.max.wait.ms): past it, a fetch answers with
+	// the batches that have arrived, or UNAVAILABLE when not even the
+	// first has (its load goes on, so a retry finds it cached).
+	// Default 500.
+	MaxWaitMs int64 `yaml:"remote.fetch.max.wait.ms"`
+	// IndexCacheBytes is the memory budget of parsed remote offset and
+	// time indexes, bytes (after Kafka's
+	// remote.log.index.file.cache.total.size.bytes). Default 67108864.
+	IndexCacheBytes int64 `yaml:"remote.log.index.file.cache.total.size.bytes"`
+	// RequestTimeout bounds one RPC, so a hung store cannot hold a request
+	// (or a shutdown) forever. Default 30s.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Listen: "127.0.0.1:7450", ReadAheadBytes: 1 << 20, FetchMaxBytes: 52428800, IndexCacheEntries: 1024, RequestTimeout: 30 * time.Second}
+	return Config{Listen: "127.0.0.1:7450", FetchMaxBytes: 52428800, Cache: cache.DefaultConfig(),
+		PrefetchBytes: 16 << 20, MaxWaitMs: 500, IndexCacheBytes: 64 << 20, RequestTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem at once.
@@ -66,17 +81,23 @@ func (c Config) Validate() error {
 	if err := CheckListen(c.Listen); err != nil {
 		errs = append(errs, fmt.Errorf("fetch: %w", err))
 	}
-	if c.ReadAheadBytes < 4096 {
-		errs = append(errs, fmt.Errorf("fetch: read_ahead_bytes %d must be at least 4096", c.ReadAheadBytes))
-	}
 	if c.FetchMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("fetch: fetch.max.bytes %d must be positive", c.FetchMaxBytes))
 	}
+	if err := c.Cache.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("fetch: %w", err))
+	}
+	if c.PrefetchBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetch: remote.fetch.prefetch.max.bytes %d must not be negative", c.PrefetchBytes))
+	}
+	if c.MaxWaitMs < 1 {
+		errs = append(errs, fmt.Errorf("fetch: remote.fetch.max.wait.ms %d must be positive", c.MaxWaitMs))
+	}
+	if c.IndexCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetch: remote.log.index.file.cache.total.size.bytes %d must not be negative", c.IndexCacheBytes))
+	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("fetch: request_timeout %s must be positive", c.RequestTimeout))
-	}
-	if c.IndexCacheEntries < 1 {
-		errs = append(errs, fmt.Errorf("fetch: index_cache_entries %d must be positive", c.IndexCacheEntries))
 	}
 	return errors.Join(errs...)
 }
@@ -103,25 +124,35 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 func WithRegisterer(r prometheus.Registerer) Option { return func(s *Server) { s.reg = r } }
 
 // Server implements tierdpb.RemoteFetchServer over remote metadata and
-// remote storage.
+// remote storage, reading through a chunk cache.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
-	cfg  Config
-	md   Metadata
-	rs   Remote
-	idx  *indexCache
-	log  *slog.Logger
-	reg  prometheus.Registerer
-	gets prometheus.Counter
-	reqs *prometheus.CounterVec
+	cfg   Config
+	md    Metadata
+	rs    Remote
+	cache *cache.Cache
+	idx   *indexCache
+	seq   *seqTracker
+	log   *slog.Logger
+	reg   prometheus.Registerer
+	m     serverMetrics
+
+	bg       context.Context // background loads; ends at Close
+	bgCancel context.CancelFunc
 }
 
-// NewServer returns a server. It does no I/O.
+type serverMetrics struct {
+	gets, bytes, indexGets, indexBytes prometheus.Counter
+	reqs                               *prometheus.CounterVec
+}
+
+// NewServer returns a server. It opens the cache (scanning its disk tier,
+// if any) and does no other I/O. Close releases the cache.
 func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, md: md, rs: rs, idx: newIndexCache(cfg.IndexCacheEntries), log: slog.New(slog.DiscardHandler)}
+	s := &Server{cfg: cfg, md: md, rs: rs, idx: newIndexCache(cfg.IndexCacheBytes), seq: newSeqTracker(), log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -129,9 +160,35 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		s.reg = prometheus.NewRegistry()
 	}
 	f := promauto.With(s.reg)
-	s.gets = f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_gets_total", Help: "Ranged GETs of remote .log objects."})
-	s.reqs = f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"})
+	s.m = serverMetrics{
+		gets:       f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_gets_total", Help: "Ranged GETs of remote .log objects (reads and prefetch)."}),
+		bytes:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_bytes_total", Help: "Bytes asked of remote .log objects by ranged GETs."}),
+		indexGets:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_gets_total", Help: "GETs of remote index objects."}),
+		indexBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_bytes_total", Help: "Bytes of remote index objects read."}),
+		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
+	}
+	var err error
+	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {
+		return nil, fmt.Errorf("fetch: %w", err)
+	}
+	s.bg, s.bgCancel = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// Close stops background loads. Serve calls it when it returns.
+func (s *Server) Close() {
+	s.bgCancel()
+	s.cache.Close()
+}
+
+// object is a copy's .log as the cache reads it.
+func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
+	return cache.Object{Key: meta.ID.String() + ".log", Size: meta.SizeInBytes,
+		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+			s.m.gets.Inc()
+			s.m.bytes.Add(float64(end - start))
+			return s.rs.FetchLogSegment(ctx, meta, start, end)
+		}}
 }
 
 // Run listens on cfg.Listen and serves until ctx is done, then stops
@@ -166,6 +223,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}()
 	err := gs.Serve(lis)
 	close(done)
+	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
 	}
@@ -174,7 +232,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 
 func (s *Server) observe(method string, err error) error {
 	st := toStatus(err)
-	s.reqs.WithLabelValues(method, st.Code().String()).Inc()
+	s.m.reqs.WithLabelValues(method, st.Code().String()).Inc()
 	if st == nil {
 		return nil
 	}
@@ -231,8 +289,10 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 		return nil, &outOfRangeError{offset: req.Offset, logStart: offs.LogStartOffset, highest: offs.HighestTieredOffset}
 	}
 	maxBytes := int64(min(req.MaxBytes, s.cfg.FetchMaxBytes))
+	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
+	defer cancel()
 	want := req.Offset // the first offset still to find
-	for _, meta := range fin {
+	for i, meta := range fin {
 		if meta.EndOffset < want {
 			continue
 		}
@@ -241,21 +301,24 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 			// before it was copied): say so rather than skip them.
 			return nil, fmt.Errorf("%w: offsets %d to %d have no tiered copy", errHole, want, meta.StartOffset-1)
 		}
-		offsets, _, err := s.indexes(ctx, meta)
+		offsets, err := s.offsetIndex(wait, meta)
 		if err != nil {
+			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
+				return nil, fmt.Errorf("%w: offset index of %s", errStillLoading, meta.ID)
+			}
 			return nil, err
 		}
 		var pos int64
 		if e, ok := index.LookupOffset(offsets, req.Offset); ok {
 			pos = int64(e.Position)
 		}
-		r := newSegmentReader(ctx, s.rs, meta, pos, max(s.cfg.ReadAheadBytes, maxBytes))
-		data, next, err := r.readFrom(req.Offset, maxBytes)
-		s.gets.Add(float64(r.gets))
+		r := s.newSegmentReader(ctx, meta, pos)
+		data, next, end, err := r.readFrom(ctx, wait, req.Offset, maxBytes)
 		if err != nil {
 			return nil, err
 		}
 		if len(data) > 0 {
+			s.afterFetch(meta, end-int64(len(data)), end, fin[i+1:])
 			return &tierdpb.FetchResponse{Records: data, LogStartOffset: offs.LogStartOffset,
 				HighestTieredOffset: offs.HighestTieredOffset, NextOffset: next}, nil
 		}
@@ -312,25 +375,32 @@ func (s *Server) listOffsets(ctx context.Context, req *tierdpb.ListOffsetsReques
 }
 
 func (s *Server) offsetForTimestamp(ctx context.Context, meta remotelog.SegmentMetadata, ts, logStart int64) (int64, int64, bool, error) {
-	offsets, times, err := s.indexes(ctx, meta)
+	times, err := s.timeIndex(ctx, meta)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	var pos int64
 	if te, ok := index.LookupTime(times, ts); ok {
+		offsets, err := s.offsetIndex(ctx, meta)
+		if err != nil {
+			return 0, 0, false, err
+		}
 		if oe, ok := index.LookupOffset(offsets, max(te.Offset, logStart)); ok {
 			pos = int64(oe.Position)
 		}
 	}
-	r := newSegmentReader(ctx, s.rs, meta, pos, s.cfg.ReadAheadBytes)
-	defer func() { s.gets.Add(float64(r.gets)) }()
+	r := s.newSegmentReader(ctx, meta, pos)
 	for {
-		b, raw, ok, err := r.next()
+		b, ok, err := r.next()
 		if err != nil || !ok {
 			return 0, 0, false, err
 		}
 		if b.MaxTimestamp < ts || b.LastOffset < logStart {
 			continue
+		}
+		raw, err := r.entry(b)
+		if err != nil {
+			return 0, 0, false, err
 		}
 		recs, err := batch.Records(raw, codec.Kafka)
 		if err != nil {

@@ -1,63 +1,92 @@
 package cache
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-	"golang.org/x/sync/singleflight"
 )
 
-// Config sizes the cache. Defaults are in DefaultConfig.
+// Config sizes the cache. Defaults are in DefaultConfig. The yaml names
+// follow Kafka's remote.fetch.* family.
 type Config struct {
 	// ChunkBytes is the chunk size, bytes. Default 4194304 (4 MiB);
 	// minimum 4096.
-	ChunkBytes int64 `yaml:"chunk.bytes"`
+	ChunkBytes int64 `yaml:"remote.fetch.chunk.bytes"`
 	// MemoryBytes is the in-memory budget, bytes. Default 268435456
 	// (256 MiB); 0 turns the memory tier off.
-	MemoryBytes int64 `yaml:"memory.bytes"`
+	MemoryBytes int64 `yaml:"remote.fetch.chunk.cache.memory.bytes"`
 	// DiskDir holds the disk tier; "" turns it off. Default "".
-	DiskDir string `yaml:"disk.dir"`
+	DiskDir string `yaml:"remote.fetch.chunk.cache.disk.dir"`
 	// DiskBytes is the disk budget, bytes. Default 10737418240 (10 GiB).
-	DiskBytes int64 `yaml:"disk.bytes"`
+	DiskBytes int64 `yaml:"remote.fetch.chunk.cache.disk.bytes"`
+	// MaxInflightGets bounds the ranged GETs loading chunks at once, for
+	// reads and prefetch together; it also bounds the memory of loads in
+	// flight to MaxInflightGets x ChunkBytes. Default 8.
+	MaxInflightGets int `yaml:"remote.fetch.max.inflight.gets"`
+	// LoadTimeout bounds one chunk load (a GET and its body). A load is
+	// not tied to the request that started it: a reader that gives up
+	// leaves it running for the next. Default 30s.
+	LoadTimeout time.Duration `yaml:"remote.fetch.load.timeout"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{ChunkBytes: 4 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30}
+	return Config{ChunkBytes: 4 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30, MaxInflightGets: 8, LoadTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.ChunkBytes < 4096 {
-		errs = append(errs, fmt.Errorf("cache: chunk.bytes %d must be at least 4096", c.ChunkBytes))
+	if c.ChunkBytes < 4096 || c.ChunkBytes > 1<<30 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.chunk.bytes %d must be from 4096 to 1073741824", c.ChunkBytes))
 	}
 	if c.MemoryBytes < 0 || c.DiskBytes < 0 {
-		errs = append(errs, fmt.Errorf("cache: memory.bytes %d and disk.bytes %d must not be negative", c.MemoryBytes, c.DiskBytes))
+		errs = append(errs, fmt.Errorf("cache: memory bytes %d and disk bytes %d must not be negative", c.MemoryBytes, c.DiskBytes))
+	}
+	if c.MaxInflightGets < 1 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d must be positive", c.MaxInflightGets))
+	}
+	if c.LoadTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.load.timeout %s must be positive", c.LoadTimeout))
 	}
 	return errors.Join(errs...)
 }
 
-// Loader reads chunk index of an object from the store; the result holds
-// at most ChunkBytes bytes (fewer for the object's last chunk).
-type Loader func(ctx context.Context) ([]byte, error)
+// Object is a remote object read through the cache. Its contents must
+// never change under the same Key (tierd's copies are immutable and named
+// by segment id).
+type Object struct {
+	Key  string // unique name of the contents
+	Size int64  // bytes
+	// Open opens bytes [start, end) of the object (a ranged GET).
+	Open func(ctx context.Context, start, end int64) (io.ReadCloser, error)
+}
 
 // Cache is a two-tier chunk cache. It is safe for concurrent use.
 type Cache struct {
 	cfg  Config
 	mem  *lru
 	disk *disk
-	sf   singleflight.Group
+	sem  chan struct{} // GET slots
 	m    *metrics
+
+	root   context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	inflight map[string][]*slot // chunk key -> loads in flight
+	loads    sync.WaitGroup
 }
 
-// New opens the cache; with a disk tier it scans DiskDir.
+// New opens the cache; with a disk tier it scans DiskDir. Close stops its
+// loads.
 func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -65,7 +94,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg)}
+	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
+		inflight: map[string][]*slot{}}
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
 		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes)
 		if err != nil {
@@ -73,7 +103,14 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		}
 		c.disk = d
 	}
+	c.root, c.cancel = context.WithCancel(context.Background())
 	return c, nil
+}
+
+// Close cancels the loads in flight and waits for them to end.
+func (c *Cache) Close() {
+	c.cancel()
+	c.loads.Wait()
 }
 
 // ChunkBytes returns the chunk size.
@@ -81,131 +118,274 @@ func (c *Cache) ChunkBytes() int64 { return c.cfg.ChunkBytes }
 
 func key(object string, index int64) string { return object + "\x00" + strconv.FormatInt(index, 10) }
 
-// Get returns chunk index of object from memory, then disk, then load
-// (once for all concurrent callers of the same chunk), filling the tiers it
-// missed. The returned slice must not be modified.
-func (c *Cache) Get(ctx context.Context, object string, index int64, load Loader) ([]byte, error) {
-	k := key(object, index)
-	if v, ok := c.mem.get(k); ok {
-		c.m.hits.WithLabelValues("memory").Inc()
-		return v, nil
+// chunkLen is the length of chunk i of an object of size bytes.
+func (c *Cache) chunkLen(size, i int64) int64 {
+	return min(c.cfg.ChunkBytes, size-i*c.cfg.ChunkBytes)
+}
+
+// View returns bytes [off, off+n) of obj, waiting until ctx ends for the
+// loads it needs. Within one chunk the result shares the cached bytes
+// (read-only); across chunks it is a copy. Errors: ctx's error, a load's
+// error (the next View tries again), or a range outside the object.
+//
+// A chunk not cached is loaded from the first byte needed to the chunk's
+// end (a suffix), and a reader waits only for the bytes it needs, so a
+// cold read costs about one GET of its own bytes; a later read of the
+// chunk's earlier bytes loads the whole chunk.
+func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > obj.Size {
+		return nil, fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
 	}
-	v, err, _ := c.sf.Do(k, func() (any, error) {
-		if v, ok := c.mem.get(k); ok { // filled while we waited
-			return v, nil
-		}
-		if c.disk != nil {
-			if v, ok := c.disk.get(k); ok {
-				c.m.hits.WithLabelValues("disk").Inc()
-				c.mem.put(k, v)
-				return v, nil
-			}
-		}
-		c.m.misses.Inc()
-		v, err := load(ctx)
+	if n == 0 {
+		return nil, nil
+	}
+	cb := c.cfg.ChunkBytes
+	first, last := off/cb, (off+n-1)/cb
+	if first == last {
+		return c.viewChunk(ctx, obj, first, off-first*cb, off-first*cb+n)
+	}
+	out := make([]byte, 0, n)
+	for i := first; i <= last; i++ {
+		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
+		v, err := c.viewChunk(ctx, obj, i, a, b)
 		if err != nil {
 			return nil, err
 		}
-		c.m.loadedBytes.Add(float64(len(v)))
-		c.mem.put(k, v)
-		if c.disk != nil {
-			if err := c.disk.put(k, v); err != nil {
-				c.m.diskErrors.Inc() // the chunk is served anyway
-			}
-		}
-		return v, nil
-	})
+		out = append(out, v...)
+	}
+	return out, nil
+}
+
+// viewChunk returns chunk-relative bytes [a, b) of chunk i.
+func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byte, error) {
+	k := key(obj.Key, i)
+	if s, ok := c.mem.get(k); ok && s.from <= a {
+		c.m.hits.WithLabelValues("memory").Inc()
+		return s.buf[a-s.from : b-s.from], nil
+	}
+	s, hit, err := c.find(obj, i, k, a, false)
 	if err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
-}
-
-// Contains reports whether a chunk is cached in memory or on disk, without
-// loading it (prefetch uses it to skip work).
-func (c *Cache) Contains(object string, index int64) bool {
-	k := key(object, index)
-	if _, ok := c.mem.peek(k); ok {
-		return true
+	if hit != "" {
+		c.m.hits.WithLabelValues(hit).Inc()
 	}
-	return c.disk != nil && c.disk.has(k)
+	return s.wait(ctx, a, b)
 }
 
-// lru is an in-memory LRU of byte slices within a byte budget.
-type lru struct {
-	mu     sync.Mutex
-	budget int64
-	size   int64
-	ll     *list.List
-	items  map[string]*list.Element
-}
-
-type entry struct {
-	key string
-	val []byte
-}
-
-func newLRU(budget int64) *lru {
-	return &lru{budget: budget, ll: list.New(), items: map[string]*list.Element{}}
-}
-
-func (l *lru) get(k string) ([]byte, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[k]; ok {
-		l.ll.MoveToFront(e)
-		return e.Value.(*entry).val, true
+// find returns a slot holding (or loading) chunk-relative bytes from a:
+// cached on disk, in flight, or a new load. With prefetch it never waits
+// for a GET slot and returns nil when none is free. hit names the tier
+// that had the chunk ("" for a new load).
+func (c *Cache) find(obj Object, i int64, k string, a int64, prefetch bool) (s *slot, hit string, err error) {
+	s, hit, partial := c.lookup(k, a)
+	if s != nil {
+		return s, hit, nil
 	}
-	return nil, false
-}
-
-func (l *lru) peek(k string) ([]byte, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[k]; ok {
-		return e.Value.(*entry).val, true
+	if c.disk != nil { // read outside the lock: a disk read takes a while
+		if from, data, ok := c.disk.get(k); ok {
+			if from <= a {
+				s := doneSlot(from, data)
+				c.mem.put(k, s)
+				return s, "disk", nil
+			}
+			partial = true
+		}
 	}
-	return nil, false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, hit, p := c.lookupLocked(k, a)
+	if s != nil {
+		return s, hit, nil
+	}
+	if partial || p {
+		a = 0 // a second load of this chunk loads all of it
+	}
+	if prefetch {
+		select {
+		case c.sem <- struct{}{}:
+		default:
+			c.m.prefetchSkipped.Inc()
+			return nil, "", nil
+		}
+	}
+	s = &slot{from: a, wake: make(chan struct{})}
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
+	c.loads.Add(1)
+	go c.load(obj, i, k, s, prefetch)
+	return s, "", nil
 }
 
-func (l *lru) put(k string, v []byte) {
-	if int64(len(v)) > l.budget {
+func (c *Cache) lookup(k string, a int64) (*slot, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lookupLocked(k, a)
+}
+
+// lookupLocked finds a load in flight or a memory entry that holds bytes
+// from a (caller holds mu); partial says some part of the chunk is held
+// or loading, just not from a.
+func (c *Cache) lookupLocked(k string, a int64) (s *slot, hit string, partial bool) {
+	for _, s := range c.inflight[k] {
+		if s.from <= a {
+			return s, "inflight", false
+		}
+	}
+	if s, ok := c.mem.peek(k); ok { // filled since the first look
+		if s.from <= a {
+			return s, "memory", false
+		}
+		return nil, "", true
+	}
+	return nil, "", len(c.inflight[k]) > 0
+}
+
+// Touch starts the loads that View(obj, off, n) would, without waiting
+// for them, so that the chunks of a range load in parallel.
+func (c *Cache) Touch(obj Object, off, n int64) {
+	if off < 0 || n <= 0 || off+n > obj.Size {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.items[k]; ok {
-		l.size -= int64(len(e.Value.(*entry).val))
-		e.Value.(*entry).val = v
-		l.size += int64(len(v))
-		l.ll.MoveToFront(e)
+	cb := c.cfg.ChunkBytes
+	for i := off / cb; i <= (off+n-1)/cb; i++ {
+		a := max(off-i*cb, 0)
+		k := key(obj.Key, i)
+		if s, ok := c.mem.peek(k); ok && s.from <= a {
+			continue
+		}
+		c.find(obj, i, k, a, false)
+	}
+}
+
+// Prefetch starts loading chunk i of obj whole unless it is cached or in
+// flight, or all GET slots are busy (prefetch never waits for one). It
+// reports whether it started a load.
+func (c *Cache) Prefetch(obj Object, i int64) bool {
+	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
+		return false
+	}
+	k := key(obj.Key, i)
+	if _, ok := c.mem.peek(k); ok {
+		return false // whole, or the part a sequential reader needs
+	}
+	if s, _, partial := c.lookup(k, 0); s != nil || partial {
+		return false
+	}
+	s, hit, _ := c.find(obj, i, k, 0, true)
+	if s == nil || hit != "" {
+		return false
+	}
+	c.m.prefetches.Inc()
+	return true
+}
+
+// load fills s from the store: it takes a GET slot (already held by a
+// prefetch), reads the chunk's bytes from s.from to its end, wakes waiters
+// as bytes arrive, then moves the chunk into the tiers.
+func (c *Cache) load(obj Object, i int64, k string, s *slot, haveSlot bool) {
+	defer c.loads.Done()
+	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
+	defer cancel()
+	if !haveSlot {
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			c.finish(k, s, fmt.Errorf("cache: waiting for a GET slot for %s chunk %d: %w", obj.Key, i, ctx.Err()))
+			return
+		}
+	}
+	err := c.fill(ctx, obj, i, s)
+	<-c.sem
+	c.finish(k, s, err)
+	if err != nil {
+		return
+	}
+	c.m.loadedBytes.Add(float64(len(s.buf)))
+	if c.disk != nil {
+		if err := c.disk.put(k, s.from, s.buf); err != nil {
+			c.m.diskErrors.Inc() // the chunk is served anyway
+		}
+	}
+}
+
+func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err error) {
+	defer func() {
+		if r := recover(); r != nil { // a bucket client bug must not take the daemon down
+			err = fmt.Errorf("cache: load of %s chunk %d panicked: %v", obj.Key, i, r)
+		}
+	}()
+	start := i*c.cfg.ChunkBytes + s.from
+	end := i*c.cfg.ChunkBytes + c.chunkLen(obj.Size, i)
+	rc, err := obj.Open(ctx, start, end)
+	if err != nil {
+		return fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
+	}
+	defer rc.Close()
+	buf := make([]byte, end-start)
+	s.mu.Lock()
+	s.buf = buf
+	s.mu.Unlock()
+	const step = 256 << 10
+	var n int
+	for n < len(buf) {
+		m, err := io.ReadAtLeast(rc, buf[n:min(n+step, len(buf))], 1)
+		n += m
+		if n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
+			s.progress(n)
+		}
+		if err != nil && n < len(buf) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("cache: read %s bytes %d-%d: got %d: %w", obj.Key, start, end, n, err)
+		}
+	}
+	return nil
+}
+
+// finish ends a load: the slot leaves the in-flight set and, when whole,
+// enters the memory tier; waiters wake.
+func (c *Cache) finish(k string, s *slot, err error) {
+	c.mu.Lock()
+	list := c.inflight[k]
+	for j, x := range list {
+		if x == s {
+			list = append(list[:j:j], list[j+1:]...)
+			break
+		}
+	}
+	if len(list) == 0 {
+		delete(c.inflight, k)
 	} else {
-		l.items[k] = l.ll.PushFront(&entry{key: k, val: v})
-		l.size += int64(len(v))
+		c.inflight[k] = list
 	}
-	for l.size > l.budget {
-		last := l.ll.Back()
-		e := last.Value.(*entry)
-		l.ll.Remove(last)
-		delete(l.items, e.key)
-		l.size -= int64(len(e.val))
+	if err == nil {
+		if old, ok := c.mem.peek(k); !ok || old.from >= s.from {
+			c.mem.put(k, s)
+		}
 	}
+	c.mu.Unlock()
+	s.end(err)
 }
 
 type metrics struct {
-	hits                            *prometheus.CounterVec
-	misses, loadedBytes, diskErrors prometheus.Counter
+	hits                                                         *prometheus.CounterVec
+	misses, loadedBytes, diskErrors, prefetches, prefetchSkipped prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
 	m := &metrics{
-		hits:        f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_hits_total", Help: "Chunk reads served from the cache, by tier."}, []string{"tier"}),
-		misses:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_misses_total", Help: "Chunk reads that loaded from the object store."}),
-		loadedBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_loaded_bytes_total", Help: "Bytes loaded from the object store into the cache."}),
-		diskErrors:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_disk_errors_total", Help: "Chunks that could not be written to the disk tier."}),
+		hits:            f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_hits_total", Help: "Chunk reads served without a new GET, by tier (memory, disk, or a load already in flight)."}, []string{"tier"}),
+		misses:          f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_misses_total", Help: "Chunk reads and prefetches that started a load from the object store."}),
+		loadedBytes:     f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_loaded_bytes_total", Help: "Bytes loaded from the object store into the cache."}),
+		diskErrors:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_disk_errors_total", Help: "Chunks that could not be written to the disk tier."}),
+		prefetches:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetches_total", Help: "Chunk loads started by prefetch."}),
+		prefetchSkipped: f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetch_skipped_total", Help: "Prefetches not started because every GET slot was busy."}),
 	}
-	m.hits.WithLabelValues("memory")
-	m.hits.WithLabelValues("disk")
+	for _, t := range []string{"memory", "disk", "inflight"} {
+		m.hits.WithLabelValues(t)
+	}
 	return m
 }

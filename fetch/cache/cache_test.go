@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,112 +14,271 @@ import (
 	"time"
 )
 
-func chunk(i int64, n int) []byte { return bytes.Repeat([]byte{byte(i)}, n) }
+// store is an object of known bytes that counts its GETs. A gate, when
+// set, holds every body after its first gateAt bytes until closed.
+type store struct {
+	data   []byte
+	gets   atomic.Int32
+	bytes  atomic.Int64
+	fail   atomic.Bool
+	gate   chan struct{}
+	gateAt int
+}
 
-func TestMemoryLRU(t *testing.T) {
-	c, err := New(Config{ChunkBytes: 4096, MemoryBytes: 3 * 4096}, nil)
+func newStore(n int) *store {
+	s := &store{data: make([]byte, n)}
+	for i := range s.data {
+		s.data[i] = byte(i*7 + i/4096)
+	}
+	return s
+}
+
+func (s *store) object(key string) Object {
+	return Object{Key: key, Size: int64(len(s.data)), Open: s.open}
+}
+
+type gatedReader struct {
+	r      io.Reader
+	n      int
+	gate   chan struct{}
+	gateAt int
+}
+
+func (g *gatedReader) Read(p []byte) (int, error) {
+	if g.gate != nil && g.n >= g.gateAt {
+		<-g.gate
+		g.gate = nil
+	}
+	if g.gate != nil && g.n+len(p) > g.gateAt {
+		p = p[:g.gateAt-g.n]
+	}
+	n, err := g.r.Read(p)
+	g.n += n
+	return n, err
+}
+
+func (s *store) open(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+	s.gets.Add(1)
+	if s.fail.Load() {
+		return nil, errors.New("503 SlowDown")
+	}
+	s.bytes.Add(end - start)
+	return io.NopCloser(&gatedReader{r: bytes.NewReader(s.data[start:end]), gate: s.gate, gateAt: s.gateAt}), nil
+}
+
+func view(t *testing.T, c *Cache, o Object, s *store, off, n int64) {
+	t.Helper()
+	v, err := c.View(context.Background(), o, off, n)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("view %d+%d: %v", off, n, err)
 	}
-	loads := 0
-	get := func(i int64) {
-		v, err := c.Get(context.Background(), "obj", i, func(context.Context) ([]byte, error) { loads++; return chunk(i, 4096), nil })
-		if err != nil || !bytes.Equal(v, chunk(i, 4096)) {
-			t.Fatalf("chunk %d: %v", i, err)
-		}
-	}
-	for _, i := range []int64{0, 1, 2, 0, 1, 2} {
-		get(i)
-	}
-	if loads != 3 {
-		t.Fatalf("%d loads for 3 chunks within budget", loads)
-	}
-	get(3) // evicts chunk 0, the least recently used
-	get(1)
-	get(0)
-	if loads != 5 {
-		t.Fatalf("%d loads, want chunk 0 reloaded after eviction", loads)
+	if !bytes.Equal(v, s.data[off:off+n]) {
+		t.Fatalf("view %d+%d: wrong bytes", off, n)
 	}
 }
 
-// Concurrent misses for one chunk make one load.
+func TestMemoryLRU(t *testing.T) {
+	s := newStore(10 * 4096)
+	o := s.object("obj")
+	c, err := New(Config{ChunkBytes: 4096, MemoryBytes: 3 * 4096, MaxInflightGets: 2, LoadTimeout: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int64{0, 1, 2, 0, 1, 2} {
+		view(t, c, o, s, i*4096, 4096)
+	}
+	if n := s.gets.Load(); n != 3 {
+		t.Fatalf("%d GETs for 3 chunks within budget", n)
+	}
+	view(t, c, o, s, 3*4096, 100) // evicts chunk 0, the least recently used
+	c.loads.Wait()
+	view(t, c, o, s, 4096, 10)
+	view(t, c, o, s, 0, 10)
+	if n := s.gets.Load(); n != 5 {
+		t.Fatalf("%d GETs, want chunk 0 loaded again after eviction", n)
+	}
+	// A range across three chunks is one copy of the right bytes.
+	view(t, c, o, s, 4096-5, 2*4096+10)
+	// Out of range.
+	if _, err := c.View(context.Background(), o, int64(len(s.data))-1, 2); err == nil {
+		t.Fatal("view past the object's end: no error")
+	}
+}
+
+// A cold read loads the chunk from the first byte it needs (one GET of
+// about its own bytes); reading earlier bytes of that chunk then loads the
+// whole chunk once, and after that nothing is loaded again.
+func TestSuffixLoad(t *testing.T) {
+	s := newStore(3 * 4096)
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: time.Second}, nil)
+	view(t, c, o, s, 4096+3000, 500)
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 1 || b != 4096-3000 {
+		t.Fatalf("cold read: %d GETs of %d bytes, want 1 of %d", g, b, 4096-3000)
+	}
+	view(t, c, o, s, 4096+3500, 596) // within the suffix: a hit
+	view(t, c, o, s, 4096+100, 10)   // before it: the whole chunk
+	view(t, c, o, s, 4096, 4096)
+	view(t, c, o, s, 4096+3000, 100)
+	if g := s.gets.Load(); g != 2 {
+		t.Fatalf("%d GETs, want 2", g)
+	}
+}
+
+// A reader waits only for its own bytes: it returns while the rest of the
+// chunk is still arriving, and later readers join that load.
+func TestProgressiveLoad(t *testing.T) {
+	s := newStore(4 << 20)
+	s.gate, s.gateAt = make(chan struct{}), 300<<10
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 1 << 20, MemoryBytes: 8 << 20, MaxInflightGets: 2, LoadTimeout: 5 * time.Second}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	v, err := c.View(ctx, o, 0, 100<<10) // arrives before the gate
+	if err != nil || !bytes.Equal(v, s.data[:100<<10]) {
+		t.Fatalf("first bytes while the body is held: %v", err)
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelShort()
+	if _, err := c.View(short, o, 500<<10, 10); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("bytes past the gate: %v, want the reader's deadline", err)
+	}
+	close(s.gate) // the load went on without the reader that gave up
+	view(t, c, o, s, 500<<10, 10<<10)
+	if g := s.gets.Load(); g != 1 {
+		t.Fatalf("%d GETs, want 1", g)
+	}
+}
+
+// Concurrent misses for one chunk make one GET; a failed load is not
+// cached and the next read tries again.
 func TestSingleFlight(t *testing.T) {
-	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20}, nil)
-	var loads atomic.Int32
-	release := make(chan struct{})
+	s := newStore(4 * 4096)
+	s.gate, s.gateAt = make(chan struct{}), 0
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 4, LoadTimeout: 5 * time.Second}, nil)
 	var wg sync.WaitGroup
 	for g := 0; g < 32; g++ {
 		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			off := int64(2*4096 + g*10)
+			v, err := c.View(context.Background(), o, off, 50)
+			if err != nil || !bytes.Equal(v, s.data[off:off+50]) {
+				t.Errorf("reader %d: %v", g, err)
+			}
+		}(g)
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(s.gate)
+	wg.Wait()
+	// Readers that came first at offset 2*4096 share one load; one that
+	// was first at a later offset may start a second (a suffix) load.
+	if g := s.gets.Load(); g > 2 {
+		t.Fatalf("%d GETs for 32 concurrent misses of one chunk", g)
+	}
+	s.gate = nil
+	s.fail.Store(true)
+	if _, err := c.View(context.Background(), o, 0, 10); err == nil {
+		t.Fatal("failed GET: no error")
+	}
+	s.fail.Store(false)
+	view(t, c, o, s, 0, 10)
+}
+
+// Exactly one GET when all readers ask for the same bytes at once.
+func TestSingleFlightExact(t *testing.T) {
+	s := newStore(4096)
+	s.gate, s.gateAt = make(chan struct{}), 0
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 4, LoadTimeout: 5 * time.Second}, nil)
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			v, err := c.Get(context.Background(), "obj", 7, func(context.Context) ([]byte, error) {
-				loads.Add(1)
-				<-release
-				return chunk(7, 100), nil
-			})
-			if err != nil || len(v) != 100 {
-				t.Errorf("get: %v", err)
+			if _, err := c.View(context.Background(), o, 100, 3000); err != nil {
+				t.Error(err)
 			}
 		}()
 	}
 	time.Sleep(50 * time.Millisecond)
-	close(release)
+	close(s.gate)
 	wg.Wait()
-	if n := loads.Load(); n != 1 {
-		t.Fatalf("%d loads for concurrent misses of one chunk", n)
-	}
-	// A failed load is not cached.
-	_, err := c.Get(context.Background(), "obj", 8, func(context.Context) ([]byte, error) { return nil, errors.New("503") })
-	if err == nil || c.Contains("obj", 8) {
-		t.Fatalf("failed load: %v", err)
+	if g := s.gets.Load(); g != 1 {
+		t.Fatalf("%d GETs, want 1", g)
 	}
 }
 
-// The disk tier survives a restart; a corrupt or truncated file is
-// detected, deleted and loaded again; the budget holds.
+// Prefetch loads whole chunks, skips what is cached or loading, and never
+// takes more GET slots than there are.
+func TestPrefetch(t *testing.T) {
+	s := newStore(8 * 4096)
+	s.gate, s.gateAt = make(chan struct{}), 0
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: 5 * time.Second}, nil)
+	started := 0
+	for i := int64(0); i < 8; i++ {
+		if c.Prefetch(o, i) {
+			started++
+		}
+	}
+	if started != 2 {
+		t.Fatalf("%d prefetches started with 2 GET slots", started)
+	}
+	if c.Prefetch(o, 0) || c.Prefetch(o, 8) || c.Prefetch(o, -1) {
+		t.Fatal("prefetch of a chunk in flight or outside the object started")
+	}
+	close(s.gate)
+	view(t, c, o, s, 0, 2*4096) // served by the prefetched chunks
+	if g := s.gets.Load(); g != 2 {
+		t.Fatalf("%d GETs, want the 2 prefetches only", g)
+	}
+	if c.Prefetch(o, 1) {
+		t.Fatal("prefetch of a cached chunk started")
+	}
+}
+
+// The disk tier survives a restart, suffixes included; a corrupt or
+// truncated file is detected, deleted and loaded again; the budget holds.
 func TestDiskTier(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{ChunkBytes: 4096, MemoryBytes: 0, DiskDir: dir, DiskBytes: 3 * (4096 + headerLen)}
+	s := newStore(8 * 4096)
+	o := s.object("obj")
+	cfg := Config{ChunkBytes: 4096, MemoryBytes: 0, DiskDir: dir, DiskBytes: 3 * (4096 + headerLen), MaxInflightGets: 2, LoadTimeout: time.Second}
 	c, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	loads := 0
-	load := func(i int64) Loader {
-		return func(context.Context) ([]byte, error) { loads++; return chunk(i, 4096), nil }
-	}
 	for i := int64(0); i < 3; i++ {
-		c.Get(context.Background(), "obj", i, load(i))
+		view(t, c, o, s, i*4096, 4096)
 	}
+	c.Close()
 	c, err = New(cfg, nil) // restart: the files are found
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := int64(0); i < 3; i++ {
-		if v, err := c.Get(context.Background(), "obj", i, load(i)); err != nil || !bytes.Equal(v, chunk(i, 4096)) {
-			t.Fatalf("chunk %d after restart: %v", i, err)
-		}
+		view(t, c, o, s, i*4096+7, 4000)
 	}
-	if loads != 3 {
-		t.Fatalf("%d loads, want the disk tier to serve after restart", loads)
+	if g := s.gets.Load(); g != 3 {
+		t.Fatalf("%d GETs, want the disk tier to serve after restart", g)
 	}
-	// Damage: flip a byte in one file, truncate another.
-	p1 := c.disk.path(hashName(key("obj", 1)))
-	raw, _ := os.ReadFile(p1)
-	raw[headerLen+10] ^= 1
-	os.WriteFile(p1, raw, 0o644)
-	p2 := c.disk.path(hashName(key("obj", 2)))
-	os.Truncate(p2, 100)
-	for _, i := range []int64{1, 2} {
-		if v, err := c.Get(context.Background(), "obj", i, load(i)); err != nil || !bytes.Equal(v, chunk(i, 4096)) {
-			t.Fatalf("damaged chunk %d: %v", i, err)
-		}
+	// Damage: flip a data byte in one file, the offset field in another,
+	// truncate a third.
+	damage := func(i int64, f func(p string)) { f(c.disk.path(hashName(key("obj", i)))) }
+	damage(0, func(p string) { raw, _ := os.ReadFile(p); raw[headerLen+10] ^= 1; os.WriteFile(p, raw, 0o644) })
+	damage(1, func(p string) { raw, _ := os.ReadFile(p); raw[7] ^= 1; os.WriteFile(p, raw, 0o644) })
+	damage(2, func(p string) { os.Truncate(p, 100) })
+	for i := int64(0); i < 3; i++ {
+		view(t, c, o, s, i*4096, 4096)
 	}
-	if loads != 5 {
-		t.Fatalf("%d loads, want the two damaged chunks loaded again", loads)
+	if g := s.gets.Load(); g != 6 {
+		t.Fatalf("%d GETs, want the three damaged chunks loaded again", g)
 	}
 	// Budget: a 4th chunk evicts the least recently used file.
-	c.Get(context.Background(), "obj", 3, load(3))
+	view(t, c, o, s, 3*4096, 10)
+	c.loads.Wait() // the disk write follows the readers
 	files, _ := filepath.Glob(filepath.Join(dir, "*", "*"))
 	if len(files) != 3 {
 		t.Fatalf("%d files on disk, budget is 3", len(files))
@@ -132,20 +293,42 @@ func TestDiskTier(t *testing.T) {
 	}
 }
 
+// A body cut short is an error for a reader of its missing bytes, not a
+// short chunk, and is not cached.
+func TestTruncatedBody(t *testing.T) {
+	s := newStore(4096)
+	o := s.object("obj")
+	o.Open = func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+		s.gets.Add(1)
+		return io.NopCloser(bytes.NewReader(s.data[start : end-1])), nil
+	}
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 1, LoadTimeout: time.Second}, nil)
+	for i := 0; i < 2; i++ {
+		if _, err := c.View(context.Background(), o, 0, 4096); !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("short body: %v", err)
+		}
+	}
+	if g := s.gets.Load(); g != 2 {
+		t.Fatalf("%d GETs, want the short chunk not cached", g)
+	}
+}
+
 // Eviction and reload of the same chunks under concurrent readers: no
 // error, no wrong bytes (files deleted under a reader stay readable).
 func TestChurn(t *testing.T) {
-	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 4096, DiskDir: t.TempDir(), DiskBytes: 2 * (4096 + headerLen)}, nil)
+	s := newStore(5 * 4096)
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 4096, DiskDir: t.TempDir(), DiskBytes: 2 * (4096 + headerLen), MaxInflightGets: 3, LoadTimeout: 5 * time.Second}, nil)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
 			for i := 0; i < 1250; i++ {
-				idx := int64((g + i) % 5)
-				v, err := c.Get(context.Background(), "obj", idx, func(context.Context) ([]byte, error) { return chunk(idx, 4096), nil })
-				if err != nil || !bytes.Equal(v, chunk(idx, 4096)) {
-					t.Errorf("chunk %d: %v", idx, err)
+				off := int64((g*131 + i*977) % (5*4096 - 100))
+				v, err := c.View(context.Background(), o, off, 100)
+				if err != nil || !bytes.Equal(v, s.data[off:off+100]) {
+					t.Errorf("view %d: %v", off, err)
 					return
 				}
 			}
@@ -154,12 +337,49 @@ func TestChurn(t *testing.T) {
 	wg.Wait()
 }
 
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := Config{ChunkBytes: 100, MemoryBytes: -1, MaxInflightGets: 0}
+	err := bad.Validate()
+	for _, want := range []string{"chunk.bytes", "negative", "inflight", "timeout"} {
+		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
+			t.Fatalf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}
+
+// The hit path: one chunk in memory, a 1 MiB view of it.
 func BenchmarkMemoryHit(b *testing.B) {
-	c, _ := New(Config{ChunkBytes: 4 << 20, MemoryBytes: 64 << 20}, nil)
-	load := func(context.Context) ([]byte, error) { return make([]byte, 4<<20), nil }
-	c.Get(context.Background(), "obj", 0, load)
+	s := newStore(4 << 20)
+	o := s.object("segment-0000")
+	c, _ := New(DefaultConfig(), nil)
+	if _, err := c.View(context.Background(), o, 0, 4<<20); err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
+	b.SetBytes(1 << 20)
 	for i := 0; i < b.N; i++ {
-		c.Get(context.Background(), "obj", 0, load)
+		if _, err := c.View(context.Background(), o, 1<<20, 1<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCrossChunkHit copies a view that spans two cached chunks.
+func BenchmarkCrossChunkHit(b *testing.B) {
+	s := newStore(8 << 20)
+	o := s.object("segment-0001")
+	c, _ := New(DefaultConfig(), nil)
+	if _, err := c.View(context.Background(), o, 0, 8<<20); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.SetBytes(1 << 20)
+	for i := 0; i < b.N; i++ {
+		if _, err := c.View(context.Background(), o, 4<<20-(512<<10), 1<<20); err != nil {
+			b.Fatal(fmt.Sprint(err))
+		}
 	}
 }

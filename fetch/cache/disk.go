@@ -18,12 +18,12 @@ import (
 )
 
 var (
-	diskMagic  = []byte("TDC1")
+	diskMagic  = []byte("TDC2")
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
 const (
-	headerLen = 12
+	headerLen = 16
 	tmpSuffix = ".tmp"
 )
 
@@ -115,15 +115,9 @@ func (d *disk) evict() {
 	}
 }
 
-func (d *disk) has(k string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	_, ok := d.items[hashName(k)]
-	return ok
-}
-
-// get reads and verifies a chunk file; a bad file is deleted (miss).
-func (d *disk) get(k string) ([]byte, bool) {
+// get reads and verifies a chunk file: the chunk-relative offset of its
+// first byte and the bytes. A bad file is deleted (miss).
+func (d *disk) get(k string) (int64, []byte, bool) {
 	name := hashName(k)
 	d.mu.Lock()
 	e, ok := d.items[name]
@@ -132,16 +126,16 @@ func (d *disk) get(k string) ([]byte, bool) {
 	}
 	d.mu.Unlock()
 	if !ok {
-		return nil, false
+		return 0, nil, false
 	}
 	raw, err := os.ReadFile(d.path(name))
 	if err == nil {
-		if data, ok := decode(raw); ok {
-			return data, true
+		if from, data, ok := decode(raw); ok {
+			return from, data, true
 		}
 	}
 	d.drop(name)
-	return nil, false
+	return 0, nil, false
 }
 
 func (d *disk) drop(name string) {
@@ -155,20 +149,28 @@ func (d *disk) drop(name string) {
 	os.Remove(d.path(name))
 }
 
-func decode(raw []byte) ([]byte, bool) {
-	if len(raw) < headerLen || !bytes.Equal(raw[:4], diskMagic) {
-		return nil, false
-	}
-	n := binary.BigEndian.Uint32(raw[4:])
-	data := raw[headerLen:]
-	if int64(n) != int64(len(data)) || crc32.Checksum(data, castagnoli) != binary.BigEndian.Uint32(raw[8:]) {
-		return nil, false
-	}
-	return data, true
+func checksum(from uint32, data []byte) uint32 {
+	var f [4]byte
+	binary.BigEndian.PutUint32(f[:], from)
+	return crc32.Update(crc32.Checksum(f[:], castagnoli), castagnoli, data)
 }
 
-// put writes a chunk file atomically (temporary file, fsync, rename).
-func (d *disk) put(k string, data []byte) error {
+func decode(raw []byte) (int64, []byte, bool) {
+	if len(raw) < headerLen || !bytes.Equal(raw[:4], diskMagic) {
+		return 0, nil, false
+	}
+	from := binary.BigEndian.Uint32(raw[4:])
+	n := binary.BigEndian.Uint32(raw[8:])
+	data := raw[headerLen:]
+	if int64(n) != int64(len(data)) || checksum(from, data) != binary.BigEndian.Uint32(raw[12:]) {
+		return 0, nil, false
+	}
+	return int64(from), data, true
+}
+
+// put writes a chunk file atomically (temporary file, fsync, rename): the
+// chunk's bytes from chunk-relative offset from.
+func (d *disk) put(k string, from int64, data []byte) error {
 	if int64(len(data)+headerLen) > d.budget {
 		return nil
 	}
@@ -183,8 +185,9 @@ func (d *disk) put(k string, data []byte) error {
 	}
 	var hdr [headerLen]byte
 	copy(hdr[:], diskMagic)
-	binary.BigEndian.PutUint32(hdr[4:], uint32(len(data)))
-	binary.BigEndian.PutUint32(hdr[8:], crc32.Checksum(data, castagnoli))
+	binary.BigEndian.PutUint32(hdr[4:], uint32(from))
+	binary.BigEndian.PutUint32(hdr[8:], uint32(len(data)))
+	binary.BigEndian.PutUint32(hdr[12:], checksum(uint32(from), data))
 	_, err = f.Write(hdr[:])
 	if err == nil {
 		_, err = f.Write(data)

@@ -9,14 +9,23 @@
 // covering its range; concurrent misses for the same chunk share one load
 // (single flight).
 //
+// A chunk first read in its middle is loaded from that byte to the chunk's
+// end (a suffix), so that a cold random read costs about one GET of its
+// own bytes; a later read of the chunk's earlier bytes loads it whole. A
+// load fills its buffer as the body arrives and a reader returns as soon
+// as its bytes are in. Loads run on their own, not under the request that
+// started them, at most MaxInflightGets at once (prefetch takes only a free
+// slot, never waits for one).
+//
 // # Disk format
 //
 // One file per chunk, <dir>/<first 2 hex of the key hash>/<key hash>, where
 // the key hash is the SHA-256 of "<object key>\x00<chunk index>" in hex:
 //
-//	magic   4 bytes  "TDC1"
+//	magic   4 bytes  "TDC2"
+//	from    uint32   big-endian, chunk-relative offset of data[0]
 //	length  uint32   big-endian, bytes of data
-//	crc     uint32   big-endian, CRC-32C of data
+//	crc     uint32   big-endian, CRC-32C of from (4 bytes) then data
 //	data    length bytes
 //
 // Files are written to a temporary name, fsynced and renamed into place. A

@@ -1,0 +1,134 @@
+package cache
+
+import (
+	"container/list"
+	"context"
+	"sync"
+)
+
+// slot holds a chunk's bytes from chunk-relative offset from to the chunk's
+// end: loaded (done) or still arriving. Bytes below n never change once
+// written, so readers may keep slices of them.
+type slot struct {
+	from int64
+
+	mu   sync.Mutex
+	buf  []byte // len: the whole suffix; filled up to n
+	n    int
+	done bool
+	err  error
+	wake chan struct{} // closed, and replaced, whenever n or done changes
+}
+
+func doneSlot(from int64, data []byte) *slot {
+	return &slot{from: from, buf: data, n: len(data), done: true}
+}
+
+// progress records n bytes filled and wakes waiters.
+func (s *slot) progress(n int) {
+	s.mu.Lock()
+	s.n = n
+	close(s.wake)
+	s.wake = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// end marks the load finished (err nil: every byte is in) and wakes
+// waiters.
+func (s *slot) end(err error) {
+	s.mu.Lock()
+	s.done, s.err = true, err
+	if err == nil {
+		s.n = len(s.buf)
+	}
+	close(s.wake)
+	s.wake = nil
+	s.mu.Unlock()
+}
+
+// wait returns chunk-relative bytes [a, b) once they have arrived.
+func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
+	for {
+		s.mu.Lock()
+		if int64(s.n) >= b-s.from {
+			v := s.buf[a-s.from : b-s.from]
+			s.mu.Unlock()
+			return v, nil
+		}
+		if s.done {
+			err := s.err
+			s.mu.Unlock()
+			return nil, err
+		}
+		w := s.wake
+		s.mu.Unlock()
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// lru is the memory tier: whole loaded slots, LRU within a byte budget.
+type lru struct {
+	mu     sync.Mutex
+	budget int64
+	size   int64
+	ll     *list.List
+	items  map[string]*list.Element
+}
+
+type entry struct {
+	key string
+	s   *slot
+}
+
+func newLRU(budget int64) *lru {
+	return &lru{budget: budget, ll: list.New(), items: map[string]*list.Element{}}
+}
+
+func (l *lru) get(k string) (*slot, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.items[k]; ok {
+		l.ll.MoveToFront(e)
+		return e.Value.(*entry).s, true
+	}
+	return nil, false
+}
+
+func (l *lru) peek(k string) (*slot, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.items[k]; ok {
+		return e.Value.(*entry).s, true
+	}
+	return nil, false
+}
+
+// put adds or replaces an entry, evicting the least recently used ones
+// over budget. A slot larger than the budget is not kept.
+func (l *lru) put(k string, s *slot) {
+	size := int64(len(s.buf))
+	if size > l.budget {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if e, ok := l.items[k]; ok {
+		l.size -= int64(len(e.Value.(*entry).s.buf))
+		e.Value.(*entry).s = s
+		l.ll.MoveToFront(e)
+	} else {
+		l.items[k] = l.ll.PushFront(&entry{key: k, s: s})
+	}
+	l.size += size
+	for l.size > l.budget {
+		last := l.ll.Back()
+		e := last.Value.(*entry)
+		l.ll.Remove(last)
+		delete(l.items, e.key)
+		l.size -= int64(len(e.s.buf))
+	}
+}

@@ -1,0 +1,178 @@
+package fetch
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/proto/tierdpb"
+)
+
+func checkFetch(t *testing.T, e *env, off int64, maxBytes int32) *tierdpb.FetchResponse {
+	t.Helper()
+	resp, err := e.fetch(off, maxBytes)
+	if err != nil {
+		t.Fatalf("fetch %d: %v", off, err)
+	}
+	bs := batches(t, resp.Records)
+	recs, err := batch.Records(resp.Records[:bs[0].Size], nil)
+	if err != nil || len(recs) == 0 || recs[0].Offset != off || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{byte(off)}, 5000)) {
+		t.Fatalf("fetch %d: wrong records (%v)", off, err)
+	}
+	return resp
+}
+
+// A fetch whose chunk and index are cached makes no GET at all, and a
+// timestamp lookup after it loads only the time index.
+func TestCachedFetchMakesNoGET(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PrefetchBytes = 0
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	checkFetch(t, e, 0, 1) // segment 0 (about 1 MiB) is one chunk, loaded whole
+	time.Sleep(50 * time.Millisecond) // loads touched past the response end finish
+	before := e.bucket.gets.Load()
+	for i := 0; i < 20; i++ {
+		checkFetch(t, e, 100+int64(i%5), 20000)
+	}
+	if n := e.bucket.gets.Load() - before; n != 0 {
+		t.Fatalf("%d GETs for cached fetches", n)
+	}
+	r, err := e.api.ListOffsets(context.Background(), &tierdpb.ListOffsetsRequest{Topic: "t", Spec: tierdpb.OffsetSpec_TIMESTAMP, Timestamp: 1_001_000})
+	if err != nil || r.Offset != 100 {
+		t.Fatalf("ListOffsets: %v %v", r, err)
+	}
+	if n := e.bucket.gets.Load() - before; n != 1 {
+		t.Fatalf("%d GETs for a timestamp lookup in cached bytes, want 1 (the time index)", n)
+	}
+}
+
+// Concurrent fetches of one cold offset make one GET of the .log.
+func TestConcurrentColdFetchesOneGET(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PrefetchBytes = 0
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	checkFetch(t, e, 0, 1) // segment 0 is cached; 300 is in segment 1
+	gate := make(chan struct{})
+	e.bucket.gate.Store(&gate)
+	before := e.bucket.logGets.Load()
+	var wg sync.WaitGroup
+	for g := 0; g < 16; g++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); checkFetch(t, e, 300, 1) }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	close(gate)
+	wg.Wait()
+	if n := e.bucket.logGets.Load() - before; n != 1 {
+		t.Fatalf("%d .log GETs for 16 concurrent cold fetches of one offset", n)
+	}
+}
+
+// A sequential reader gets chunks loaded ahead of it, across the segment
+// boundary: by the time it reaches the next segment, that segment's first
+// chunk and offset index are cached.
+func TestPrefetchAcrossSegments(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.PrefetchBytes = 256 << 10
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	fin, _ := e.store.FinishedSegments(e.tp)
+	next := int64(0)
+	for next < fin[1].StartOffset-3 {
+		next = checkFetch(t, e, next, 5100).NextOffset
+	}
+	time.Sleep(200 * time.Millisecond) // prefetches land
+	before := e.bucket.gets.Load()
+	for next < fin[1].StartOffset+5 {
+		next = checkFetch(t, e, next, 5100).NextOffset
+	}
+	if n := e.bucket.gets.Load() - before; n != 0 {
+		t.Fatalf("%d GETs crossing into the next segment, want 0 (prefetched)", n)
+	}
+	// A random reader is not prefetched for.
+	e2 := newEnv(t, cfg)
+	referenceLog(t, e2)
+	checkFetch(t, e2, 300, 1)
+	checkFetch(t, e2, 100, 1)
+	time.Sleep(100 * time.Millisecond)
+	if n := e2.bucket.logGets.Load(); n > 4 {
+		t.Fatalf("%d .log GETs for two random fetches", n)
+	}
+}
+
+// A fetch whose first batch does not arrive within remote.fetch.max.wait.ms
+// answers UNAVAILABLE; its load goes on and the retry is served from the
+// cache without a new GET.
+func TestMaxWait(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.MaxWaitMs = 100
+	cfg.PrefetchBytes = 0
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	checkFetch(t, e, 0, 1)
+	gate := make(chan struct{})
+	e.bucket.gate.Store(&gate)
+	before := e.bucket.logGets.Load()
+	start := time.Now()
+	_, err := e.fetch(500, 1)
+	if status.Code(err) != codes.Unavailable || time.Since(start) > 2*time.Second {
+		t.Fatalf("fetch of a held chunk: %v after %s, want UNAVAILABLE after about 100ms", err, time.Since(start))
+	}
+	close(gate)
+	time.Sleep(50 * time.Millisecond)
+	checkFetch(t, e, 500, 1)
+	if n := e.bucket.logGets.Load() - before; n != 1 {
+		t.Fatalf("%d .log GETs, want the retry served by the first load", n)
+	}
+}
+
+// The disk tier serves after a restart, and a corrupted chunk file is
+// detected and fetched again: the answer is right either way.
+func TestDiskCacheCorruptFile(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.PrefetchBytes = 0
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.Cache.DiskDir = t.TempDir()
+	e := newEnv(t, cfg)
+	dir := referenceLog(t, e)
+	_ = dir
+	checkFetch(t, e, 42, 1)
+	time.Sleep(100 * time.Millisecond)
+	files, _ := filepath.Glob(filepath.Join(cfg.Cache.DiskDir, "*", "*"))
+	if len(files) == 0 {
+		t.Fatal("no chunk files on disk")
+	}
+	for _, f := range files { // flip a byte in the middle of every file
+		raw, _ := os.ReadFile(f)
+		raw[len(raw)/2] ^= 0xff
+		os.WriteFile(f, raw, 0o644)
+	}
+	srv, err := NewServer(cfg, e.store, e.mgr) // a restarted server finds the files
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	before := e.bucket.logGets.Load()
+	resp, err := srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 42, MaxBytes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := batch.Records(resp.Records[:batches(t, resp.Records)[0].Size], nil)
+	if err != nil || recs[0].Offset != 42 || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{42}, 5000)) {
+		t.Fatalf("fetch over a corrupt cache file: wrong answer (%v)", err)
+	}
+	if n := e.bucket.logGets.Load() - before; n == 0 {
+		t.Fatal("a corrupt cache file was served without a GET")
+	}
+}
