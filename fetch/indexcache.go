@@ -42,6 +42,14 @@ func newIndexCache(budget int64) *indexCache {
 	return &indexCache{budget: budget, ll: list.New(), items: map[indexKey]*list.Element{}}
 }
 
+func (c *indexCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ll.Init()
+	c.items = map[indexKey]*list.Element{}
+	c.size = 0
+}
+
 func (c *indexCache) get(k indexKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -45,6 +45,12 @@ func (t *seqTracker) ended(p seqPos) {
 	t.set[p] = struct{}{}
 }
 
+func (t *seqTracker) clear() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.set, t.ring, t.next = map[seqPos]struct{}{}, t.ring[:0], 0
+}
+
 // continues reports whether a fetch starting at p continues an earlier
 // one.
 func (t *seqTracker) continues(p seqPos) bool {

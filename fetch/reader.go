@@ -76,14 +76,16 @@ func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
 
 // readFrom returns whole entries of one segment starting with the entry
 // whose last offset is >= offset, as the Fetch contract says, or nil when
-// the segment has none (the offset is past its last batch). The loads for
-// about maxBytes from the current position start at once, in parallel.
-// The first entry is waited for until wait ends (then errStillLoading);
-// entries after it are added while they arrive before wait ends. end is
-// the file position after the last entry returned (or scanned, when none
-// is).
-func (r *segmentReader) readFrom(ctx, wait context.Context, offset int64, maxBytes int64) (out []byte, next, end int64, err error) {
-	r.c.Touch(r.obj, r.cur, min(maxBytes+touchSlack, r.meta.SizeInBytes-r.cur))
+// the segment has none (the offset is past its last batch). The loads of
+// bytes [cur, touchEnd), where the answer most likely lies, start at once,
+// in parallel, and are waited for together. The first entry is waited for until wait ends (then
+// errStillLoading); entries after it are added while they arrive before
+// wait ends. end is the file position after the last entry returned (or
+// scanned, when none is).
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64) (out []byte, next, end int64, err error) {
+	// Wait for the likely range at once (fewer wake-ups than entry by
+	// entry); when wait ends first, the scan below takes what has come.
+	_ = r.c.Wait(wait, r.obj, r.cur, min(touchEnd, r.meta.SizeInBytes)-r.cur)
 	r.ctx = wait
 	start := int64(-1)
 	end = r.cur
@@ -119,8 +121,3 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset int64, maxByt
 	out, err = r.c.View(ctx, r.obj, start, end-start)
 	return out, next, end, err
 }
-
-// touchSlack is read beyond max_bytes at once: the sparse index's gap
-// before the wanted batch (index.interval.bytes, 4096 by default) and the
-// header of the batch after the last one returned.
-const touchSlack = 4096 + batch.HeaderSize

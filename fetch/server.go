@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"sort"
 	"strconv"
 	"time"
 
@@ -102,6 +103,18 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// MemoryBytes is the memory the server's caches may hold, bytes: the
+// chunk cache's memory budget (loads in flight included; without a memory
+// tier, the loads in flight) and the index cache's budget. Transport
+// buffers (about max_bytes per request being answered) come on top.
+func (c Config) MemoryBytes() int64 {
+	chunks := c.Cache.MemoryBytes
+	if chunks == 0 {
+		chunks = int64(c.Cache.MaxInflightGets) * c.Cache.ChunkBytes
+	}
+	return chunks + c.IndexCacheBytes
+}
+
 // CheckListen validates a listen address: host:port with a port in 0-65535.
 func CheckListen(addr string) error {
 	_, port, err := net.SplitHostPort(addr)
@@ -181,6 +194,20 @@ func (s *Server) Close() {
 	s.cache.Close()
 }
 
+// DropCaches empties the chunk cache (after the loads in flight end) and,
+// with indexes, the index cache and the sequential-reader positions: the
+// state of a server that has read nothing. For benchmarks of cold reads.
+func (s *Server) DropCaches(indexes bool) {
+	s.cache.Drop()
+	if indexes {
+		s.idx.clear()
+		s.seq.clear()
+	}
+}
+
+// Settle waits until the cache has no load in flight (see cache.Settle).
+func (s *Server) Settle() { s.cache.Settle() }
+
 // object is a copy's .log as the cache reads it.
 func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
 	return cache.Object{Key: meta.ID.String() + ".log", Size: meta.SizeInBytes,
@@ -201,11 +228,26 @@ func (s *Server) Run(ctx context.Context) error {
 	return s.Serve(ctx, lis)
 }
 
+// ServerOptions are the gRPC server options of Serve: the first batch of
+// a response goes out whatever its size (Kafka's rule), so the send limit
+// is not fetch.max.bytes; records go out without a marshal copy
+// (recordsCodec); HTTP/2 flow-control windows of 4 MiB let a response of a
+// few MiB go out without waiting for window updates.
+func ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxSendMsgSize(math.MaxInt32), grpc.ForceServerCodecV2(newRecordsCodec()),
+		grpc.InitialWindowSize(windowBytes), grpc.InitialConnWindowSize(windowBytes),
+		grpc.WriteBufferSize(ioBufferBytes), grpc.ReadBufferSize(ioBufferBytes)}
+}
+
+// windowBytes is the HTTP/2 stream and connection window of both ends.
+const windowBytes = 4 << 20
+
+// ioBufferBytes is the gRPC transport's read and write buffer size.
+const ioBufferBytes = 512 << 10
+
 // Serve serves on lis until ctx is done.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	// The first batch of a response goes out whatever its size (Kafka's
-	// rule), so the send limit is not fetch.max.bytes.
-	gs := grpc.NewServer(grpc.MaxSendMsgSize(math.MaxInt32))
+	gs := grpc.NewServer(ServerOptions()...)
 	tierdpb.RegisterRemoteFetchServer(gs, s)
 	done := make(chan struct{})
 	go func() {
@@ -308,12 +350,9 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 			}
 			return nil, err
 		}
-		var pos int64
-		if e, ok := index.LookupOffset(offsets, req.Offset); ok {
-			pos = int64(e.Position)
-		}
+		pos, bound := scanBounds(offsets, req.Offset, meta.SizeInBytes)
 		r := s.newSegmentReader(ctx, meta, pos)
-		data, next, end, err := r.readFrom(ctx, wait, req.Offset, maxBytes)
+		data, next, end, err := r.readFrom(ctx, wait, req.Offset, maxBytes, bound+maxBytes+batch.HeaderSize)
 		if err != nil {
 			return nil, err
 		}
@@ -327,6 +366,23 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 	// Only offsets compacted away at the very end of the tiered log remain.
 	return &tierdpb.FetchResponse{LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset,
 		NextOffset: offs.HighestTieredOffset + 1}, nil
+}
+
+// scanBounds returns where the scan for offset starts (the position of
+// the largest index entry at or below it, or 0) and a bound on where the
+// first batch to return starts: the next entry's position (an entry names
+// a batch's last offset, so the batch holding offset starts at or before
+// the next entry's batch), or the segment's size.
+func scanBounds(offsets []index.OffsetEntry, offset, size int64) (pos, bound int64) {
+	i := sort.Search(len(offsets), func(i int) bool { return offsets[i].Offset > offset })
+	if i > 0 {
+		pos = int64(offsets[i-1].Position)
+	}
+	bound = size
+	if i < len(offsets) {
+		bound = int64(offsets[i].Position)
+	}
+	return pos, bound
 }
 
 // ListOffsets implements tierdpb.RemoteFetchServer.

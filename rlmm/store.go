@@ -109,7 +109,11 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 	for st := remotelog.CopySegmentStarted; st <= remotelog.DeleteSegmentFinished; st++ {
 		s.transitions.WithLabelValues(st.String())
 	}
-	db, err := pebble.Open(cfg.Dir, &pebble.Options{FS: s.fs, Logger: pebbleLogger{s.log}})
+	// Metadata rows are small and few: a small memtable and block cache
+	// keep the store's memory (allocated outside the Go heap) to a few MiB.
+	cache := pebble.NewCache(2 << 20)
+	defer cache.Unref()
+	db, err := pebble.Open(cfg.Dir, &pebble.Options{FS: s.fs, Logger: pebbleLogger{s.log}, Cache: cache, MemTableSize: 2 << 20})
 	if err != nil {
 		return nil, fmt.Errorf("rlmm: open %s: %w", cfg.Dir, err)
 	}

@@ -32,6 +32,11 @@ type config struct {
 	HTTP     httpConfig    `yaml:"http"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
+	// MemoryLimitBytes is the Go soft memory limit tierd run sets, bytes,
+	// when the GOMEMLIMIT environment variable is unset: 0 (default) means
+	// the fetch caches' budgets + the copier's upload buffers + 64 MiB
+	// (see memoryLimit); -1 sets none.
+	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 }
 
 type httpConfig struct {
@@ -106,6 +111,9 @@ func noFloats(n *yaml.Node) error {
 
 func (c config) validate() error {
 	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
+	if c.MemoryLimitBytes < -1 {
+		errs = append(errs, fmt.Errorf("memory_limit_bytes %d must be -1 (none), 0 (automatic) or a size", c.MemoryLimitBytes))
+	}
 	if err := c.Metadata.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("metadata: %w", err))
 	}

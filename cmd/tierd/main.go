@@ -26,6 +26,7 @@ func commands() []command {
 		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun, true},
 		{"segments", "list the local and remote segments of a running or stopped tierd", runSegments, false},
 		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
+		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
 		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -140,7 +141,33 @@ func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic
 
 // serve runs the copier loop, the gRPC fetch server and the HTTP metrics
 // server in one run group until ctx ends or one of them fails.
+// memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
+// configured one, or the fetch caches' budgets + the copier's multipart
+// upload buffers (copy_concurrency x part_size x part_concurrency) +
+// 64 MiB for the rest. Without it the garbage collector lets the heap
+// grow to twice what is live, so a full cache would double the footprint.
+func memoryLimit(cfg config) int64 {
+	switch {
+	case cfg.MemoryLimitBytes > 0:
+		return cfg.MemoryLimitBytes
+	case cfg.MemoryLimitBytes < 0:
+		return 0
+	}
+	var upload int64
+	switch cfg.Bucket.Type {
+	case "s3":
+		upload = cfg.Bucket.S3.PartSize * int64(cfg.Bucket.S3.PartConcurrency)
+	case "minio":
+		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
+	}
+	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.Concurrency)*upload + 64<<20
+}
+
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(limit)
+		log.Info("go soft memory limit", "bytes", limit)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d, err := newDaemon(ctx, cfg, log, reg)

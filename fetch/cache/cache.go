@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,8 +20,9 @@ type Config struct {
 	// ChunkBytes is the chunk size, bytes. Default 4194304 (4 MiB);
 	// minimum 4096.
 	ChunkBytes int64 `yaml:"remote.fetch.chunk.bytes"`
-	// MemoryBytes is the in-memory budget, bytes. Default 268435456
-	// (256 MiB); 0 turns the memory tier off.
+	// MemoryBytes is the in-memory budget, bytes, loads in flight
+	// included. Default 268435456 (256 MiB); 0 turns the memory tier off
+	// (loads in flight then take up to MaxInflightGets x ChunkBytes).
 	MemoryBytes int64 `yaml:"remote.fetch.chunk.cache.memory.bytes"`
 	// DiskDir holds the disk tier; "" turns it off. Default "".
 	DiskDir string `yaml:"remote.fetch.chunk.cache.disk.dir"`
@@ -82,7 +84,8 @@ type Cache struct {
 
 	mu       sync.Mutex
 	inflight map[string][]*slot // chunk key -> loads in flight
-	loads    sync.WaitGroup
+	loads    sync.WaitGroup // for Close
+	pending  atomic.Int64   // loads not yet ended, disk write included
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its
@@ -113,6 +116,28 @@ func (c *Cache) Close() {
 	c.loads.Wait()
 }
 
+// Drop waits until no load is in flight, then empties both tiers (for
+// benchmarks measuring cold reads, and tests). Reads running meanwhile
+// are served as usual.
+func (c *Cache) Drop() {
+	c.Settle()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mem.clear()
+	if c.disk != nil {
+		c.disk.clear()
+	}
+}
+
+// Settle waits until no load is in flight and the disk writes of those
+// that ended are done (for benchmarks and tests; under steady reads it
+// may wait long).
+func (c *Cache) Settle() {
+	for c.pending.Load() > 0 {
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
 // ChunkBytes returns the chunk size.
 func (c *Cache) ChunkBytes() int64 { return c.cfg.ChunkBytes }
 
@@ -128,10 +153,11 @@ func (c *Cache) chunkLen(size, i int64) int64 {
 // (read-only); across chunks it is a copy. Errors: ctx's error, a load's
 // error (the next View tries again), or a range outside the object.
 //
-// A chunk not cached is loaded from the first byte needed to the chunk's
-// end (a suffix), and a reader waits only for the bytes it needs, so a
-// cold read costs about one GET of its own bytes; a later read of the
-// chunk's earlier bytes loads the whole chunk.
+// A chunk not cached at all is loaded for the bytes asked only (at least
+// a quarter chunk, within the chunk), so a cold random read costs one GET
+// of about its own bytes; a later read of other bytes of that chunk loads
+// the whole chunk. Readers wait only for
+// the bytes they need, as the body arrives.
 func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > obj.Size {
 		return nil, fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
@@ -159,11 +185,11 @@ func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, err
 // viewChunk returns chunk-relative bytes [a, b) of chunk i.
 func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byte, error) {
 	k := key(obj.Key, i)
-	if s, ok := c.mem.get(k); ok && s.from <= a {
+	if s, ok := c.mem.get(k); ok && s.covers(a, b) {
 		c.m.hits.WithLabelValues("memory").Inc()
 		return s.buf[a-s.from : b-s.from], nil
 	}
-	s, hit, err := c.find(obj, i, k, a, false)
+	s, hit, err := c.find(obj, i, k, a, b, false)
 	if err != nil {
 		return nil, err
 	}
@@ -173,19 +199,18 @@ func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byt
 	return s.wait(ctx, a, b)
 }
 
-// find returns a slot holding (or loading) chunk-relative bytes from a:
+// find returns a slot holding (or loading) chunk-relative bytes [a, b):
 // cached on disk, in flight, or a new load. With prefetch it never waits
 // for a GET slot and returns nil when none is free. hit names the tier
 // that had the chunk ("" for a new load).
-func (c *Cache) find(obj Object, i int64, k string, a int64, prefetch bool) (s *slot, hit string, err error) {
-	s, hit, partial := c.lookup(k, a)
+func (c *Cache) find(obj Object, i int64, k string, a, b int64, prefetch bool) (s *slot, hit string, err error) {
+	s, hit, partial := c.lookup(k, a, b)
 	if s != nil {
 		return s, hit, nil
 	}
 	if c.disk != nil { // read outside the lock: a disk read takes a while
 		if from, data, ok := c.disk.get(k); ok {
-			if from <= a {
-				s := doneSlot(from, data)
+			if s := doneSlot(from, data); s.covers(a, b) {
 				c.mem.put(k, s)
 				return s, "disk", nil
 			}
@@ -194,12 +219,16 @@ func (c *Cache) find(obj Object, i int64, k string, a int64, prefetch bool) (s *
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, hit, p := c.lookupLocked(k, a)
+	s, hit, p := c.lookupLocked(k, a, b)
 	if s != nil {
 		return s, hit, nil
 	}
 	if partial || p {
-		a = 0 // a second load of this chunk loads all of it
+		a, b = 0, c.chunkLen(obj.Size, i) // a second load of this chunk loads all of it
+	} else if a > 0 {
+		// A first load inside the chunk takes at least a quarter chunk:
+		// a reader asking for little now likely asks for more after.
+		b = min(max(b, a+c.cfg.ChunkBytes/4), c.chunkLen(obj.Size, i))
 	}
 	if prefetch {
 		select {
@@ -209,36 +238,55 @@ func (c *Cache) find(obj Object, i int64, k string, a int64, prefetch bool) (s *
 			return nil, "", nil
 		}
 	}
-	s = &slot{from: a, wake: make(chan struct{})}
+	s = &slot{from: a, to: b, wake: make(chan struct{})}
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
 	c.loads.Add(1)
+	c.pending.Add(1)
 	go c.load(obj, i, k, s, prefetch)
 	return s, "", nil
 }
 
-func (c *Cache) lookup(k string, a int64) (*slot, string, bool) {
+func (c *Cache) lookup(k string, a, b int64) (*slot, string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.lookupLocked(k, a)
+	return c.lookupLocked(k, a, b)
 }
 
 // lookupLocked finds a load in flight or a memory entry that holds bytes
-// from a (caller holds mu); partial says some part of the chunk is held
-// or loading, just not from a.
-func (c *Cache) lookupLocked(k string, a int64) (s *slot, hit string, partial bool) {
+// [a, b) (caller holds mu); partial says some part of the chunk is held
+// or loading, just not those bytes.
+func (c *Cache) lookupLocked(k string, a, b int64) (s *slot, hit string, partial bool) {
 	for _, s := range c.inflight[k] {
-		if s.from <= a {
+		if s.covers(a, b) {
 			return s, "inflight", false
 		}
 	}
 	if s, ok := c.mem.peek(k); ok { // filled since the first look
-		if s.from <= a {
+		if s.covers(a, b) {
 			return s, "memory", false
 		}
 		return nil, "", true
 	}
 	return nil, "", len(c.inflight[k]) > 0
+}
+
+// Wait starts the loads of bytes [off, off+n) of obj, like Touch, and
+// waits until ctx ends for all of them to arrive: one wake-up per chunk
+// instead of one per read of the body. Errors as View's.
+func (c *Cache) Wait(ctx context.Context, obj Object, off, n int64) error {
+	if off < 0 || n < 0 || off+n > obj.Size {
+		return fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
+	}
+	c.Touch(obj, off, n)
+	cb := c.cfg.ChunkBytes
+	for i := off / cb; n > 0 && i <= (off+n-1)/cb; i++ {
+		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
+		if _, err := c.viewChunk(ctx, obj, i, a, b); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Touch starts the loads that View(obj, off, n) would, without waiting
@@ -249,12 +297,12 @@ func (c *Cache) Touch(obj Object, off, n int64) {
 	}
 	cb := c.cfg.ChunkBytes
 	for i := off / cb; i <= (off+n-1)/cb; i++ {
-		a := max(off-i*cb, 0)
+		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
 		k := key(obj.Key, i)
-		if s, ok := c.mem.peek(k); ok && s.from <= a {
+		if s, ok := c.mem.peek(k); ok && s.covers(a, b) {
 			continue
 		}
-		c.find(obj, i, k, a, false)
+		c.find(obj, i, k, a, b, false)
 	}
 }
 
@@ -269,10 +317,11 @@ func (c *Cache) Prefetch(obj Object, i int64) bool {
 	if _, ok := c.mem.peek(k); ok {
 		return false // whole, or the part a sequential reader needs
 	}
-	if s, _, partial := c.lookup(k, 0); s != nil || partial {
+	whole := c.chunkLen(obj.Size, i)
+	if s, _, partial := c.lookup(k, 0, whole); s != nil || partial {
 		return false
 	}
-	s, hit, _ := c.find(obj, i, k, 0, true)
+	s, hit, _ := c.find(obj, i, k, 0, whole, true)
 	if s == nil || hit != "" {
 		return false
 	}
@@ -281,10 +330,11 @@ func (c *Cache) Prefetch(obj Object, i int64) bool {
 }
 
 // load fills s from the store: it takes a GET slot (already held by a
-// prefetch), reads the chunk's bytes from s.from to its end, wakes waiters
+// prefetch), reads the chunk's bytes [s.from, s.to), wakes waiters
 // as bytes arrive, then moves the chunk into the tiers.
 func (c *Cache) load(obj Object, i int64, k string, s *slot, haveSlot bool) {
 	defer c.loads.Done()
+	defer c.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
 	defer cancel()
 	if !haveSlot {
@@ -295,8 +345,10 @@ func (c *Cache) load(obj Object, i int64, k string, s *slot, haveSlot bool) {
 			return
 		}
 	}
+	c.mem.reserve(s.to - s.from)
 	err := c.fill(ctx, obj, i, s)
 	<-c.sem
+	c.mem.release(s.to - s.from)
 	c.finish(k, s, err)
 	if err != nil {
 		return
@@ -316,7 +368,7 @@ func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err err
 		}
 	}()
 	start := i*c.cfg.ChunkBytes + s.from
-	end := i*c.cfg.ChunkBytes + c.chunkLen(obj.Size, i)
+	end := i*c.cfg.ChunkBytes + s.to
 	rc, err := obj.Open(ctx, start, end)
 	if err != nil {
 		return fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
@@ -326,10 +378,12 @@ func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err err
 	s.mu.Lock()
 	s.buf = buf
 	s.mu.Unlock()
-	const step = 256 << 10
+	// Waiters wake once per step, not on every read of the body (which
+	// can be a few KiB each): fewer wake-ups on a busy machine.
+	const step = 128 << 10
 	var n int
 	for n < len(buf) {
-		m, err := io.ReadAtLeast(rc, buf[n:min(n+step, len(buf))], 1)
+		m, err := io.ReadFull(rc, buf[n:min(n+step, len(buf))])
 		n += m
 		if n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
 			s.progress(n)
@@ -361,7 +415,7 @@ func (c *Cache) finish(k string, s *slot, err error) {
 		c.inflight[k] = list
 	}
 	if err == nil {
-		if old, ok := c.mem.peek(k); !ok || old.from >= s.from {
+		if old, ok := c.mem.peek(k); !ok || old.to-old.from <= s.to-s.from {
 			c.mem.put(k, s)
 		}
 	}

@@ -105,18 +105,18 @@ func TestMemoryLRU(t *testing.T) {
 	}
 }
 
-// A cold read loads the chunk from the first byte it needs (one GET of
-// about its own bytes); reading earlier bytes of that chunk then loads the
-// whole chunk once, and after that nothing is loaded again.
-func TestSuffixLoad(t *testing.T) {
+// A cold read loads its own bytes, at least a quarter chunk, within the
+// chunk (one GET); reading other bytes of that chunk then loads the whole
+// chunk once, and after that nothing is loaded again.
+func TestPartialLoad(t *testing.T) {
 	s := newStore(3 * 4096)
 	o := s.object("obj")
 	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: time.Second}, nil)
 	view(t, c, o, s, 4096+3000, 500)
-	if g, b := s.gets.Load(), s.bytes.Load(); g != 1 || b != 4096-3000 {
-		t.Fatalf("cold read: %d GETs of %d bytes, want 1 of %d", g, b, 4096-3000)
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 1 || b != 1024 {
+		t.Fatalf("cold read: %d GETs of %d bytes, want 1 of a quarter chunk", g, b)
 	}
-	view(t, c, o, s, 4096+3500, 596) // within the suffix: a hit
+	view(t, c, o, s, 4096+3500, 524) // within the part loaded: a hit
 	view(t, c, o, s, 4096+100, 10)   // before it: the whole chunk
 	view(t, c, o, s, 4096, 4096)
 	view(t, c, o, s, 4096+3000, 100)
@@ -129,24 +129,27 @@ func TestSuffixLoad(t *testing.T) {
 // chunk is still arriving, and later readers join that load.
 func TestProgressiveLoad(t *testing.T) {
 	s := newStore(4 << 20)
-	s.gate, s.gateAt = make(chan struct{}), 300<<10
+	s.gate, s.gateAt = make(chan struct{}), 200<<10
 	o := s.object("obj")
 	c, _ := New(Config{ChunkBytes: 1 << 20, MemoryBytes: 8 << 20, MaxInflightGets: 2, LoadTimeout: 5 * time.Second}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	v, err := c.View(ctx, o, 0, 100<<10) // arrives before the gate
-	if err != nil || !bytes.Equal(v, s.data[:100<<10]) {
+	v, err := c.View(ctx, o, 1, 100<<10) // loads [1, 256 KiB + 1); arrives before the gate
+	if err != nil || !bytes.Equal(v, s.data[1:1+100<<10]) {
 		t.Fatalf("first bytes while the body is held: %v", err)
 	}
 	short, cancelShort := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancelShort()
-	if _, err := c.View(short, o, 500<<10, 10); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := c.View(short, o, 250<<10, 10); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("bytes past the gate: %v, want the reader's deadline", err)
 	}
 	close(s.gate) // the load went on without the reader that gave up
-	view(t, c, o, s, 500<<10, 10<<10)
+	view(t, c, o, s, 250<<10, 6<<10)
 	if g := s.gets.Load(); g != 1 {
 		t.Fatalf("%d GETs, want 1", g)
+	}
+	if b := s.bytes.Load(); b != 256<<10 {
+		t.Fatalf("first load of %d bytes, want a quarter chunk", b)
 	}
 }
 
@@ -335,6 +338,7 @@ func TestChurn(t *testing.T) {
 		}(g)
 	}
 	wg.Wait()
+	c.Close() // disk writes end before the directory goes
 }
 
 func TestConfigValidate(t *testing.T) {

@@ -138,6 +138,18 @@ func (d *disk) get(k string) (int64, []byte, bool) {
 	return 0, nil, false
 }
 
+// clear removes every chunk file.
+func (d *disk) clear() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name := range d.items {
+		os.Remove(d.path(name))
+	}
+	d.ll.Init()
+	d.items = map[string]*list.Element{}
+	d.size = 0
+}
+
 func (d *disk) drop(name string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -6,11 +6,11 @@ import (
 	"sync"
 )
 
-// slot holds a chunk's bytes from chunk-relative offset from to the chunk's
-// end: loaded (done) or still arriving. Bytes below n never change once
-// written, so readers may keep slices of them.
+// slot holds a chunk's bytes [from, to) (chunk-relative): loaded (done)
+// or still arriving. Bytes below n never change once written, so readers
+// may keep slices of them.
 type slot struct {
-	from int64
+	from, to int64
 
 	mu   sync.Mutex
 	buf  []byte // len: the whole suffix; filled up to n
@@ -21,8 +21,11 @@ type slot struct {
 }
 
 func doneSlot(from int64, data []byte) *slot {
-	return &slot{from: from, buf: data, n: len(data), done: true}
+	return &slot{from: from, to: from + int64(len(data)), buf: data, n: len(data), done: true}
 }
+
+// covers reports whether the slot holds (or will) bytes [a, b).
+func (s *slot) covers(a, b int64) bool { return s.from <= a && b <= s.to }
 
 // progress records n bytes filled and wakes waiters.
 func (s *slot) progress(n int) {
@@ -72,9 +75,10 @@ func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
 
 // lru is the memory tier: whole loaded slots, LRU within a byte budget.
 type lru struct {
-	mu     sync.Mutex
-	budget int64
-	size   int64
+	mu       sync.Mutex
+	budget   int64
+	size     int64
+	reserved int64 // bytes of loads in flight, which the budget covers too
 	ll     *list.List
 	items  map[string]*list.Element
 }
@@ -124,11 +128,39 @@ func (l *lru) put(k string, s *slot) {
 		l.items[k] = l.ll.PushFront(&entry{key: k, s: s})
 	}
 	l.size += size
-	for l.size > l.budget {
+	l.evict()
+}
+
+// reserve counts n bytes of a load in flight against the budget, evicting
+// to make room; release gives them back when the load ends (before its
+// slot is put).
+func (l *lru) reserve(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reserved += n
+	l.evict()
+}
+
+func (l *lru) release(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.reserved -= n
+}
+
+func (l *lru) evict() {
+	for l.size+l.reserved > l.budget && l.ll.Len() > 0 {
 		last := l.ll.Back()
 		e := last.Value.(*entry)
 		l.ll.Remove(last)
 		delete(l.items, e.key)
 		l.size -= int64(len(e.s.buf))
 	}
+}
+
+func (l *lru) clear() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ll.Init()
+	l.items = map[string]*list.Element{}
+	l.size = 0
 }

@@ -1,0 +1,195 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/seglog"
+)
+
+// sample is one random read: its offset and the bytes a Fetch of it
+// answers (segment index, file position, length), from the local files.
+type sample struct {
+	offset   int64
+	seg      int
+	pos, len int64
+	next     int64
+}
+
+// samples picks cfg.Count offsets at random over the tiered log.
+func (e *env) samples() []sample {
+	rng := rand.New(rand.NewPCG(e.cfg.Seed, 0x7e1d))
+	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
+	out := make([]sample, 0, e.cfg.Count)
+	for len(out) < e.cfg.Count {
+		out = append(out, e.expect(first+rng.Int64N(last-first+1)))
+	}
+	return out
+}
+
+// expect is the answer Fetch gives for offset: whole batches of one
+// segment from the one holding offset, within max_bytes (the first always).
+func (e *env) expect(offset int64) sample {
+	seg := sort.Search(len(e.fin), func(i int) bool { return e.fin[i].EndOffset >= offset })
+	bs := e.batches[seg]
+	i := sort.Search(len(bs), func(i int) bool { return bs[i].LastOffset >= offset })
+	s := sample{offset: offset, seg: seg, pos: bs[i].Position}
+	end := bs[i].End()
+	s.next = bs[i].LastOffset + 1
+	for j := i + 1; j < len(bs) && bs[j].End()-s.pos <= int64(e.cfg.MaxBytes); j++ {
+		end, s.next = bs[j].End(), bs[j].LastOffset+1
+	}
+	s.len = end - s.pos
+	return s
+}
+
+func (e *env) fetchReq(s sample) *tierdpb.FetchRequest {
+	return &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: e.cfg.MaxBytes}
+}
+
+// check compares a fetch's answer with the expected bytes.
+func check(name string, s sample, resp *tierdpb.FetchResponse, want []byte) error {
+	if int64(len(resp.Records)) != s.len || resp.NextOffset != s.next || (want != nil && !bytes.Equal(resp.Records, want)) {
+		return fmt.Errorf("%s of offset %d: %d bytes up to %d, want %d bytes up to %d", name, s.offset, len(resp.Records), resp.NextOffset, s.len, s.next)
+	}
+	return nil
+}
+
+// rawGet reads the sample's bytes with one ranged GET through the same
+// bucket client tierd uses.
+func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) {
+	rc, err := e.mgr.FetchLogSegment(ctx, e.fin[s.seg], s.pos, s.pos+s.len)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	buf = buf[:s.len]
+	_, err = io.ReadFull(rc, buf)
+	return buf, err
+}
+
+// coldAndRaw measures raw_get and fetch_cold on the same samples, in
+// turn (which goes first alternates), with the chunk cache emptied before
+// every cold fetch; the remote indexes stay cached, as they do for a
+// partition being read. fetch_cold_all also empties the index cache.
+func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *Result, err error) {
+	raw, cold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("fetch_cold_all")
+	for _, m := range e.fin { // load every offset index
+		if _, err := e.client.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	buf := make([]byte, e.cfg.MaxBytes+1<<20)
+	for i, s := range ss {
+		var want []byte
+		doRaw := func() error {
+			t := time.Now()
+			v, err := e.rawGet(ctx, s, buf)
+			raw.add(time.Since(t), s.len)
+			want = v
+			return err
+		}
+		doCold := func(r *Result, indexes bool) error {
+			e.server.DropCaches(indexes)
+			t := time.Now()
+			resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
+			r.add(time.Since(t), s.len)
+			if err != nil {
+				return fmt.Errorf("%s: %w", r.Name, err)
+			}
+			return check(r.Name, s, resp, want)
+		}
+		if i%2 == 0 {
+			err = doRaw()
+			if err == nil {
+				err = doCold(cold, false)
+			}
+		} else {
+			err = doCold(cold, false)
+			if err == nil {
+				err = doRaw()
+			}
+		}
+		if err == nil && i%3 == 0 {
+			err = doCold(coldAll, true)
+		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return raw, cold, coldAll, nil
+}
+
+// warm measures the same fetches cached: each fetch right after an
+// unmeasured one of the same offset, and counts the GETs the measured ones
+// made.
+func (e *env) warm(ctx context.Context, ss []sample) (*Result, error) {
+	r := newResult("fetch_warm")
+	var gets float64
+	for _, s := range ss {
+		if _, err := e.client.API().Fetch(ctx, e.fetchReq(s)); err != nil {
+			return nil, err
+		}
+		e.server.Settle()
+		before := e.gets()
+		t := time.Now()
+		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
+		r.add(time.Since(t), s.len)
+		if err != nil {
+			return nil, err
+		}
+		gets += e.gets() - before
+		if err := check(r.Name, s, resp, nil); err != nil {
+			return nil, err
+		}
+	}
+	r.Note = fmt.Sprintf("%d GETs", int(gets))
+	return r, nil
+}
+
+// local reads the same offsets from the local segment files with the
+// embedded segment log.
+func (e *env) local(ss []sample) (*Result, error) {
+	l, err := seglog.Open(e.partDir, seglog.DefaultConfig())
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	r := newResult("local_read")
+	for _, s := range ss {
+		t := time.Now()
+		data, err := l.Read(s.offset, int(e.cfg.MaxBytes))
+		r.add(time.Since(t), s.len)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(data)) != s.len {
+			return nil, fmt.Errorf("local_read of offset %d: %d bytes, want %d", s.offset, len(data), s.len)
+		}
+	}
+	return r, nil
+}
+
+// floorCase sends the same number of bytes from memory over the same
+// transport.
+func (e *env) floorCase(ctx context.Context, ss []sample) (*Result, error) {
+	r := newResult("grpc_floor")
+	for _, s := range ss {
+		t := time.Now()
+		resp, err := e.floor.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: int32(s.len)})
+		r.add(time.Since(t), s.len)
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(resp.Records)) != s.len {
+			return nil, fmt.Errorf("grpc_floor: %d bytes, want %d", len(resp.Records), s.len)
+		}
+	}
+	return r, nil
+}

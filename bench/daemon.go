@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tierd/tierd/fetch"
+)
+
+// daemon is a "tierd run" child process serving the bench's partition, so
+// that the memory case measures tierd alone.
+type daemon struct {
+	cmd    *exec.Cmd
+	out    *strings.Builder
+	client *fetch.Client
+}
+
+// startDaemon stops the in-process server's metadata store (the child
+// needs its lock), writes a tierd.yaml for the same bucket, metadata and
+// log dir, and starts bin run with it, with memory_limit_bytes (the Go
+// soft memory limit) at the fetch caches' budgets + 32 MiB: the copier
+// has nothing to upload here.
+func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
+	e.closeServer()
+	lis, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	yaml := fmt.Sprintf(`copier:
+  log_dirs: [%q]
+  interval: 1h
+  copy_concurrency: 1
+bucket:
+  type: s3
+  prefix: %q
+  s3: {endpoint: %q, bucket: %q, region: %q, path_style: true}
+metadata:
+  dir: %q
+fetch:
+  listen: %q
+  fetch.max.bytes: %d
+  remote.fetch.chunk.bytes: %d
+  remote.fetch.chunk.cache.memory.bytes: %d
+  remote.fetch.max.inflight.gets: %d
+  remote.fetch.prefetch.max.bytes: %d
+  remote.log.index.file.cache.total.size.bytes: %d
+http:
+  listen: ""
+memory_limit_bytes: %d
+log_level: warn
+`, filepath.Join(e.dir, "logs"), e.prefix, e.endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
+		max(e.cfg.MaxBytes, 1<<20), e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
+		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MemoryBytes()+32<<20)
+	path := filepath.Join(e.dir, "tierd.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		return nil, err
+	}
+	d := &daemon{out: &strings.Builder{}}
+	d.cmd = exec.Command(bin, "run", "--config", path)
+	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
+	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	if err := d.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s run: %w", bin, err)
+	}
+	if d.client, err = fetch.Dial(addr); err != nil {
+		d.stop()
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		ok := d.client.WaitReady(wctx)
+		cancel()
+		if ok {
+			return d, nil
+		}
+		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
+			d.stop()
+			return nil, fmt.Errorf("tierd run did not serve %s within 30s: %s", addr, d.out.String())
+		}
+		d.client.Close()
+		if d.client, err = fetch.Dial(addr); err != nil {
+			d.stop()
+			return nil, err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (d *daemon) stop() {
+	if d.client != nil {
+		d.client.Close()
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { d.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		d.cmd.Process.Kill()
+		<-done
+	}
+}

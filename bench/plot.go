@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+)
+
+// nines maps a percentile to the plot's x axis: 0 at p0, 1 at p90, 2 at
+// p99, 3 at p99.9 (the usual HDR-histogram layout).
+func nines(q float64) float64 { return -math.Log10(1 - q/100) }
+
+type ninesTicks struct{}
+
+func (ninesTicks) Ticks(min, max float64) []plot.Tick {
+	var ts []plot.Tick
+	for _, p := range []struct {
+		q     float64
+		label string
+	}{{1, "1%"}, {50, "50%"}, {90, "90%"}, {99, "99%"}, {99.9, "99.9%"}, {99.99, "99.99%"}} {
+		if x := nines(p.q); x >= min && x <= max {
+			ts = append(ts, plot.Tick{Value: x, Label: p.label})
+		}
+	}
+	return ts
+}
+
+// WritePlot draws each latency case's percentile curve (log latency over
+// percentiles) to path; the format follows its extension, .png or .svg.
+func (rep *Report) WritePlot(path string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("bench: plot %s: the file name must end in .png or .svg", path)
+	}
+	p := plot.New()
+	p.Title.Text = "tierd remote-read latency by percentile"
+	p.X.Label.Text = "percentile"
+	p.Y.Label.Text = "latency (us, log scale)"
+	p.X.Tick.Marker = ninesTicks{}
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	p.Y.Min = 10 // room for the legend below the curves
+	p.Legend.Top = false
+	p.Legend.Left = false
+	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255}}
+	for i, r := range rep.Results {
+		if r.hist == nil || r.hist.TotalCount() < 2 {
+			continue
+		}
+		var pts plotter.XYs
+		for _, q := range []float64{1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 97, 99, 99.5, 99.9} {
+			pts = append(pts, plotter.XY{X: nines(q), Y: float64(max(r.hist.ValueAtQuantile(q), 1))})
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = palette[i%len(palette)]
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(fmt.Sprintf("%s (n=%d)", r.Name, r.hist.TotalCount()), l)
+	}
+	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+}

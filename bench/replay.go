@@ -1,0 +1,215 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/proto/tierdpb"
+)
+
+// gets is the number of GETs tierd's fetch server has made (.log and
+// index objects).
+func (e *env) gets() float64 {
+	mfs, err := e.reg.Gather()
+	if err != nil {
+		return 0
+	}
+	var n float64
+	for _, mf := range mfs {
+		switch mf.GetName() {
+		case "tierd_fetch_log_gets_total", "tierd_fetch_index_gets_total":
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+func (e *env) tieredBytes() int64 {
+	var n int64
+	for _, m := range e.fin {
+		n += m.SizeInBytes
+	}
+	return n
+}
+
+// readAll is one consumer reading the tiered log from offset from to its
+// end and then from its start up to from (all of it once), checking that
+// the answers are contiguous. It returns the bytes read.
+func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Result) (int64, error) {
+	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
+	var total int64
+	read := func(off, stop int64) error {
+		for off < stop {
+			t := time.Now()
+			resp, err := c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: off, MaxBytes: e.cfg.MaxBytes})
+			if r != nil {
+				r.add(time.Since(t), int64(len(resp.GetRecords())))
+			}
+			if err != nil {
+				return fmt.Errorf("replay at offset %d: %w", off, err)
+			}
+			if resp.NextOffset <= off {
+				return fmt.Errorf("replay at offset %d: no progress (next %d)", off, resp.NextOffset)
+			}
+			total += int64(len(resp.Records))
+			off = resp.NextOffset
+		}
+		return nil
+	}
+	if err := read(from, last+1); err != nil {
+		return total, err
+	}
+	return total, read(first, from)
+}
+
+// replay is one consumer reading the whole tiered log from offset 0 with
+// empty caches; it reports MiB/s and GETs per MiB.
+func (e *env) replay(ctx context.Context) (*Result, error) {
+	e.server.DropCaches(true)
+	r := newResult("replay")
+	before := e.gets()
+	start := time.Now()
+	n, err := e.readAll(ctx, e.client, e.fin[0].StartOffset, r)
+	if err != nil {
+		return nil, err
+	}
+	r.wall = time.Since(start)
+	if n != e.tieredBytes() {
+		return nil, fmt.Errorf("replay read %d bytes, the tiered log holds %d", n, e.tieredBytes())
+	}
+	g := (e.gets() - before) / (float64(n) / (1 << 20))
+	r.GetsPerMiB = &g
+	return r, nil
+}
+
+// rawSeqGet reads every tiered .log with one GET each, one after another.
+func (e *env) rawSeqGet(ctx context.Context) (*Result, error) {
+	r := newResult("raw_seq_get")
+	buf := make([]byte, 1<<20)
+	start := time.Now()
+	for _, m := range e.fin {
+		t := time.Now()
+		rc, err := e.mgr.FetchLogSegment(ctx, m, 0, m.SizeInBytes)
+		if err != nil {
+			return nil, err
+		}
+		n, err := io.CopyBuffer(io.Discard, rc, buf)
+		rc.Close()
+		r.add(time.Since(t), n)
+		if err != nil || n != m.SizeInBytes {
+			return nil, fmt.Errorf("raw_seq_get %s: %d of %d bytes: %v", m.ID, n, m.SizeInBytes, err)
+		}
+	}
+	r.wall = time.Since(start)
+	return r, nil
+}
+
+// memory runs cfg.Readers consumers at once, each reading the whole log
+// from its own starting offset (its last fetch may reach past it), against
+// a "tierd run" child (bin) started with empty caches, and records the
+// child's peak anonymous resident memory (what tierd allocates; the
+// binary's file-backed pages are shared and reclaimable) against the
+// cache budgets + 64 MiB, and its peak total RSS. With
+// bin "" the server is the in-process one and the peak is this whole
+// process's (the consumers included).
+func (e *env) memory(ctx context.Context, bin string) (*Result, error) {
+	r := newResult(fmt.Sprintf("replay_%d", e.cfg.Readers))
+	limit := e.fcfg.MemoryBytes() + 64<<20
+	client, pid := e.client, os.Getpid()
+	if bin != "" {
+		d, err := e.startDaemon(ctx, bin)
+		if err != nil {
+			return nil, err
+		}
+		defer d.stop()
+		client, pid = d.client, d.cmd.Process.Pid
+		r.Note = fmt.Sprintf("tierd run child (pid %d); ", pid)
+	} else {
+		e.server.DropCaches(true)
+		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit)) // what tierd run sets
+		runtime.GC()
+		debug.FreeOSMemory()
+		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset the peak
+		r.Note = "in-process server: the peak counts the consumers too; "
+	}
+	base := procStatus(pid, "VmRSS")
+	peakAnon := procStatus(pid, "RssAnon")
+	sampled := make(chan struct{})
+	stopSampling := make(chan struct{})
+	go func() { // the kernel keeps no peak of anonymous memory alone
+		defer close(sampled)
+		t := time.NewTicker(5 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopSampling:
+				return
+			case <-t.C:
+				peakAnon = max(peakAnon, procStatus(pid, "RssAnon"))
+			}
+		}
+	}()
+	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	start := time.Now()
+	for i := 0; i < e.cfg.Readers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			from := first + (last-first+1)*int64(i)/int64(e.cfg.Readers)
+			part := newResult("")
+			n, err := e.readAll(ctx, client, from, part)
+			mu.Lock()
+			defer mu.Unlock()
+			r.merge(part)
+			if err == nil && n < e.tieredBytes() {
+				err = fmt.Errorf("reader %d read %d bytes, the tiered log holds %d", i, n, e.tieredBytes())
+			}
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}(i)
+	}
+	wg.Wait()
+	r.wall = time.Since(start)
+	close(stopSampling)
+	<-sampled
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	peak := procStatus(pid, "VmHWM")
+	limitMiB := float64(limit) / (1 << 20)
+	r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB = &peakAnon, &peak, &limitMiB
+	r.Note += fmt.Sprintf("RSS %.0f MiB before the readers; peak anonymous RSS (heap, stacks, buffers; sampled every 5 ms) %.0f MiB; "+
+		"peak total RSS %.0f MiB, of which %.0f MiB are the binary's file-backed pages", base, peakAnon, peak, procStatus(pid, "RssFile"))
+	return r, nil
+}
+
+// procStatus reads a "kB" field of /proc/<pid>/status, in MiB (0 when
+// there is none).
+func procStatus(pid int, field string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}

@@ -1,0 +1,171 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Result is one case's measurements. Latencies are in microseconds, from
+// an HDR histogram (1 us to 60 s, 3 significant digits).
+type Result struct {
+	Name  string
+	Count int64
+	P50   float64
+	P99   float64
+	P999  float64
+	// MiBPerS is bytes moved per second: over the run's wall time for
+	// replay cases, over the summed latencies for the others.
+	MiBPerS float64
+	// GetsPerMiB is GETs of remote objects per MiB read (replay only).
+	GetsPerMiB *float64
+	// PeakRSSMiB is the peak anonymous resident memory, PeakTotalRSSMiB
+	// the peak resident memory with file-backed pages, LimitMiB the
+	// target (memory case only).
+	PeakRSSMiB, PeakTotalRSSMiB, LimitMiB *float64
+	Note                 string
+
+	hist  *hdrhistogram.Histogram
+	bytes int64
+	busy  time.Duration // summed latencies
+	wall  time.Duration // set by cases that measure throughput
+}
+
+func newResult(name string) *Result {
+	return &Result{Name: name, hist: hdrhistogram.New(1, 60_000_000, 3)}
+}
+
+func (r *Result) add(d time.Duration, bytes int64) {
+	r.hist.RecordValue(max(d.Microseconds(), 1))
+	r.bytes += bytes
+	r.busy += d
+}
+
+func (r *Result) merge(o *Result) {
+	r.hist.Merge(o.hist)
+	r.bytes += o.bytes
+	r.busy += o.busy
+}
+
+// finish fills the summary fields from the histogram.
+func (r *Result) finish() {
+	r.Count = r.hist.TotalCount()
+	r.P50 = float64(r.hist.ValueAtQuantile(50))
+	r.P99 = float64(r.hist.ValueAtQuantile(99))
+	r.P999 = float64(r.hist.ValueAtQuantile(99.9))
+	d := r.busy
+	if r.wall > 0 {
+		d = r.wall
+	}
+	if d > 0 {
+		r.MiBPerS = float64(r.bytes) / (1 << 20) / d.Seconds()
+	}
+}
+
+// Report is a run's results in the order they were measured.
+type Report struct {
+	Results []*Result
+}
+
+func (rep *Report) get(name string) *Result {
+	for _, r := range rep.Results {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// WriteTable prints the results and the targets as ratios.
+func (rep *Report) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tcount\tp50_us\tp99_us\tp99.9_us\tMiB/s\tGETs/MiB\t")
+	for _, r := range rep.Results {
+		g := "-"
+		if r.GetsPerMiB != nil {
+			g = fmt.Sprintf("%.3f", *r.GetsPerMiB)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%s\t\n", r.Name, r.Count, r.P50, r.P99, r.P999, r.MiBPerS, g)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, r := range rep.Results {
+		if r.Note != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Name, r.Note)
+		}
+	}
+	fmt.Fprintln(w, "\ntargets (ratios from this run):")
+	for _, t := range rep.Targets() {
+		fmt.Fprintf(w, "  %-4s %s\n", map[bool]string{true: "ok", false: "MISS"}[t.Met], t.Text)
+	}
+}
+
+// Target is one of issue 5's targets, checked on this run.
+type Target struct {
+	Text string
+	Met  bool
+}
+
+// Targets checks the targets that the run's results allow.
+func (rep *Report) Targets() []Target {
+	var out []Target
+	ratio := func(a, b, limit float64, le bool, text string) {
+		if b == 0 {
+			return
+		}
+		x := a / b
+		met := x <= limit
+		if !le {
+			met = x >= limit
+		}
+		out = append(out, Target{fmt.Sprintf(text, x, limit), met})
+	}
+	if c, r := rep.get("fetch_cold"), rep.get("raw_get"); c != nil && r != nil {
+		ratio(c.P50, r.P50, 1.15, true, "fetch_cold p50 / raw_get p50 = %.2f (<= %.2f)")
+	}
+	if w, f := rep.get("fetch_warm"), rep.get("grpc_floor"); w != nil && f != nil {
+		ratio(w.P50, f.P50, 1.5, true, "fetch_warm p50 / grpc_floor p50 = %.2f (<= %.2f)")
+	}
+	if p, s := rep.get("replay"), rep.get("raw_seq_get"); p != nil && s != nil {
+		ratio(p.MiBPerS, s.MiBPerS, 1.0, false, "replay MiB/s / raw_seq_get MiB/s = %.2f (>= %.2f)")
+		if p.GetsPerMiB != nil {
+			out = append(out, Target{fmt.Sprintf("replay GETs per MiB = %.3f (<= 0.30 at 4 MiB chunks)", *p.GetsPerMiB), *p.GetsPerMiB <= 0.3})
+		}
+	}
+	for _, r := range rep.Results {
+		if r.PeakRSSMiB != nil {
+			out = append(out, Target{fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), *r.PeakRSSMiB <= *r.LimitMiB})
+		}
+	}
+	return out
+}
+
+type jsonCase struct {
+	Count      int64    `json:"count"`
+	P50        float64  `json:"p50_us"`
+	P99        float64  `json:"p99_us"`
+	P999       float64  `json:"p999_us"`
+	MiBPerS    float64  `json:"mib_per_s"`
+	GetsPerMiB *float64 `json:"gets_per_mib,omitempty"`
+	PeakRSSMiB *float64 `json:"peak_anon_rss_mib,omitempty"`
+	PeakTotal  *float64 `json:"peak_total_rss_mib,omitempty"`
+	LimitMiB   *float64 `json:"limit_mib,omitempty"`
+}
+
+// WriteJSON writes an object keyed by case name.
+func (rep *Report) WriteJSON(path string) error {
+	m := map[string]jsonCase{}
+	for _, r := range rep.Results {
+		m[r.Name] = jsonCase{r.Count, r.P50, r.P99, r.P999, r.MiBPerS, r.GetsPerMiB, r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB}
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}

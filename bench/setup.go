@@ -1,0 +1,305 @@
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+
+	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/minioproc"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rlmm"
+	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/s3"
+	"github.com/tierd/tierd/seglog"
+)
+
+const topic = "bench"
+
+// env is one run's parts: the bucket, tierd's metadata and fetch server
+// on a real socket, the local copy of the partition, and the transport
+// floor server.
+type env struct {
+	cfg     Config
+	dir     string
+	minio   *minioproc.Server
+	bucket  rsm.Bucket
+	mgr     *rsm.Manager
+	store   *rlmm.Store
+	reg     *prometheus.Registry
+	server  *fetch.Server
+	fcfg    fetch.Config
+	client  *fetch.Client
+	floor   *fetch.Client
+	partDir  string
+	prefix   string // the run's key prefix in the bucket
+	endpoint string // the S3 URL
+	closeSrv func()
+	tp      remotelog.TopicPartition
+	fin     []remotelog.SegmentMetadata
+	batches [][]batch.Batch // per segment, from the local files
+	stops   []func()
+}
+
+func (e *env) close() {
+	for i := len(e.stops) - 1; i >= 0; i-- {
+		e.stops[i]()
+	}
+}
+
+// setup starts (or reaches) the store, writes the partition with the
+// embedded segment log, tiers its rolled segments with the copier and
+// starts the servers.
+func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err error) {
+	e := &env{cfg: cfg, tp: remotelog.TopicPartition{Topic: topic, Partition: 0}}
+	defer func() {
+		if err != nil {
+			e.close()
+		}
+	}()
+	e.dir = cfg.Dir
+	if e.dir == "" {
+		if e.dir, err = os.MkdirTemp("", "tierd-bench-"); err != nil {
+			return nil, err
+		}
+		e.stops = append(e.stops, func() { os.RemoveAll(e.dir) })
+	}
+	endpoint := cfg.S3Endpoint
+	defer func() { e.endpoint = endpoint }()
+	if endpoint == "" {
+		if e.minio, err = minioproc.Start(filepath.Join(e.dir, "minio")); err != nil {
+			return nil, err
+		}
+		e.stops = append(e.stops, e.minio.Stop)
+		endpoint = "http://" + e.minio.Endpoint
+		os.Setenv("AWS_ACCESS_KEY_ID", minioproc.AccessKey)
+		os.Setenv("AWS_SECRET_ACCESS_KEY", minioproc.SecretKey)
+		fmt.Fprintf(progress, "started MinIO at %s (pid %d)\n", endpoint, e.minio.Pid())
+	}
+	scfg := s3.DefaultConfig()
+	scfg.Endpoint, scfg.Bucket, scfg.Region, scfg.PathStyle = endpoint, cfg.Bucket, cfg.Region, true
+	b, err := s3.New(ctx, scfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.bucket = b
+	e.stops = append(e.stops, func() { b.Close() })
+	if err := b.EnsureBucket(ctx); err != nil {
+		return nil, err
+	}
+	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
+	e.prefix = prefix
+	if e.mgr, err = rsm.NewManager(b, rsm.Config{Prefix: prefix}); err != nil {
+		return nil, err
+	}
+	e.stops = append(e.stops, func() { // leave the bucket as it was
+		bg := context.Background()
+		b.Iter(bg, prefix+"/", func(k string) error { return b.Delete(bg, k) })
+	})
+	if e.store, err = rlmm.Open(rlmm.Config{Dir: filepath.Join(e.dir, "metadata")}); err != nil {
+		return nil, err
+	}
+
+	start := time.Now()
+	logDir := filepath.Join(e.dir, "logs")
+	e.partDir = filepath.Join(logDir, topic+"-0")
+	if err := writePartition(e.partDir, cfg); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "wrote %d MiB in %d MiB segments in %s\n", cfg.TotalBytes>>20, cfg.SegmentBytes>>20, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	if err := e.tier(ctx, logDir); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(progress, "tierd copied %d segments to %s in %s\n", len(e.fin), b.Name(), time.Since(start).Round(time.Millisecond))
+	if err := e.scanLocal(); err != nil {
+		return nil, err
+	}
+	return e, e.serve()
+}
+
+// writePartition writes records of random (incompressible) bytes, 16 to a
+// batch, until the partition holds cfg.TotalBytes, then rolls.
+func writePartition(dir string, cfg Config) error {
+	lcfg := seglog.DefaultConfig()
+	lcfg.SegmentBytes = cfg.SegmentBytes
+	l, err := seglog.Open(dir, lcfg)
+	if err != nil {
+		return err
+	}
+	values := make([]byte, 1<<20+cfg.RecordBytes)
+	rand.Read(values)
+	var written int64
+	recs := make([]seglog.Record, 16)
+	now := time.Now().UnixMilli() // recent: inside retention.ms
+	for i := 0; written < cfg.TotalBytes; i++ {
+		for j := range recs {
+			o := (i*16 + j) * 4099 % (1 << 20)
+			recs[j] = seglog.Record{Value: values[o : o+cfg.RecordBytes], Timestamp: now}
+		}
+		if _, err := l.AppendBatch(batch.CodecNone, recs...); err != nil {
+			l.Close()
+			return err
+		}
+		written += int64(16 * (cfg.RecordBytes + 20))
+	}
+	if err := l.Roll(); err != nil {
+		l.Close()
+		return err
+	}
+	return l.Close()
+}
+
+// tier runs copier passes until every rolled segment is copied; local
+// retention keeps the local files (local_read reads them).
+func (e *env) tier(ctx context.Context, logDir string) error {
+	ccfg := copier.DefaultConfig()
+	ccfg.LogDirs = []string{logDir}
+	c, err := copier.New(ccfg, e.store, e.mgr, copier.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return err
+	}
+	want := 0
+	ents, _ := os.ReadDir(e.partDir)
+	for _, en := range ents {
+		if filepath.Ext(en.Name()) == ".log" {
+			want++
+		}
+	}
+	want-- // the active segment stays
+	for pass := 0; ; pass++ {
+		if _, err := c.Sync(ctx); err != nil {
+			return err
+		}
+		if e.fin, err = e.store.FinishedSegments(e.tp); err != nil {
+			return err
+		}
+		if len(e.fin) >= want {
+			return nil
+		}
+		if pass == 20 {
+			return fmt.Errorf("only %d of %d segments copied after 20 passes", len(e.fin), want)
+		}
+	}
+}
+
+// scanLocal reads the batch positions of every tiered segment from the
+// local files: the expected answer of every fetch.
+func (e *env) scanLocal() error {
+	for _, m := range e.fin {
+		p := filepath.Join(e.partDir, fmt.Sprintf("%020d.log", m.StartOffset))
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		s := batch.NewScanner(f, m.SizeInBytes, batch.ScanOptions{})
+		var bs []batch.Batch
+		for s.Next() {
+			bs = append(bs, s.Batch())
+		}
+		f.Close()
+		if s.Err() != nil {
+			return fmt.Errorf("%s: %w", p, s.Err())
+		}
+		e.batches = append(e.batches, bs)
+	}
+	return nil
+}
+
+// closeServer stops the in-process fetch server and closes the metadata
+// store.
+func (e *env) closeServer() {
+	if e.closeSrv != nil {
+		e.closeSrv()
+	}
+}
+
+func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// serve starts tierd's fetch server and the floor server, each on its own
+// socket, and dials both.
+func (e *env) serve() error {
+	fcfg := fetch.DefaultConfig()
+	fcfg.Listen = "127.0.0.1:0"
+	fcfg.Cache.ChunkBytes, fcfg.Cache.MemoryBytes, fcfg.Cache.MaxInflightGets = e.cfg.ChunkBytes, e.cfg.CacheMemoryBytes, e.cfg.MaxInflightGets
+	fcfg.IndexCacheBytes, fcfg.PrefetchBytes = e.cfg.IndexCacheBytes, e.cfg.PrefetchBytes
+	e.reg = prometheus.NewRegistry()
+	e.fcfg = fcfg
+	srv, err := fetch.NewServer(fcfg, e.store, e.mgr, fetch.WithRegisterer(e.reg))
+	if err != nil {
+		return err
+	}
+	e.server = srv
+	lis, err := listen()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	if e.client, err = fetch.Dial(lis.Addr().String()); err != nil {
+		cancel()
+		return err
+	}
+	var once sync.Once
+	e.closeSrv = func() {
+		once.Do(func() {
+			e.client.Close()
+			cancel()
+			<-done
+			e.store.Close()
+		})
+	}
+	e.stops = append(e.stops, e.closeSrv)
+
+	flis, err := listen()
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer(fetch.ServerOptions()...)
+	tierdpb.RegisterRemoteFetchServer(gs, newFloor(int(e.cfg.MaxBytes)+1<<20))
+	go gs.Serve(flis)
+	e.stops = append(e.stops, gs.Stop)
+	if e.floor, err = fetch.Dial(flis.Addr().String()); err != nil {
+		return err
+	}
+	e.stops = append(e.stops, func() { e.floor.Close() })
+	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer wcancel()
+	if !e.client.WaitReady(wctx) || !e.floor.WaitReady(wctx) {
+		return errors.New("bench: servers did not come up")
+	}
+	return nil
+}
+
+// floor answers Fetch with max_bytes bytes from memory and does nothing
+// else: the cost of the RPC and its transport alone.
+type floor struct {
+	tierdpb.UnimplementedRemoteFetchServer
+	payload []byte
+}
+
+func newFloor(n int) *floor {
+	f := &floor{payload: make([]byte, n)}
+	rand.Read(f.payload)
+	return f
+}
+
+func (f *floor) Fetch(_ context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
+	n := min(int(req.MaxBytes), len(f.payload))
+	return &tierdpb.FetchResponse{Records: f.payload[:n], NextOffset: req.Offset + 1}, nil
+}

@@ -1,0 +1,151 @@
+// Package minioproc starts a MinIO server process on 127.0.0.1, for tests
+// and for "tierd bench" when no endpoint is given.
+package minioproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	miniogo "github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Credentials of the servers started here.
+const (
+	AccessKey = "tierd-test"
+	SecretKey = "tierd-test-secret"
+)
+
+// ErrNoBinary is returned by Start when no minio binary is found.
+var ErrNoBinary = errors.New("minio binary not found (set TIERD_MINIO_BIN, or run `make tools`, which installs it in ~/.cache/tierd-bin)")
+
+// Find returns the path of the minio binary: $TIERD_MINIO_BIN, minio on
+// $PATH, ~/.cache/tierd-bin/minio (where `make tools` installs it), or
+// $GOPATH/bin/minio; "" when there is none.
+func Find() string {
+	if p := os.Getenv("TIERD_MINIO_BIN"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("minio"); err == nil {
+		return p
+	}
+	home, _ := os.UserHomeDir()
+	cands := []string{filepath.Join(home, ".cache", "tierd-bin", "minio")}
+	if gp, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+		cands = append(cands, filepath.Join(strings.TrimSpace(string(gp)), "bin", "minio"))
+	}
+	for _, c := range cands {
+		if st, err := os.Stat(c); err == nil && !st.IsDir() {
+			return c
+		}
+	}
+	return ""
+}
+
+// Server is a running MinIO process.
+type Server struct {
+	Endpoint string // host:port
+	cmd      *exec.Cmd
+	out      *syncBuffer
+	once     sync.Once
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start starts MinIO serving dataDir on free ports of 127.0.0.1 and waits
+// up to 60s for it to be ready. Errors: ErrNoBinary, a failed start, or
+// not ready in time (with MinIO's output).
+func Start(dataDir string) (*Server, error) {
+	bin := Find()
+	if bin == "" {
+		return nil, ErrNoBinary
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	console, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), out: &syncBuffer{}}
+	s.cmd = exec.Command(bin, "server", dataDir, "--quiet", "--address", s.Endpoint,
+		"--console-address", fmt.Sprintf("127.0.0.1:%d", console))
+	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
+		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
+	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start minio: %w", err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.Endpoint + "/minio/health/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return nil, fmt.Errorf("minio not ready after 60s: %s", s.out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Pid is the server's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
+
+// Stop kills the server and waits for it.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		s.cmd.Process.Kill()
+		s.cmd.Wait()
+	})
+}
+
+// CreateBucket makes a bucket on the server.
+func (s *Server) CreateBucket(ctx context.Context, name string) error {
+	c, err := miniogo.New(s.Endpoint, &miniogo.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, "")})
+	if err != nil {
+		return err
+	}
+	if err := c.MakeBucket(ctx, name, miniogo.MakeBucketOptions{}); err != nil {
+		return fmt.Errorf("make bucket %s: %w", name, err)
+	}
+	return nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
