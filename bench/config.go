@@ -3,6 +3,7 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Config sizes a bench run. Defaults are in DefaultConfig; they finish in
@@ -43,6 +44,11 @@ type Config struct {
 	MaxInflightGets                                              int
 	// Seed picks the random offsets. Default 1.
 	Seed uint64
+	// StoreLatency is added before every GET's first byte, in the process
+	// (raw_get and tierd alike), to model an object store farther away
+	// than loopback (S3's first-byte latency is tens of ms). The memory
+	// case's child does not add it. Default 0.
+	StoreLatency time.Duration
 	// DaemonBin is a tierd binary; the memory case then runs against a
 	// "tierd run" child process, so that its peak memory is tierd's alone.
 	// "" (default) uses the in-process server.
@@ -73,6 +79,9 @@ func (c Config) Validate() error {
 	}
 	if c.Count < 1 || c.Readers < 1 {
 		errs = append(errs, fmt.Errorf("bench: count %d and readers %d must be positive", c.Count, c.Readers))
+	}
+	if c.StoreLatency < 0 {
+		errs = append(errs, fmt.Errorf("bench: store latency %s must not be negative", c.StoreLatency))
 	}
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bench: bucket is required"))

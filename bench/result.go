@@ -31,6 +31,7 @@ type Result struct {
 	Note                 string
 
 	hist  *hdrhistogram.Histogram
+	gets  float64 // GETs tierd made, where counted
 	bytes int64
 	busy  time.Duration // summed latencies
 	wall  time.Duration // set by cases that measure throughput
@@ -103,6 +104,32 @@ func (rep *Report) WriteTable(w io.Writer) {
 	for _, t := range rep.Targets() {
 		fmt.Fprintf(w, "  %-4s %s\n", map[bool]string{true: "ok", false: "MISS"}[t.Met], t.Text)
 	}
+	if lines := rep.Breakdown(); len(lines) > 0 {
+		fmt.Fprintln(w, "\nwhere the time goes (this run):")
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+	}
+}
+
+// Breakdown separates tierd's own cost from the transport's: a cold fetch
+// is a GET plus a gRPC response of the same bytes, and a replay moves
+// every byte through both the store and the transport, which on a small
+// machine share the same cores.
+func (rep *Report) Breakdown() []string {
+	var out []string
+	cold, raw, floor := rep.get("fetch_cold"), rep.get("raw_get"), rep.get("grpc_floor")
+	if cold != nil && raw != nil && floor != nil && raw.P50 > 0 {
+		out = append(out, fmt.Sprintf("fetch_cold p50 %.0f us = raw_get %.0f + grpc_floor %.0f + tierd %.0f us; (fetch_cold - grpc_floor) / raw_get = %.2f",
+			cold.P50, raw.P50, floor.P50, cold.P50-raw.P50-floor.P50, (cold.P50-floor.P50)/raw.P50))
+	}
+	replay, seq := rep.get("replay"), rep.get("raw_seq_get")
+	if replay != nil && seq != nil && floor != nil && seq.MiBPerS > 0 && floor.MiBPerS > 0 {
+		bound := 1 / (1/seq.MiBPerS + 1/floor.MiBPerS)
+		out = append(out, fmt.Sprintf("replay with store and transport done one after the other could reach 1/(1/raw_seq_get + 1/grpc_floor) = %.0f MiB/s; replay reached %.0f (%.0f%%)",
+			bound, replay.MiBPerS, 100*replay.MiBPerS/bound))
+	}
+	return out
 }
 
 // Target is one of issue 5's targets, checked on this run.

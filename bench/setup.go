@@ -103,7 +103,11 @@ func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err err
 	}
 	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
 	e.prefix = prefix
-	if e.mgr, err = rsm.NewManager(b, rsm.Config{Prefix: prefix}); err != nil {
+	var mb rsm.Bucket = b
+	if cfg.StoreLatency > 0 {
+		mb = &slowBucket{Bucket: b, delay: cfg.StoreLatency}
+	}
+	if e.mgr, err = rsm.NewManager(mb, rsm.Config{Prefix: prefix}); err != nil {
 		return nil, err
 	}
 	e.stops = append(e.stops, func() { // leave the bucket as it was
@@ -302,4 +306,20 @@ func newFloor(n int) *floor {
 func (f *floor) Fetch(_ context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
 	n := min(int(req.MaxBytes), len(f.payload))
 	return &tierdpb.FetchResponse{Records: f.payload[:n], NextOffset: req.Offset + 1}, nil
+}
+
+// slowBucket adds a fixed delay before every GET: an object store's
+// first-byte latency.
+type slowBucket struct {
+	rsm.Bucket
+	delay time.Duration
+}
+
+func (b *slowBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	select {
+	case <-time.After(b.delay):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return b.Bucket.GetRange(ctx, key, off, length)
 }

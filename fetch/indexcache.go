@@ -116,7 +116,7 @@ func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata
 		if err != nil {
 			return nil, 0, kafkalog.WithFile(err, meta.ID.String()+".index")
 		}
-		return offs, int64(len(offs)) * int64(unsafe.Sizeof(index.OffsetEntry{})), nil
+		return offs, int64(cap(offs)) * int64(unsafe.Sizeof(index.OffsetEntry{})), nil
 	})
 	if err != nil {
 		return nil, err
@@ -136,7 +136,7 @@ func (s *Server) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) 
 		if err != nil {
 			return nil, 0, kafkalog.WithFile(err, meta.ID.String()+".timeindex")
 		}
-		return times, int64(len(times)) * int64(unsafe.Sizeof(index.TimeEntry{})), nil
+		return times, int64(cap(times)) * int64(unsafe.Sizeof(index.TimeEntry{})), nil
 	})
 	if err != nil {
 		return nil, err

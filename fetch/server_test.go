@@ -58,7 +58,7 @@ func (c *countingBucket) GetRange(ctx context.Context, key string, off, length i
 }
 
 type env struct {
-	t      *testing.T
+	t      testing.TB
 	store  *rlmm.Store
 	mgr    *rsm.Manager
 	bucket *countingBucket
@@ -69,7 +69,7 @@ type env struct {
 
 // newEnv starts a server on a real socket over a filesystem bucket and
 // Pebble.
-func newEnv(t *testing.T, cfg Config) *env {
+func newEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	fsb, err := filesystem.New(filesystem.Config{Dir: t.TempDir()})
 	if err != nil {
@@ -135,7 +135,7 @@ func (e *env) tier(dir string) {
 	}
 }
 
-func maxTimestamp(t *testing.T, p string) int64 {
+func maxTimestamp(t testing.TB, p string) int64 {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)
@@ -153,7 +153,7 @@ func (e *env) fetch(offset int64, maxBytes int32) (*tierdpb.FetchResponse, error
 }
 
 // batches splits fetched bytes into entries.
-func batches(t *testing.T, data []byte) []batch.Batch {
+func batches(t testing.TB, data []byte) []batch.Batch {
 	t.Helper()
 	var out []batch.Batch
 	s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{VerifyCRC: true})
@@ -170,7 +170,7 @@ func batches(t *testing.T, data []byte) []batch.Batch {
 }
 
 // referenceLog writes the 600-record reference scenario and tiers it.
-func referenceLog(t *testing.T, e *env) string {
+func referenceLog(t testing.TB, e *env) string {
 	dir := filepath.Join(t.TempDir(), "t-0")
 	cfg := seglog.DefaultConfig()
 	cfg.SegmentBytes = seglog.MinSegmentBytes

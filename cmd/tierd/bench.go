@@ -31,6 +31,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.Int64Var(&cfg.PrefetchBytes, "prefetch-bytes", cfg.PrefetchBytes, "remote.fetch.prefetch.max.bytes")
 	fs.IntVar(&cfg.MaxInflightGets, "max-inflight-gets", cfg.MaxInflightGets, "remote.fetch.max.inflight.gets")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random offsets")
+	fs.DurationVar(&cfg.StoreLatency, "store-latency", 0, "delay added before every GET's first byte (raw_get and tierd alike), e.g. 20ms to model S3")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {

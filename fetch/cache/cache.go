@@ -83,7 +83,7 @@ type Cache struct {
 	cancel context.CancelFunc
 
 	mu       sync.Mutex
-	inflight map[string][]*slot // chunk key -> loads in flight
+	inflight map[chunkKey][]*slot // loads in flight
 	loads    sync.WaitGroup // for Close
 	pending  atomic.Int64   // loads not yet ended, disk write included
 }
@@ -98,7 +98,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		reg = prometheus.NewRegistry()
 	}
 	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[string][]*slot{}}
+		inflight: map[chunkKey][]*slot{}}
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
 		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes)
 		if err != nil {
@@ -141,7 +141,18 @@ func (c *Cache) Settle() {
 // ChunkBytes returns the chunk size.
 func (c *Cache) ChunkBytes() int64 { return c.cfg.ChunkBytes }
 
-func key(object string, index int64) string { return object + "\x00" + strconv.FormatInt(index, 10) }
+// chunkKey names chunk i of an object; as a map key it costs no
+// allocation on the hit path.
+type chunkKey struct {
+	obj string
+	i   int64
+}
+
+func key(object string, i int64) chunkKey { return chunkKey{object, i} }
+
+// String is the disk tier's name for the chunk (hashed for the file
+// name).
+func (k chunkKey) String() string { return k.obj + "\x00" + strconv.FormatInt(k.i, 10) }
 
 // chunkLen is the length of chunk i of an object of size bytes.
 func (c *Cache) chunkLen(size, i int64) int64 {
@@ -170,6 +181,7 @@ func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, err
 	if first == last {
 		return c.viewChunk(ctx, obj, first, off-first*cb, off-first*cb+n)
 	}
+	c.Touch(obj, off, n) // the chunks not cached load with one GET
 	out := make([]byte, 0, n)
 	for i := first; i <= last; i++ {
 		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
@@ -203,16 +215,34 @@ func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byt
 // cached on disk, in flight, or a new load. With prefetch it never waits
 // for a GET slot and returns nil when none is free. hit names the tier
 // that had the chunk ("" for a new load).
-func (c *Cache) find(obj Object, i int64, k string, a, b int64, prefetch bool) (s *slot, hit string, err error) {
+func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, err error) {
+	s, hit, isNew := c.claim(obj, i, k, a, b, prefetch)
+	if isNew {
+		c.start(obj, []part{{i, k, s}}, prefetch)
+	}
+	return s, hit, nil
+}
+
+// part is one chunk's slot in a load.
+type part struct {
+	i int64
+	k chunkKey
+	s *slot
+}
+
+// claim finds a slot as find does, but a new slot is only registered as
+// in flight (isNew): the caller starts its load, alone or with the slots
+// of the next chunks in one GET.
+func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, isNew bool) {
 	s, hit, partial := c.lookup(k, a, b)
 	if s != nil {
-		return s, hit, nil
+		return s, hit, false
 	}
 	if c.disk != nil { // read outside the lock: a disk read takes a while
 		if from, data, ok := c.disk.get(k); ok {
 			if s := doneSlot(from, data); s.covers(a, b) {
 				c.mem.put(k, s)
-				return s, "disk", nil
+				return s, "disk", false
 			}
 			partial = true
 		}
@@ -221,7 +251,7 @@ func (c *Cache) find(obj Object, i int64, k string, a, b int64, prefetch bool) (
 	defer c.mu.Unlock()
 	s, hit, p := c.lookupLocked(k, a, b)
 	if s != nil {
-		return s, hit, nil
+		return s, hit, false
 	}
 	if partial || p {
 		a, b = 0, c.chunkLen(obj.Size, i) // a second load of this chunk loads all of it
@@ -235,19 +265,25 @@ func (c *Cache) find(obj Object, i int64, k string, a, b int64, prefetch bool) (
 		case c.sem <- struct{}{}:
 		default:
 			c.m.prefetchSkipped.Inc()
-			return nil, "", nil
+			return nil, "", false
 		}
 	}
 	s = &slot{from: a, to: b, wake: make(chan struct{})}
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
-	c.loads.Add(1)
-	c.pending.Add(1)
-	go c.load(obj, i, k, s, prefetch)
-	return s, "", nil
+	return s, "", true
 }
 
-func (c *Cache) lookup(k string, a, b int64) (*slot, string, bool) {
+// start loads parts (slots of consecutive chunks, each but the last
+// ending at its chunk's end, each but the first starting at 0) with one
+// GET.
+func (c *Cache) start(obj Object, parts []part, haveSlot bool) {
+	c.loads.Add(1)
+	c.pending.Add(1)
+	go c.load(obj, parts, haveSlot)
+}
+
+func (c *Cache) lookup(k chunkKey, a, b int64) (*slot, string, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lookupLocked(k, a, b)
@@ -256,7 +292,7 @@ func (c *Cache) lookup(k string, a, b int64) (*slot, string, bool) {
 // lookupLocked finds a load in flight or a memory entry that holds bytes
 // [a, b) (caller holds mu); partial says some part of the chunk is held
 // or loading, just not those bytes.
-func (c *Cache) lookupLocked(k string, a, b int64) (s *slot, hit string, partial bool) {
+func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, partial bool) {
 	for _, s := range c.inflight[k] {
 		if s.covers(a, b) {
 			return s, "inflight", false
@@ -296,14 +332,31 @@ func (c *Cache) Touch(obj Object, off, n int64) {
 		return
 	}
 	cb := c.cfg.ChunkBytes
+	var run []part // new slots that one GET can fill
+	flush := func() {
+		if len(run) > 0 {
+			c.start(obj, run, false)
+			run = nil
+		}
+	}
 	for i := off / cb; i <= (off+n-1)/cb; i++ {
 		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
 		k := key(obj.Key, i)
 		if s, ok := c.mem.peek(k); ok && s.covers(a, b) {
+			flush()
 			continue
 		}
-		c.find(obj, i, k, a, b, false)
+		s, _, isNew := c.claim(obj, i, k, a, b, false)
+		if !isNew {
+			flush()
+			continue
+		}
+		if len(run) > 0 && (run[len(run)-1].s.to != c.chunkLen(obj.Size, i-1) || s.from != 0) {
+			flush()
+		}
+		run = append(run, part{i, k, s})
 	}
+	flush()
 }
 
 // Prefetch starts loading chunk i of obj whole unless it is cached or in
@@ -329,10 +382,11 @@ func (c *Cache) Prefetch(obj Object, i int64) bool {
 	return true
 }
 
-// load fills s from the store: it takes a GET slot (already held by a
-// prefetch), reads the chunk's bytes [s.from, s.to), wakes waiters
-// as bytes arrive, then moves the chunk into the tiers.
-func (c *Cache) load(obj Object, i int64, k string, s *slot, haveSlot bool) {
+// load fills the parts' slots from the store with one ranged GET: it
+// takes a GET slot (unless a prefetch already holds one), reads the bytes
+// in order, wakes waiters as they arrive, and moves each chunk into the
+// tiers as soon as it is whole.
+func (c *Cache) load(obj Object, parts []part, haveSlot bool) {
 	defer c.loads.Done()
 	defer c.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
@@ -341,49 +395,73 @@ func (c *Cache) load(obj Object, i int64, k string, s *slot, haveSlot bool) {
 		select {
 		case c.sem <- struct{}{}:
 		case <-ctx.Done():
-			c.finish(k, s, fmt.Errorf("cache: waiting for a GET slot for %s chunk %d: %w", obj.Key, i, ctx.Err()))
+			for _, p := range parts {
+				c.finish(p.k, p.s, fmt.Errorf("cache: waiting for a GET slot for %s chunk %d: %w", obj.Key, p.i, ctx.Err()))
+			}
 			return
 		}
 	}
-	c.mem.reserve(s.to - s.from)
-	err := c.fill(ctx, obj, i, s)
-	<-c.sem
-	c.mem.release(s.to - s.from)
-	c.finish(k, s, err)
-	if err != nil {
-		return
+	var total int64
+	for _, p := range parts {
+		total += p.s.to - p.s.from
 	}
-	c.m.loadedBytes.Add(float64(len(s.buf)))
-	if c.disk != nil {
-		if err := c.disk.put(k, s.from, s.buf); err != nil {
-			c.m.diskErrors.Inc() // the chunk is served anyway
+	c.mem.reserve(total)
+	done, err := c.fill(ctx, obj, parts)
+	<-c.sem
+	for _, p := range parts[done:] { // err != nil
+		c.mem.release(p.s.to - p.s.from)
+		c.finish(p.k, p.s, err)
+	}
+	for _, p := range parts[:done] {
+		c.m.loadedBytes.Add(float64(len(p.s.buf)))
+		if c.disk != nil {
+			if err := c.disk.put(p.k, p.s.from, p.s.buf); err != nil {
+				c.m.diskErrors.Inc() // the chunk is served anyway
+			}
 		}
 	}
 }
 
-func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err error) {
+// fill reads the parts' bytes from one GET and finishes each part as it
+// completes; it returns how many parts it finished and the error that
+// stopped it (the caller finishes the rest with it).
+func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, err error) {
+	first, last := parts[0], parts[len(parts)-1]
+	start := first.i*c.cfg.ChunkBytes + first.s.from
+	end := last.i*c.cfg.ChunkBytes + last.s.to
 	defer func() {
 		if r := recover(); r != nil { // a bucket client bug must not take the daemon down
-			err = fmt.Errorf("cache: load of %s chunk %d panicked: %v", obj.Key, i, r)
+			err = fmt.Errorf("cache: load of %s bytes %d-%d panicked: %v", obj.Key, start, end, r)
 		}
 	}()
-	start := i*c.cfg.ChunkBytes + s.from
-	end := i*c.cfg.ChunkBytes + s.to
 	rc, err := obj.Open(ctx, start, end)
 	if err != nil {
-		return fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
+		return 0, fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
 	}
 	defer rc.Close()
-	buf := make([]byte, end-start)
+	for _, p := range parts {
+		if err := fillSlot(rc, p.s); err != nil {
+			return done, fmt.Errorf("cache: read %s bytes %d-%d, chunk %d: %w", obj.Key, start, end, p.i, err)
+		}
+		c.mem.release(p.s.to - p.s.from) // before the whole chunk counts in the tier
+		c.finish(p.k, p.s, nil)
+		done++
+	}
+	return done, nil
+}
+
+// fillSlot reads a slot's bytes from r. Waiters wake once per step, not
+// on every read of the body (which can be a few KiB each): fewer wake-ups
+// on a busy machine.
+func fillSlot(r io.Reader, s *slot) error {
+	buf := make([]byte, s.to-s.from)
 	s.mu.Lock()
 	s.buf = buf
 	s.mu.Unlock()
-	// Waiters wake once per step, not on every read of the body (which
-	// can be a few KiB each): fewer wake-ups on a busy machine.
 	const step = 128 << 10
 	var n int
 	for n < len(buf) {
-		m, err := io.ReadFull(rc, buf[n:min(n+step, len(buf))])
+		m, err := io.ReadFull(r, buf[n:min(n+step, len(buf))])
 		n += m
 		if n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
 			s.progress(n)
@@ -392,7 +470,7 @@ func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err err
 			if errors.Is(err, io.EOF) {
 				err = io.ErrUnexpectedEOF
 			}
-			return fmt.Errorf("cache: read %s bytes %d-%d: got %d: %w", obj.Key, start, end, n, err)
+			return fmt.Errorf("got %d of %d bytes: %w", n, len(buf), err)
 		}
 	}
 	return nil
@@ -400,7 +478,7 @@ func (c *Cache) fill(ctx context.Context, obj Object, i int64, s *slot) (err err
 
 // finish ends a load: the slot leaves the in-flight set and, when whole,
 // enters the memory tier; waiters wake.
-func (c *Cache) finish(k string, s *slot, err error) {
+func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	c.mu.Lock()
 	list := c.inflight[k]
 	for j, x := range list {

@@ -242,6 +242,40 @@ func TestPrefetch(t *testing.T) {
 	}
 }
 
+// A range over several chunks not cached loads with one GET, filling each
+// chunk's slot in turn; a body cut short fails the chunks it did not
+// reach, and they load again on the next read.
+func TestTouchCoalesces(t *testing.T) {
+	s := newStore(8 * 4096)
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: time.Second}, nil)
+	c.Touch(o, 4096+100, 3*4096)
+	view(t, c, o, s, 4096+100, 3*4096)
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 1 || b != 3*4096 {
+		t.Fatalf("%d GETs of %d bytes for a range over 4 chunks, want 1 of exactly the range", g, b)
+	}
+	cut := s.object("cut")
+	cut.Open = func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+		s.gets.Add(1)
+		return io.NopCloser(bytes.NewReader(s.data[start:min(end, start+5000)])), nil
+	}
+	c.Touch(cut, 0, 3*4096)
+	c.Settle()
+	if _, ok := c.mem.peek(key("cut", 0)); !ok {
+		t.Fatal("chunk 0, whole before the cut, is not cached")
+	}
+	for _, i := range []int64{1, 2} {
+		if _, ok := c.mem.peek(key("cut", i)); ok {
+			t.Fatalf("chunk %d, cut short, is cached", i)
+		}
+	}
+	before := s.gets.Load()
+	view(t, c, s.object("cut"), s, 4096, 2*4096) // loads again
+	if g := s.gets.Load() - before; g != 1 {
+		t.Fatalf("%d GETs to read the failed chunks again", g)
+	}
+}
+
 // The disk tier survives a restart, suffixes included; a corrupt or
 // truncated file is detected, deleted and loaded again; the budget holds.
 func TestDiskTier(t *testing.T) {
@@ -269,7 +303,7 @@ func TestDiskTier(t *testing.T) {
 	}
 	// Damage: flip a data byte in one file, the offset field in another,
 	// truncate a third.
-	damage := func(i int64, f func(p string)) { f(c.disk.path(hashName(key("obj", i)))) }
+	damage := func(i int64, f func(p string)) { f(c.disk.path(hashName(key("obj", i).String()))) }
 	damage(0, func(p string) { raw, _ := os.ReadFile(p); raw[headerLen+10] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(1, func(p string) { raw, _ := os.ReadFile(p); raw[7] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(2, func(p string) { os.Truncate(p, 100) })

@@ -117,8 +117,8 @@ func (d *disk) evict() {
 
 // get reads and verifies a chunk file: the chunk-relative offset of its
 // first byte and the bytes. A bad file is deleted (miss).
-func (d *disk) get(k string) (int64, []byte, bool) {
-	name := hashName(k)
+func (d *disk) get(k chunkKey) (int64, []byte, bool) {
+	name := hashName(k.String())
 	d.mu.Lock()
 	e, ok := d.items[name]
 	if ok {
@@ -182,11 +182,11 @@ func decode(raw []byte) (int64, []byte, bool) {
 
 // put writes a chunk file atomically (temporary file, fsync, rename): the
 // chunk's bytes from chunk-relative offset from.
-func (d *disk) put(k string, from int64, data []byte) error {
+func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	if int64(len(data)+headerLen) > d.budget {
 		return nil
 	}
-	name := hashName(k)
+	name := hashName(k.String())
 	p := d.path(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err

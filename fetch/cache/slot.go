@@ -80,19 +80,19 @@ type lru struct {
 	size     int64
 	reserved int64 // bytes of loads in flight, which the budget covers too
 	ll     *list.List
-	items  map[string]*list.Element
+	items  map[chunkKey]*list.Element
 }
 
 type entry struct {
-	key string
+	key chunkKey
 	s   *slot
 }
 
 func newLRU(budget int64) *lru {
-	return &lru{budget: budget, ll: list.New(), items: map[string]*list.Element{}}
+	return &lru{budget: budget, ll: list.New(), items: map[chunkKey]*list.Element{}}
 }
 
-func (l *lru) get(k string) (*slot, bool) {
+func (l *lru) get(k chunkKey) (*slot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.items[k]; ok {
@@ -102,7 +102,7 @@ func (l *lru) get(k string) (*slot, bool) {
 	return nil, false
 }
 
-func (l *lru) peek(k string) (*slot, bool) {
+func (l *lru) peek(k chunkKey) (*slot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e, ok := l.items[k]; ok {
@@ -113,7 +113,7 @@ func (l *lru) peek(k string) (*slot, bool) {
 
 // put adds or replaces an entry, evicting the least recently used ones
 // over budget. A slot larger than the budget is not kept.
-func (l *lru) put(k string, s *slot) {
+func (l *lru) put(k chunkKey, s *slot) {
 	size := int64(len(s.buf))
 	if size > l.budget {
 		return
@@ -161,6 +161,6 @@ func (l *lru) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.ll.Init()
-	l.items = map[string]*list.Element{}
+	l.items = map[chunkKey]*list.Element{}
 	l.size = 0
 }
