@@ -4,7 +4,7 @@ FUZZTIME ?= 10s
 SHELL := /bin/bash
 HARNESS := ^(TestCrash|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo
+.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-go
 
 build:
 	$(GO) build -o bin/tierd ./cmd/tierd
@@ -12,6 +12,15 @@ build:
 # demo: the main job on the embedded default (filesystem bucket in a temp dir).
 demo:
 	$(GO) run ./cmd/tierd demo
+
+# bench: "tierd bench" at its defaults against a MinIO it starts (under a
+# minute); writes the table to stdout and docs/bench.{json,png}.
+bench: tools
+	$(GO) run ./cmd/tierd bench --json docs/bench.json --plot docs/bench.png
+
+# bench-go: the hot pure functions' benchmarks, each beside its baseline.
+bench-go:
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./fetch/...
 
 # tools: the MinIO server the tests run against (once, cached in ~/.cache/tierd-bin).
 tools:

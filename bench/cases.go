@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"sort"
 	"time"
 
@@ -53,6 +55,27 @@ func (e *env) fetchReq(s sample) *tierdpb.FetchRequest {
 	return &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: e.cfg.MaxBytes}
 }
 
+// local reads the sample's bytes from the local segment file into buf.
+func (e *env) localBytes(s sample, buf []byte) ([]byte, error) {
+	f, err := os.Open(filepath.Join(e.partDir, fmt.Sprintf("%020d.log", e.fin[s.seg].StartOffset)))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	buf = buf[:s.len]
+	_, err = f.ReadAt(buf, s.pos)
+	return buf, err
+}
+
+// checkLocal compares a fetch's answer with the local file's bytes.
+func (e *env) checkLocal(name string, s sample, resp *tierdpb.FetchResponse, buf []byte) error {
+	want, err := e.localBytes(s, buf)
+	if err != nil {
+		return err
+	}
+	return check(name, s, resp, want)
+}
+
 // check compares a fetch's answer with the expected bytes.
 func check(name string, s sample, resp *tierdpb.FetchResponse, want []byte) error {
 	if int64(len(resp.Records)) != s.len || resp.NextOffset != s.next || (want != nil && !bytes.Equal(resp.Records, want)) {
@@ -98,16 +121,21 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 		}
 		doCold := func(r *Result) error {
 			e.server.DropCaches(false)
-			before := e.gets()
+			bl, bi := e.getsBy()
 			t := time.Now()
 			resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
 			r.add(time.Since(t), s.len)
 			e.server.Settle()
-			r.gets += e.gets() - before
+			al, ai := e.getsBy()
+			r.gets += al - bl
+			r.indexGets += ai - bi
 			if err != nil {
 				return fmt.Errorf("%s: %w", r.Name, err)
 			}
-			return check(r.Name, s, resp, want)
+			if err := check(r.Name, s, resp, want); err != nil { // the bucket's bytes
+				return err
+			}
+			return e.checkLocal(r.Name, s, resp, buf) // and the local file's
 		}
 		if i%2 == 0 {
 			err = doRaw()
@@ -129,7 +157,7 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 			continue
 		}
 		e.server.DropCaches(true)
-		before := e.gets()
+		bl, bi := e.getsBy()
 		t := time.Now()
 		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
 		coldAll.add(time.Since(t), s.len)
@@ -137,41 +165,53 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 			return nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
 		}
 		e.server.Settle()
-		coldAll.gets += e.gets() - before
-		if err := check(coldAll.Name, s, resp, nil); err != nil {
+		al, ai := e.getsBy()
+		coldAll.gets += al - bl
+		coldAll.indexGets += ai - bi
+		if err := e.checkLocal(coldAll.Name, s, resp, buf); err != nil {
 			return nil, nil, nil, err
 		}
 	}
 	for _, r := range []*Result{cold, coldAll} {
-		r.Note = fmt.Sprintf("%.2f GETs per fetch", r.gets/float64(r.hist.TotalCount()))
+		n := float64(r.hist.TotalCount())
+		r.Note = fmt.Sprintf("%.2f GETs per fetch (%.2f of .log, %.2f of indexes)", (r.gets+r.indexGets)/n, r.gets/n, r.indexGets/n)
 	}
 	return raw, cold, coldAll, nil
 }
 
-// warm measures the same fetches cached: each fetch right after an
-// unmeasured one of the same offset, and counts the GETs the measured ones
-// made.
+// warm measures the same fetches cached: in groups that fit in half the
+// chunk cache, each offset is fetched once unmeasured, then the group is
+// fetched again back to back (as grpc_floor's RPCs are), counting the
+// GETs those made.
 func (e *env) warm(ctx context.Context, ss []sample) (*Result, error) {
 	r := newResult("fetch_warm")
+	buf := make([]byte, e.cfg.MaxBytes+1<<20)
+	group := int(max(1, e.cfg.CacheMemoryBytes/(2*(int64(e.cfg.MaxBytes)+e.cfg.ChunkBytes/4))))
 	var gets float64
-	for _, s := range ss {
-		if _, err := e.client.API().Fetch(ctx, e.fetchReq(s)); err != nil {
-			return nil, err
+	for len(ss) > 0 {
+		g := ss[:min(group, len(ss))]
+		ss = ss[len(g):]
+		for _, s := range g {
+			if _, err := e.client.API().Fetch(ctx, e.fetchReq(s)); err != nil {
+				return nil, err
+			}
 		}
 		e.server.Settle()
 		before := e.gets()
-		t := time.Now()
-		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
-		r.add(time.Since(t), s.len)
-		if err != nil {
-			return nil, err
+		for _, s := range g {
+			t := time.Now()
+			resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
+			r.add(time.Since(t), s.len)
+			if err != nil {
+				return nil, err
+			}
+			if err := e.checkLocal(r.Name, s, resp, buf); err != nil {
+				return nil, err
+			}
 		}
 		gets += e.gets() - before
-		if err := check(r.Name, s, resp, nil); err != nil {
-			return nil, err
-		}
 	}
-	r.Note = fmt.Sprintf("%d GETs", int(gets))
+	r.Note = fmt.Sprintf("%d GETs (misses or prefetch)", int(gets))
 	return r, nil
 }
 

@@ -56,7 +56,11 @@ func (rep *Report) WritePlot(path string) error {
 			continue
 		}
 		var pts plotter.XYs
+		// From the first percentile that holds a whole sample (below it the
+		// histogram answers 0).
+		lowest := 100 / float64(r.hist.TotalCount())
 		for _, q := range []float64{1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 95, 97, 99, 99.5, 99.9} {
+			q = max(q, lowest)
 			pts = append(pts, plotter.XY{X: nines(q), Y: float64(max(r.hist.ValueAtQuantile(q), 1))})
 		}
 		l, err := plotter.NewLine(pts)

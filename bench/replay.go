@@ -19,20 +19,27 @@ import (
 // gets is the number of GETs tierd's fetch server has made (.log and
 // index objects).
 func (e *env) gets() float64 {
+	l, i := e.getsBy()
+	return l + i
+}
+
+// getsBy is the GETs of .log objects and of index objects.
+func (e *env) getsBy() (log, idx float64) {
 	mfs, err := e.reg.Gather()
 	if err != nil {
-		return 0
+		return 0, 0
 	}
-	var n float64
 	for _, mf := range mfs {
-		switch mf.GetName() {
-		case "tierd_fetch_log_gets_total", "tierd_fetch_index_gets_total":
-			for _, m := range mf.GetMetric() {
-				n += m.GetCounter().GetValue()
+		for _, m := range mf.GetMetric() {
+			switch mf.GetName() {
+			case "tierd_fetch_log_gets_total":
+				log += m.GetCounter().GetValue()
+			case "tierd_fetch_index_gets_total":
+				idx += m.GetCounter().GetValue()
 			}
 		}
 	}
-	return n
+	return log, idx
 }
 
 func (e *env) tieredBytes() int64 {

@@ -28,13 +28,14 @@ type Result struct {
 	// the peak resident memory with file-backed pages, LimitMiB the
 	// target (memory case only).
 	PeakRSSMiB, PeakTotalRSSMiB, LimitMiB *float64
-	Note                 string
+	Note                                  string
 
-	hist  *hdrhistogram.Histogram
-	gets  float64 // GETs tierd made, where counted
-	bytes int64
-	busy  time.Duration // summed latencies
-	wall  time.Duration // set by cases that measure throughput
+	hist      *hdrhistogram.Histogram
+	gets      float64 // GETs of .log objects tierd made, where counted
+	indexGets float64 // GETs of index objects, where counted
+	bytes     int64
+	busy      time.Duration // summed latencies
+	wall      time.Duration // set by cases that measure throughput
 }
 
 func newResult(name string) *Result {

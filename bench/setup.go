@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -34,25 +35,25 @@ const topic = "bench"
 // on a real socket, the local copy of the partition, and the transport
 // floor server.
 type env struct {
-	cfg     Config
-	dir     string
-	minio   *minioproc.Server
-	bucket  rsm.Bucket
-	mgr     *rsm.Manager
-	store   *rlmm.Store
-	reg     *prometheus.Registry
-	server  *fetch.Server
-	fcfg    fetch.Config
-	client  *fetch.Client
-	floor   *fetch.Client
+	cfg      Config
+	dir      string
+	minio    *minioproc.Server
+	bucket   rsm.Bucket
+	mgr      *rsm.Manager
+	store    *rlmm.Store
+	reg      *prometheus.Registry
+	server   *fetch.Server
+	fcfg     fetch.Config
+	client   *fetch.Client
+	floor    *fetch.Client
 	partDir  string
 	prefix   string // the run's key prefix in the bucket
 	endpoint string // the S3 URL
 	closeSrv func()
-	tp      remotelog.TopicPartition
-	fin     []remotelog.SegmentMetadata
-	batches [][]batch.Batch // per segment, from the local files
-	stops   []func()
+	tp       remotelog.TopicPartition
+	fin      []remotelog.SegmentMetadata
+	batches  [][]batch.Batch // per segment, from the local files
+	stops    []func()
 }
 
 func (e *env) close() {
@@ -291,21 +292,27 @@ func (e *env) serve() error {
 }
 
 // floor answers Fetch with max_bytes bytes from memory and does nothing
-// else: the cost of the RPC and its transport alone.
+// else: the cost of the RPC and its transport alone. The bytes come from
+// a pool larger than a CPU cache, a different part each time, so they are
+// read from memory as tierd's cached chunks are.
 type floor struct {
 	tierdpb.UnimplementedRemoteFetchServer
-	payload []byte
+	pool []byte
+	next atomic.Int64
 }
 
-func newFloor(n int) *floor {
-	f := &floor{payload: make([]byte, n)}
-	rand.Read(f.payload)
+const floorPoolBytes = 64 << 20
+
+func newFloor(maxBytes int) *floor {
+	f := &floor{pool: make([]byte, max(floorPoolBytes, 2*maxBytes))}
+	rand.Read(f.pool)
 	return f
 }
 
 func (f *floor) Fetch(_ context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	n := min(int(req.MaxBytes), len(f.payload))
-	return &tierdpb.FetchResponse{Records: f.payload[:n], NextOffset: req.Offset + 1}, nil
+	n := int64(min(int(req.MaxBytes), len(f.pool)/2))
+	off := f.next.Add(n) % (int64(len(f.pool)) - n)
+	return &tierdpb.FetchResponse{Records: f.pool[off : off+n], NextOffset: req.Offset + 1}, nil
 }
 
 // slowBucket adds a fixed delay before every GET: an object store's

@@ -37,7 +37,7 @@ func TestCachedFetchMakesNoGET(t *testing.T) {
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
 	referenceLog(t, e)
-	checkFetch(t, e, 0, 2<<20) // segment 0 (about 1 MiB) is one chunk, loaded whole
+	checkFetch(t, e, 0, 2<<20)        // segment 0 (about 1 MiB) is one chunk, loaded whole
 	time.Sleep(50 * time.Millisecond) // loads touched past the response end finish
 	before := e.bucket.gets.Load()
 	for i := 0; i < 20; i++ {

@@ -32,7 +32,7 @@ import (
 type countingBucket struct {
 	rsm.Bucket
 	read, gets, logGets atomic.Int64
-	gate              atomic.Pointer[chan struct{}]
+	gate                atomic.Pointer[chan struct{}]
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {

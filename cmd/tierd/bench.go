@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/tierd/tierd/bench"
 )
@@ -48,6 +50,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 2
 	}
 	cfg.MaxBytes = int32(*maxBytes)
+	if ext := strings.ToLower(filepath.Ext(*plotPath)); *plotPath != "" && ext != ".png" && ext != ".svg" {
+		fmt.Fprintf(stderr, "tierd bench: --plot %s: the file name must end in .png or .svg\n", *plotPath)
+		return 2
+	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
 		return 2

@@ -375,6 +375,49 @@ func TestChurn(t *testing.T) {
 	c.Close() // disk writes end before the directory goes
 }
 
+// Under concurrent readers of more chunks than fit, the memory tier and
+// the loads in flight stay within the budget together.
+func TestMemoryBudgetHolds(t *testing.T) {
+	s := newStore(32 * 4096)
+	o := s.object("obj")
+	const budget = 4 * 4096
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: budget, MaxInflightGets: 3, LoadTimeout: 5 * time.Second}, nil)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	var worst atomic.Int64
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			c.mem.mu.Lock()
+			worst.Store(max(worst.Load(), c.mem.size+c.mem.reserved))
+			c.mem.mu.Unlock()
+		}
+	}()
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 300; i++ {
+				off := int64((g*7919 + i*4099) % (32*4096 - 5000))
+				v, err := c.View(context.Background(), o, off, 5000)
+				if err != nil || !bytes.Equal(v, s.data[off:off+5000]) {
+					t.Errorf("view %d: %v", off, err)
+					return
+				}
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(stop)
+	if w := worst.Load(); w > budget {
+		t.Fatalf("memory tier + loads in flight reached %d bytes, budget %d", w, budget)
+	}
+}
+
 func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)

@@ -79,8 +79,8 @@ type lru struct {
 	budget   int64
 	size     int64
 	reserved int64 // bytes of loads in flight, which the budget covers too
-	ll     *list.List
-	items  map[chunkKey]*list.Element
+	ll       *list.List
+	items    map[chunkKey]*list.Element
 }
 
 type entry struct {

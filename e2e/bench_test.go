@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tierd/tierd/rsm/rsmtest"
+)
+
+// TestBench runs "tierd bench" as a user would, at small sizes, against
+// a MinIO it starts itself: every case runs and checks the bytes it reads,
+// the memory case runs against a "tierd run" child, and the table, the
+// JSON and both plot formats come out.
+func TestBench(t *testing.T) {
+	if rsmtest.FindMinIO() == "" {
+		rsmtest.StartMinIO(t) // skips, or fails under CI, with the reason
+	}
+	dir := t.TempDir()
+	bin := buildTierd(t, dir)
+	jsonPath, png, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
+	args := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "6291456", "--count", "30", "--readers", "3",
+		"--max-bytes", "65536", "--chunk-bytes", "262144", "--cache-memory-bytes", "1048576", "--prefetch-bytes", "524288",
+		"--json", jsonPath, "--plot", png}
+	var out, errb bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tierd bench: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	cases := []string{"raw_get", "fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get", "replay", "replay_3"}
+	for _, c := range cases {
+		if !strings.Contains(out.String(), c) {
+			t.Errorf("table has no %s row:\n%s", c, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "tierd run child") || !strings.Contains(out.String(), "targets (ratios from this run)") {
+		t.Errorf("table lacks the memory case's child or the targets:\n%s", out.String())
+	}
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]float64
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("--json: %v\n%s", err, raw)
+	}
+	for _, c := range cases {
+		r, ok := got[c]
+		if !ok || r["count"] < 1 || r["p50_us"] <= 0 || r["p99_us"] < r["p50_us"] || r["p999_us"] < r["p99_us"] || r["mib_per_s"] <= 0 {
+			t.Errorf("--json %s = %v", c, r)
+		}
+	}
+	if g := got["replay"]["gets_per_mib"]; g <= 0 || g > 10 {
+		t.Errorf("replay gets_per_mib = %v", g)
+	}
+	if m := got["replay_3"]["peak_anon_rss_mib"]; m <= 0 {
+		t.Errorf("replay_3 peak_anon_rss_mib = %v", m)
+	}
+	if data, _ := os.ReadFile(png); !bytes.HasPrefix(data, []byte("\x89PNG")) {
+		t.Errorf("--plot %s is not a PNG", png)
+	}
+	// The plot format follows the extension; a bad extension is refused
+	// before anything runs.
+	small := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "3145728", "--count", "5", "--readers", "2", "--plot", svg}
+	if out, err := exec.Command(bin, small...).CombinedOutput(); err != nil {
+		t.Fatalf("tierd bench --plot .svg: %v\n%s", err, out)
+	}
+	if data, _ := os.ReadFile(svg); !bytes.Contains(data, []byte("<svg")) {
+		t.Errorf("--plot %s is not an SVG", svg)
+	}
+	out2, err := exec.Command(bin, "bench", "--plot", filepath.Join(dir, "b.gif")).CombinedOutput()
+	if code := exitCode(err); code != 2 || !strings.Contains(string(out2), ".png or .svg") {
+		t.Errorf("--plot b.gif: exit %d, %s", code, out2)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}

@@ -1,0 +1,162 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// part is one chunk's slot in a load.
+type part struct {
+	i int64
+	k chunkKey
+	s *slot
+}
+
+// claim finds a slot as find does, but a new slot is only registered as
+// in flight (isNew): the caller starts its load, alone or with the slots
+// of the next chunks in one GET.
+func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, isNew bool) {
+	s, hit, partial := c.lookup(k, a, b)
+	if s != nil {
+		return s, hit, false
+	}
+	if c.disk != nil { // read outside the lock: a disk read takes a while
+		if from, data, ok := c.disk.get(k); ok {
+			if s := doneSlot(from, data); s.covers(a, b) {
+				c.mem.put(k, s)
+				return s, "disk", false
+			}
+			partial = true
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, hit, p := c.lookupLocked(k, a, b)
+	if s != nil {
+		return s, hit, false
+	}
+	if partial || p {
+		a, b = 0, c.chunkLen(obj.Size, i) // a second load of this chunk loads all of it
+	} else if a > 0 {
+		// A first load inside the chunk takes at least a quarter chunk:
+		// a reader asking for little now likely asks for more after.
+		b = min(max(b, a+c.cfg.ChunkBytes/4), c.chunkLen(obj.Size, i))
+	}
+	if prefetch {
+		select {
+		case c.sem <- struct{}{}:
+		default:
+			c.m.prefetchSkipped.Inc()
+			return nil, "", false
+		}
+	}
+	s = &slot{from: a, to: b, wake: make(chan struct{})}
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
+	return s, "", true
+}
+
+// start loads parts (slots of consecutive chunks, each but the last
+// ending at its chunk's end, each but the first starting at 0) with one
+// GET.
+func (c *Cache) start(obj Object, parts []part, haveSlot bool) {
+	c.loads.Add(1)
+	c.pending.Add(1)
+	go c.load(obj, parts, haveSlot)
+}
+
+// load fills the parts' slots from the store with one ranged GET: it
+// takes a GET slot (unless a prefetch already holds one), reads the bytes
+// in order, wakes waiters as they arrive, and moves each chunk into the
+// tiers as soon as it is whole.
+func (c *Cache) load(obj Object, parts []part, haveSlot bool) {
+	defer c.loads.Done()
+	defer c.pending.Add(-1)
+	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
+	defer cancel()
+	if !haveSlot {
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			for _, p := range parts {
+				c.finish(p.k, p.s, fmt.Errorf("cache: waiting for a GET slot for %s chunk %d: %w", obj.Key, p.i, ctx.Err()))
+			}
+			return
+		}
+	}
+	var total int64
+	for _, p := range parts {
+		total += p.s.to - p.s.from
+	}
+	c.mem.reserve(total)
+	done, err := c.fill(ctx, obj, parts)
+	<-c.sem
+	for _, p := range parts[done:] { // err != nil
+		c.mem.release(p.s.to - p.s.from)
+		c.finish(p.k, p.s, err)
+	}
+	for _, p := range parts[:done] {
+		c.m.loadedBytes.Add(float64(len(p.s.buf)))
+		if c.disk != nil {
+			if err := c.disk.put(p.k, p.s.from, p.s.buf); err != nil {
+				c.m.diskErrors.Inc() // the chunk is served anyway
+			}
+		}
+	}
+}
+
+// fill reads the parts' bytes from one GET and finishes each part as it
+// completes; it returns how many parts it finished and the error that
+// stopped it (the caller finishes the rest with it).
+func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, err error) {
+	first, last := parts[0], parts[len(parts)-1]
+	start := first.i*c.cfg.ChunkBytes + first.s.from
+	end := last.i*c.cfg.ChunkBytes + last.s.to
+	defer func() {
+		if r := recover(); r != nil { // a bucket client bug must not take the daemon down
+			err = fmt.Errorf("cache: load of %s bytes %d-%d panicked: %v", obj.Key, start, end, r)
+		}
+	}()
+	rc, err := obj.Open(ctx, start, end)
+	if err != nil {
+		return 0, fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
+	}
+	defer rc.Close()
+	for _, p := range parts {
+		if err := fillSlot(rc, p.s); err != nil {
+			return done, fmt.Errorf("cache: read %s bytes %d-%d, chunk %d: %w", obj.Key, start, end, p.i, err)
+		}
+		c.mem.release(p.s.to - p.s.from) // before the whole chunk counts in the tier
+		c.finish(p.k, p.s, nil)
+		done++
+	}
+	return done, nil
+}
+
+// fillSlot reads a slot's bytes from r. Waiters wake once per step, not
+// on every read of the body (which can be a few KiB each): fewer wake-ups
+// on a busy machine.
+func fillSlot(r io.Reader, s *slot) error {
+	buf := make([]byte, s.to-s.from)
+	s.mu.Lock()
+	s.buf = buf
+	s.mu.Unlock()
+	const step = 128 << 10
+	var n int
+	for n < len(buf) {
+		m, err := io.ReadFull(r, buf[n:min(n+step, len(buf))])
+		n += m
+		if n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
+			s.progress(n)
+		}
+		if err != nil && n < len(buf) {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("got %d of %d bytes: %w", n, len(buf), err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package fetch
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/tierd/tierd/fetch/cache"
+)
+
+// Config configures the server. Defaults are in DefaultConfig; the yaml
+// names of the remote read knobs follow Kafka's (remote.fetch.*,
+// remote.log.*).
+type Config struct {
+	// Listen is the gRPC address. Default "127.0.0.1:7450".
+	Listen string `yaml:"listen"`
+	// FetchMaxBytes caps a request's max_bytes (Kafka's fetch.max.bytes).
+	// Default 52428800.
+	FetchMaxBytes int32 `yaml:"fetch.max.bytes"`
+	// Cache is the chunk cache: chunk size, memory and disk budgets, GETs
+	// in flight (see cache.Config).
+	Cache cache.Config `yaml:",inline"`
+	// PrefetchBytes is how far ahead of a sequential reader chunks are
+	// loaded, across segment boundaries, bytes; 0 turns prefetch off.
+	// Default 16777216 (16 MiB).
+	PrefetchBytes int64 `yaml:"remote.fetch.prefetch.max.bytes"`
+	// MaxWaitMs bounds, in ms, how long a fetch waits for remote data
+	// (Kafka's remote.fetch.max.wait.ms): past it, a fetch answers with
+	// the batches that have arrived, or UNAVAILABLE when not even the
+	// first has (its load goes on, so a retry finds it cached).
+	// Default 500.
+	MaxWaitMs int64 `yaml:"remote.fetch.max.wait.ms"`
+	// IndexCacheBytes is the memory budget of parsed remote offset and
+	// time indexes, bytes (after Kafka's
+	// remote.log.index.file.cache.total.size.bytes). Default 67108864.
+	IndexCacheBytes int64 `yaml:"remote.log.index.file.cache.total.size.bytes"`
+	// RequestTimeout bounds one RPC, so a hung store cannot hold a request
+	// (or a shutdown) forever. Default 30s.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+}
+
+// DefaultConfig returns the defaults.
+func DefaultConfig() Config {
+	return Config{Listen: "127.0.0.1:7450", FetchMaxBytes: 52428800, Cache: cache.DefaultConfig(),
+		PrefetchBytes: 16 << 20, MaxWaitMs: 500, IndexCacheBytes: 64 << 20, RequestTimeout: 30 * time.Second}
+}
+
+// Validate reports every problem at once.
+func (c Config) Validate() error {
+	var errs []error
+	if err := CheckListen(c.Listen); err != nil {
+		errs = append(errs, fmt.Errorf("fetch: %w", err))
+	}
+	if c.FetchMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("fetch: fetch.max.bytes %d must be positive", c.FetchMaxBytes))
+	}
+	if err := c.Cache.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("fetch: %w", err))
+	}
+	if c.PrefetchBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetch: remote.fetch.prefetch.max.bytes %d must not be negative", c.PrefetchBytes))
+	}
+	if c.MaxWaitMs < 1 {
+		errs = append(errs, fmt.Errorf("fetch: remote.fetch.max.wait.ms %d must be positive", c.MaxWaitMs))
+	}
+	if c.IndexCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("fetch: remote.log.index.file.cache.total.size.bytes %d must not be negative", c.IndexCacheBytes))
+	}
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("fetch: request_timeout %s must be positive", c.RequestTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// MemoryBytes is the memory the server's caches may hold, bytes: the
+// chunk cache's memory budget (loads in flight included; without a memory
+// tier, the loads in flight) and the index cache's budget. Transport
+// buffers (about max_bytes per request being answered) come on top.
+func (c Config) MemoryBytes() int64 {
+	chunks := c.Cache.MemoryBytes
+	if chunks == 0 {
+		chunks = int64(c.Cache.MaxInflightGets) * c.Cache.ChunkBytes
+	}
+	return chunks + c.IndexCacheBytes
+}
+
+// CheckListen validates a listen address: host:port with a port in 0-65535.
+func CheckListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen %q: %w", addr, err)
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return fmt.Errorf("listen %q: port must be a number from 0 to 65535", addr)
+	}
+	return nil
+}
