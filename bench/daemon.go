@@ -67,6 +67,7 @@ log_level: warn
 	d.cmd = exec.Command(bin, "run", "--config", path)
 	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // goes with the bench
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s run: %w", bin, err)
 	}

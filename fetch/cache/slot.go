@@ -78,7 +78,8 @@ type lru struct {
 	mu       sync.Mutex
 	budget   int64
 	size     int64
-	reserved int64 // bytes of loads in flight, which the budget covers too
+	reserved int64      // bytes of loads in flight, which the budget covers too
+	room     *sync.Cond // signalled when reserved bytes are released
 	ll       *list.List
 	items    map[chunkKey]*list.Element
 }
@@ -89,7 +90,9 @@ type entry struct {
 }
 
 func newLRU(budget int64) *lru {
-	return &lru{budget: budget, ll: list.New(), items: map[chunkKey]*list.Element{}}
+	l := &lru{budget: budget, ll: list.New(), items: map[chunkKey]*list.Element{}}
+	l.room = sync.NewCond(&l.mu)
+	return l
 }
 
 func (l *lru) get(k chunkKey) (*slot, bool) {
@@ -134,17 +137,32 @@ func (l *lru) put(k chunkKey, s *slot) {
 // reserve counts n bytes of a load in flight against the budget, evicting
 // to make room; release gives them back when the load ends (before its
 // slot is put).
+//
+// A load waits while the loads already in flight leave no room for it,
+// so that together they stay within the budget; one load alone may
+// always start (one larger than the budget too), so loads make progress.
+// Without a memory tier (budget 0) nothing is counted.
 func (l *lru) reserve(n int64) {
+	if l.budget == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for l.reserved > 0 && l.reserved+n > l.budget {
+		l.room.Wait()
+	}
 	l.reserved += n
 	l.evict()
 }
 
 func (l *lru) release(n int64) {
+	if l.budget == 0 {
+		return
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reserved -= n
+	l.room.Broadcast()
 }
 
 func (l *lru) evict() {

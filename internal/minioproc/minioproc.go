@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	miniogo "github.com/minio/minio-go/v7"
@@ -98,6 +99,8 @@ func Start(dataDir string) (*Server, error) {
 	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	// The server goes with its parent, even one killed outright.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start minio: %w", err)
 	}
