@@ -77,8 +77,12 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	cb := s.cache.ChunkBytes()
 	budget := s.cfg.PrefetchBytes
 	from := end // chunks from the one holding the next byte
-	for j, m := range append([]remotelog.SegmentMetadata{meta}, rest...) {
-		if _, ok := s.idx.get(indexKey{m.ID, remotelog.OffsetIndex}); j > 0 && !ok {
+	for j := -1; j < len(rest) && budget > 0; j++ {
+		m := meta
+		if j >= 0 {
+			m = rest[j]
+		}
+		if _, ok := s.idx.get(indexKey{m.ID, remotelog.OffsetIndex}); j >= 0 && !ok {
 			// The reader will need this copy's offset index too; a failed
 			// load is tried again by the read.
 			go func() { _, _ = s.offsetIndex(s.bg, m) }()
@@ -87,9 +91,6 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		for i := from / cb; i*cb < m.SizeInBytes && budget > 0; i++ {
 			s.cache.Prefetch(obj, i) // counted by the cache
 			budget -= min(cb, m.SizeInBytes-i*cb)
-		}
-		if budget <= 0 {
-			return
 		}
 		from = 0
 	}

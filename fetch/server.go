@@ -246,7 +246,11 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
 	defer cancel()
 	want := req.Offset // the first offset still to find
-	for i, meta := range fin {
+	// Finished copies are in offset order: start at the first that reaches
+	// the offset.
+	first := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= want })
+	for i := first; i < len(fin); i++ {
+		meta := fin[i]
 		if meta.EndOffset < want {
 			continue
 		}
