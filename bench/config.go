@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/tierd/tierd/fetch"
 )
 
 // Config sizes a bench run. Defaults are in DefaultConfig; they finish in
@@ -62,29 +64,47 @@ func DefaultConfig() Config {
 		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: 16 << 20, MaxInflightGets: 8, Seed: 1}
 }
 
-// Validate reports every problem at once.
+// FetchConfig is the fetch server configuration the run gives tierd:
+// the defaults with the cache, prefetch and GET settings of c.
+func (c Config) FetchConfig() fetch.Config {
+	f := fetch.DefaultConfig()
+	f.Listen = "127.0.0.1:0"
+	f.Cache.ChunkBytes, f.Cache.MemoryBytes, f.Cache.MaxInflightGets = c.ChunkBytes, c.CacheMemoryBytes, c.MaxInflightGets
+	f.IndexCacheBytes, f.PrefetchBytes = c.IndexCacheBytes, c.PrefetchBytes
+	f.FetchMaxBytes = max(f.FetchMaxBytes, c.MaxBytes)
+	return f
+}
+
+// Validate reports every problem at once, the fetch server's settings
+// included, before anything starts.
 func (c Config) Validate() error {
 	var errs []error
 	if c.SegmentBytes < 1<<20 {
-		errs = append(errs, fmt.Errorf("bench: segment bytes %d must be at least 1 MiB", c.SegmentBytes))
+		errs = append(errs, fmt.Errorf("segment bytes %d must be at least 1 MiB", c.SegmentBytes))
 	}
 	if c.TotalBytes < 2*c.SegmentBytes {
-		errs = append(errs, fmt.Errorf("bench: total bytes %d must be at least two segments (%d)", c.TotalBytes, 2*c.SegmentBytes))
+		errs = append(errs, fmt.Errorf("total bytes %d must be at least two segments (%d)", c.TotalBytes, 2*c.SegmentBytes))
 	}
 	if c.RecordBytes < 1 || c.RecordBytes > 1<<20 {
-		errs = append(errs, fmt.Errorf("bench: record bytes %d must be from 1 to 1048576", c.RecordBytes))
+		errs = append(errs, fmt.Errorf("record bytes %d must be from 1 to 1048576", c.RecordBytes))
 	}
 	if c.MaxBytes < 1 {
-		errs = append(errs, fmt.Errorf("bench: max bytes %d must be positive", c.MaxBytes))
+		errs = append(errs, fmt.Errorf("max bytes %d must be positive", c.MaxBytes))
 	}
-	if c.Count < 1 || c.Readers < 1 {
-		errs = append(errs, fmt.Errorf("bench: count %d and readers %d must be positive", c.Count, c.Readers))
+	if c.Count < 1 {
+		errs = append(errs, fmt.Errorf("count %d must be positive", c.Count))
+	}
+	if c.Readers < 1 {
+		errs = append(errs, fmt.Errorf("readers %d must be positive", c.Readers))
 	}
 	if c.StoreLatency < 0 {
-		errs = append(errs, fmt.Errorf("bench: store latency %s must not be negative", c.StoreLatency))
+		errs = append(errs, fmt.Errorf("store latency %s must not be negative", c.StoreLatency))
 	}
 	if c.Bucket == "" {
-		errs = append(errs, errors.New("bench: bucket is required"))
+		errs = append(errs, errors.New("bucket is required"))
+	}
+	if err := c.FetchConfig().Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -57,7 +57,7 @@ http:
 memory_limit_bytes: %d
 log_level: warn
 `, filepath.Join(e.dir, "logs"), e.prefix, e.endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
-		max(e.cfg.MaxBytes, 1<<20), e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
+		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
 		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MemoryBytes()+32<<20)
 	path := filepath.Join(e.dir, "tierd.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {

@@ -72,6 +72,9 @@ func (r *Result) finish() {
 // Report is a run's results in the order they were measured.
 type Report struct {
 	Results []*Result
+	// SegmentBytes and ChunkBytes are the run's sizes: the GETs-per-MiB
+	// target holds for segments of many chunks.
+	SegmentBytes, ChunkBytes int64
 }
 
 func (rep *Report) get(name string) *Result {
@@ -103,7 +106,11 @@ func (rep *Report) WriteTable(w io.Writer) {
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
 	for _, t := range rep.Targets() {
-		fmt.Fprintf(w, "  %-4s %s\n", map[bool]string{true: "ok", false: "MISS"}[t.Met], t.Text)
+		label := map[bool]string{true: "ok", false: "MISS"}[t.Met]
+		if t.Info {
+			label = "n/a"
+		}
+		fmt.Fprintf(w, "  %-4s %s\n", label, t.Text)
 	}
 	if lines := rep.Breakdown(); len(lines) > 0 {
 		fmt.Fprintln(w, "\nwhere the time goes (this run):")
@@ -133,10 +140,12 @@ func (rep *Report) Breakdown() []string {
 	return out
 }
 
-// Target is one of issue 5's targets, checked on this run.
+// Target is one of the read path's targets, checked on this run. Info
+// marks one that does not apply to the run's sizes.
 type Target struct {
 	Text string
 	Met  bool
+	Info bool
 }
 
 // Targets checks the targets that the run's results allow.
@@ -151,7 +160,7 @@ func (rep *Report) Targets() []Target {
 		if !le {
 			met = x >= limit
 		}
-		out = append(out, Target{fmt.Sprintf(text, x, limit), met})
+		out = append(out, Target{Text: fmt.Sprintf(text, x, limit), Met: met})
 	}
 	if c, r := rep.get("fetch_cold"), rep.get("raw_get"); c != nil && r != nil {
 		ratio(c.P50, r.P50, 1.15, true, "fetch_cold p50 / raw_get p50 = %.2f (<= %.2f)")
@@ -162,12 +171,18 @@ func (rep *Report) Targets() []Target {
 	if p, s := rep.get("replay"), rep.get("raw_seq_get"); p != nil && s != nil {
 		ratio(p.MiBPerS, s.MiBPerS, 1.0, false, "replay MiB/s / raw_seq_get MiB/s = %.2f (>= %.2f)")
 		if p.GetsPerMiB != nil {
-			out = append(out, Target{fmt.Sprintf("replay GETs per MiB = %.3f (<= 0.30 at 4 MiB chunks)", *p.GetsPerMiB), *p.GetsPerMiB <= 0.3})
+			t := Target{Text: fmt.Sprintf("replay GETs per MiB = %.3f (<= 0.30 at 4 MiB chunks)", *p.GetsPerMiB), Met: *p.GetsPerMiB <= 0.3}
+			if rep.ChunkBytes != 4<<20 || rep.SegmentBytes < 8*rep.ChunkBytes {
+				// Each segment costs an index GET and a partial last chunk.
+				t.Text += fmt.Sprintf("; the target is for 4 MiB chunks and segments of 8 or more (here %d-byte chunks, %d-byte segments)", rep.ChunkBytes, rep.SegmentBytes)
+				t.Info = true
+			}
+			out = append(out, t)
 		}
 	}
 	for _, r := range rep.Results {
 		if r.PeakRSSMiB != nil {
-			out = append(out, Target{fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), *r.PeakRSSMiB <= *r.LimitMiB})
+			out = append(out, Target{Text: fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), Met: *r.PeakRSSMiB <= *r.LimitMiB})
 		}
 	}
 	return out

@@ -28,7 +28,7 @@ func TestTargets(t *testing.T) {
 	seq.wall = 40 * time.Millisecond // 1000 MiB/s
 	mem := result("replay_8", time.Millisecond, 1, 1)
 	mem.PeakRSSMiB, mem.PeakTotalRSSMiB, mem.LimitMiB = &peak, &total, &limit
-	rep := &Report{Results: []*Result{
+	rep := &Report{SegmentBytes: 32 << 20, ChunkBytes: 4 << 20, Results: []*Result{
 		result("raw_get", 2*time.Millisecond, 5, 1<<20), result("fetch_cold", 3*time.Millisecond, 5, 1<<20),
 		result("fetch_warm", 1100*time.Microsecond, 5, 1<<20), result("grpc_floor", time.Millisecond, 5, 1<<20),
 		replay, seq, mem,
@@ -84,9 +84,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
-	c.TotalBytes, c.Count, c.StoreLatency = c.SegmentBytes, 0, -time.Second
+	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes = c.SegmentBytes, 0, -time.Second, 100
 	err := c.Validate()
-	for _, want := range []string{"two segments", "count", "latency"} {
+	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

@@ -21,7 +21,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer e.close()
-	rep := &Report{}
+	rep := &Report{SegmentBytes: cfg.SegmentBytes, ChunkBytes: cfg.ChunkBytes}
 	step := func(name string, f func() error) error {
 		t := time.Now()
 		err := f()

@@ -238,10 +238,7 @@ func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 // serve starts tierd's fetch server and the floor server, each on its own
 // socket, and dials both.
 func (e *env) serve() error {
-	fcfg := fetch.DefaultConfig()
-	fcfg.Listen = "127.0.0.1:0"
-	fcfg.Cache.ChunkBytes, fcfg.Cache.MemoryBytes, fcfg.Cache.MaxInflightGets = e.cfg.ChunkBytes, e.cfg.CacheMemoryBytes, e.cfg.MaxInflightGets
-	fcfg.IndexCacheBytes, fcfg.PrefetchBytes = e.cfg.IndexCacheBytes, e.cfg.PrefetchBytes
+	fcfg := e.cfg.FetchConfig()
 	e.reg = prometheus.NewRegistry()
 	e.fcfg = fcfg
 	srv, err := fetch.NewServer(fcfg, e.store, e.mgr, fetch.WithRegisterer(e.reg))

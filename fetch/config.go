@@ -75,15 +75,11 @@ func (c Config) Validate() error {
 }
 
 // MemoryBytes is the memory the server's caches may hold, bytes: the
-// chunk cache's memory budget (loads in flight included; without a memory
-// tier, the loads in flight) and the index cache's budget. Transport
+// chunk cache's memory budget (loads in flight included) and the index
+// cache's budget. Transport
 // buffers (about max_bytes per request being answered) come on top.
 func (c Config) MemoryBytes() int64 {
-	chunks := c.Cache.MemoryBytes
-	if chunks == 0 {
-		chunks = int64(c.Cache.MaxInflightGets) * c.Cache.ChunkBytes
-	}
-	return chunks + c.IndexCacheBytes
+	return c.Cache.MemoryBytes + c.IndexCacheBytes
 }
 
 // CheckListen validates a listen address: host:port with a port in 0-65535.

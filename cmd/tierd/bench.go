@@ -63,6 +63,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		cfg.DaemonBin = exe // the memory case measures a "tierd run" child
 	}
 	rep, err := bench.Run(ctx, cfg, stderr)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "tierd bench: interrupted")
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
 		return 1

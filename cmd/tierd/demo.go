@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -98,6 +99,18 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	}
 	if err := cfg.validate(); err != nil {
 		return err
+	}
+	if o.keep != "" { // so that "tierd segments" and "tierd run" can open what is kept
+		data, err := yaml.Marshal(cfg)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(root, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(root, "tierd.yaml"), data, 0o644); err != nil {
+			return err
+		}
 	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
@@ -202,7 +215,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 		return fmt.Errorf("only %d of %d records read back", good, demoRecords)
 	}
 	if o.keep != "" {
-		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata}\n", o.keep)
+		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: tierd segments --config %s/tierd.yaml\n", o.keep, o.keep)
 	}
 	return nil
 }

@@ -21,8 +21,8 @@ type Config struct {
 	// minimum 4096.
 	ChunkBytes int64 `yaml:"remote.fetch.chunk.bytes"`
 	// MemoryBytes is the in-memory budget, bytes, loads in flight
-	// included. Default 268435456 (256 MiB); 0 turns the memory tier off
-	// (loads in flight then take up to MaxInflightGets x ChunkBytes).
+	// included. Default 268435456 (256 MiB); at least 2 x ChunkBytes, as
+	// a reader holds the chunks it scans in this tier.
 	MemoryBytes int64 `yaml:"remote.fetch.chunk.cache.memory.bytes"`
 	// DiskDir holds the disk tier; "" turns it off. Default "".
 	DiskDir string `yaml:"remote.fetch.chunk.cache.disk.dir"`
@@ -49,8 +49,11 @@ func (c Config) Validate() error {
 	if c.ChunkBytes < 4096 || c.ChunkBytes > 1<<30 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.chunk.bytes %d must be from 4096 to 1073741824", c.ChunkBytes))
 	}
-	if c.MemoryBytes < 0 || c.DiskBytes < 0 {
-		errs = append(errs, fmt.Errorf("cache: memory bytes %d and disk bytes %d must not be negative", c.MemoryBytes, c.DiskBytes))
+	if c.MemoryBytes < 2*c.ChunkBytes {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.chunk.cache.memory.bytes %d must be at least two chunks (%d)", c.MemoryBytes, 2*c.ChunkBytes))
+	}
+	if c.DiskBytes < 0 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.chunk.cache.disk.bytes %d must not be negative", c.DiskBytes))
 	}
 	if c.MaxInflightGets < 1 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d must be positive", c.MaxInflightGets))

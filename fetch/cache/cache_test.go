@@ -282,7 +282,7 @@ func TestDiskTier(t *testing.T) {
 	dir := t.TempDir()
 	s := newStore(8 * 4096)
 	o := s.object("obj")
-	cfg := Config{ChunkBytes: 4096, MemoryBytes: 0, DiskDir: dir, DiskBytes: 3 * (4096 + headerLen), MaxInflightGets: 2, LoadTimeout: time.Second}
+	cfg := Config{ChunkBytes: 4096, MemoryBytes: 2 * 4096, DiskDir: dir, DiskBytes: 3 * (4096 + headerLen), MaxInflightGets: 2, LoadTimeout: time.Second}
 	c, err := New(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -307,6 +307,7 @@ func TestDiskTier(t *testing.T) {
 	damage(0, func(p string) { raw, _ := os.ReadFile(p); raw[headerLen+10] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(1, func(p string) { raw, _ := os.ReadFile(p); raw[7] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(2, func(p string) { os.Truncate(p, 100) })
+	c.mem.clear() // read them from disk
 	for i := int64(0); i < 3; i++ {
 		view(t, c, o, s, i*4096, 4096)
 	}
@@ -355,7 +356,7 @@ func TestTruncatedBody(t *testing.T) {
 func TestChurn(t *testing.T) {
 	s := newStore(5 * 4096)
 	o := s.object("obj")
-	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 4096, DiskDir: t.TempDir(), DiskBytes: 2 * (4096 + headerLen), MaxInflightGets: 3, LoadTimeout: 5 * time.Second}, nil)
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 2 * 4096, DiskDir: t.TempDir(), DiskBytes: 2 * (4096 + headerLen), MaxInflightGets: 3, LoadTimeout: 5 * time.Second}, nil)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)
@@ -424,7 +425,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	bad := Config{ChunkBytes: 100, MemoryBytes: -1, MaxInflightGets: 0}
 	err := bad.Validate()
-	for _, want := range []string{"chunk.bytes", "negative", "inflight", "timeout"} {
+	for _, want := range []string{"chunk.bytes", "two chunks", "inflight", "timeout"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Fatalf("Validate() = %v, want it to mention %q", err, want)
 		}

@@ -141,11 +141,7 @@ func (l *lru) put(k chunkKey, s *slot) {
 // A load waits while the loads already in flight leave no room for it,
 // so that together they stay within the budget; one load alone may
 // always start (one larger than the budget too), so loads make progress.
-// Without a memory tier (budget 0) nothing is counted.
 func (l *lru) reserve(n int64) {
-	if l.budget == 0 {
-		return
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.reserved > 0 && l.reserved+n > l.budget {
@@ -156,9 +152,6 @@ func (l *lru) reserve(n int64) {
 }
 
 func (l *lru) release(n int64) {
-	if l.budget == 0 {
-		return
-	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.reserved -= n
