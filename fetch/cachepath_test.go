@@ -3,8 +3,10 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rsm"
 )
 
 func checkFetch(t *testing.T, e *env, off int64, maxBytes int32) *tierdpb.FetchResponse {
@@ -210,5 +213,131 @@ func BenchmarkFetchWarmBaseline(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		_ = bytes.Clone(src)
+	}
+}
+
+// panicBucket panics on every GET of an index object.
+type panicBucket struct{ rsm.Bucket }
+
+func (p panicBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if !strings.HasSuffix(key, ".log") {
+		panic("bucket bug on an index GET")
+	}
+	return p.Bucket.GetRange(ctx, key, off, length)
+}
+
+// A bucket client that panics on an index GET fails the fetch, not the
+// daemon.
+func TestIndexLoadPanic(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	mgr, err := rsm.NewManager(panicBucket{e.bucket}, rsm.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(DefaultConfig(), e.store, mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if _, err := srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 300, MaxBytes: 1}); status.Code(err) != codes.Unavailable {
+		t.Fatalf("fetch over a panicking index GET: %v, want UNAVAILABLE", err)
+	}
+}
+
+// stallBucket sends the first n bytes of every .log body, then holds the
+// rest until the GET's context ends.
+type stallBucket struct {
+	rsm.Bucket
+	n int64
+}
+
+type stallReader struct {
+	ctx  context.Context
+	r    io.Reader
+	left int64
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.left <= 0 {
+		<-s.ctx.Done()
+		return 0, s.ctx.Err()
+	}
+	if int64(len(p)) > s.left {
+		p = p[:s.left]
+	}
+	n, err := s.r.Read(p)
+	s.left -= int64(n)
+	return n, err
+}
+
+func (b stallBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := b.Bucket.GetRange(ctx, key, off, length)
+	if err != nil || !strings.HasSuffix(key, ".log") {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{&stallReader{ctx: ctx, r: rc, left: b.n}, rc}, nil
+}
+
+// remote.fetch.max.wait.ms: a body that stalls after 20000 bytes (three
+// whole 5070-byte batches and part of a fourth) gives, after the wait,
+// the batches that arrived whole; one that stalls before the first batch
+// is whole gives UNAVAILABLE.
+func TestMaxWaitPartialAnswer(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	cfg := DefaultConfig()
+	cfg.MaxWaitMs = 200
+	for _, tc := range []struct {
+		stallAt int64
+		want    int // batches; 0: UNAVAILABLE
+	}{{20000, 3}, {3000, 0}} {
+		mgr, _ := rsm.NewManager(stallBucket{e.bucket, tc.stallAt}, rsm.Config{})
+		srv, err := NewServer(cfg, e.store, mgr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 1 << 20})
+		took := time.Since(start)
+		srv.Close()
+		if took > 2*time.Second {
+			t.Errorf("stall at %d: answered after %s, want about 200ms", tc.stallAt, took)
+		}
+		if tc.want == 0 {
+			if status.Code(err) != codes.Unavailable {
+				t.Errorf("stall at %d: %v, want UNAVAILABLE", tc.stallAt, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("stall at %d: %v", tc.stallAt, err)
+		}
+		if bs := batches(t, resp.Records); len(bs) != tc.want || resp.NextOffset != int64(tc.want) {
+			t.Errorf("stall at %d: %d batches, next %d; want %d", tc.stallAt, len(bs), resp.NextOffset, tc.want)
+		}
+	}
+}
+
+// With a memory budget of two chunks, a cold 1 MiB fetch still loads its
+// bytes once: the chunks it reads stay pinned to it.
+func TestTightMemoryOneLoad(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.Cache.MemoryBytes = 128 << 10
+	cfg.PrefetchBytes = 0
+	e := newEnv(t, cfg)
+	referenceLog(t, e)
+	checkFetch(t, e, 300, 1) // offset index of segment 1
+	before, read := e.bucket.logGets.Load(), e.bucket.read.Load()
+	resp := checkFetch(t, e, 210, 1<<20)
+	if n := e.bucket.logGets.Load() - before; n != 1 {
+		t.Errorf("%d .log GETs for one cold fetch under a tight budget, want 1", n)
+	}
+	if r := e.bucket.read.Load() - read; r > int64(len(resp.Records))+32<<10 {
+		t.Errorf("read %d bytes from the bucket for a %d-byte answer", r, len(resp.Records))
 	}
 }

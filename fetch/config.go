@@ -62,8 +62,8 @@ func (c Config) Validate() error {
 	if c.PrefetchBytes < 0 {
 		errs = append(errs, fmt.Errorf("fetch: remote.fetch.prefetch.max.bytes %d must not be negative", c.PrefetchBytes))
 	}
-	if c.MaxWaitMs < 1 {
-		errs = append(errs, fmt.Errorf("fetch: remote.fetch.max.wait.ms %d must be positive", c.MaxWaitMs))
+	if c.MaxWaitMs < 1 || c.MaxWaitMs > 3600000 {
+		errs = append(errs, fmt.Errorf("fetch: remote.fetch.max.wait.ms %d must be from 1 to 3600000", c.MaxWaitMs))
 	}
 	if c.IndexCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("fetch: remote.log.index.file.cache.total.size.bytes %d must not be negative", c.IndexCacheBytes))

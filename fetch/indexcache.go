@@ -3,6 +3,7 @@ package fetch
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 	"unsafe"
@@ -90,7 +91,7 @@ func (c *indexCache) load(ctx context.Context, timeout time.Duration, k indexKey
 		}
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 		defer cancel()
-		v, size, err := fn(lctx)
+		v, size, err := safeLoad(lctx, fn)
 		if err != nil {
 			return nil, err
 		}
@@ -103,6 +104,18 @@ func (c *indexCache) load(ctx context.Context, timeout time.Duration, k indexKey
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// safeLoad runs fn, turning a panic (a bucket client's bug) into an error:
+// singleflight would re-raise it on a goroutine of its own, ending the
+// daemon.
+func safeLoad(ctx context.Context, fn func(context.Context) (any, int64, error)) (v any, size int64, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, size, err = nil, 0, fmt.Errorf("fetch: index load panicked: %v", r)
+		}
+	}()
+	return fn(ctx)
 }
 
 // offsetIndex returns a copy's parsed offset index.

@@ -24,6 +24,16 @@ type segmentReader struct {
 	obj  cache.Object
 	meta remotelog.SegmentMetadata
 	cur  int64 // file position of the next entry
+	pin  *cache.Pin
+}
+
+// view returns file bytes [off, off+n), from the pinned range when it
+// holds them.
+func (r *segmentReader) view(ctx context.Context, off, n int64) ([]byte, error) {
+	if r.pin != nil {
+		return r.pin.View(ctx, off, n)
+	}
+	return r.c.View(ctx, r.obj, off, n)
 }
 
 func (s *Server) newSegmentReader(ctx context.Context, meta remotelog.SegmentMetadata, pos int64) *segmentReader {
@@ -46,7 +56,7 @@ func (r *segmentReader) next() (b batch.Batch, ok bool, err error) {
 	if r.cur+batch.PrefixSize > size {
 		return b, false, r.corrupt(r.cur, "truncated entry at the end of the segment")
 	}
-	head, err := r.c.View(r.ctx, r.obj, r.cur, min(batch.HeaderSize, size-r.cur))
+	head, err := r.view(r.ctx, r.cur, min(batch.HeaderSize, size-r.cur))
 	if err != nil {
 		return b, false, err
 	}
@@ -58,7 +68,7 @@ func (r *segmentReader) next() (b batch.Batch, ok bool, err error) {
 		return b, false, r.corrupt(r.cur, fmt.Sprintf("entry of %d bytes runs past the segment end %d", n, size))
 	}
 	if magic < 2 { // a legacy message's header is the whole message
-		if head, err = r.c.View(r.ctx, r.obj, r.cur, int64(n)); err != nil {
+		if head, err = r.view(r.ctx, r.cur, int64(n)); err != nil {
 			return b, false, err
 		}
 	}
@@ -71,46 +81,59 @@ func (r *segmentReader) next() (b batch.Batch, ok bool, err error) {
 
 // entry returns the bytes of an entry next returned.
 func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
-	return r.c.View(r.ctx, r.obj, b.Position, int64(b.Size))
+	return r.view(r.ctx, b.Position, int64(b.Size))
 }
 
 // readFrom returns whole entries of one segment starting with the entry
 // whose last offset is >= offset, as the Fetch contract says, or nil when
-// the segment has none (the offset is past its last batch). The loads of
-// bytes [cur, touchEnd), where the answer most likely lies, start at once,
-// in parallel, and are waited for together. The first entry is waited for until wait ends (then
-// errStillLoading); entries after it are added while they arrive before
-// wait ends. end is the file position after the last entry returned (or
-// scanned, when none is).
+// the segment has none (the offset is past its last batch). The bytes
+// [cur, touchEnd), where the answer most likely lies, load at once with
+// one GET and stay pinned for this read. The first entry is waited for
+// until wait ends (then errStillLoading); each later one is added only
+// when all its bytes arrived before wait ended. end is the file position
+// after the last entry returned (or scanned, when none is).
 func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64) (out []byte, next, end int64, err error) {
-	// Wait for the likely range at once (fewer wake-ups than entry by
-	// entry); when wait ends first, the scan below takes what has come.
-	_ = r.c.Wait(wait, r.obj, r.cur, min(touchEnd, r.meta.SizeInBytes)-r.cur)
+	r.pin = r.c.Pin(r.obj, r.cur, min(touchEnd, r.meta.SizeInBytes)-r.cur)
 	r.ctx = wait
 	start := int64(-1)
 	end = r.cur
+	ourWaitEnded := func() bool { return wait.Err() != nil && ctx.Err() == nil }
+	stopped := func(err error) error { // nil: answer with what has arrived
+		if !ourWaitEnded() {
+			return err
+		}
+		if start < 0 {
+			return fmt.Errorf("%w: %s at byte %d", errStillLoading, r.file(), r.cur)
+		}
+		return nil
+	}
 	for {
 		b, ok, err := r.next()
 		if err != nil {
-			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
-				if start >= 0 {
-					break // answer with what has arrived
-				}
-				return nil, 0, 0, fmt.Errorf("%w: %s at byte %d", errStillLoading, r.file(), r.cur)
+			if err = stopped(err); err != nil {
+				return nil, 0, 0, err
 			}
-			return nil, 0, 0, err
+			break
 		}
 		if !ok {
 			break
 		}
-		if start < 0 {
-			if b.LastOffset < offset {
-				end = r.cur
-				continue
-			}
-			start = b.Position
-		} else if b.End()-start > maxBytes {
+		if start < 0 && b.LastOffset < offset {
+			end = r.cur
+			continue
+		}
+		if start >= 0 && b.End()-start > maxBytes {
 			break
+		}
+		// The entry goes in once its last byte (so all of it) is in.
+		if _, err := r.view(wait, b.End()-1, 1); err != nil {
+			if err = stopped(err); err != nil {
+				return nil, 0, 0, err
+			}
+			break
+		}
+		if start < 0 {
+			start = b.Position
 		}
 		end, next = b.End(), b.LastOffset+1
 	}
@@ -118,6 +141,6 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 	if start < 0 {
 		return nil, 0, end, nil
 	}
-	out, err = r.c.View(ctx, r.obj, start, end-start)
+	out, err = r.view(ctx, start, end-start)
 	return out, next, end, err
 }

@@ -103,7 +103,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
 		inflight: map[chunkKey][]*slot{}}
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
-		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes)
+		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes, cfg.ChunkBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -113,10 +113,16 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	return c, nil
 }
 
-// Close cancels the loads in flight and waits for them to end.
+// Close cancels the loads in flight and waits for them to end, at most
+// 10 seconds (a bucket client that ignores cancellation is left behind).
 func (c *Cache) Close() {
 	c.cancel()
-	c.loads.Wait()
+	done := make(chan struct{})
+	go func() { c.loads.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+	}
 }
 
 // Drop waits until no load is in flight, then empties both tiers (for

@@ -303,7 +303,7 @@ func TestDiskTier(t *testing.T) {
 	}
 	// Damage: flip a data byte in one file, the offset field in another,
 	// truncate a third.
-	damage := func(i int64, f func(p string)) { f(c.disk.path(hashName(key("obj", i).String()))) }
+	damage := func(i int64, f func(p string)) { f(c.disk.path(c.disk.name(key("obj", i)))) }
 	damage(0, func(p string) { raw, _ := os.ReadFile(p); raw[headerLen+10] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(1, func(p string) { raw, _ := os.ReadFile(p); raw[7] ^= 1; os.WriteFile(p, raw, 0o644) })
 	damage(2, func(p string) { os.Truncate(p, 100) })
@@ -322,12 +322,114 @@ func TestDiskTier(t *testing.T) {
 		t.Fatalf("%d files on disk, budget is 3", len(files))
 	}
 	// A leftover temporary file is removed on open.
-	os.WriteFile(filepath.Join(filepath.Dir(files[0]), "x.tmp"), []byte("torn"), 0o644)
+	torn := filepath.Base(files[0]) + ".123.tmp" // an interrupted write's name
+	os.WriteFile(filepath.Join(filepath.Dir(files[0]), torn), []byte("torn"), 0o644)
 	if _, err := New(cfg, nil); err != nil {
 		t.Fatal(err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "*", "*.tmp")); len(left) != 0 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// Files written with another chunk size, or copied over another chunk's
+// file, are never served; files that are not the cache's are left alone.
+func TestDiskTierForeignFiles(t *testing.T) {
+	dir := t.TempDir()
+	s := newStore(16 * 4096)
+	o := s.object("obj")
+	cfg := Config{ChunkBytes: 16 << 10, MemoryBytes: 2 * (16 << 10), DiskDir: dir, DiskBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: time.Second}
+	c, _ := New(cfg, nil)
+	view(t, c, o, s, 16384, 16384)
+	view(t, c, o, s, 0, 16384)
+	c.Close()
+	cfg.ChunkBytes, cfg.MemoryBytes = 4096, 2*4096
+	os.WriteFile(filepath.Join(dir, "notes.tmp"), []byte("mine"), 0o644)
+	os.MkdirAll(filepath.Join(dir, "user", "deep"), 0o755)
+	os.WriteFile(filepath.Join(dir, "user", "deep", "report.tmp"), []byte("mine"), 0o644)
+	c, _ = New(cfg, nil)
+	for i := int64(0); i < 8; i++ {
+		view(t, c, o, s, i*4096, 4096) // chunk i of 4 KiB, never the old 16 KiB chunk i
+	}
+	for _, f := range []string{"notes.tmp", "user/deep/report.tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s, not the cache's, was removed: %v", f, err)
+		}
+	}
+	// Copy chunk 1's file over chunk 2's: chunk 2 is loaded again, right.
+	c.Settle()
+	c.mem.clear()
+	p1, p2 := c.disk.path(c.disk.name(key("obj", 1))), c.disk.path(c.disk.name(key("obj", 2)))
+	raw, err := os.ReadFile(p1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(p2, raw, 0o644)
+	before := s.gets.Load()
+	view(t, c, o, s, 2*4096, 4096)
+	if g := s.gets.Load() - before; g != 1 {
+		t.Fatalf("%d GETs after a swapped file, want it refused and loaded again", g)
+	}
+}
+
+// hangReader blocks in Read until closed, ignoring any context.
+type hangReader struct{ closed chan struct{} }
+
+func (h *hangReader) Read([]byte) (int, error) { <-h.closed; return 0, io.ErrClosedPipe }
+func (h *hangReader) Close() error {
+	select {
+	case <-h.closed:
+	default:
+		close(h.closed)
+	}
+	return nil
+}
+
+// A body that hangs and ignores its context is closed at
+// remote.fetch.load.timeout: its readers get an error, the GET slot and
+// the memory it reserved come back, later reads work and Close returns.
+func TestHungBody(t *testing.T) {
+	s := newStore(8 * 4096)
+	o := s.object("obj")
+	var hang atomic.Bool
+	hang.Store(true)
+	o.Open = func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
+		s.gets.Add(1)
+		if hang.Load() {
+			return &hangReader{closed: make(chan struct{})}, nil
+		}
+		return io.NopCloser(bytes.NewReader(s.data[start:end])), nil
+	}
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 2 * 4096, MaxInflightGets: 2, LoadTimeout: 200 * time.Millisecond}, nil)
+	var wg sync.WaitGroup
+	for i := int64(0); i < 6; i++ { // more loads than slots and memory
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			start := time.Now()
+			if _, err := c.View(context.Background(), o, i*4096, 4096); err == nil || time.Since(start) > 3*time.Second {
+				t.Errorf("chunk %d from a hung body: %v after %s", i, err, time.Since(start))
+			}
+		}()
+	}
+	wg.Wait()
+	hang.Store(false)
+	view(t, c, o, s, 0, 8*4096)
+	c.Settle()
+	c.mem.mu.Lock()
+	reserved := c.mem.reserved
+	c.mem.mu.Unlock()
+	if reserved != 0 || len(c.sem) != 0 {
+		t.Fatalf("after the loads: %d bytes reserved, %d GET slots held", reserved, len(c.sem))
+	}
+	hang.Store(true)
+	c.Touch(o, 0, 4096) // would hang; already cached, so no load
+	c.mem.clear()
+	c.Touch(o, 0, 4096) // hangs until Close
+	start := time.Now()
+	c.Close()
+	if time.Since(start) > 2*time.Second {
+		t.Fatalf("Close took %s with a hung body", time.Since(start))
 	}
 }
 

@@ -8,30 +8,31 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
-	"io/fs"
-	"os"
+		"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 )
 
 var (
-	diskMagic  = []byte("TDC2")
+	diskMagic  = []byte("TDC3")
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 )
 
 const (
-	headerLen = 16
+	headerLen = 48 // magic, from, length, crc, name hash
 	tmpSuffix = ".tmp"
 )
 
 // disk is the disk tier: one file per chunk (see the package doc), LRU by
 // access within a byte budget.
 type disk struct {
-	dir    string
-	budget int64
+	dir        string
+	budget     int64
+	chunkBytes int64
 
 	mu    sync.Mutex
 	size  int64
@@ -49,39 +50,56 @@ func hashName(k string) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// name is a chunk's file name: the hash of its key and the chunk size, so
+// that files written with another remote.fetch.chunk.bytes are never
+// taken for this size's chunks.
+func (d *disk) name(k chunkKey) string {
+	return hashName(k.String() + "\x00" + strconv.FormatInt(d.chunkBytes, 10))
+}
+
 func (d *disk) path(name string) string { return filepath.Join(d.dir, name[:2], name) }
 
-// openDisk scans dir: chunk files enter the LRU oldest first, temporary
-// files of interrupted writes are removed.
-func openDisk(dir string, budget int64) (*disk, error) {
+// openDisk scans dir: chunk files (<2 hex>/<64 hex>) enter the LRU
+// oldest first; temporary files of interrupted writes
+// (<2 hex>/<64 hex>.*.tmp) are removed. Nothing else in dir is touched.
+func openDisk(dir string, budget, chunkBytes int64) (*disk, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	d := &disk{dir: dir, budget: budget, ll: list.New(), items: map[string]*list.Element{}}
+	d := &disk{dir: dir, budget: budget, chunkBytes: chunkBytes, ll: list.New(), items: map[string]*list.Element{}}
 	type found struct {
 		name string
 		size int64
 		mod  time.Time
 	}
 	var files []found
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		if strings.HasSuffix(p, tmpSuffix) {
-			return os.Remove(p)
-		}
-		info, err := e.Info()
-		if err != nil {
-			return err
-		}
-		if len(e.Name()) == 64 {
-			files = append(files, found{e.Name(), info.Size(), info.ModTime()})
-		}
-		return nil
-	})
+	subs, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("cache: scan %s: %w", dir, err)
+	}
+	for _, sub := range subs {
+		if !sub.IsDir() || len(sub.Name()) != 2 || !isHex(sub.Name()) {
+			continue
+		}
+		ents, err := os.ReadDir(filepath.Join(dir, sub.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("cache: scan %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			name := e.Name()
+			if e.IsDir() || len(name) < 64 || !isHex(name[:64]) || name[:2] != sub.Name() {
+				continue
+			}
+			if len(name) > 64 && strings.HasSuffix(name, tmpSuffix) && name[64] == '.' {
+				os.Remove(filepath.Join(dir, sub.Name(), name))
+				continue
+			}
+			info, err := e.Info()
+			if len(name) != 64 || err != nil {
+				continue
+			}
+			files = append(files, found{name, info.Size(), info.ModTime()})
+		}
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
 	for _, f := range files {
@@ -89,6 +107,15 @@ func openDisk(dir string, budget int64) (*disk, error) {
 	}
 	d.evict()
 	return d, nil
+}
+
+func isHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // add records a file as most recent (caller holds mu or is single).
@@ -116,9 +143,10 @@ func (d *disk) evict() {
 }
 
 // get reads and verifies a chunk file: the chunk-relative offset of its
-// first byte and the bytes. A bad file is deleted (miss).
+// first byte and the bytes. A bad file, or one holding another chunk, is
+// deleted (miss).
 func (d *disk) get(k chunkKey) (int64, []byte, bool) {
-	name := hashName(k.String())
+	name := d.name(k)
 	d.mu.Lock()
 	e, ok := d.items[name]
 	if ok {
@@ -130,7 +158,7 @@ func (d *disk) get(k chunkKey) (int64, []byte, bool) {
 	}
 	raw, err := os.ReadFile(d.path(name))
 	if err == nil {
-		if from, data, ok := decode(raw); ok {
+		if from, data, ok := decode(raw, name); ok {
 			return from, data, true
 		}
 	}
@@ -161,20 +189,27 @@ func (d *disk) drop(name string) {
 	os.Remove(d.path(name))
 }
 
-func checksum(from uint32, data []byte) uint32 {
+func checksum(from uint32, name string, data []byte) uint32 {
 	var f [4]byte
 	binary.BigEndian.PutUint32(f[:], from)
-	return crc32.Update(crc32.Checksum(f[:], castagnoli), castagnoli, data)
+	crc := crc32.Checksum(f[:], castagnoli)
+	crc = crc32.Update(crc, castagnoli, []byte(name[:32]))
+	return crc32.Update(crc, castagnoli, data)
 }
 
-func decode(raw []byte) (int64, []byte, bool) {
+// decode checks a chunk file's header against its name and its CRC.
+func decode(raw []byte, name string) (int64, []byte, bool) {
 	if len(raw) < headerLen || !bytes.Equal(raw[:4], diskMagic) {
 		return 0, nil, false
 	}
 	from := binary.BigEndian.Uint32(raw[4:])
 	n := binary.BigEndian.Uint32(raw[8:])
+	id, err := hex.DecodeString(name[:64])
+	if err != nil || !bytes.Equal(raw[16:48], id) {
+		return 0, nil, false // another chunk's file under this name
+	}
 	data := raw[headerLen:]
-	if int64(n) != int64(len(data)) || checksum(from, data) != binary.BigEndian.Uint32(raw[12:]) {
+	if int64(n) != int64(len(data)) || checksum(from, string(id), data) != binary.BigEndian.Uint32(raw[12:]) {
 		return 0, nil, false
 	}
 	return int64(from), data, true
@@ -186,7 +221,7 @@ func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	if int64(len(data)+headerLen) > d.budget {
 		return nil
 	}
-	name := hashName(k.String())
+	name := d.name(k)
 	p := d.path(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -195,11 +230,13 @@ func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	if err != nil {
 		return err
 	}
+	id, _ := hex.DecodeString(name)
 	var hdr [headerLen]byte
 	copy(hdr[:], diskMagic)
 	binary.BigEndian.PutUint32(hdr[4:], uint32(from))
 	binary.BigEndian.PutUint32(hdr[8:], uint32(len(data)))
-	binary.BigEndian.PutUint32(hdr[12:], checksum(uint32(from), data))
+	binary.BigEndian.PutUint32(hdr[12:], checksum(uint32(from), string(id), data))
+	copy(hdr[16:], id)
 	_, err = f.Write(hdr[:])
 	if err == nil {
 		_, err = f.Write(data)

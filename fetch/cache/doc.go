@@ -19,18 +19,24 @@
 //
 // # Disk format
 //
-// One file per chunk, <dir>/<first 2 hex of the key hash>/<key hash>, where
-// the key hash is the SHA-256 of "<object key>\x00<chunk index>" in hex:
+// One file per chunk, <dir>/<first 2 hex of the name>/<name>, where the
+// name is the SHA-256, in hex, of "<object key>\x00<chunk index>\x00<chunk
+// size>" (files written with another chunk size are never read as this
+// size's chunks):
 //
-//	magic   4 bytes  "TDC2"
-//	from    uint32   big-endian, chunk-relative offset of data[0]
-//	length  uint32   big-endian, bytes of data
-//	crc     uint32   big-endian, CRC-32C of from (4 bytes) then data
+//	magic   4 bytes   "TDC3"
+//	from    uint32    big-endian, chunk-relative offset of data[0]
+//	length  uint32    big-endian, bytes of data
+//	crc     uint32    big-endian, CRC-32C of from (4 bytes), the name hash
+//	                  (32 bytes) and data
+//	name    32 bytes  the SHA-256 the file is named by
 //	data    length bytes
 //
-// Files are written to a temporary name, fsynced and renamed into place. A
-// file whose magic, length or CRC does not match (a torn write, a bad disk)
-// is deleted and the chunk loaded again. On start the directory is scanned
-// and its files enter the LRU by modification time; temporary files are
-// removed.
+// Files are written to a temporary name (<name>.<random>.tmp), fsynced
+// and renamed into place. A file whose magic, length, name or CRC does not
+// match (a torn write, a bad disk, a file moved or copied over another)
+// is deleted and the chunk loaded again. On start the directory's
+// <2 hex>/<name> files are scanned and enter the LRU by modification
+// time; leftover temporary files of that pattern are removed; nothing else
+// in the directory is touched.
 package cache

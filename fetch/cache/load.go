@@ -90,8 +90,17 @@ func (c *Cache) load(obj Object, parts []part, haveSlot bool) {
 	for _, p := range parts {
 		total += p.s.to - p.s.from
 	}
-	c.mem.reserve(total)
+	if err := c.mem.reserve(ctx, total); err != nil {
+		<-c.sem
+		for _, p := range parts {
+			c.finish(p.k, p.s, fmt.Errorf("cache: waiting for memory for %s chunk %d: %w", obj.Key, p.i, err))
+		}
+		return
+	}
 	done, err := c.fill(ctx, obj, parts)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("%w (load ended: %w)", err, ctx.Err())
+	}
 	<-c.sem
 	for _, p := range parts[done:] { // err != nil
 		c.mem.release(p.s.to - p.s.from)
@@ -124,6 +133,10 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 		return 0, fmt.Errorf("cache: get %s bytes %d-%d: %w", obj.Key, start, end, err)
 	}
 	defer rc.Close()
+	// A body that does not watch ctx is closed when the load's time is up
+	// (or the cache closes), so its reads end.
+	stop := context.AfterFunc(ctx, func() { rc.Close() })
+	defer stop()
 	for _, p := range parts {
 		if err := fillSlot(rc, p.s); err != nil {
 			return done, fmt.Errorf("cache: read %s bytes %d-%d, chunk %d: %w", obj.Key, start, end, p.i, err)
@@ -135,20 +148,20 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 	return done, nil
 }
 
-// fillSlot reads a slot's bytes from r. Waiters wake once per step, not
-// on every read of the body (which can be a few KiB each): fewer wake-ups
-// on a busy machine.
+// fillSlot reads a slot's bytes from r, announcing them to waiters as
+// each read of the body returns (at most 64 KiB at a time), so that a
+// reader gets what has arrived even when the body then stalls.
 func fillSlot(r io.Reader, s *slot) error {
 	buf := make([]byte, s.to-s.from)
 	s.mu.Lock()
 	s.buf = buf
 	s.mu.Unlock()
-	const step = 128 << 10
+	const step = 64 << 10
 	var n int
 	for n < len(buf) {
-		m, err := io.ReadFull(r, buf[n:min(n+step, len(buf))])
+		m, err := r.Read(buf[n:min(n+step, len(buf))])
 		n += m
-		if n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
+		if m > 0 && n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
 			s.progress(n)
 		}
 		if err != nil && n < len(buf) {

@@ -141,14 +141,24 @@ func (l *lru) put(k chunkKey, s *slot) {
 // A load waits while the loads already in flight leave no room for it,
 // so that together they stay within the budget; one load alone may
 // always start (one larger than the budget too), so loads make progress.
-func (l *lru) reserve(n int64) {
+func (l *lru) reserve(ctx context.Context, n int64) error {
+	stop := context.AfterFunc(ctx, func() { // wake the wait below
+		l.mu.Lock()
+		l.room.Broadcast()
+		l.mu.Unlock()
+	})
+	defer stop()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for l.reserved > 0 && l.reserved+n > l.budget {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		l.room.Wait()
 	}
 	l.reserved += n
 	l.evict()
+	return nil
 }
 
 func (l *lru) release(n int64) {
