@@ -8,7 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
-		"os"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"

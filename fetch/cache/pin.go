@@ -8,11 +8,11 @@ import "context"
 // otherwise load the same bytes again for each look). A Pin is used by
 // one goroutine.
 type Pin struct {
-	c          *Cache
-	obj        Object
-	off, end   int64
-	first      int64   // chunk index of slots[0]
-	slots      []*slot // per chunk, the slot holding its part of the range
+	c        *Cache
+	obj      Object
+	off, end int64
+	first    int64   // chunk index of slots[0]
+	slots    []*slot // per chunk, the slot holding its part of the range
 }
 
 // Pin starts the loads of bytes [off, off+n) of obj, as Touch does, and
