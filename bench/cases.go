@@ -109,7 +109,7 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 			return nil, nil, nil, err
 		}
 	}
-	buf := make([]byte, e.cfg.MaxBytes+1<<20)
+	buf := make([]byte, int(e.cfg.MaxBytes)+1<<20)
 	for i, s := range ss {
 		var want []byte
 		doRaw := func() error {
@@ -185,7 +185,7 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 // GETs those made.
 func (e *env) warm(ctx context.Context, ss []sample) (*Result, error) {
 	r := newResult("fetch_warm")
-	buf := make([]byte, e.cfg.MaxBytes+1<<20)
+	buf := make([]byte, int(e.cfg.MaxBytes)+1<<20)
 	group := int(max(1, e.cfg.CacheMemoryBytes/(2*(int64(e.cfg.MaxBytes)+e.cfg.ChunkBytes/4))))
 	var gets float64
 	for len(ss) > 0 {

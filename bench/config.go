@@ -18,8 +18,9 @@ type Config struct {
 	Bucket string
 	// Region is the bucket's region. Default "us-east-1".
 	Region string
-	// Dir holds the local log, the metadata and MinIO's data; "" is a
-	// temporary directory removed at the end. Default "".
+	// Dir holds the local log, the metadata and MinIO's data; it must be
+	// new or empty. "" is a temporary directory removed at the end.
+	// Default "".
 	Dir string
 	// SegmentBytes is segment.bytes of the written partition, bytes.
 	// Default 33554432 (32 MiB).
@@ -31,7 +32,7 @@ type Config struct {
 	// to a batch, uncompressed. Default 1024.
 	RecordBytes int
 	// MaxBytes is the max_bytes of every Fetch (Kafka's
-	// max.partition.fetch.bytes), bytes. Default 1048576.
+	// max.partition.fetch.bytes), bytes, at most 256 MiB. Default 1048576.
 	MaxBytes int32
 	// Count is how many random offsets the latency cases read. Default 300.
 	Count int
@@ -88,8 +89,8 @@ func (c Config) Validate() error {
 	if c.RecordBytes < 1 || c.RecordBytes > 1<<20 {
 		errs = append(errs, fmt.Errorf("record bytes %d must be from 1 to 1048576", c.RecordBytes))
 	}
-	if c.MaxBytes < 1 {
-		errs = append(errs, fmt.Errorf("max bytes %d must be positive", c.MaxBytes))
+	if c.MaxBytes < 1 || c.MaxBytes > 256<<20 {
+		errs = append(errs, fmt.Errorf("max bytes %d must be from 1 to 268435456", c.MaxBytes))
 	}
 	if c.Count < 1 {
 		errs = append(errs, fmt.Errorf("count %d must be positive", c.Count))

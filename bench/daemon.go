@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -17,8 +18,28 @@ import (
 // that the memory case measures tierd alone.
 type daemon struct {
 	cmd    *exec.Cmd
-	out    *strings.Builder
+	out    *lockedBuffer
+	exited chan struct{} // closed when the child has exited
 	client *fetch.Client
+}
+
+// lockedBuffer collects the child's output, written by exec's copying
+// goroutine and read by the bench.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startDaemon stops the in-process server's metadata store (the child
@@ -63,7 +84,7 @@ log_level: warn
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		return nil, err
 	}
-	d := &daemon{out: &strings.Builder{}}
+	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{})}
 	d.cmd = exec.Command(bin, "run", "--config", path)
 	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
@@ -71,6 +92,7 @@ log_level: warn
 	if err := d.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s run: %w", bin, err)
 	}
+	go func() { d.cmd.Wait(); close(d.exited) }()
 	if d.client, err = fetch.Dial(addr); err != nil {
 		d.stop()
 		return nil, err
@@ -83,7 +105,13 @@ log_level: warn
 		if ok {
 			return d, nil
 		}
-		if time.Now().After(deadline) || d.cmd.ProcessState != nil {
+		select {
+		case <-d.exited:
+			d.stop()
+			return nil, fmt.Errorf("tierd run exited before serving %s: %s", addr, d.out.String())
+		default:
+		}
+		if time.Now().After(deadline) {
 			d.stop()
 			return nil, fmt.Errorf("tierd run did not serve %s within 30s: %s", addr, d.out.String())
 		}
@@ -101,12 +129,10 @@ func (d *daemon) stop() {
 		d.client.Close()
 	}
 	d.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { d.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-d.exited:
 	case <-time.After(10 * time.Second):
 		d.cmd.Process.Kill()
-		<-done
+		<-d.exited
 	}
 }

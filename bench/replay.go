@@ -12,6 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -57,15 +60,27 @@ func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Resul
 	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
 	var total int64
 	read := func(off, stop int64) error {
+		retries := 0
 		for off < stop {
 			t := time.Now()
 			resp, err := c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: off, MaxBytes: e.cfg.MaxBytes})
 			if r != nil {
 				r.add(time.Since(t), int64(len(resp.GetRecords())))
 			}
+			if status.Code(err) == codes.Unavailable && retries < 100 && ctx.Err() == nil {
+				// Retryable (remote.fetch.max.wait.ms passed): as a consumer
+				// does, ask again; the load goes on meanwhile.
+				retries++
+				if r != nil {
+					r.retries++
+				}
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
 			if err != nil {
 				return fmt.Errorf("replay at offset %d: %w", off, err)
 			}
+			retries = 0
 			if resp.NextOffset <= off {
 				return fmt.Errorf("replay at offset %d: no progress (next %d)", off, resp.NextOffset)
 			}

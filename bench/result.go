@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +35,7 @@ type Result struct {
 	hist      *hdrhistogram.Histogram
 	gets      float64 // GETs of .log objects tierd made, where counted
 	indexGets float64 // GETs of index objects, where counted
+	retries   int     // UNAVAILABLE answers asked again
 	bytes     int64
 	busy      time.Duration // summed latencies
 	wall      time.Duration // set by cases that measure throughput
@@ -49,6 +52,7 @@ func (r *Result) add(d time.Duration, bytes int64) {
 }
 
 func (r *Result) merge(o *Result) {
+	r.retries += o.retries
 	r.hist.Merge(o.hist)
 	r.bytes += o.bytes
 	r.busy += o.busy
@@ -100,8 +104,12 @@ func (rep *Report) WriteTable(w io.Writer) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, r := range rep.Results {
-		if r.Note != "" {
-			fmt.Fprintf(w, "%s: %s\n", r.Name, r.Note)
+		note := r.Note
+		if r.retries > 0 {
+			note = strings.TrimPrefix(note+fmt.Sprintf("; %d UNAVAILABLE answers (remote.fetch.max.wait.ms) asked again", r.retries), "; ")
+		}
+		if note != "" {
+			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
 		}
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
@@ -155,7 +163,7 @@ func (rep *Report) Targets() []Target {
 		if b == 0 {
 			return
 		}
-		x := a / b
+		x := math.Round(a/b*100) / 100 // judged as printed
 		met := x <= limit
 		if !le {
 			met = x >= limit

@@ -73,6 +73,9 @@ func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err err
 		}
 	}()
 	e.dir = cfg.Dir
+	if ents, err := os.ReadDir(e.dir); e.dir != "" && err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("--dir %s is not empty: a run needs a new or empty directory", e.dir)
+	}
 	if e.dir == "" {
 		if e.dir, err = os.MkdirTemp("", "tierd-bench-"); err != nil {
 			return nil, err
