@@ -190,11 +190,18 @@ func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, err
 	if first == last {
 		return c.viewChunk(ctx, obj, first, off-first*cb, off-first*cb+n)
 	}
-	c.Touch(obj, off, n) // the chunks not cached load with one GET
+	return gather(ctx, c.touch(obj, off, n), first, cb, off, n, obj.Size) // chunks not cached load with one GET
+}
+
+// gather copies bytes [off, off+n) of an object of size bytes out of
+// slots, the slots of chunks first, first+1, ..., waiting for each until
+// ctx ends.
+func gather(ctx context.Context, slots []*slot, first, cb, off, n, size int64) ([]byte, error) {
 	out := make([]byte, 0, n)
-	for i := first; i <= last; i++ {
-		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
-		v, err := c.viewChunk(ctx, obj, i, a, b)
+	for j, s := range slots {
+		i := first + int64(j)
+		a, b := max(off-i*cb, 0), min(off+n-i*cb, min(cb, size-i*cb))
+		v, err := s.wait(ctx, a, b)
 		if err != nil {
 			return nil, err
 		}
@@ -256,31 +263,15 @@ func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, parti
 	return nil, "", len(c.inflight[k]) > 0
 }
 
-// Wait starts the loads of bytes [off, off+n) of obj, like Touch, and
-// waits until ctx ends for all of them to arrive: one wake-up per chunk
-// instead of one per read of the body. Errors as View's.
-func (c *Cache) Wait(ctx context.Context, obj Object, off, n int64) error {
-	if off < 0 || n < 0 || off+n > obj.Size {
-		return fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
-	}
-	c.Touch(obj, off, n)
-	cb := c.cfg.ChunkBytes
-	for i := off / cb; n > 0 && i <= (off+n-1)/cb; i++ {
-		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
-		if _, err := c.viewChunk(ctx, obj, i, a, b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// Touch starts the loads that View(obj, off, n) would, without waiting
-// for them, so that the chunks of a range load in parallel.
-func (c *Cache) Touch(obj Object, off, n int64) {
+// touch starts the loads of bytes [off, off+n) of obj that are neither
+// cached nor in flight, with one GET for each run of consecutive chunks,
+// and returns, per chunk, the slot that holds or will hold its part.
+func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	if off < 0 || n <= 0 || off+n > obj.Size {
-		return
+		return nil
 	}
 	cb := c.cfg.ChunkBytes
+	var slots []*slot
 	var run []part // new slots that one GET can fill
 	flush := func() {
 		if len(run) > 0 {
@@ -291,12 +282,17 @@ func (c *Cache) Touch(obj Object, off, n int64) {
 	for i := off / cb; i <= (off+n-1)/cb; i++ {
 		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
 		k := key(obj.Key, i)
-		if s, ok := c.mem.peek(k); ok && s.covers(a, b) {
+		s, ok := c.mem.get(k)
+		if ok && s.covers(a, b) {
+			c.m.hits.WithLabelValues("memory").Inc()
 			flush()
+			slots = append(slots, s)
 			continue
 		}
-		s, _, isNew := c.claim(obj, i, k, a, b, false)
+		s, hit, isNew := c.claim(obj, i, k, a, b, false)
+		slots = append(slots, s)
 		if !isNew {
+			c.m.hits.WithLabelValues(hit).Inc()
 			flush()
 			continue
 		}
@@ -306,6 +302,7 @@ func (c *Cache) Touch(obj Object, off, n int64) {
 		run = append(run, part{i, k, s})
 	}
 	flush()
+	return slots
 }
 
 // Prefetch starts loading chunk i of obj whole unless it is cached or in
@@ -331,8 +328,9 @@ func (c *Cache) Prefetch(obj Object, i int64) bool {
 	return true
 }
 
-// finish ends a load: the slot leaves the in-flight set and, when whole,
-// enters the memory tier; waiters wake.
+// finish ends a load: the slot leaves the in-flight set and, when the load
+// succeeded, enters the memory tier (unless a larger part of the chunk is
+// there); waiters wake.
 func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	c.mu.Lock()
 	list := c.inflight[k]

@@ -245,11 +245,11 @@ func TestPrefetch(t *testing.T) {
 // A range over several chunks not cached loads with one GET, filling each
 // chunk's slot in turn; a body cut short fails the chunks it did not
 // reach, and they load again on the next read.
-func TestTouchCoalesces(t *testing.T) {
+func TestRangeCoalesces(t *testing.T) {
 	s := newStore(8 * 4096)
 	o := s.object("obj")
 	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: time.Second}, nil)
-	c.Touch(o, 4096+100, 3*4096)
+	c.Pin(o, 4096+100, 3*4096)
 	view(t, c, o, s, 4096+100, 3*4096)
 	if g, b := s.gets.Load(), s.bytes.Load(); g != 1 || b != 3*4096 {
 		t.Fatalf("%d GETs of %d bytes for a range over 4 chunks, want 1 of exactly the range", g, b)
@@ -259,7 +259,7 @@ func TestTouchCoalesces(t *testing.T) {
 		s.gets.Add(1)
 		return io.NopCloser(bytes.NewReader(s.data[start:min(end, start+5000)])), nil
 	}
-	c.Touch(cut, 0, 3*4096)
+	c.Pin(cut, 0, 3*4096)
 	c.Settle()
 	if _, ok := c.mem.peek(key("cut", 0)); !ok {
 		t.Fatal("chunk 0, whole before the cut, is not cached")
@@ -423,9 +423,9 @@ func TestHungBody(t *testing.T) {
 		t.Fatalf("after the loads: %d bytes reserved, %d GET slots held", reserved, len(c.sem))
 	}
 	hang.Store(true)
-	c.Touch(o, 0, 4096) // would hang; already cached, so no load
+	c.Pin(o, 0, 4096) // would hang; already cached, so no load
 	c.mem.clear()
-	c.Touch(o, 0, 4096) // hangs until Close
+	c.Pin(o, 0, 4096) // hangs until Close
 	start := time.Now()
 	c.Close()
 	if time.Since(start) > 2*time.Second {

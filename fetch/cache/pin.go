@@ -15,26 +15,16 @@ type Pin struct {
 	slots    []*slot // per chunk, the slot holding its part of the range
 }
 
-// Pin starts the loads of bytes [off, off+n) of obj, as Touch does, and
+// Pin starts the loads of bytes [off, off+n) of obj that are neither
+// cached nor in flight (one GET for each run of consecutive chunks) and
 // holds their chunks for the caller; it does not wait for them.
 func (c *Cache) Pin(obj Object, off, n int64) *Pin {
-	p := &Pin{c: c, obj: obj, off: off, end: off + n}
-	if off < 0 || n <= 0 || off+n > obj.Size {
+	p := &Pin{c: c, obj: obj, off: off, end: off + n, slots: c.touch(obj, off, n)}
+	if p.slots == nil {
 		p.end = off // empty: every View goes to the cache
 		return p
 	}
-	c.Touch(obj, off, n)
-	cb := c.cfg.ChunkBytes
-	p.first = off / cb
-	for i := p.first; i <= (off+n-1)/cb; i++ {
-		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
-		k := key(obj.Key, i)
-		s, ok := c.mem.get(k)
-		if !ok || !s.covers(a, b) {
-			s, _, _ = c.find(obj, i, k, a, b, false)
-		}
-		p.slots = append(p.slots, s)
-	}
+	p.first = off / c.cfg.ChunkBytes
 	return p
 }
 
@@ -47,20 +37,9 @@ func (p *Pin) View(ctx context.Context, off, n int64) ([]byte, error) {
 	}
 	cb := p.c.cfg.ChunkBytes
 	first, last := off/cb, (off+n-1)/cb
-	part := func(i int64) ([]byte, error) {
-		a, b := max(off-i*cb, 0), min(off+n-i*cb, p.c.chunkLen(p.obj.Size, i))
-		return p.slots[i-p.first].wait(ctx, a, b)
-	}
 	if first == last {
-		return part(first)
+		i := first
+		return p.slots[i-p.first].wait(ctx, off-i*cb, off+n-i*cb)
 	}
-	out := make([]byte, 0, n)
-	for i := first; i <= last; i++ {
-		v, err := part(i)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, v...)
-	}
-	return out, nil
+	return gather(ctx, p.slots[first-p.first:last-p.first+1], first, cb, off, n, p.obj.Size)
 }
