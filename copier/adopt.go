@@ -26,15 +26,19 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 		// try again next pass.
 		return 0, fmt.Errorf("rebuild metadata from the bucket: %w", err)
 	}
-	if p.topicID != "" { // this incarnation's copies, and those from before topic ids
-		kept := mfs[:0]
-		for _, mf := range mfs {
-			if mf.TopicID == p.topicID || mf.TopicID == "" {
-				kept = append(kept, mf)
-			}
-		}
-		mfs = kept
+	pending, _, err := c.pendingIDs(p.tp)
+	if err != nil {
+		return 0, err
 	}
+	kept := mfs[:0]
+	for _, mf := range mfs {
+		// This incarnation's copies, and those from before topic ids;
+		// never those whose deletion is scheduled.
+		if (p.topicID == "" || mf.TopicID == p.topicID || mf.TopicID == "") && !pending[mf.SegmentID] {
+			kept = append(kept, mf)
+		}
+	}
+	mfs = kept
 	lso := int64(-1)
 	if len(p.segs) > 0 {
 		lso = p.segs[0].base

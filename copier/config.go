@@ -136,6 +136,19 @@ type Config struct {
 	// or its copy time (remote) instead, with a warning, so that one bad
 	// timestamp cannot pin a segment forever. Default 3600000 (1 hour).
 	MessageTimestampAfterMaxMs int64 `yaml:"message.timestamp.after.max.ms"`
+	// RemoteLogDeleteDelayMs is the grace period, ms, between scheduling
+	// the deletion of all of a partition's remote copies (its topic was
+	// deleted, as the Kafka cluster confirmed, or an operator ordered it)
+	// and deleting them; "tierd partitions restore" cancels it meanwhile.
+	// Kafka's file.delete.delay.ms idea applied to the remote tier.
+	// Default 86400000 (1 day); 0 deletes on the next pass.
+	RemoteLogDeleteDelayMs int64 `yaml:"remote.log.delete.delay.ms"`
+	// ClusterTopicConfigs applies the Kafka cluster's topic configs
+	// (retention.ms, retention.bytes, local.retention.ms,
+	// local.retention.bytes, remote.storage.enable), when a cluster is
+	// configured and the value is set rather than Kafka's built-in
+	// default, over the retention below. Default true.
+	ClusterTopicConfigs bool `yaml:"cluster_topic_configs"`
 	// Retention applies to every topic; Topics overrides it per topic.
 	Retention Retention            `yaml:"retention"`
 	Topics    map[string]Retention `yaml:"topics"`
@@ -145,7 +158,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
 		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
-		OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour}
+		OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true}
 }
 
 // Validate reports every problem at once.
@@ -175,6 +188,9 @@ func (c Config) Validate() error {
 	if c.MessageTimestampAfterMaxMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: message.timestamp.after.max.ms %d must not be negative", c.MessageTimestampAfterMaxMs))
 	}
+	if c.RemoteLogDeleteDelayMs < 0 {
+		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))
+	}
 	if c.FileDeleteDelay < 0 {
 		errs = append(errs, fmt.Errorf("copier: file_delete_delay %s must not be negative", c.FileDeleteDelay))
 	}
@@ -185,7 +201,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// LimitsFor resolves the retention of one topic.
+// RemoteLogDeleteDelay is RemoteLogDeleteDelayMs as a duration.
+func (c Config) RemoteLogDeleteDelay() time.Duration {
+	return time.Duration(c.RemoteLogDeleteDelayMs) * time.Millisecond
+}
+
+// LimitsFor resolves the retention of one topic from this config alone.
 func (c Config) LimitsFor(topic string) (Limits, []string) {
 	r := DefaultRetention().over(c.Retention)
 	if o, ok := c.Topics[topic]; ok {

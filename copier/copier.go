@@ -41,6 +41,14 @@ type MetadataStore interface {
 	EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error
 	AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error)
 	ImportSegment(meta remotelog.SegmentMetadata) error
+	Partitions() ([]remotelog.TopicPartition, error)
+	ClusterID() (string, error)
+	SetClusterID(id string) error
+	ScheduleDeletion(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string, dueMs int64) (remotelog.PartitionDeletion, error)
+	CancelDeletion(tp remotelog.TopicPartition, topicID, detail string) (remotelog.PartitionDeletion, error)
+	StartDeletion(tp remotelog.TopicPartition, topicID, detail string) (remotelog.PartitionDeletion, error)
+	FinishDeletion(tp remotelog.TopicPartition, topicID, detail string) error
+	Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDeletion, error)
 	SetTopicID(tp remotelog.TopicPartition, id string) error
 	ResetPartition(tp remotelog.TopicPartition, logStartOffset int64, topicID string) error
 	PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, error)
@@ -72,11 +80,15 @@ type Copier struct {
 	m     *metrics
 	mu    sync.Mutex // one pass at a time
 
-	stateMu sync.Mutex // guards the maps below
-	warns   map[string]bool
-	times   map[string]int64 // max timestamp by segment file (path+size)
-	swept   map[remotelog.TopicPartition]bool
-	leases  map[remotelog.TopicPartition]time.Time // ours, by renewal time
+	stateMu  sync.Mutex // guards the maps below
+	warns    map[string]bool
+	times    map[string]int64 // max timestamp by segment file (path+size)
+	swept    map[remotelog.TopicPartition]bool
+	leases   map[remotelog.TopicPartition]time.Time // ours, by renewal time
+	held     map[remotelog.TopicPartition]string    // this pass's held partitions, by reason
+	lastHeld map[remotelog.TopicPartition]string    // the last pass's
+	cl       Cluster                                // nil: no Kafka cluster configured
+	cs       clusterState
 }
 
 // New returns a copier. It does no I/O.
@@ -86,7 +98,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	}
 	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]time.Time{}}
+		leases: map[remotelog.TopicPartition]time.Time{}, held: map[remotelog.TopicPartition]string{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -115,67 +127,22 @@ func (c *Copier) Run(ctx context.Context) error {
 }
 
 // Sync makes one pass over every partition of every log dir: copy, then
-// local retention, then remote retention. A failing partition does not
-// stop the others; their errors are joined. It returns the number of
-// segments copied.
+// local retention, then remote retention; then the scheduled deletions of
+// whole partitions that are due. A failing partition does not stop the
+// others; their errors are joined. It returns the number of segments
+// copied.
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	copied := 0
-	var errs []error
-	for _, dir := range c.cfg.LogDirs {
-		n, err := c.syncLogDir(ctx, dir)
-		copied += n
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	c.m.passes.Inc()
-	if len(errs) > 0 {
-		c.m.passErrors.Inc()
-	}
-	return copied, errors.Join(errs...)
-}
-
-func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, fmt.Errorf("read log dir: %w", err)
-	}
-	hw, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.ReplicationOffsetCheckpointFile))
-	if err != nil {
-		return 0, err
-	}
-	lsos, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.LogStartOffsetCheckpointFile))
-	if err != nil {
-		return 0, err
-	}
+	parts, errs := c.scan()
+	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
 		copied int
-		errs   []error
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, c.cfg.Concurrency)
 	)
-	for _, e := range ents {
-		if tp, ok := kafkalog.ParseDeletedPartitionDir(e.Name()); ok && e.IsDir() && c.tiered(tp) {
-			if err := c.deletePartition(ctx, tp, filepath.Join(dir, e.Name())); err != nil {
-				errs = append(errs, fmt.Errorf("%s (deleted topic): %w", tp, err))
-			}
-			continue
-		}
-		tp, ok := kafkalog.ParsePartitionDir(e.Name())
-		if !ok || !e.IsDir() || !c.tiered(tp) {
-			continue
-		}
-		p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1}
-		if hw != nil {
-			p.hw = hw[tp] // a partition missing from the file has nothing committed
-			p.hwKnown = true
-		}
-		if v, ok := lsos[tp]; ok {
-			p.brokerLSO = v
-		}
+	for _, p := range parts {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -192,7 +159,87 @@ func (c *Copier) syncLogDir(ctx context.Context, dir string) (int, error) {
 		}()
 	}
 	wg.Wait()
+	if err := c.checkGoneTopics(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.runDeletions(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	c.publishHeld()
+	c.m.passes.Inc()
+	if len(errs) > 0 {
+		c.m.passErrors.Inc()
+	}
 	return copied, errors.Join(errs...)
+}
+
+// scan lists the live partition directories of every log dir, with the
+// high watermark and log start offset the broker checkpointed for each.
+// Directories a broker is deleting, moving or has left as strays
+// ("<topic>-<p>.<uuid>-delete", "-future", "-stray") are not partitions
+// and say nothing about remote data; they are noted once and skipped. A
+// partition live in two log dirs at once (a move between log dirs caught
+// half way) is skipped for this pass.
+func (c *Copier) scan() ([]*partition, []error) {
+	var errs []error
+	byTP := map[remotelog.TopicPartition]*partition{}
+	dup := map[remotelog.TopicPartition][]string{}
+	for _, dir := range c.cfg.LogDirs {
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("read log dir: %w", err))
+			continue
+		}
+		hw, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.ReplicationOffsetCheckpointFile))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		lsos, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.LogStartOffsetCheckpointFile))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() {
+				continue
+			}
+			tp, ok := kafkalog.ParsePartitionDir(e.Name())
+			if !ok {
+				if tp, ok := kafkalog.ParseDeletedPartitionDir(e.Name()); ok && c.tiered(tp) && c.once("deletedir "+e.Name()) {
+					c.log.Info("partition directory is being deleted or moved by the broker; tierd does not act on it, and its remote copies stay",
+						"dir", filepath.Join(dir, e.Name()), "partition", tp)
+				}
+				continue
+			}
+			if !c.tiered(tp) {
+				continue
+			}
+			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1}
+			if hw != nil {
+				p.hw = hw[tp] // a partition missing from the file has nothing committed
+				p.hwKnown = true
+			}
+			if v, ok := lsos[tp]; ok {
+				p.brokerLSO = v
+			}
+			if prev, ok := byTP[tp]; ok {
+				dup[tp] = append(dup[tp], prev.dir, p.dir)
+				continue
+			}
+			byTP[tp] = p
+		}
+	}
+	parts := make([]*partition, 0, len(byTP))
+	for tp, p := range byTP {
+		if dirs, ok := dup[tp]; ok {
+			c.hold(tp, heldDuplicateDir, fmt.Sprintf("live in more than one log dir: %v", dirs))
+			continue
+		}
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool { return parts[i].tp.String() < parts[j].tp.String() })
+	return parts, errs
 }
 
 // tiered reports whether tierd tiers a topic. Kafka's internal topics
@@ -211,6 +258,9 @@ type partition struct {
 	topicID   string
 	segs      []localSegment
 	limits    Limits
+	// leaderEpoch is the partition's leader epoch when the cluster makes
+	// this broker its leader; -1 without a cluster.
+	leaderEpoch int32
 }
 
 // localSegment is a live .log of a partition directory.
@@ -266,15 +316,24 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if p.segs, err = listSegments(p.dir); err != nil {
 		return 0, err
 	}
-	var warns []string
-	p.limits, warns = c.cfg.LimitsFor(p.tp.Topic)
+	if own, err := c.owns(ctx, p); err != nil || !own {
+		return 0, err
+	}
+	var (
+		warns    []string
+		disabled bool
+	)
+	p.limits, warns, disabled = c.topicLimits(p.tp.Topic)
 	for _, w := range warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
 	}
-	if own, err := c.claim(ctx, p.tp); err != nil || !own {
-		return 0, err
+	if disabled {
+		if c.once("disabled " + p.tp.Topic) {
+			c.log.Info("tiering is off for the topic: the cluster sets remote.storage.enable=false", "topic", p.tp.Topic)
+		}
+		return 0, nil
 	}
 	if err := c.checkIncarnation(ctx, p); err != nil {
 		return 0, err

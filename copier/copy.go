@@ -109,7 +109,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		}
 		// Renew the lease before each copy, so that a long backlog cannot
 		// outlive it.
-		if own, err := c.claim(ctx, p.tp); err != nil || !own {
+		if own, err := c.renew(ctx, p); err != nil || !own {
 			return copied, err
 		}
 		if err := c.copyOne(ctx, p, s); err != nil {
@@ -294,6 +294,17 @@ func (c *Copier) setMaxTimestamp(s localSegment, ts int64) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
 	c.times[timesKey(s)] = ts
+}
+
+// forget drops the log-once keys starting with prefix, so the next
+// occurrence is logged again (after the condition cleared). Callers hold
+// stateMu.
+func (c *Copier) forget(prefix string) {
+	for k := range c.warns {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.warns, k)
+		}
+	}
 }
 
 // once reports whether key is seen for the first time (for log-once).

@@ -12,6 +12,10 @@ type metrics struct {
 	indexesRebuilt, corrupt, futureTS   prometheus.Counter
 	rebuilt, swept                      prometheus.Counter
 	recreated, incarnation, mismatch    prometheus.Counter
+	deletionsScheduled, deletionsRun    prometheus.Counter
+	deletionsPending                    prometheus.Gauge
+	held                                *prometheus.GaugeVec
+	heldTotal                           *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -19,23 +23,36 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	c := func(name, help string) prometheus.Counter {
 		return f.NewCounter(prometheus.CounterOpts{Name: "tierd_copier_" + name, Help: help})
 	}
-	return &metrics{
-		passes:          c("passes_total", "Sync passes run."),
-		passErrors:      c("pass_errors_total", "Sync passes that had at least one error."),
-		partitionErrors: c("partition_errors_total", "Partition syncs that failed."),
-		copied:          c("segments_copied_total", "Segments copied to remote storage."),
-		copiedBytes:     c("copied_bytes_total", "Bytes of .log copied to remote storage."),
-		copyFailures:    c("copy_failures_total", "Segment copies that failed and were cleaned up."),
-		localDeleted:    c("local_segments_deleted_total", "Local segments deleted by local retention."),
-		remoteDeleted:   c("remote_segments_deleted_total", "Remote segment copies deleted."),
-		gaps:            c("gaps_total", "Offset ranges deleted locally before they were copied."),
-		indexesRebuilt:  c("indexes_rebuilt_total", "Segments uploaded with indexes rebuilt from the log because their own were unusable."),
-		corrupt:         c("corrupt_segments_total", "Segments not copied because their log failed its checks."),
-		futureTS:        c("future_timestamps_total", "Segments judged by file or copy time because their max timestamp is too far ahead."),
-		rebuilt:         c("metadata_rebuilt_segments_total", "Segment rows restored from bucket manifests."),
-		swept:           c("orphan_objects_deleted_total", "Bucket objects deleted because no live row points at them."),
-		recreated:       c("topics_recreated_total", "Partitions whose topic id changed: the old incarnation's copies were deleted."),
-		incarnation:     c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
-		mismatch:        c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+	m := &metrics{
+		passes:             c("passes_total", "Sync passes run."),
+		passErrors:         c("pass_errors_total", "Sync passes that had at least one error."),
+		partitionErrors:    c("partition_errors_total", "Partition syncs that failed."),
+		copied:             c("segments_copied_total", "Segments copied to remote storage."),
+		copiedBytes:        c("copied_bytes_total", "Bytes of .log copied to remote storage."),
+		copyFailures:       c("copy_failures_total", "Segment copies that failed and were cleaned up."),
+		localDeleted:       c("local_segments_deleted_total", "Local segments deleted by local retention."),
+		remoteDeleted:      c("remote_segments_deleted_total", "Remote segment copies deleted."),
+		gaps:               c("gaps_total", "Offset ranges deleted locally before they were copied."),
+		indexesRebuilt:     c("indexes_rebuilt_total", "Segments uploaded with indexes rebuilt from the log because their own were unusable."),
+		corrupt:            c("corrupt_segments_total", "Segments not copied because their log failed its checks."),
+		futureTS:           c("future_timestamps_total", "Segments judged by file or copy time because their max timestamp is too far ahead."),
+		rebuilt:            c("metadata_rebuilt_segments_total", "Segment rows restored from bucket manifests."),
+		swept:              c("orphan_objects_deleted_total", "Bucket objects deleted because no live row points at them."),
+		recreated:          c("topics_recreated_total", "Partitions whose topic was re-created (the cluster confirmed the old topic id gone): the old incarnation's copies were scheduled for deletion."),
+		deletionsScheduled: c("partition_deletions_scheduled_total", "Whole-partition deletions of remote copies scheduled (journaled, with their proof)."),
+		deletionsRun:       c("partition_deletions_total", "Whole-partition deletions of remote copies carried out after their grace period."),
+		deletionsPending: f.NewGauge(prometheus.GaugeOpts{Name: "tierd_copier_partition_deletions_pending",
+			Help: "Whole-partition deletions scheduled and not yet finished (restorable while within their grace period)."}),
+		held: f.NewGaugeVec(prometheus.GaugeOpts{Name: "tierd_copier_partitions_held",
+			Help: "Partitions neither tiered nor trimmed in the last pass because of local evidence tierd will not act on, by reason."}, []string{"reason"}),
+		heldTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_copier_partition_holds_total",
+			Help: "Times a partition was first held for a reason (distinct evidence), by reason."}, []string{"reason"}),
+		incarnation: c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
+		mismatch:    c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
 	}
+	for _, r := range heldReasons {
+		m.held.WithLabelValues(r)
+		m.heldTotal.WithLabelValues(r)
+	}
+	return m
 }

@@ -2,7 +2,6 @@ package copier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -10,10 +9,6 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
-
-// errIncarnation stops work on a partition whose local log no longer
-// matches what tierd recorded for it.
-var errIncarnation = errors.New("copier: local log does not match the recorded partition")
 
 // claim decides whether this tierd may work on a partition now, by the
 // ownership lease in the bucket (see rsm.Owner): several tierds, one per
@@ -123,42 +118,43 @@ func (c *Copier) dropLease(tp remotelog.TopicPartition) {
 }
 
 // checkIncarnation compares the partition directory with what the store
-// recorded. A new topic id (the topic was deleted and re-created under the
-// same name) retires the old incarnation: its copies are deleted and the
-// partition starts over. Without topic ids, a local log that starts below
-// the local log start offset tierd recorded, with segments no finished copy
-// matches, is refused, since its offsets would be read as ones already
-// tiered or deleted.
+// recorded, and holds the partition (errHeld) on any evidence it will not
+// act on by itself: a partition.metadata that is not what Kafka writes, a
+// recorded topic id whose file vanished, a different topic id (a
+// re-created topic, or a stale directory: the old incarnation's copies
+// are scheduled for deletion only once the cluster confirms its id gone,
+// see resolveTopicID), or, without topic ids, a local log that restarts
+// below the recorded local log start offset with other contents. None of
+// these deletes anything.
 func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 	id, err := kafkalog.ReadTopicID(p.dir)
 	if err != nil {
-		return err
+		return c.hold(p.tp, heldPartitionMetadata, err.Error())
 	}
 	p.topicID = id
+	_, pending, err := c.pendingIDs(p.tp)
+	if err != nil {
+		return err
+	}
+	for _, d := range pending {
+		if d.TopicID == id {
+			return c.hold(p.tp, heldDeletionPending, fmt.Sprintf("%s holds topic id %q, whose remote copies are scheduled for deletion (%s); "+
+				"'tierd partitions restore %s' cancels it", p.dir, id, d.Reason, p.tp))
+		}
+	}
+	if err := c.checkClusterTopicID(p); err != nil {
+		return err
+	}
 	off, ok, err := c.store.Offsets(p.tp)
 	if err != nil || !ok {
 		return err
 	}
 	switch {
+	case id == "" && off.TopicID != "":
+		return c.hold(p.tp, heldTopicIDMissing, fmt.Sprintf("tierd recorded topic id %s, and %s has no %s",
+			off.TopicID, p.dir, kafkalog.PartitionMetadataFile))
 	case id != "" && off.TopicID != "" && id != off.TopicID:
-		c.log.Warn("topic was re-created: deleting the old incarnation's remote copies", "partition", p.tp, "old_topic_id", off.TopicID, "topic_id", id)
-		rows, err := c.store.Segments(p.tp)
-		if err != nil {
-			return err
-		}
-		for _, r := range rows {
-			if r.State != remotelog.DeleteSegmentFinished {
-				if err := c.deleteRemote(ctx, r); err != nil {
-					return err
-				}
-			}
-		}
-		start := int64(0)
-		if len(p.segs) > 0 {
-			start = p.segs[0].base
-		}
-		c.m.recreated.Inc()
-		return c.store.ResetPartition(p.tp, start, id)
+		return c.resolveTopicID(ctx, p, off)
 	case id != "" && off.TopicID == "":
 		return c.store.SetTopicID(p.tp, id)
 	case id != "" && id == off.TopicID:
@@ -179,12 +175,10 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 		stale = stale || !copiedExactly(fin, s)
 	}
 	if stale {
-		if c.once(fmt.Sprintf("incarnation %s %d", p.tp, p.segs[0].base)) {
-			c.m.incarnation.Inc()
-			c.log.Error("local log starts below the local log start offset tierd recorded; was the topic deleted and re-created? "+
-				"tierd leaves the partition alone until its metadata is cleared", "partition", p.tp, "local_start", p.segs[0].base, "recorded", off.LocalLogStartOffset)
-		}
-		return fmt.Errorf("%w: local log starts at %d, below the recorded local log start offset %d", errIncarnation, p.segs[0].base, off.LocalLogStartOffset)
+		c.m.incarnation.Inc()
+		return c.hold(p.tp, heldLogRestarted, fmt.Sprintf("local log starts at %d, below the local log start offset %d tierd recorded, "+
+			"with other contents (was the topic deleted and re-created?); resolve it with 'tierd topics delete' once the old data may go",
+			p.segs[0].base, off.LocalLogStartOffset))
 	}
 	return nil
 }
@@ -200,45 +194,4 @@ func copiedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
 		}
 	}
 	return false
-}
-
-// deletePartition deletes the remote copies of a partition whose topic was
-// deleted (the broker renamed its directory "<topic>-<p>.<uuid>-delete"),
-// as Kafka does for tiered topics. Only the lease holder does it, and only
-// for the incarnation the directory belongs to.
-func (c *Copier) deletePartition(ctx context.Context, tp remotelog.TopicPartition, dir string) error {
-	off, ok, err := c.store.Offsets(tp)
-	if err != nil || !ok {
-		return err
-	}
-	id, err := kafkalog.ReadTopicID(dir)
-	if err != nil {
-		return err
-	}
-	if id != "" && off.TopicID != "" && id != off.TopicID {
-		return nil // an older incarnation's directory
-	}
-	rows, err := c.store.Segments(tp)
-	if err != nil {
-		return err
-	}
-	pending := false
-	for _, r := range rows {
-		pending = pending || r.State != remotelog.DeleteSegmentFinished
-	}
-	if !pending {
-		return nil
-	}
-	if own, err := c.claim(ctx, tp); err != nil || !own {
-		return err
-	}
-	c.log.Info("topic deleted: deleting its remote copies", "partition", tp)
-	for _, r := range rows {
-		if r.State != remotelog.DeleteSegmentFinished {
-			if err := c.deleteRemote(ctx, r); err != nil {
-				return err
-			}
-		}
-	}
-	return c.store.ResetPartition(tp, 0, "")
 }

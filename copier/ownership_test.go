@@ -3,10 +3,8 @@ package copier
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,69 +17,6 @@ import (
 func topicID(t *testing.T, dir, id string) {
 	os.MkdirAll(dir, 0o755)
 	writeFile(t, filepath.Join(dir, kafkalog.PartitionMetadataFile), "version: 0\ntopic_id: "+id+"\n")
-}
-
-// A topic deleted and re-created under the same name (new topic id): the
-// old incarnation's copies go, the new one tiers from scratch, and its
-// fresh local data is never taken for tiered data.
-func TestRecreatedTopicWithTopicID(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
-	cfg.Retention.LocalRetentionMs = ptr(0)
-	r := newRig(t, cfg, nil)
-	ts := r.now.UnixMilli()
-	topicID(t, r.dir(), "AAAAAAAAAAAAAAAAAAAAAQ")
-	for b := int64(0); b < 200; b += 100 {
-		writeSegment(t, r.dir(), b, seq(b, 100), same(ts, 100), 10)
-	}
-	writeSegment(t, r.dir(), 200, nil, nil, 0)
-	r.sync()
-	if off := r.offsets(); off.HighestTieredOffset != 199 || off.TopicID != "AAAAAAAAAAAAAAAAAAAAAQ" {
-		t.Fatalf("first incarnation %+v", off)
-	}
-	os.RemoveAll(r.dir())
-	topicID(t, r.dir(), "AAAAAAAAAAAAAAAAAAAAAg")
-	writeSegment(t, r.dir(), 0, seq(0, 120), same(ts, 120), 10)
-	writeSegment(t, r.dir(), 120, nil, nil, 0)
-	r.sync()
-	off := r.offsets()
-	if off.TopicID != "AAAAAAAAAAAAAAAAAAAAAg" || off.HighestTieredOffset != 119 || off.LogStartOffset != 0 {
-		t.Fatalf("second incarnation %+v", off)
-	}
-	fin, _ := r.store.FinishedSegments(r.tp)
-	if len(fin) != 1 || fin[0].TopicID != "AAAAAAAAAAAAAAAAAAAAAg" {
-		t.Fatalf("finished %+v", fin)
-	}
-	if n := len(r.objects()); n != 5 {
-		t.Fatalf("%d objects: the old incarnation's copies are left", n)
-	}
-}
-
-// Without topic ids, a local log that restarts below what tierd recorded
-// is refused: nothing of it is deleted as if it were tiered.
-func TestRecreatedTopicWithoutTopicID(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
-	cfg.Retention.LocalRetentionMs = ptr(0)
-	r := newRig(t, cfg, nil)
-	ts := r.now.Add(-time.Hour).UnixMilli()
-	for b := int64(0); b < 200; b += 100 {
-		writeSegment(t, r.dir(), b, seq(b, 100), same(ts, 100), 10)
-	}
-	writeSegment(t, r.dir(), 200, nil, nil, 0)
-	r.sync()
-	if off := r.offsets(); off.LocalLogStartOffset != 200 {
-		t.Fatalf("first incarnation not deleted locally: %+v", off)
-	}
-	os.RemoveAll(r.dir())
-	writeSegment(t, r.dir(), 0, seq(0, 120), same(ts, 120), 10)
-	writeSegment(t, r.dir(), 120, nil, nil, 0)
-	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errIncarnation) {
-		t.Fatalf("sync = %v, want the incarnation mismatch", err)
-	}
-	if got := r.localBases(); !reflect.DeepEqual(got, []int64{0, 120}) {
-		t.Fatalf("fresh local data deleted: %v", got)
-	}
 }
 
 // Two tierds (two brokers holding replicas) share a bucket: one holds the
@@ -173,21 +108,6 @@ func TestRemoteTimeRetentionWithoutTimestamps(t *testing.T) {
 	r.sync()
 	if off := r.offsets(); off.LogStartOffset != 10 {
 		t.Fatalf("offsets %+v", off)
-	}
-}
-
-// A deleted topic (its directory renamed "<topic>-<p>.<uuid>-delete") has
-// its remote copies deleted.
-func TestDeletedTopic(t *testing.T) {
-	r := newRig(t, DefaultConfig(), nil)
-	ts := r.now.UnixMilli()
-	writeSegment(t, r.dir(), 0, seq(0, 10), same(ts, 10), 10)
-	writeSegment(t, r.dir(), 10, nil, nil, 0)
-	r.sync()
-	os.Rename(r.dir(), r.dir()+".2308294e39dc4a44ab8183f587805af2-delete")
-	r.sync()
-	if st := r.states(); st[remotelog.DeleteSegmentFinished] != 1 || len(r.objects()) != 0 {
-		t.Fatalf("states %v objects %v", st, r.objects())
 	}
 }
 

@@ -158,3 +158,29 @@ func (s *Store) ResetPartition(tp remotelog.TopicPartition, logStartOffset int64
 	}
 	return s.commit(b)
 }
+
+// clusterIDKey holds the id of the Kafka cluster the metadata belongs to.
+var clusterIDKey = []byte("mcluster_id")
+
+// ClusterID returns the Kafka cluster id recorded by SetClusterID, or ""
+// when none is.
+func (s *Store) ClusterID() (string, error) {
+	v, err := s.get(clusterIDKey)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return "", nil
+	}
+	return string(v), err
+}
+
+// SetClusterID records the Kafka cluster id the metadata belongs to
+// (synced).
+func (s *Store) SetClusterID(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Set(clusterIDKey, []byte(id), nil); err != nil {
+		return err
+	}
+	return s.commit(b)
+}

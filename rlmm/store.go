@@ -70,6 +70,8 @@ type Store struct {
 
 	transitions *prometheus.CounterVec
 
+	journalSeq int64 // the last journal entry's number; guarded by mu
+
 	gen    atomic.Uint64 // bumped by every write
 	snapMu sync.Mutex
 	snaps  map[remotelog.TopicPartition]snapshot
@@ -119,6 +121,10 @@ func Open(cfg Config, opts ...Option) (*Store, error) {
 	}
 	s.db = db
 	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if s.journalSeq, err = s.lastJournalSeq(); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -1,6 +1,9 @@
 package kafkalog
 
 import (
+	"bytes"
+	"encoding/base64"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,39 +142,107 @@ func ParsePartitionDir(name string) (tp TopicPartition, ok bool) {
 // PartitionMetadataFile is the per-partition file holding the topic id.
 const PartitionMetadataFile = "partition.metadata"
 
+// ErrBadPartitionMetadata marks a partition.metadata file that is not what
+// a broker writes. tierd treats such a file as a reason to stop and wait,
+// never as evidence about the topic.
+var ErrBadPartitionMetadata = errors.New("kafkalog: bad partition.metadata")
+
 // ReadTopicID returns the topic id in a partition directory's
-// partition.metadata ("version: 0\ntopic_id: <base64 uuid>\n", KIP-516),
-// or "" when the file is missing (brokers before 2.8, or logs written by
-// tierd's own segment log). A file without a topic_id line is an error.
+// partition.metadata, or "" when the file does not exist (brokers before
+// 2.8, or logs written by tierd's own segment log). It checks the file as
+// Kafka's PartitionMetadataFile reader does (KIP-516): exactly two lines,
+// "version: 0" and "topic_id: <id>", where the id is a Uuid printed as
+// 22 characters of URL-safe base64 without padding (16 bytes), and not the
+// all-zero Uuid Kafka reserves for "no id". An unreadable, empty,
+// truncated or otherwise different file returns an error wrapping
+// ErrBadPartitionMetadata (or the read error) that names the file.
 func ReadTopicID(partitionDir string) (string, error) {
-	data, err := os.ReadFile(filepath.Join(partitionDir, PartitionMetadataFile))
+	path := filepath.Join(partitionDir, PartitionMetadataFile)
+	data, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
 		return "", nil
 	}
 	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	id, err := ParsePartitionMetadata(data)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return id, nil
+}
+
+// ParsePartitionMetadata parses the bytes of a partition.metadata file
+// (see ReadTopicID) and returns the topic id. Errors wrap
+// ErrBadPartitionMetadata and say which rule failed.
+func ParsePartitionMetadata(data []byte) (string, error) {
+	text := strings.TrimSuffix(strings.ReplaceAll(string(data), "\r\n", "\n"), "\n")
+	lines := strings.Split(text, "\n")
+	if len(text) == 0 {
+		return "", fmt.Errorf("%w: the file is empty", ErrBadPartitionMetadata)
+	}
+	if len(lines) != 2 {
+		return "", fmt.Errorf("%w: %d lines, want 2 (version and topic_id)", ErrBadPartitionMetadata, len(lines))
+	}
+	field := func(line, name string) (string, error) {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok || k != name || len(v) < 2 || (v[0] != ' ' && v[0] != '\t') {
+			return "", fmt.Errorf("%w: line %q, want %q", ErrBadPartitionMetadata, line, name+": <value>")
+		}
+		return strings.TrimSpace(v), nil
+	}
+	v, err := field(lines[0], "version")
+	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "topic_id:"); ok {
-			if id := strings.TrimSpace(v); id != "" {
-				return id, nil
-			}
-		}
+	if v != "0" {
+		return "", fmt.Errorf("%w: version %q, want 0", ErrBadPartitionMetadata, v)
 	}
-	return "", fmt.Errorf("%s: no topic_id", filepath.Join(partitionDir, PartitionMetadataFile))
+	id, err := field(lines[1], "topic_id")
+	if err != nil {
+		return "", err
+	}
+	if len(id) != 22 {
+		return "", fmt.Errorf("%w: topic id %q has %d characters, want 22", ErrBadPartitionMetadata, id, len(id))
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(id)
+	if err != nil || len(raw) != 16 {
+		return "", fmt.Errorf("%w: topic id %q is not URL-safe base64 of 16 bytes", ErrBadPartitionMetadata, id)
+	}
+	if bytes.Equal(raw, make([]byte, 16)) {
+		return "", fmt.Errorf("%w: topic id %q is the all-zero Uuid", ErrBadPartitionMetadata, id)
+	}
+	return id, nil
 }
 
 // ParseDeletedPartitionDir parses the name a broker gives a partition
-// directory when its topic is deleted, "<topic>-<partition>.<uuid>-delete",
-// and returns the partition.
+// directory it is about to delete, or that is not the partition's live
+// log: "<topic>-<partition>.<uuid>-delete" (topic deleted, replica
+// removed or reassigned away, or the source of a move between log dirs),
+// "-future" (the target of a move between log dirs, KIP-113) and "-stray"
+// (a replica the controller no longer assigns here, KIP-858). It returns
+// the partition and the kind ("delete", "future" or "stray"). Such a
+// directory says nothing certain about the topic: each kind has several
+// causes.
 func ParseDeletedPartitionDir(name string) (TopicPartition, bool) {
-	rest, ok := strings.CutSuffix(name, "-delete")
-	if !ok {
-		return TopicPartition{}, false
+	tp, _, ok := ParseNonLivePartitionDir(name)
+	return tp, ok
+}
+
+// ParseNonLivePartitionDir is ParseDeletedPartitionDir with the kind.
+func ParseNonLivePartitionDir(name string) (tp TopicPartition, kind string, ok bool) {
+	dash := strings.LastIndexByte(name, '-')
+	if dash < 0 {
+		return TopicPartition{}, "", false
+	}
+	rest, kind := name[:dash], name[dash+1:]
+	if kind != "delete" && kind != "future" && kind != "stray" {
+		return TopicPartition{}, "", false
 	}
 	dot := strings.LastIndexByte(rest, '.')
 	if dot < 0 || len(rest)-dot-1 != 32 {
-		return TopicPartition{}, false
+		return TopicPartition{}, "", false
 	}
-	return ParsePartitionDir(rest[:dot])
+	tp, ok = ParsePartitionDir(rest[:dot])
+	return tp, kind, ok
 }

@@ -55,7 +55,13 @@ func TestDeletedPartitionDirs(t *testing.T) {
 	if !ok || tp != (TopicPartition{"test-topic", 0}) {
 		t.Fatalf("%+v %v", tp, ok)
 	}
-	for _, bad := range []string{"orders-0", "orders-0.abc-delete", "orders-0.2308294e39dc4a44ab8183f587805af2-future"} {
+	for _, kind := range []string{"delete", "future", "stray"} {
+		tp, k, ok := ParseNonLivePartitionDir("orders-3.2308294e39dc4a44ab8183f587805af2-" + kind)
+		if !ok || k != kind || tp != (TopicPartition{"orders", 3}) {
+			t.Errorf("%s: %+v %q %v", kind, tp, k, ok)
+		}
+	}
+	for _, bad := range []string{"orders-0", "orders-0.abc-delete", "orders-0.2308294e39dc4a44ab8183f587805af2-moved", "orders-0-delete"} {
 		if _, ok := ParseDeletedPartitionDir(bad); ok {
 			t.Errorf("%q accepted", bad)
 		}
@@ -74,5 +80,34 @@ func TestCorruptionError(t *testing.T) {
 	plain := errors.New("io")
 	if WithFile(plain, "f") != plain {
 		t.Error("WithFile changed a non-corruption error")
+	}
+}
+
+// partition.metadata is checked as Kafka reads it; anything else is an
+// error that names the rule, never a topic id.
+func TestParsePartitionMetadata(t *testing.T) {
+	good := map[string]string{
+		"version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDdVA":       "4zeO1mdxSb69f7lqENDdVA",
+		"version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDdVA\n":     "4zeO1mdxSb69f7lqENDdVA",
+		"version: 0\r\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\r\n": "AAAAAAAAAAAAAAAAAAAAAQ",
+	}
+	for in, want := range good {
+		if got, err := ParsePartitionMetadata([]byte(in)); err != nil || got != want {
+			t.Errorf("%q: %q, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{
+		"", "\n", "version: 0\n", "version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDd", // truncated id
+		"version: 1\ntopic_id: 4zeO1mdxSb69f7lqENDdVA", // wrong version
+		"version:0\ntopic_id: 4zeO1mdxSb69f7lqENDdVA",  // Kafka splits on ":\s+"
+		"version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDdVA\nextra: 1",
+		"version: 0\ntopic: 4zeO1mdxSb69f7lqENDdVA",
+		"version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDd+A", // not URL-safe base64
+		"version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA", // the zero Uuid
+		"version: 0\ntopic_id: 4zeO1mdxSb69f7lqENDdVAxx",
+	} {
+		if got, err := ParsePartitionMetadata([]byte(bad)); !errors.Is(err, ErrBadPartitionMetadata) {
+			t.Errorf("%q: %q, %v; want ErrBadPartitionMetadata", bad, got, err)
+		}
 	}
 }

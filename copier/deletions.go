@@ -1,0 +1,379 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/crashpoint"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// Errors of the operator commands.
+var (
+	ErrTopicStillLocal   = errors.New("copier: the topic still has live partition directories here")
+	ErrTopicStillExists  = errors.New("copier: the kafka cluster says the topic still exists")
+	ErrNothingScheduled  = errors.New("copier: no deletion is scheduled for the partition")
+	ErrNothingToDelete   = errors.New("copier: tierd has no remote copies of the topic")
+	ErrSeveralIncarnated = errors.New("copier: deletions of several incarnations are scheduled; name the topic id")
+)
+
+// schedule records a whole-partition deletion due after the grace period.
+func (c *Copier) schedule(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string) (remotelog.PartitionDeletion, error) {
+	due := c.now().Add(c.cfg.RemoteLogDeleteDelay()).UnixMilli()
+	d, err := c.store.ScheduleDeletion(tp, topicID, reason, proof, due)
+	if err != nil {
+		return d, err
+	}
+	c.m.deletionsScheduled.Inc()
+	c.log.Warn("whole-partition deletion of remote copies scheduled; 'tierd partitions restore' cancels it until it is due",
+		"partition", tp, "topic_id", topicID, "reason", reason, "proof", proof, "copies", len(d.Segments), "bytes", d.Bytes(),
+		"due", time.UnixMilli(d.DueMs).UTC())
+	return d, nil
+}
+
+// checkGoneTopics asks the cluster, once per pass, about every recorded
+// topic id that the current view does not list, and schedules the
+// deletion of those it answers are unknown. A topic missing from a view
+// proves nothing by itself (ACLs hide topics); only UNKNOWN_TOPIC_ID for
+// the id does. Partitions recorded without a topic id are never deleted
+// this way.
+func (c *Copier) checkGoneTopics(ctx context.Context) error {
+	v := c.currentView()
+	if c.cl == nil || v == nil {
+		return nil
+	}
+	tps, err := c.store.Partitions()
+	if err != nil {
+		return err
+	}
+	byID := map[string][]remotelog.TopicPartition{}
+	var ids []string
+	for _, tp := range tps {
+		if !c.tiered(tp) {
+			continue
+		}
+		off, ok, err := c.store.Offsets(tp)
+		if err != nil || !ok {
+			continue
+		}
+		if off.TopicID == "" {
+			if _, listed := v.Topics[tp.Topic]; !listed && c.once("noid "+tp.String()) {
+				c.log.Warn("topic is not in the cluster's metadata, and tierd recorded no topic id for it: nothing proves it deleted; "+
+					"'tierd topics delete' deletes its copies", "partition", tp)
+			}
+			continue
+		}
+		if _, ok := v.ByID[off.TopicID]; ok {
+			continue
+		}
+		if len(byID[off.TopicID]) == 0 {
+			ids = append(ids, off.TopicID)
+		}
+		byID[off.TopicID] = append(byID[off.TopicID], tp)
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	res, err := c.idStatuses(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("ask the cluster about topic ids %v: %w", ids, err)
+	}
+	var errs []error
+	for _, id := range ids {
+		st := res[id]
+		if st.State != cluster.IDGone {
+			if c.once(fmt.Sprintf("idnotgone %s %d", id, st.State)) {
+				c.log.Info("topic id is not listed by the cluster but not confirmed gone either; its copies stay", "topic_id", id, "answer", st.Proof)
+			}
+			continue
+		}
+		for _, tp := range byID[id] {
+			if _, err := c.schedule(tp, id, remotelog.ReasonTopicDeleted, st.Proof); err != nil {
+				errs = append(errs, fmt.Errorf("%s: schedule deletion: %w", tp, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runDeletions runs the scheduled deletions that are due, after checking
+// their proof again: a topic-deleted one needs the cluster to answer,
+// now, that the topic id is unknown (with the cluster unreachable it
+// waits); an operator's one is cancelled if the cluster says the topic
+// id exists. Each is journaled DELETING before its first object goes,
+// and finished once every object of the incarnation is gone.
+func (c *Copier) runDeletions(ctx context.Context) error {
+	ds, err := c.store.Deletions(nil)
+	if err != nil {
+		return err
+	}
+	c.m.deletionsPending.Set(float64(len(ds)))
+	var errs []error
+	nowMs := c.now().UnixMilli()
+	for _, d := range ds {
+		if d.State == remotelog.DeletionPending && !d.Due(nowMs) {
+			continue
+		}
+		if err := c.runDeletion(ctx, d); err != nil {
+			errs = append(errs, fmt.Errorf("%s: deletion of topic id %q: %w", d.TopicPartition, d.TopicID, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion) error {
+	detail := "grace period over"
+	if d.State == remotelog.DeletionPending && c.cl != nil {
+		if c.currentView() == nil {
+			return fmt.Errorf("%w: the deletion waits for the cluster to confirm its proof", ErrClusterUnreachable)
+		}
+		st := cluster.IDStatus{State: cluster.IDUnknown, Proof: "no topic id recorded"}
+		if d.TopicID != "" {
+			var err error
+			if st, err = c.idStatus(ctx, d.TopicID); err != nil {
+				return fmt.Errorf("confirm with the cluster: %w", err)
+			}
+		}
+		switch {
+		case st.State == cluster.IDExists:
+			_, err := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: the cluster says the topic id exists: "+st.Proof)
+			c.log.Warn("scheduled deletion cancelled: the cluster says the topic still exists", "partition", d.TopicPartition, "topic_id", d.TopicID, "answer", st.Proof)
+			return err
+		case st.State == cluster.IDGone:
+			detail += "; confirmed: " + st.Proof
+		case d.Reason == remotelog.ReasonTopicDeleted:
+			return fmt.Errorf("the cluster does not confirm topic id %q gone now (%s); the deletion waits", d.TopicID, st.Proof)
+		}
+	}
+	d, err := c.store.StartDeletion(d.TopicPartition, d.TopicID, detail)
+	if err != nil {
+		return err
+	}
+	crashpoint.Hit("partition-delete.started")
+	n, err := c.deleteIncarnation(ctx, d)
+	if err != nil {
+		return err
+	}
+	crashpoint.Hit("partition-delete.objects-deleted")
+	if err := c.store.FinishDeletion(d.TopicPartition, d.TopicID, fmt.Sprintf("%d copies deleted", n)); err != nil {
+		return err
+	}
+	c.m.deletionsRun.Inc()
+	c.log.Warn("deleted every remote copy of a partition's incarnation", "partition", d.TopicPartition, "topic_id", d.TopicID,
+		"reason", d.Reason, "proof", d.Proof, "copies", n, "bytes", d.Bytes())
+	return nil
+}
+
+// deleteIncarnation deletes the objects of every copy in the record and,
+// when the record has a topic id, of every other copy in the bucket whose
+// manifest carries that same topic id (another tierd's copies the store
+// never learned of). Manifests without a topic id, or with another one,
+// are left alone. It returns how many copies it deleted.
+func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDeletion) (int, error) {
+	n := 0
+	done := map[remotelog.SegmentID]bool{}
+	for i, r := range d.Segments {
+		if err := c.rs.DeleteSegment(ctx, r); err != nil {
+			return n, fmt.Errorf("delete copy %s: %w", r.ID, err)
+		}
+		if i == 0 {
+			crashpoint.Hit("partition-delete.first-copy")
+		}
+		done[r.ID] = true
+		n++
+		c.m.remoteDeleted.Inc()
+	}
+	if d.TopicID == "" {
+		return n, nil
+	}
+	mfs, err := c.rs.Manifests(ctx, d.TopicPartition)
+	if err != nil && len(mfs) == 0 {
+		return n, fmt.Errorf("list the incarnation's other copies: %w", err)
+	}
+	for _, mf := range mfs {
+		if mf.TopicID != d.TopicID || done[mf.SegmentID] {
+			continue
+		}
+		if err := c.rs.DeleteSegment(ctx, mf.Metadata()); err != nil {
+			return n, fmt.Errorf("delete copy %s: %w", mf.SegmentID, err)
+		}
+		n++
+		c.m.remoteDeleted.Inc()
+	}
+	return n, nil
+}
+
+// pendingIDs returns the segment ids of a partition's scheduled deletions:
+// copies that must not be adopted back from the bucket.
+func (c *Copier) pendingIDs(tp remotelog.TopicPartition) (map[remotelog.SegmentID]bool, []remotelog.PartitionDeletion, error) {
+	ds, err := c.store.Deletions(&tp)
+	if err != nil {
+		return nil, nil, err
+	}
+	ids := map[remotelog.SegmentID]bool{}
+	for _, d := range ds {
+		for _, s := range d.Segments {
+			ids[s.ID] = true
+		}
+	}
+	return ids, ds, nil
+}
+
+// lockPass waits for the running pass (if any) to end, polling, until ctx
+// ends; operator commands run between passes.
+func (c *Copier) lockPass(ctx context.Context) error {
+	for !c.mu.TryLock() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the copier's current pass to end: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// DeleteTopic schedules the deletion of every remote copy of a topic's
+// partitions that tierd recorded (of incarnation topicID when not ""),
+// due after the grace period, on an operator's order; who is journaled
+// as the proof's author. It refuses (ErrTopicStillLocal) while a live
+// partition directory of the topic holds the same incarnation (tierd
+// would tier it again), and, with a cluster, (ErrTopicStillExists) when
+// the cluster says the topic id, or for copies without a topic id the
+// topic name, still exists, or when the cluster cannot be asked.
+func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([]remotelog.PartitionDeletion, error) {
+	if err := c.lockPass(ctx); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	tps, err := c.store.Partitions()
+	if err != nil {
+		return nil, err
+	}
+	type target struct {
+		tp remotelog.TopicPartition
+		id string
+	}
+	var targets []target
+	for _, tp := range tps {
+		if tp.Topic != topic {
+			continue
+		}
+		off, ok, err := c.store.Offsets(tp)
+		if err != nil {
+			return nil, err
+		}
+		if ok && (topicID == "" || off.TopicID == topicID) {
+			targets = append(targets, target{tp, off.TopicID})
+		}
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("%w: %s (topic id %q)", ErrNothingToDelete, topic, topicID)
+	}
+	for _, t := range targets {
+		if dir, id, ok := c.liveDir(t.tp); ok && (id == t.id || id == "" || t.id == "") {
+			return nil, fmt.Errorf("%w: %s holds topic id %q, the incarnation to delete (%q); delete the topic in Kafka first (its partition "+
+				"directories then go), or give --topic-id of an older incarnation", ErrTopicStillLocal, dir, id, t.id)
+		}
+	}
+	clusterNote := "no kafka cluster configured"
+	if c.cl != nil {
+		notes, err := c.confirmGone(ctx, topic, targets[0].id)
+		if err != nil {
+			return nil, err
+		}
+		clusterNote = notes
+	}
+	proof := fmt.Sprintf("operator order 'tierd topics delete %s' by %s at %s; %s", topic, who, c.now().UTC().Format(time.RFC3339), clusterNote)
+	var out []remotelog.PartitionDeletion
+	for _, t := range targets {
+		d, err := c.schedule(t.tp, t.id, remotelog.ReasonOperator, proof)
+		if err != nil {
+			return out, fmt.Errorf("%s: %w", t.tp, err)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// confirmGone asks the cluster whether a topic (by id, or by name when
+// the copies have none) is gone, for an operator's deletion order.
+func (c *Copier) confirmGone(ctx context.Context, topic, id string) (string, error) {
+	if id == "" {
+		v, err := c.cl.Describe(ctx, nil)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v; tierd will not delete without asking it", ErrClusterUnreachable, err)
+		}
+		if err := c.checkClusterID(v.ClusterID); err != nil {
+			return "", err
+		}
+		if _, ok := v.Topics[topic]; ok {
+			return "", fmt.Errorf("%w: topic %s is listed by cluster %s", ErrTopicStillExists, topic, v.ClusterID)
+		}
+		return fmt.Sprintf("cluster %s does not list topic %s (%s)", v.ClusterID, topic, v.Source), nil
+	}
+	st, err := c.idStatus(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v; tierd will not delete without asking it", ErrClusterUnreachable, err)
+	}
+	if st.State == cluster.IDExists {
+		return "", fmt.Errorf("%w: topic id %s is topic %s: %s", ErrTopicStillExists, id, st.Name, st.Proof)
+	}
+	return "cluster: " + st.Proof, nil
+}
+
+// liveDir finds a live partition directory of tp in the log dirs and its
+// topic id ("" when it has none or it is unreadable).
+func (c *Copier) liveDir(tp remotelog.TopicPartition) (string, string, bool) {
+	for _, dir := range c.cfg.LogDirs {
+		p := filepath.Join(dir, tp.String())
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			id, _ := kafkalog.ReadTopicID(p)
+			return p, id, true
+		}
+	}
+	return "", "", false
+}
+
+// RestorePartition cancels a scheduled deletion of a partition's remote
+// copies within the grace period and puts them back (incarnation topicID,
+// or the only one scheduled when ""). who is journaled.
+func (c *Copier) RestorePartition(ctx context.Context, tp remotelog.TopicPartition, topicID, who string) (remotelog.PartitionDeletion, error) {
+	if err := c.lockPass(ctx); err != nil {
+		return remotelog.PartitionDeletion{}, err
+	}
+	defer c.mu.Unlock()
+	_, ds, err := c.pendingIDs(tp)
+	if err != nil {
+		return remotelog.PartitionDeletion{}, err
+	}
+	var match []remotelog.PartitionDeletion
+	for _, d := range ds {
+		if topicID == "" || d.TopicID == topicID {
+			match = append(match, d)
+		}
+	}
+	switch {
+	case len(match) == 0:
+		return remotelog.PartitionDeletion{}, fmt.Errorf("%w: %s (topic id %q)", ErrNothingScheduled, tp, topicID)
+	case len(match) > 1:
+		var ids []string
+		for _, d := range match {
+			ids = append(ids, d.TopicID)
+		}
+		return remotelog.PartitionDeletion{}, fmt.Errorf("%w: %s: %s", ErrSeveralIncarnated, tp, strings.Join(ids, ", "))
+	}
+	d, err := c.store.CancelDeletion(tp, match[0].TopicID, fmt.Sprintf("restored by 'tierd partitions restore %s' by %s", tp, who))
+	if err != nil {
+		return d, err
+	}
+	c.needSweep(tp)
+	c.log.Warn("scheduled deletion cancelled; the copies are live again", "partition", tp, "topic_id", d.TopicID, "by", who)
+	return d, nil
+}
