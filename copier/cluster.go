@@ -66,23 +66,26 @@ func (c *Copier) refreshCluster(ctx context.Context, parts []*partition) {
 		err = c.checkClusterID(v.ClusterID)
 	}
 	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
 	if err != nil {
 		if c.cs.err == nil {
 			c.cs.errAt = c.now()
 		}
 		c.cs.err = err
+		since, age := c.cs.errAt, c.now().Sub(c.cs.viewAt)
+		c.stateMu.Unlock()
 		if c.once("cluster error " + err.Error()) {
 			c.log.Error("kafka cluster unusable: copying goes on under the last known leadership for at most ownership_lease; no partition deletions",
-				"err", err, "since", c.cs.errAt, "last_view_age", c.now().Sub(c.cs.viewAt))
+				"err", err, "since", since, "last_view_age", age)
 		}
 		return
 	}
 	if c.cs.err != nil {
 		c.log.Info("kafka cluster reachable again", "source", v.Source, "outage", c.now().Sub(c.cs.errAt))
 		c.forget("cluster error ")
+		c.forget("unowned ")
 	}
 	c.cs = clusterState{view: v, viewAt: c.now()}
+	c.stateMu.Unlock()
 }
 
 // checkClusterID records the cluster id on first contact and refuses any
