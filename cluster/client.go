@@ -12,7 +12,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,9 +45,10 @@ func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
 // Client asks one Kafka cluster for facts. It is safe for concurrent use.
 type Client struct {
-	cfg Config
-	log *slog.Logger
-	kcl *kgo.Client
+	cfg  Config
+	log  *slog.Logger
+	kcl  *kgo.Client
+	auth authWatch
 }
 
 // New validates cfg and builds a client. It does no network I/O:
@@ -71,6 +73,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		kgo.DialTimeout(cfg.RequestTimeout),
 		kgo.RetryTimeout(cfg.RequestTimeout),
 		kgo.WithLogger(kgoLogger{c.log}),
+		kgo.WithHooks(&c.auth),
 	}
 	if cfg.SASL.mechanism() != "" {
 		if _, err := cfg.SASL.password(); err != nil {
@@ -97,8 +100,11 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 func (c *Client) Close() { c.kcl.Close() }
 
 // request sends one request, bounded by RequestTimeout, to the broker
-// kgo chooses, and returns the answer with the broker it came from.
+// kgo chooses, and returns the answer with the broker it came from. kgo
+// may send a copy of req (DescribeConfigs is sharded), so the version
+// sent is the response's GetVersion, not req's.
 func (c *Client) request(ctx context.Context, req kmsg.Request) (kmsg.Response, kgo.BrokerMetadata, error) {
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
 	shards := c.kcl.RequestSharded(ctx, req)
@@ -107,18 +113,46 @@ func (c *Client) request(ctx context.Context, req kmsg.Request) (kmsg.Response, 
 	}
 	s := shards[0]
 	if s.Err != nil {
-		err := fmt.Errorf("cluster: %s v%d to %s: %w", kmsg.NameForKey(req.Key()), req.GetVersion(), source(s.Meta, nil), s.Err)
-		if m := c.cfg.SASL.mechanism(); m != "" && closedByPeer(s.Err) {
-			err = fmt.Errorf("%w (the broker closed the connection, as some brokers do after a failed SASL authentication: check sasl.mechanism %s, sasl.username %q and the password)", err, m, c.cfg.SASL.Username)
+		// No version: a request that failed before the version
+		// negotiation was never sent at any.
+		err := fmt.Errorf("cluster: %s to %s: %w", kmsg.NameForKey(req.Key()), source(s.Meta, nil), s.Err)
+		if f := c.auth.since(start); f != "" {
+			err = fmt.Errorf("%w (%s: check sasl.mechanism %s, sasl.username %q and the password)", err, f, c.cfg.SASL.mechanism(), c.cfg.SASL.Username)
 		}
 		return nil, s.Meta, err
 	}
 	return s.Resp, s.Meta, nil
 }
 
-// closedByPeer reports whether err is the other end closing the connection.
-func closedByPeer(err error) bool {
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)
+// authWatch notes when a broker fails a connection's SASL authentication
+// by closing it, as some brokers (kfake) do instead of answering
+// SASL_AUTHENTICATION_FAILED; the request that fails then only sees EOF or
+// its deadline, and request adds what authWatch saw.
+type authWatch struct {
+	mu   sync.Mutex
+	at   time.Time
+	what string
+}
+
+// OnBrokerRead implements kgo.HookBrokerRead.
+func (w *authWatch) OnBrokerRead(m kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key != int16(kmsg.SASLAuthenticate) || err == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.at = time.Now()
+	w.what = fmt.Sprintf("%s closed the connection during SASL authentication (%v)", source(m, nil), err)
+}
+
+// since returns the last failure seen at or after t, or "".
+func (w *authWatch) since(t time.Time) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.what == "" || w.at.Before(t) {
+		return ""
+	}
+	return w.what
 }
 
 // source names the broker that answered, as "broker 1 (host:port)". A

@@ -47,7 +47,7 @@ func TestSASL(t *testing.T) {
 			}))
 			var err error
 			within(t, time.Minute, func() { _, err = cl.Describe(t.Context(), nil) })
-			if err == nil || !strings.Contains(err.Error(), "SASL authentication") || !strings.Contains(err.Error(), `sasl.username "tierd"`) {
+			if err == nil || !strings.Contains(err.Error(), "closed the connection during SASL authentication") || !strings.Contains(err.Error(), `sasl.username "tierd"`) {
 				t.Errorf("wrong password: %v, want an error pointing at the SASL settings", err)
 			}
 

@@ -115,7 +115,7 @@ func (c *Client) Describe(ctx context.Context, configTopics []string) (*View, er
 	resp := kresp.(*kmsg.MetadataResponse)
 	src := source(meta, resp.Brokers)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		return nil, fmt.Errorf("cluster: Metadata v%d to %s: %w", req.GetVersion(), src, err)
+		return nil, fmt.Errorf("cluster: Metadata v%d to %s: %w", resp.GetVersion(), src, err)
 	}
 	if err := c.checkClusterID(resp.ClusterID, src); err != nil {
 		return nil, err
@@ -178,6 +178,7 @@ func (c *Client) describeConfigs(ctx context.Context, v *View, configTopics []st
 		return
 	}
 	resp := kresp.(*kmsg.DescribeConfigsResponse)
+	what := fmt.Sprintf("DescribeConfigs v%d to %s", resp.GetVersion(), source(meta, brokers))
 	for _, r := range resp.Resources {
 		if r.ResourceType != kmsg.ConfigResourceTypeTopic || !asked[r.ResourceName] {
 			continue
@@ -188,7 +189,7 @@ func (c *Client) describeConfigs(ctx context.Context, v *View, configTopics []st
 			if r.ErrorMessage != nil && *r.ErrorMessage != "" {
 				msg = ": " + *r.ErrorMessage
 			}
-			setErr(r.ResourceName, fmt.Errorf("cluster: DescribeConfigs v%d to %s for topic %s: %w%s", req.GetVersion(), source(meta, brokers), r.ResourceName, err, msg))
+			setErr(r.ResourceName, fmt.Errorf("cluster: %s for topic %s: %w%s", what, r.ResourceName, err, msg))
 			continue
 		}
 		t := v.Topics[r.ResourceName]
@@ -201,12 +202,12 @@ func (c *Client) describeConfigs(ctx context.Context, v *View, configTopics []st
 			if rc.Value != nil && !rc.IsSensitive {
 				cv.Value = *rc.Value
 			}
-			cv.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig || (req.GetVersion() == 0 && rc.IsDefault)
+			cv.IsDefault = rc.Source == kmsg.ConfigSourceDefaultConfig || (resp.GetVersion() == 0 && rc.IsDefault)
 			t.Configs[rc.Name] = cv
 		}
 		v.Topics[r.ResourceName] = t
 	}
 	for name := range asked {
-		setErr(name, fmt.Errorf("cluster: DescribeConfigs v%d to %s: topic %s missing from the answer", req.GetVersion(), source(meta, brokers), name))
+		setErr(name, fmt.Errorf("cluster: %s: topic %s missing from the answer", what, name))
 	}
 }

@@ -162,6 +162,9 @@ func TestDescribeConfigsPassThroughTieredKeys(t *testing.T) {
 			add := func(k, v string, src kmsg.ConfigSource, sensitive bool) {
 				rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 				rc.Name, rc.Value, rc.Source, rc.IsSensitive = k, kmsg.StringPtr(v), src, sensitive
+				// The v0-only flag, set here as kfake sets it for
+				// static broker configs; from v1 the source decides.
+				rc.IsDefault = src == kmsg.ConfigSourceStaticBrokerConfig
 				r.Configs = append(r.Configs, rc)
 			}
 			add("local.retention.ms", "3600000", kmsg.ConfigSourceDynamicTopicConfig, false)
@@ -207,7 +210,7 @@ func TestDescribeConfigsErrorIsPerTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := v.Topics["secret"]
-	if s.Configs != nil || !errors.Is(s.ConfigErr, kerr.TopicAuthorizationFailed) || !strings.Contains(s.ConfigErr.Error(), "secret") {
+	if s.Configs != nil || !errors.Is(s.ConfigErr, kerr.TopicAuthorizationFailed) || !strings.Contains(s.ConfigErr.Error(), "secret") || !strings.Contains(s.ConfigErr.Error(), "DescribeConfigs v4 to broker ") {
 		t.Errorf("secret: configs %v err %v, want no configs and TOPIC_AUTHORIZATION_FAILED naming the topic", s.Configs, s.ConfigErr)
 	}
 	if o := v.Topics["orders"]; o.ConfigErr != nil || o.Configs["retention.ms"].Value == "" {

@@ -132,7 +132,7 @@ func (c *Client) askIDs(ctx context.Context, ids []string, want string, res map[
 	if resp.ClusterID != nil {
 		cid = *resp.ClusterID
 	}
-	what := fmt.Sprintf("Metadata v%d by topic id, answered by %s of cluster %q at %s", req.GetVersion(), source(meta, resp.Brokers), cid, at)
+	what := fmt.Sprintf("Metadata v%d by topic id, answered by %s of cluster %q at %s", resp.GetVersion(), source(meta, resp.Brokers), cid, at)
 	c.log.Debug("asked the cluster about topic ids", "ids", len(ids), "answer", what)
 	if want == "" {
 		want = c.cfg.ClusterID
@@ -143,7 +143,7 @@ func (c *Client) askIDs(ctx context.Context, ids []string, want string, res map[
 		return cid, nil, err
 	}
 	switch {
-	case req.GetVersion() < minTopicIDMetadataVersion:
+	case resp.GetVersion() < minTopicIDMetadataVersion:
 		unknownAll(fmt.Sprintf("%s: Kafka answers topic ids only from Metadata v%d", what, minTopicIDMetadataVersion))
 		return cid, nil, nil
 	case resp.ErrorCode != 0:
