@@ -38,9 +38,9 @@ func rel(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, modu
 func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") }
 
 // TestImportLayers enforces the layering: Kafka format code imports only
-// the standard library and itself; rsm and rlmm never import each other;
-// copier and fetch never import each other; nothing imports cmd/; lower
-// layers never import higher ones.
+// the standard library and itself; rsm, rlmm and cluster never import each
+// other; copier and fetch never import each other; nothing imports cmd/;
+// lower layers never import higher ones.
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
 		switch r := rel(p); {
@@ -48,7 +48,8 @@ func TestImportLayers(t *testing.T) {
 			return 5 // bench is a part of cmd/tierd kept in its own package
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"):
 			return 4
-		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"):
+		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"),
+			r == "cluster" || strings.HasPrefix(r, "cluster/"):
 			return 3
 		case r == "seglog" || strings.HasPrefix(r, "internal/remotelog"):
 			return 2
@@ -60,7 +61,8 @@ func TestImportLayers(t *testing.T) {
 		return -1 // proto, test helpers: checked separately
 	}
 	forbidden := map[string][]string{
-		"rsm": {"rlmm"}, "rlmm": {"rsm"}, "copier": {"fetch"}, "fetch": {"copier"},
+		"rsm": {"rlmm", "cluster"}, "rlmm": {"rsm", "cluster"}, "cluster": {"rsm", "rlmm"},
+		"copier": {"fetch"}, "fetch": {"copier"},
 	}
 	for pkg, imps := range packageImports(t) {
 		r := rel(pkg)
