@@ -10,7 +10,7 @@ type metrics struct {
 	copied, copiedBytes, copyFailures   prometheus.Counter
 	localDeleted, remoteDeleted, gaps   prometheus.Counter
 	indexesRebuilt, corrupt, futureTS   prometheus.Counter
-	rebuilt, swept                      prometheus.Counter
+	rebuilt, swept, trimmedTails        prometheus.Counter
 	recreated, incarnation, mismatch    prometheus.Counter
 }
 
@@ -31,6 +31,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		gaps:            c("gaps_total", "Offset ranges deleted locally before they were copied."),
 		indexesRebuilt:  c("indexes_rebuilt_total", "Segments uploaded with indexes rebuilt from the log because their own were unusable."),
 		corrupt:         c("corrupt_segments_total", "Segments not copied because their log failed its checks."),
+		trimmedTails:    c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
 		futureTS:        c("future_timestamps_total", "Segments judged by file or copy time because their max timestamp is too far ahead."),
 		rebuilt:         c("metadata_rebuilt_segments_total", "Segment rows restored from bucket manifests."),
 		swept:           c("orphan_objects_deleted_total", "Bucket objects deleted because no live row points at them."),
