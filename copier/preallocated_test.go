@@ -226,6 +226,43 @@ func TestChangedBaseOffsetRefused(t *testing.T) {
 	}
 }
 
+// TestMaxTimestampZeroTail: a segment without time index entries is
+// judged by a scan of its batches, which ends at a zero tail (and fails on
+// non-zero bytes after the last batch).
+func TestMaxTimestampZeroTail(t *testing.T) {
+	r := newRig(t, DefaultConfig(), nil)
+	tail := make([]byte, 4096)
+	noTimeIndex := func() {
+		os.WriteFile(filepath.Join(r.dir(), kafkalog.FileName(0, kafkalog.TimeIndexSuffix)), make([]byte, 120), 0o644)
+	}
+	tenBatches(t, r, tail)
+	noTimeIndex()
+	segs, err := listSegments(r.dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts, err := r.c.maxTimestamp(segs[0]); err != nil || ts != r.now.UnixMilli() {
+		t.Fatalf("max timestamp %d, %v; want %d", ts, err, r.now.UnixMilli())
+	}
+	tail[100] = 7
+	tenBatches(t, r, tail)
+	noTimeIndex()
+	segs, _ = listSegments(r.dir())
+	if _, err := newRigCopier(t, r).maxTimestamp(segs[0]); !errors.Is(err, kafkalog.ErrCorrupt) {
+		t.Fatalf("non-zero tail: %v", err)
+	}
+}
+
+// newRigCopier returns a second copier over the rig's store and bucket,
+// with empty caches.
+func newRigCopier(t *testing.T, r *rig) *Copier {
+	c, err := New(r.c.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestCopiedExactly: a copy matches a local segment by offsets and by the
 // size of the local .log, the copy's or, for a copy that left out a zero
 // tail, the file's at copy time.
