@@ -172,6 +172,10 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 	}
+	if in.size < in.fileSize {
+		meta.LocalSizeInBytes = in.fileSize // the copy leaves out the zero tail
+		c.reportTrimmed(p.tp, s, in)
+	}
 	if err := c.store.AddSegment(meta); err != nil {
 		return err
 	}
@@ -192,8 +196,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	}
 	crashpoint.Hit("copy.finished")
 	c.m.copied.Inc()
-	c.m.copiedBytes.Add(float64(s.size))
-	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", s.size, "segment", meta.ID)
+	c.m.copiedBytes.Add(float64(in.size))
+	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
 	return nil
 }
 
@@ -232,6 +236,17 @@ func (c *Copier) reportCorrupt(tp remotelog.TopicPartition, s localSegment, err 
 	}
 }
 
+// reportTrimmed logs and counts, once, a segment whose .log ends in zero
+// bytes after its last batch (the broker preallocated it): the copy holds
+// the batches only.
+func (c *Copier) reportTrimmed(tp remotelog.TopicPartition, s localSegment, in inspection) {
+	if c.once(fmt.Sprintf("trimmed %s %d", tp, s.base)) {
+		c.m.trimmedTails.Inc()
+		c.log.Warn("segment ends in zero bytes after its last batch (a preallocated .log); copying the batches only",
+			"partition", tp, "base_offset", s.base, "valid_bytes", in.size, "file_bytes", in.fileSize)
+	}
+}
+
 // maxTimestamp returns a rolled segment's largest batch timestamp: the last
 // time index entry (a broker adds one for the max when it rolls), or a scan
 // of the batch headers when the index has none. -1 when no batch has a
@@ -257,7 +272,10 @@ func (c *Copier) maxTimestamp(s localSegment) (int64, error) {
 			ts = max(ts, sc.Batch().MaxTimestamp)
 		}
 		if err := sc.Err(); err != nil {
-			return 0, kafkalog.WithFile(err, s.path)
+			// Zero bytes after the last batch are a preallocated file's end.
+			if nz, zerr := batch.FirstNonZero(f, sc.ValidEnd(), s.size); !errors.Is(err, kafkalog.ErrCorrupt) || zerr != nil || nz >= 0 {
+				return 0, kafkalog.WithFile(err, s.path)
+			}
 		}
 	}
 	c.setMaxTimestamp(s, ts)

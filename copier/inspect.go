@@ -17,15 +17,22 @@ var errCorruptSegment = errors.New("copier: corrupt segment")
 
 // inspection is what a full scan of a rolled segment's .log tells.
 type inspection struct {
-	size         int64 // bytes of the staged .log
+	size         int64 // bytes to copy: the staged .log up to the end of its last batch
+	fileSize     int64 // bytes of the staged .log; more than size when it ends in zeros
 	maxTimestamp int64 // -1 when no batch has one
 	indexesOK    bool  // the local .index/.timeindex are usable as they are
 	rebuilt      *index.Builder
 }
 
 // inspect scans a rolled segment's staged .log with CRC checks and checks
-// its staged indexes (the very files that will be uploaded) against it. The log must hold whole, valid entries whose offsets
-// lie in [base, end] and increase. An index is usable when it parses, every
+// its staged indexes (the very files that will be uploaded) against it.
+// The log must hold whole, valid entries that keep batch.Checker's rules
+// (offsets that increase and lie in [base, end], and the others that no
+// CRC covers) and whose uncompressed records match their headers
+// (batch.Batch.CheckRecords); it may end in zero bytes after its last
+// batch, as a preallocated segment does (log.preallocate=true): those are
+// left out of the copy (size < fileSize). Non-zero bytes after the last
+// whole batch make the segment corrupt. An index is usable when it parses, every
 // offset entry points at the start of a batch and names an offset after the
 // previous batch's end, and every time entry's timestamp is at least the
 // largest timestamp up to its offset's batch. Otherwise indexes rebuilt by
@@ -45,9 +52,10 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 	if err != nil {
 		return in, err
 	}
-	in.size = info.Size()
+	in.fileSize = info.Size()
 	in.rebuilt = index.NewBuilder(s.base, intervalBytes)
 	sc := batch.NewScanner(f, info.Size(), batch.ScanOptions{VerifyCRC: true, BufferSize: 1 << 20})
+	rules := batch.NewChecker(s.base, s.end)
 	prevLast := s.base - 1
 	oi, ti := 0, 0
 	for sc.Next() {
@@ -55,8 +63,14 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 		if !sc.CRCValid() {
 			return in, fmt.Errorf("%w: %s: CRC mismatch in the batch at byte %d", errCorruptSegment, logPath, b.Position)
 		}
-		if b.LastOffset <= prevLast || b.LastOffset > s.end {
-			return in, fmt.Errorf("%w: %s: batch at byte %d ends at offset %d, outside (%d, %d]", errCorruptSegment, logPath, b.Position, b.LastOffset, prevLast, s.end)
+		err := rules.Check(b)
+		if err == nil {
+			err = sc.CheckRecords()
+		}
+		if errors.Is(err, kafkalog.ErrCorrupt) {
+			return in, fmt.Errorf("%w: %v", errCorruptSegment, kafkalog.WithFile(err, logPath))
+		} else if err != nil {
+			return in, err
 		}
 		// Offset entries before this batch's position are off a boundary.
 		for oi < len(offs) && int64(offs[oi].Position) <= b.Position {
@@ -75,8 +89,19 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 		}
 		prevLast = b.LastOffset
 	}
+	in.size = sc.ValidEnd()
 	if err := sc.Err(); err != nil {
-		return in, fmt.Errorf("%w: %v", errCorruptSegment, kafkalog.WithFile(err, logPath))
+		if !errors.Is(err, kafkalog.ErrCorrupt) {
+			return in, err
+		}
+		nonZero, zerr := batch.FirstNonZero(f, in.size, in.fileSize)
+		if zerr != nil {
+			return in, zerr
+		}
+		if nonZero >= 0 {
+			return in, fmt.Errorf("%w: %v; the last whole batch ends at byte %d and the first non-zero byte after it is at byte %d",
+				errCorruptSegment, kafkalog.WithFile(err, logPath), in.size, nonZero)
+		}
 	}
 	in.rebuilt.Seal()
 	in.maxTimestamp = in.rebuilt.MaxTimestamp

@@ -10,7 +10,7 @@ type metrics struct {
 	copied, copiedBytes, copyFailures   prometheus.Counter
 	localDeleted, remoteDeleted, gaps   prometheus.Counter
 	indexesRebuilt, corrupt, futureTS   prometheus.Counter
-	rebuilt, swept                      prometheus.Counter
+	rebuilt, swept, trimmedTails        prometheus.Counter
 	recreated, incarnation, mismatch    prometheus.Counter
 	deletionsScheduled, deletionsRun    prometheus.Counter
 	deletionsPending                    prometheus.Gauge
@@ -47,8 +47,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Partitions neither tiered nor trimmed in the last pass because of local evidence tierd will not act on, by reason."}, []string{"reason"}),
 		heldTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_copier_partition_holds_total",
 			Help: "Times a partition was first held for a reason (distinct evidence), by reason."}, []string{"reason"}),
-		incarnation: c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
-		mismatch:    c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+		incarnation:  c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
+		mismatch:     c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+		trimmedTails: c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
 	}
 	for _, r := range heldReasons {
 		m.held.WithLabelValues(r)

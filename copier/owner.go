@@ -184,12 +184,15 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 }
 
 // copiedExactly reports whether a finished row is a copy of exactly this
-// local segment: same offsets and same size. Only such a copy allows the
-// local segment to be deleted; a row restored from foreign or older
-// manifests with other contents never does.
+// local segment: same offsets, and the local .log's size is the copy's, or
+// the size of the file a copy that left out a zero tail was made from
+// (LocalSizeInBytes). Only such a copy allows the local segment to be
+// deleted; a row restored from foreign or older manifests with other
+// contents, or a file that changed size since its copy, never does.
 func copiedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
 	for _, r := range fin {
-		if r.StartOffset == s.base && r.EndOffset == s.end && r.SizeInBytes == s.size {
+		sameSize := r.SizeInBytes == s.size || (r.LocalSizeInBytes > 0 && r.LocalSizeInBytes == s.size)
+		if r.StartOffset == s.base && r.EndOffset == s.end && sameSize {
 			return true
 		}
 	}

@@ -10,7 +10,9 @@
 //
 //	<prefix>/<topic>-<partition>/<20-digit base offset>-<segment id>.<suffix>
 //
-//	.log                       the segment's record batches, unchanged
+//	.log                       the segment's record batches, unchanged; the
+//	                           zero tail after the last batch of a segment
+//	                           the broker preallocated is left out
 //	.index, .timeindex         the offset and time index, real entries only
 //	                           (zero padding of a preallocated file is cut)
 //	.txnindex                  aborted transactions (only when the broker had one)
@@ -46,5 +48,8 @@
 //	}
 //
 // Readers reject an unknown formatVersion. Checksums are SHA-256 of the
-// object bytes, hex.
+// object bytes, hex. An optional "localSizeInBytes" (bytes; absent in
+// older manifests) is written when the .log object is shorter than the
+// local file it was copied from because a zero tail was left out: it is
+// that file's size, and "sizeInBytes" is the object's.
 package rsm

@@ -118,6 +118,7 @@ type Manifest struct {
 	EndOffset               int64                  `json:"endOffset"`
 	MaxTimestampMs          int64                  `json:"maxTimestampMs"`
 	SizeInBytes             int64                  `json:"sizeInBytes"`
+	LocalSizeInBytes        int64                  `json:"localSizeInBytes,omitempty"`
 	LeaderEpochs            []remotelog.EpochEntry `json:"leaderEpochs"`
 	TxnIndexPresent         bool                   `json:"txnIndexPresent"`
 	ProducerSnapshotPresent bool                   `json:"producerSnapshotPresent"`
@@ -132,7 +133,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		TopicPartition: remotelog.TopicPartition{Topic: mf.Topic, Partition: mf.Partition}, TopicID: mf.TopicID,
 		ID: mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
-		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes,
+		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID,
 		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent,
 	}
@@ -148,14 +149,20 @@ type SegmentFiles struct {
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
 // meta, data first and the manifest last, and returns the manifest. Files
-// are streamed; indexes are cut to their real entries. On any error the
-// objects this call uploaded are deleted (best effort) and the error is
-// returned; the caller then marks the row for deletion.
+// are streamed; indexes are cut to their real entries. The .log goes
+// whole, or, when meta.LocalSizeInBytes is set, as its first
+// meta.SizeInBytes bytes (the zero tail of a preallocated segment is left
+// out); the file must then be meta.LocalSizeInBytes long. On any error
+// the objects this call uploaded are deleted (best effort) and the error
+// is returned; the caller then marks the row for deletion.
 func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
+	if meta.LocalSizeInBytes != 0 && (meta.SizeInBytes < 0 || meta.SizeInBytes >= meta.LocalSizeInBytes) {
+		return nil, fmt.Errorf("rsm: copy of %d bytes of a %d-byte .log: the copy must be shorter than the file", meta.SizeInBytes, meta.LocalSizeInBytes)
+	}
 	mf := &Manifest{
 		FormatVersion: ManifestFormatVersion, Topic: meta.TopicPartition.Topic, TopicID: meta.TopicID, Partition: meta.TopicPartition.Partition,
-		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset,
-		MaxTimestampMs: meta.MaxTimestampMs, SizeInBytes: meta.SizeInBytes, LeaderEpochs: files.LeaderEpochs,
+		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset, MaxTimestampMs: meta.MaxTimestampMs,
+		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, Objects: map[string]ObjectInfo{},
 	}
@@ -164,7 +171,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			m.deleteObjects(context.WithoutCancel(ctx), mf)
 		}
 	}()
-	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log); err != nil {
+	logPart := part{n: -1}
+	if meta.LocalSizeInBytes > 0 {
+		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes}
+	}
+	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart); err != nil {
 		return nil, err
 	}
 	for _, ix := range []struct {
@@ -185,7 +196,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		if opt.path == "" {
 			continue
 		}
-		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path); err != nil {
+		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}); err != nil {
 			return nil, err
 		}
 	}
@@ -225,7 +236,11 @@ func realIndex(p string, base int64, suffix string) ([]byte, error) {
 	return data[:n], nil
 }
 
-func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string) error {
+// part says how much of a file to upload: n bytes from its start, from a
+// file of fileSize bytes; n -1 uploads the whole file, whatever its size.
+type part struct{ n, fileSize int64 }
+
+func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
@@ -235,15 +250,22 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	if err != nil {
 		return err
 	}
+	size := st.Size()
+	if pt.n >= 0 {
+		if size != pt.fileSize {
+			return fmt.Errorf("upload the first %d bytes of %s: the file holds %d bytes, not %d (file changed since it was checked)", pt.n, p, size, pt.fileSize)
+		}
+		size = pt.n
+	}
 	h := sha256.New()
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
-	cr := &countingReader{r: io.TeeReader(f, h)}
-	if err := m.b.Upload(ctx, key, cr, st.Size()); err != nil {
+	cr := &countingReader{r: io.TeeReader(io.LimitReader(f, size), h)}
+	if err := m.b.Upload(ctx, key, cr, size); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
-	if cr.n != st.Size() {
-		return fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, cr.n, st.Size())
+	if cr.n != size {
+		return fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, cr.n, size)
 	}
 	mf.Objects[suffix] = ObjectInfo{Key: key, Size: cr.n, SHA256: hex.EncodeToString(h.Sum(nil))}
 	return nil

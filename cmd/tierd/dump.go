@@ -28,8 +28,11 @@ func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "\nPrints one JSON object per line: per batch of a .log, per entry of an")
 		fmt.Fprintln(stderr, ".index, .timeindex, .txnindex or leader-epoch-checkpoint. A corrupt file")
 		fmt.Fprintln(stderr, "prints what is valid, then an error naming the byte position; a batch")
-		fmt.Fprintln(stderr, "whose CRC fails is printed with \"crcValid\":false. Either makes the exit")
-		fmt.Fprintln(stderr, "status 1.")
+		fmt.Fprintln(stderr, "whose CRC fails is printed with \"crcValid\":false; a batch whose header")
+		fmt.Fprintln(stderr, "breaks a rule no CRC covers (offsets that do not increase or leave the")
+		fmt.Fprintln(stderr, "segment, records that do not match the count) is printed and reported by")
+		fmt.Fprintln(stderr, "position. Any of these makes the exit status 1. Zero bytes after the last")
+		fmt.Fprintln(stderr, "batch of a .log (a preallocated segment) are noted on stderr, not an error.")
 	}
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -44,7 +47,7 @@ func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	defer out.Flush()
 	status := 0
 	for _, path := range fs.Args() {
-		if err := dumpFile(out, path); err != nil {
+		if err := dumpFile(out, stderr, path); err != nil {
 			out.Flush()
 			fmt.Fprintf(stderr, "tierd dump: %v\n", err)
 			status = 1
@@ -97,9 +100,10 @@ type epochLine struct {
 	StartOffset int64 `json:"startOffset"`
 }
 
-// dumpFile writes the JSON lines of one file to w. The kind of file comes
-// from its name; index files also need the base offset from the name.
-func dumpFile(w io.Writer, path string) error {
+// dumpFile writes the JSON lines of one file to w, and notes that are not
+// errors to note. The kind of file comes from its name; index files also
+// need the base offset from the name.
+func dumpFile(w, note io.Writer, path string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return err
@@ -126,7 +130,7 @@ func dumpFile(w io.Writer, path string) error {
 	}
 	switch sf.Suffix {
 	case kafkalog.LogSuffix:
-		return dumpLog(enc, path)
+		return dumpLog(enc, note, path)
 	case kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix:
 		if st.Size() > math.MaxInt32 {
 			return fmt.Errorf("%s: %d bytes, larger than any Kafka index (segment.index.bytes is an int)", path, st.Size())
@@ -171,7 +175,11 @@ func dumpIndex(enc *json.Encoder, sf kafkalog.SegmentFile, data []byte) error {
 	return parseErr
 }
 
-func dumpLog(enc *json.Encoder, path string) error {
+// dumpLog prints the entries of a .log. Besides each entry's CRC it checks
+// the rules no CRC covers (batch.Checker, Batch.CheckRecords) for a segment
+// bounded by its name's base offset and the next .log of its directory. A
+// tail of zero bytes after the last entry is noted, not an error.
+func dumpLog(enc *json.Encoder, note io.Writer, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -181,9 +189,11 @@ func dumpLog(enc *json.Encoder, path string) error {
 	if err != nil {
 		return err
 	}
+	rules := batch.NewChecker(segmentBounds(path))
 	s := batch.NewScanner(f, st.Size(), batch.ScanOptions{VerifyCRC: true})
 	var badCRC []int64
-	var deepErr error
+	var ruleErr, deepErr error
+	broken := 0
 	for s.Next() {
 		b := s.Batch()
 		if b.Legacy() && b.Codec != batch.CodecNone && s.CRCValid() {
@@ -198,6 +208,13 @@ func dumpLog(enc *json.Encoder, path string) error {
 		}
 		if !s.CRCValid() {
 			badCRC = append(badCRC, b.Position)
+		} else if err := checkEntry(rules, s); err != nil {
+			if !errors.Is(err, kafkalog.ErrCorrupt) {
+				return err
+			}
+			if broken++; ruleErr == nil {
+				ruleErr = kafkalog.WithFile(err, path)
+			}
 		}
 		line := batchLine{
 			BaseOffset: b.BaseOffset, LastOffset: b.LastOffset, Count: b.Count, Magic: b.Magic,
@@ -213,14 +230,70 @@ func dumpLog(enc *json.Encoder, path string) error {
 	}
 	var errs []error
 	if err := s.Err(); err != nil {
-		errs = append(errs, kafkalog.WithFile(err, path))
+		tailErr := kafkalog.WithFile(err, path)
+		if errors.Is(err, kafkalog.ErrCorrupt) {
+			nonZero, zerr := batch.FirstNonZero(f, s.ValidEnd(), st.Size())
+			switch {
+			case zerr != nil:
+				tailErr = zerr
+			case nonZero < 0:
+				fmt.Fprintf(note, "tierd dump: %s: %d zero bytes of preallocation after byte %d (the end of the log)\n", path, st.Size()-s.ValidEnd(), s.ValidEnd())
+				tailErr = nil
+			default:
+				tailErr = fmt.Errorf("%w; the last whole entry ends at byte %d and the first non-zero byte after it is at byte %d", tailErr, s.ValidEnd(), nonZero)
+			}
+		}
+		if tailErr != nil {
+			errs = append(errs, tailErr)
+		}
 	}
 	if len(badCRC) > 0 {
 		errs = append(errs, &kafkalog.CorruptionError{File: path, Position: badCRC[0],
 			Reason: fmt.Sprintf("%d of the entries failed the CRC check, the first at this position", len(badCRC))})
 	}
+	if ruleErr != nil {
+		if broken > 1 {
+			ruleErr = fmt.Errorf("%w (%d entries break the header rules; the first is reported)", ruleErr, broken)
+		}
+		errs = append(errs, ruleErr)
+	}
 	if deepErr != nil {
 		errs = append(errs, deepErr)
 	}
 	return errors.Join(errs...)
+}
+
+// checkEntry applies the header rules and, for an uncompressed batch, the
+// record checks to the scanner's current entry.
+func checkEntry(rules *batch.Checker, s *batch.Scanner) error {
+	if err := rules.Check(s.Batch()); err != nil {
+		return err
+	}
+	return s.CheckRecords()
+}
+
+// segmentBounds returns the base offset of the .log at path, from its name
+// (0 when the name is not a base offset), and the last offset it may hold:
+// the base offset of the next .log in its directory - 1, or -1 when there
+// is none (the active segment, or a file kept alone).
+func segmentBounds(path string) (base, end int64) {
+	sf, ok := kafkalog.ParseFileName(filepath.Base(path))
+	if !ok || !sf.Live {
+		return 0, -1
+	}
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return sf.BaseOffset, -1
+	}
+	next := int64(-1)
+	for _, e := range ents {
+		o, ok := kafkalog.ParseFileName(e.Name())
+		if ok && o.Live && o.Suffix == kafkalog.LogSuffix && o.BaseOffset > sf.BaseOffset && (next < 0 || o.BaseOffset < next) {
+			next = o.BaseOffset
+		}
+	}
+	if next < 0 {
+		return sf.BaseOffset, -1
+	}
+	return sf.BaseOffset, next - 1
 }

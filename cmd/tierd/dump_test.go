@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/testfixtures"
 )
 
@@ -141,5 +143,70 @@ func TestDumpUsage(t *testing.T) {
 	}
 	if code, _, _ := runCmd("bogus"); code != 2 {
 		t.Errorf("unknown command: exit %d", code)
+	}
+}
+
+// tenBatchLog returns ten one-record batches at offsets 0..9, 78 bytes each.
+func tenBatchLog(t *testing.T) []byte {
+	t.Helper()
+	var log []byte
+	for off := int64(0); off < 10; off++ {
+		var err error
+		if log, err = batch.AppendBatch(log, batch.NewParams(off, 0), []batch.Record{{Timestamp: 5, Value: []byte("0123456789")}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(log) != 780 {
+		t.Fatalf("%d bytes", len(log))
+	}
+	return log
+}
+
+// TestDumpPreallocatedTail: zero bytes after the last batch are noted and
+// are not an error; one non-zero byte there is, named by position.
+func TestDumpPreallocatedTail(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "00000000000000000000.log")
+	data := append(tenBatchLog(t), make([]byte, 4096)...)
+	os.WriteFile(p, data, 0o644)
+	code, out, errOut := runCmd("dump", p)
+	if code != 0 || len(lines(t, out)) != 10 || !strings.Contains(errOut, "4096 zero bytes of preallocation after byte 780") {
+		t.Fatalf("exit %d, %d lines, stderr %q", code, len(lines(t, out)), errOut)
+	}
+	data[780+2000] = 0x20
+	os.WriteFile(p, data, 0o644)
+	code, out, errOut = runCmd("dump", p)
+	if code != 1 || len(lines(t, out)) != 10 || !strings.Contains(errOut, "first non-zero byte after it is at byte 2780") {
+		t.Fatalf("exit %d, %d lines, stderr %q", code, len(lines(t, out)), errOut)
+	}
+}
+
+// TestDumpHeaderRules: a batch whose base offset was changed (its CRC
+// still valid) is printed and reported with its position; the next .log
+// of the directory bounds the segment.
+func TestDumpHeaderRules(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "00000000000000000000.log")
+	good := tenBatchLog(t)
+	bad := bytes.Clone(good)
+	binary.BigEndian.PutUint64(bad[5*78:], 3)
+	os.WriteFile(p, bad, 0o644)
+	code, out, errOut := runCmd("dump", p)
+	ls := lines(t, out)
+	if code != 1 || len(ls) != 10 || ls[5]["crcValid"] != true || ls[5]["baseOffset"] != 3.0 {
+		t.Fatalf("exit %d, %d lines", code, len(ls))
+	}
+	if !strings.Contains(errOut, p+": corrupt data at byte 390: batch at offset 3 is not after the previous entry's last offset 4") {
+		t.Fatalf("stderr %q", errOut)
+	}
+	// Offsets 0..9 in a segment the next one starts at 9.
+	os.WriteFile(p, good, 0o644)
+	if code, _, _ := runCmd("dump", p); code != 0 {
+		t.Fatalf("alone: exit %d", code)
+	}
+	os.WriteFile(filepath.Join(dir, "00000000000000000009.log"), nil, 0o644)
+	code, _, errOut = runCmd("dump", p)
+	if code != 1 || !strings.Contains(errOut, "byte 702: batch ends at offset 9, past the segment's last offset 8") {
+		t.Fatalf("bounded: exit %d, %q", code, errOut)
 	}
 }

@@ -148,9 +148,16 @@ type SegmentMetadata struct {
 	EventTimestampMs int64 `json:"eventTimestampMs"`
 	// SegmentLeaderEpochs are the epochs covering [StartOffset, EndOffset].
 	SegmentLeaderEpochs []EpochEntry `json:"segmentLeaderEpochs"`
-	// SizeInBytes is the size of the .log, bytes.
-	SizeInBytes int64        `json:"segmentSizeInBytes"`
-	State       SegmentState `json:"state"`
+	// SizeInBytes is the size of the copy's .log, bytes: the local .log's
+	// size, or its valid length when its zero tail was left out.
+	SizeInBytes int64 `json:"segmentSizeInBytes"`
+	// LocalSizeInBytes is the size in bytes of the local .log the copy was
+	// made from when that file was larger than SizeInBytes: a segment the
+	// broker preallocated (log.preallocate=true) ends in zero bytes after
+	// its last batch, which are not copied. 0 when the copy is the whole
+	// file, and in rows written before this field existed.
+	LocalSizeInBytes int64        `json:"localSizeInBytes,omitempty"`
+	State            SegmentState `json:"state"`
 	// BrokerID is the owner that wrote the row (tierd's instance id).
 	BrokerID int32 `json:"brokerId"`
 	// TxnIndexPresent and ProducerSnapshotPresent say which optional

@@ -198,8 +198,15 @@ func FuzzScan(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{VerifyCRC: true, BufferSize: 64})
 		last := int64(-1)
+		c := batch.NewChecker(0, -1)
 		for s.Next() {
 			b := s.Batch()
+			if err := c.Check(b); err != nil && !errors.Is(err, kafkalog.ErrCorrupt) {
+				t.Fatalf("checker: %v", err)
+			}
+			if err, want := s.CheckRecords(), b.CheckRecords(data[b.Position:b.End()]); (err == nil) != (want == nil) {
+				t.Fatalf("record checks disagree at %d: %v vs %v", b.Position, err, want)
+			}
 			if b.Position <= last || b.End() > int64(len(data)) || b.Size < batch.LogOverhead+14 {
 				t.Fatalf("entry %+v outside input of %d bytes (previous at %d)", b, len(data), last)
 			}

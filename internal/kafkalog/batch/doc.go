@@ -70,6 +70,14 @@
 // to verify. Records decodes the records of one entry, decompressing through
 // a Decompressor so that this package needs only the standard library.
 //
+// A checksum does not cover every header field. Checker applies, entry by
+// entry, the rules Kafka keeps for those fields across a segment (offsets
+// increase and stay within the segment, a known magic, a possible leader
+// epoch, no more records than offsets), and CheckRecords walks the records
+// of an uncompressed batch against its header; rules.go lists each rule
+// with its source in Kafka. FirstNonZero tells a preallocated file's zero
+// tail (the end of the data) from garbage after the last entry.
+//
 // Sources: Apache Kafka DefaultRecordBatch.java, DefaultRecord.java,
 // LegacyRecord.java, AbstractLegacyRecordBatch.java; KIP-98, KIP-32.
 package batch

@@ -167,6 +167,31 @@ func (s *Scanner) Raw() ([]byte, error) {
 	return out, nil
 }
 
+// Entry returns the bytes of the current entry. When the entry fits the
+// read-ahead window the slice aliases the scanner's buffer and is valid
+// only until the next call to Next; a larger entry is read into a new
+// slice.
+func (s *Scanner) Entry() ([]byte, error) {
+	if int(s.cur.Size) <= s.bufSize {
+		return s.window(s.cur.Position, int(s.cur.Size))
+	}
+	return s.Raw()
+}
+
+// CheckRecords runs Batch.CheckRecords on the current entry when it is an
+// uncompressed v2 batch, reading its bytes through the window, and returns
+// nil for other entries without reading them.
+func (s *Scanner) CheckRecords() error {
+	if s.cur.Magic != 2 || s.cur.Codec != CodecNone {
+		return nil
+	}
+	raw, err := s.Entry()
+	if err != nil {
+		return err
+	}
+	return s.cur.CheckRecords(raw)
+}
+
 func (s *Scanner) checkCRC(b Batch) (bool, error) {
 	if int(b.Size) <= s.bufSize {
 		raw, err := s.window(b.Position, int(b.Size))

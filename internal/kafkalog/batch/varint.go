@@ -93,6 +93,28 @@ func (r *reader) record(b Batch, end int) Record {
 	return Record{Offset: b.BaseOffset + int64(offDelta), Timestamp: ts, Key: key, Value: value, Headers: hs}
 }
 
+// skipRecord walks one v2 record body (after its length) ending at end as
+// record does, keeping nothing, and returns its offset delta.
+func (r *reader) skipRecord(end int) int32 {
+	_ = r.int8()    // attributes
+	_ = r.varlong() // timestamp delta
+	offDelta := r.varint()
+	_ = r.bytes(end) // key
+	_ = r.bytes(end) // value
+	nh := r.varint()
+	if r.bad || nh < 0 || int(nh) > end-r.pos {
+		r.bad = true
+		return 0
+	}
+	for j := int32(0); j < nh && !r.bad; j++ {
+		if r.bytes(end) == nil {
+			r.bad = true // header keys are non-null strings
+		}
+		_ = r.bytes(end)
+	}
+	return offDelta
+}
+
 func appendVarint(dst []byte, v int64) []byte { return binary.AppendVarint(dst, v) }
 
 // varintLen is the encoded size of v as a zigzag varint.
