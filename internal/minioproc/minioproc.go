@@ -4,6 +4,8 @@ package minioproc
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -55,9 +57,14 @@ func Find() string {
 // Server is a running MinIO process.
 type Server struct {
 	Endpoint string // host:port
-	cmd      *exec.Cmd
-	out      *syncBuffer
-	once     sync.Once
+	// Secure is true when the server speaks HTTPS (StartTLS).
+	Secure bool
+	// Transport reaches the server: it trusts the server's certificate
+	// when Secure.
+	Transport *http.Transport
+	cmd       *exec.Cmd
+	out       *syncBuffer
+	once      sync.Once
 }
 
 type syncBuffer struct {
@@ -77,13 +84,41 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// Start starts MinIO serving dataDir on free ports of 127.0.0.1 and waits
-// up to 60s for it to be ready. Errors: ErrNoBinary, a failed start, or
-// not ready in time (with MinIO's output).
-func Start(dataDir string) (*Server, error) {
+// Start starts MinIO serving dataDir over plain HTTP on free ports of
+// 127.0.0.1 and waits up to 60s for it to be ready. Errors: ErrNoBinary, a
+// failed start, or not ready in time (with MinIO's output).
+func Start(dataDir string) (*Server, error) { return start(dataDir, "") }
+
+// StartTLS is Start serving HTTPS with the certificate in certsDir, which
+// holds public.crt and private.key (PEM) as MinIO's --certs-dir expects.
+// The server's Transport trusts the certificates of public.crt (a
+// self-signed one for 127.0.0.1 in tests). Errors: those of Start, and an
+// unreadable or certificate-less public.crt.
+func StartTLS(dataDir, certsDir string) (*Server, error) {
+	if certsDir == "" {
+		return nil, errors.New("minioproc: StartTLS needs a certs dir")
+	}
+	return start(dataDir, certsDir)
+}
+
+func start(dataDir, certsDir string) (*Server, error) {
 	bin := Find()
 	if bin == "" {
 		return nil, ErrNoBinary
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	scheme := "http"
+	if certsDir != "" {
+		pem, err := os.ReadFile(filepath.Join(certsDir, "public.crt"))
+		if err != nil {
+			return nil, fmt.Errorf("minioproc: read the server certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("minioproc: no PEM certificate in %s", filepath.Join(certsDir, "public.crt"))
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		scheme = "https"
 	}
 	port, err := freePort()
 	if err != nil {
@@ -93,9 +128,13 @@ func Start(dataDir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), out: &syncBuffer{}}
-	s.cmd = exec.Command(bin, "server", dataDir, "--quiet", "--address", s.Endpoint,
-		"--console-address", fmt.Sprintf("127.0.0.1:%d", console))
+	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Secure: certsDir != "", Transport: tr, out: &syncBuffer{}}
+	args := []string{"server", dataDir, "--quiet", "--address", s.Endpoint,
+		"--console-address", fmt.Sprintf("127.0.0.1:%d", console)}
+	if certsDir != "" {
+		args = append(args, "--certs-dir", certsDir)
+	}
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
@@ -104,9 +143,10 @@ func Start(dataDir string) (*Server, error) {
 	if err := s.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start minio: %w", err)
 	}
+	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := http.Get("http://" + s.Endpoint + "/minio/health/ready")
+		resp, err := hc.Get(scheme + "://" + s.Endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
@@ -134,7 +174,9 @@ func (s *Server) Stop() {
 
 // CreateBucket makes a bucket on the server.
 func (s *Server) CreateBucket(ctx context.Context, name string) error {
-	c, err := miniogo.New(s.Endpoint, &miniogo.Options{Creds: credentials.NewStaticV4(AccessKey, SecretKey, "")})
+	c, err := miniogo.New(s.Endpoint, &miniogo.Options{
+		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: s.Secure, Transport: s.Transport,
+	})
 	if err != nil {
 		return err
 	}

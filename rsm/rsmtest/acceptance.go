@@ -1,5 +1,7 @@
-// Package rsmtest holds the contract test every rsm.Bucket must pass and a
-// launcher for a real MinIO server on 127.0.0.1.
+// Package rsmtest holds the contract test every rsm.Bucket must pass, a
+// launcher for a real MinIO server on 127.0.0.1 (plain or, with a
+// self-signed certificate made by the test, TLS), and a fault-injecting
+// proxy that can record the requests it forwards.
 package rsmtest
 
 import (

@@ -1,7 +1,9 @@
 package rsmtest
 
 import (
+	"crypto/tls"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -23,40 +25,78 @@ const (
 	Reset                 // close the connection without answering
 	Stall                 // never answer (until the client gives up)
 	Truncate              // forward, but cut the response body in half
+	// InternalAfterBody is a 500 InternalError sent once the whole
+	// request body is read: a store failing a request it has received.
+	// Clients that retry by seeking the body they gave the HTTP transport
+	// (minio-go) race with the transport still sending it after an early
+	// answer such as Internal's; this one leaves them nothing to race.
+	InternalAfterBody
 	faultKinds
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "503", "500", "reset", "stall", "truncate"}[f]
+	return [...]string{"pass", "503", "500", "reset", "stall", "truncate", "500 after body"}[f]
 }
 
 // FaultProxy is an HTTP proxy in front of an S3 endpoint that injects
-// faults, for tests. The Host header is kept, so SigV4 signatures made for
-// the proxy's address verify at the server.
+// faults, for tests, and can record the requests it sees (RecordRequests).
+// The Host header is kept, so SigV4 signatures made for the proxy's address
+// verify at the server.
 type FaultProxy struct {
 	Endpoint string // host:port of the proxy
+	URL      string // http:// or https:// and Endpoint
 	srv      *http.Server
 	rp       *httputil.ReverseProxy
 
-	mu     sync.Mutex
-	rule   func(*http.Request) Fault
-	rate   float64
-	kinds  []Fault
-	rng    *rand.Rand
-	counts [faultKinds]int
+	mu        sync.Mutex
+	rule      func(*http.Request) Fault
+	rate      float64
+	kinds     []Fault
+	rng       *rand.Rand
+	counts    [faultKinds]int
+	recording bool
+	recorded  []Request
 }
 
-// StartFaultProxy proxies to target (host:port) until the test ends.
+// StartFaultProxy proxies plain HTTP to target (host:port) until the test
+// ends.
 func StartFaultProxy(t testing.TB, target string) *FaultProxy {
 	t.Helper()
-	u, _ := url.Parse("http://" + target)
+	return startFaultProxy(t, target, nil)
+}
+
+// StartFaultProxyTLS proxies HTTPS (HTTP/1.1, as S3 stores speak it) to
+// an HTTPS target (host:port) until the test ends. The proxy presents cert
+// to its clients and trusts only cert in the target: the pair made for a
+// MinIO from StartMinIOTLS.
+func StartFaultProxyTLS(t testing.TB, target string, cert *TestCert) *FaultProxy {
+	t.Helper()
+	return startFaultProxy(t, target, cert)
+}
+
+func startFaultProxy(t testing.TB, target string, cert *TestCert) *FaultProxy {
+	scheme := "http"
+	if cert != nil {
+		scheme = "https"
+	}
+	u, _ := url.Parse(scheme + "://" + target)
 	p := &FaultProxy{rp: httputil.NewSingleHostReverseProxy(u), rng: rand.New(rand.NewPCG(1, 2))}
 	p.rp.ErrorLog = nil
+	var lis net.Listener
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.Endpoint = lis.Addr().String()
+	p.URL = scheme + "://" + p.Endpoint
+	if cert != nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.TLSClientConfig = &tls.Config{RootCAs: cert.Pool, MinVersion: tls.VersionTLS12}
+		p.rp.Transport = tr
+		lis = tls.NewListener(lis, &tls.Config{
+			Certificates: []tls.Certificate{cert.Cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+		})
+	}
 	p.srv = &http.Server{Handler: p}
 	go p.srv.Serve(lis)
 	t.Cleanup(func() { p.srv.Close() })
@@ -104,6 +144,7 @@ func (p *FaultProxy) pick(r *http.Request) Fault {
 
 // ServeHTTP implements http.Handler.
 func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p.record(r)
 	switch p.pick(r) {
 	case SlowDown:
 		s3Error(w, http.StatusServiceUnavailable, "SlowDown", "Please reduce your request rate.")
@@ -119,6 +160,11 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case Truncate:
 		p.rp.ServeHTTP(&truncating{ResponseWriter: w}, r)
+	case InternalAfterBody:
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 	default:
 		p.rp.ServeHTTP(w, r)
 	}

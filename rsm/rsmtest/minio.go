@@ -17,7 +17,10 @@ const (
 // MinIOServer is a MinIO server process on 127.0.0.1 with a temp data dir.
 type MinIOServer struct {
 	Endpoint string // host:port
-	srv      *minioproc.Server
+	// Cert is the server's certificate when it speaks HTTPS
+	// (StartMinIOTLS), else nil.
+	Cert *TestCert
+	srv  *minioproc.Server
 }
 
 // FindMinIO returns the path of the minio binary, "" when there is none
@@ -28,7 +31,18 @@ func FindMinIO() string { return minioproc.Find() }
 // Without a minio binary the test is skipped, or fails when $CI is set.
 // It sets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the test, so the
 // tests using it cannot run in parallel.
-func StartMinIO(t testing.TB) *MinIOServer {
+func StartMinIO(t testing.TB) *MinIOServer { return startMinIO(t, nil) }
+
+// StartMinIOTLS is StartMinIO serving HTTPS with a new self-signed
+// certificate for 127.0.0.1 (NewTestCert), which the returned server's
+// Cert holds for clients to trust.
+func StartMinIOTLS(t testing.TB) *MinIOServer {
+	t.Helper()
+	skipWithoutMinIO(t)
+	return startMinIO(t, NewTestCert(t))
+}
+
+func skipWithoutMinIO(t testing.TB) {
 	t.Helper()
 	if minioproc.Find() == "" {
 		if os.Getenv("CI") != "" {
@@ -36,7 +50,18 @@ func StartMinIO(t testing.TB) *MinIOServer {
 		}
 		t.Skip("minio binary not found (set TIERD_MINIO_BIN or run .ci/run once)")
 	}
-	srv, err := minioproc.Start(t.TempDir())
+}
+
+func startMinIO(t testing.TB, cert *TestCert) *MinIOServer {
+	t.Helper()
+	skipWithoutMinIO(t)
+	var srv *minioproc.Server
+	var err error
+	if cert != nil {
+		srv, err = minioproc.StartTLS(t.TempDir(), cert.Dir)
+	} else {
+		srv, err = minioproc.Start(t.TempDir())
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +70,7 @@ func StartMinIO(t testing.TB) *MinIOServer {
 		t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
 		t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
 	}
-	return &MinIOServer{Endpoint: srv.Endpoint, srv: srv}
+	return &MinIOServer{Endpoint: srv.Endpoint, Cert: cert, srv: srv}
 }
 
 // CreateBucket makes a bucket on the server.

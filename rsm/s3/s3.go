@@ -1,12 +1,15 @@
 // Package s3 is an rsm.Bucket on Amazon S3 (and S3-compatible stores)
 // through aws-sdk-go-v2, with multipart uploads by its transfer manager
 // (feature/s3/transfermanager, which aborts a failed multipart upload).
+// Additional checksums follow Config.Checksum on every request, uploads
+// included.
 // Credentials come from the standard AWS chain (environment, shared config
 // and credentials files, SSO, web identity, instance or container roles)
 // and are never logged.
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -36,17 +39,33 @@ type Config struct {
 	// PathStyle addresses the bucket in the path (MinIO, most
 	// S3-compatible stores). Default false.
 	PathStyle bool `yaml:"path_style"`
-	// PartSize is the multipart part size in bytes. Default 16 MiB;
-	// minimum 5 MiB.
+	// PartSize is the multipart part size in bytes; objects of at least
+	// this size go up in parts. Default 16 MiB; minimum 5 MiB.
 	PartSize int64 `yaml:"part_size"`
 	// PartConcurrency is how many parts upload at once; memory use per
 	// upload is at most PartSize x PartConcurrency. Default 2.
 	PartConcurrency int `yaml:"part_concurrency"`
+	// Checksum is when requests carry additional checksums, for every
+	// request of this bucket, uploads included: "when_required" (default)
+	// only where the S3 API requires one, so no upload carries an
+	// x-amz-checksum-* header, an aws-chunked body or a trailer (which
+	// several S3-compatible stores reject) and no GET asks for checksums;
+	// "when_supported" a CRC32 on every upload (over TLS in a trailer) and
+	// a check of GETs against the stored checksums, the AWS SDK's default.
+	// This setting, not AWS_REQUEST_CHECKSUM_CALCULATION or
+	// AWS_RESPONSE_CHECKSUM_VALIDATION, applies. tierd's manifests record
+	// each object's SHA-256 either way.
+	Checksum string `yaml:"checksum"`
+	// CAFile is a PEM file of the certificates an https endpoint's
+	// certificate must chain to, in place of the system's roots (as the
+	// AWS_CA_BUNDLE variable), e.g. a store with a private CA. Default "":
+	// the system's roots.
+	CAFile string `yaml:"ca_file"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Region: "us-east-1", PartSize: 16 << 20, PartConcurrency: 2}
+	return Config{Region: "us-east-1", PartSize: 16 << 20, PartConcurrency: 2, Checksum: ChecksumWhenRequired}
 }
 
 // Validate reports every problem at once.
@@ -67,6 +86,12 @@ func (c Config) Validate() error {
 	if c.PartConcurrency < 1 {
 		errs = append(errs, errors.New("s3: part_concurrency must be at least 1"))
 	}
+	if c.Checksum != ChecksumWhenRequired && c.Checksum != ChecksumWhenSupported {
+		errs = append(errs, fmt.Errorf("s3: checksum %q: want %s or %s", c.Checksum, ChecksumWhenRequired, ChecksumWhenSupported))
+	}
+	if c.CAFile != "" && strings.HasPrefix(c.Endpoint, "http://") {
+		errs = append(errs, fmt.Errorf("s3: ca_file is for https endpoints, not %q", c.Endpoint))
+	}
 	return errors.Join(errs...)
 }
 
@@ -78,14 +103,26 @@ type Bucket struct {
 }
 
 // New loads credentials from the default chain and returns a client. It
-// does not contact the server. httpClient may be nil.
+// does not contact the server. httpClient may be nil; it cannot be given
+// with cfg.CAFile. Errors: an invalid cfg, an unusable ca_file, the AWS
+// configuration's.
 func New(ctx context.Context, cfg Config, httpClient *http.Client) (*Bucket, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.Region)}
 	if httpClient != nil {
+		if cfg.CAFile != "" {
+			return nil, errors.New("s3: ca_file and an HTTP client of the caller's cannot be combined")
+		}
 		opts = append(opts, awsconfig.WithHTTPClient(httpClient))
+	}
+	if cfg.CAFile != "" {
+		pem, err := readCAFile(cfg.CAFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, awsconfig.WithCustomCABundle(bytes.NewReader(pem)))
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
@@ -96,12 +133,25 @@ func New(ctx context.Context, cfg Config, httpClient *http.Client) (*Bucket, err
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 		o.UsePathStyle = cfg.PathStyle
-		o.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
-		o.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		// Every request made with c follows the checksum setting.
+		o.RequestChecksumCalculation, o.ResponseChecksumValidation = cfg.checksumModes()
+		// With when_supported, ranged GETs (most of tierd's) and objects
+		// uploaded in parts cannot be validated; the SDK would print a
+		// line to stderr for each, outside tierd's log.
+		o.DisableLogOutputChecksumValidationSkipped = true
 	})
+	// The transfer manager does not take the client's setting: left
+	// unset, its own RequestChecksumCalculation is WhenSupported and adds
+	// CRC32 to PutObject, CreateMultipartUpload and UploadPart (and it
+	// applies its value to each of them), so it gets the same one. Its
+	// MultipartUploadThreshold (16 MiB by default) follows the part size,
+	// so part_size is the size from which uploads go in parts.
+	calc, _ := cfg.checksumModes()
 	up := transfermanager.New(c, func(o *transfermanager.Options) {
 		o.PartSizeBytes = cfg.PartSize
+		o.MultipartUploadThreshold = cfg.PartSize
 		o.Concurrency = cfg.PartConcurrency
+		o.RequestChecksumCalculation = calc
 	})
 	return &Bucket{c: c, up: up, cfg: cfg}, nil
 }
