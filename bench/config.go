@@ -1,8 +1,12 @@
 package bench
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/tierd/tierd/fetch"
@@ -18,6 +22,12 @@ type Config struct {
 	Bucket string
 	// Region is the bucket's region. Default "us-east-1".
 	Region string
+	// Prefix is the key prefix the run's own prefix goes under: the run
+	// writes only under "<Prefix>/tierd-bench-<random>/", refuses to start
+	// when that holds anything, and at the end deletes exactly the
+	// objects it uploaded there. No leading or trailing '/'. Default ""
+	// (the bucket root).
+	Prefix string
 	// Dir holds the local log, the metadata and MinIO's data; it must be
 	// new or empty. "" is a temporary directory removed at the end.
 	// Default "".
@@ -56,6 +66,22 @@ type Config struct {
 	// "tierd run" child process, so that its peak memory is tierd's alone.
 	// "" (default) uses the in-process server.
 	DaemonBin string
+
+	runID string // names the run's prefix; "" = random (tests set it)
+}
+
+// runPrefix returns the run's own key prefix: "tierd-bench-<id>" under
+// c.Prefix, with a random id unless a test set one.
+func (c Config) runPrefix() (string, error) {
+	id := c.runID
+	if id == "" {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		id = hex.EncodeToString(b[:])
+	}
+	return path.Join(c.Prefix, "tierd-bench-"+id), nil
 }
 
 // DefaultConfig returns the defaults.
@@ -103,6 +129,9 @@ func (c Config) Validate() error {
 	}
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("bucket is required"))
+	}
+	if strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
+		errs = append(errs, fmt.Errorf("prefix %q must not start or end with '/'", c.Prefix))
 	}
 	if err := c.FetchConfig().Validate(); err != nil {
 		errs = append(errs, err)

@@ -47,7 +47,7 @@ type env struct {
 	client   *fetch.Client
 	floor    *fetch.Client
 	partDir  string
-	prefix   string // the run's key prefix in the bucket
+	prefix   string // the run's own key prefix in the bucket (see Config.runPrefix)
 	endpoint string // the S3 URL
 	closeSrv func()
 	tp       remotelog.TopicPartition
@@ -105,19 +105,27 @@ func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err err
 	if err := b.EnsureBucket(ctx); err != nil {
 		return nil, err
 	}
-	prefix := fmt.Sprintf("bench-%d", time.Now().UnixNano())
-	e.prefix = prefix
-	var mb rsm.Bucket = b
-	if cfg.StoreLatency > 0 {
-		mb = &slowBucket{Bucket: b, delay: cfg.StoreLatency}
-	}
-	if e.mgr, err = rsm.NewManager(mb, rsm.Config{Prefix: prefix}); err != nil {
+	if e.prefix, err = cfg.runPrefix(); err != nil {
 		return nil, err
 	}
-	e.stops = append(e.stops, func() { // leave the bucket as it was
-		bg := context.Background()
-		b.Iter(bg, prefix+"/", func(k string) error { return b.Delete(bg, k) })
+	rec, err := rsm.ClaimPrefix(ctx, b, e.prefix)
+	if err != nil {
+		return nil, fmt.Errorf("the bench writes only under a new prefix of its own: %w", err)
+	}
+	e.stops = append(e.stops, func() { // leave the bucket as it was: delete what this run wrote, only that
+		n, err := rec.DeleteWritten(context.Background())
+		fmt.Fprintf(progress, "deleted the %d objects this run wrote under %s in %s\n", n, rec.Prefix(), b.Name())
+		if err != nil {
+			fmt.Fprintf(progress, "tierd bench: cleaning up: %v\n", err)
+		}
 	})
+	var mb rsm.Bucket = rec
+	if cfg.StoreLatency > 0 {
+		mb = &slowBucket{Bucket: rec, delay: cfg.StoreLatency}
+	}
+	if e.mgr, err = rsm.NewManager(mb, rsm.Config{Prefix: e.prefix}); err != nil {
+		return nil, err
+	}
 	if e.store, err = rlmm.Open(rlmm.Config{Dir: filepath.Join(e.dir, "metadata")}); err != nil {
 		return nil, err
 	}

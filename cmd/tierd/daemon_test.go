@@ -22,7 +22,7 @@ import (
 func TestDemoEmbedded(t *testing.T) {
 	keep := filepath.Join(t.TempDir(), "keep")
 	var out, errOut bytes.Buffer
-	if err := demo(context.Background(), demoOptions{keep: keep}, &out, &errOut); err != nil {
+	if err := demo(context.Background(), demoOptions{keep: keep, runID: "embedded"}, &out, &errOut); err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	s := out.String()
@@ -40,14 +40,14 @@ func TestDemoEmbedded(t *testing.T) {
 			t.Errorf("output lacks row %v:\n%s", row, s)
 		}
 	}
-	for _, sub := range []string{"logs/demo-0/00000000000000000600.log", "metadata", "bucket/demo-0"} {
+	for _, sub := range []string{"logs/demo-0/00000000000000000600.log", "metadata", "bucket/tierd-demo-embedded/demo-0"} {
 		if _, err := os.Stat(filepath.Join(keep, sub)); err != nil {
 			t.Errorf("--keep: %v", err)
 		}
 	}
-	// The kept state lists through "tierd segments" (tierd stopped).
-	cfgPath := writeConfig(t, keep, "filesystem:\n    dir: "+filepath.Join(keep, "bucket"), freeAddr(t), "")
-	code, o, e := runCmd("segments", "--config", cfgPath)
+	// The kept state lists through "tierd segments" (tierd stopped) with
+	// the kept tierd.yaml, as the demo's last line says.
+	code, o, e := runCmd("segments", "--config", keptConfig(t, keep, "tierd-demo-embedded"))
 	if code != 0 || !strings.Contains(o, "demo-0: log start offset 0, local log start offset 600, highest tiered offset 599") {
 		t.Fatalf("segments: exit %d\n%s\n%s", code, o, e)
 	}

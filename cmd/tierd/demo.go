@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -20,6 +23,7 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -39,6 +43,24 @@ type demoOptions struct {
 	s3Region   string
 	s3Prefix   string
 	verbose    bool
+	runID      string // names the run's own prefix; "" = random (tests set it)
+}
+
+// demoRunPrefix is the key prefix of one demo run: "tierd-demo-<id>",
+// under the user's --s3-prefix when given. The demo writes only there.
+func demoRunPrefix(o demoOptions) (string, error) {
+	id := o.runID
+	if id == "" {
+		var b [6]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", err
+		}
+		id = hex.EncodeToString(b[:])
+	}
+	if o.s3Endpoint == "" {
+		return "tierd-demo-" + id, nil
+	}
+	return path.Join(o.s3Prefix, "tierd-demo-"+id), nil
 }
 
 func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -49,7 +71,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.s3Endpoint, "s3-endpoint", "", "S3/MinIO endpoint URL (e.g. http://127.0.0.1:9000); default: a filesystem bucket")
 	fs.StringVar(&o.s3Bucket, "s3-bucket", "tierd", "bucket name, with --s3-endpoint (credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or the AWS chain)")
 	fs.StringVar(&o.s3Region, "s3-region", "us-east-1", "bucket region, with --s3-endpoint")
-	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "key prefix, with --s3-endpoint")
+	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "key prefix, with --s3-endpoint; the demo writes under <prefix>/tierd-demo-<random>/ and, without --keep, deletes exactly the objects it wrote there")
 	fs.BoolVar(&o.verbose, "v", false, "log what tierd does")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -72,8 +94,11 @@ func demoValue(offset int64) []byte {
 }
 
 // demo writes the reference scenario with the embedded segment log, lets
-// tierd tier it, and reads every record back across both tiers.
-func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
+// tierd tier it, and reads every record back across both tiers. It writes
+// only under a prefix of its own, unique to the run (refused when it is not
+// empty), and at the end, without --keep, deletes exactly the keys it
+// uploaded; nothing else in the bucket is touched.
+func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
 	root := o.keep
 	if root == "" {
 		tmp, err := os.MkdirTemp("", "tierd-demo-")
@@ -92,10 +117,12 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	cfg.Copier.Retention.LocalRetentionMs = &localMs
 	cfg.Metadata.Dir = filepath.Join(root, "metadata")
 	cfg.Bucket.Filesystem.Dir = filepath.Join(root, "bucket")
+	if cfg.Bucket.Prefix, err = demoRunPrefix(o); err != nil {
+		return err
+	}
 	if o.s3Endpoint != "" {
 		cfg.Bucket.Type = "s3"
 		cfg.Bucket.S3.Endpoint, cfg.Bucket.S3.Bucket, cfg.Bucket.S3.Region, cfg.Bucket.S3.PathStyle = o.s3Endpoint, o.s3Bucket, o.s3Region, true
-		cfg.Bucket.Prefix = o.s3Prefix
 	}
 	if err := cfg.validate(); err != nil {
 		return err
@@ -116,23 +143,36 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	if o.verbose {
 		log = slog.New(slog.NewTextHandler(stderr, nil))
 	}
-	d, err := newDaemon(ctx, cfg, log, prometheus.NewRegistry())
+	var rec *rsm.RecordingBucket
+	d, err := newDaemon(ctx, cfg, log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
+		if eb, ok := b.(interface{ EnsureBucket(context.Context) error }); ok {
+			if err := eb.EnsureBucket(ctx); err != nil {
+				return nil, err
+			}
+		}
+		r, err := rsm.ClaimPrefix(ctx, b, cfg.Bucket.Prefix)
+		if err != nil {
+			return nil, fmt.Errorf("the demo writes only under a new prefix of its own: %w", err)
+		}
+		rec = r
+		return r, nil
+	})
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	if eb, ok := d.bucket.(interface{ EnsureBucket(context.Context) error }); ok {
-		if err := eb.EnsureBucket(ctx); err != nil {
-			return err
-		}
-	}
 	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
-	if o.keep == "" && o.s3Endpoint != "" {
-		// The temp dirs go at the end; the demo's objects in a real bucket too.
+	if o.keep == "" {
+		// The temp dirs go at the end, and the objects this run uploaded:
+		// those keys exactly, never what a listing finds.
 		defer func() {
-			d.bucket.Iter(context.WithoutCancel(ctx), d.mgr.PartitionPrefix(tp), func(k string) error {
-				return d.bucket.Delete(context.WithoutCancel(ctx), k)
-			})
+			n, derr := rec.DeleteWritten(context.WithoutCancel(ctx))
+			if derr != nil {
+				err = errors.Join(err, fmt.Errorf("clean up the demo's objects: %w", derr))
+			}
+			if o.s3Endpoint != "" {
+				fmt.Fprintf(stdout, "deleted the %d objects the demo wrote under %s in %s\n", n, rec.Prefix(), d.bucket.Name())
+			}
 		}()
 	}
 
@@ -156,7 +196,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d records of %d bytes to %s (segment.bytes=%d)\n", demoRecords, demoValueBytes, partDir, demoSegmentBytes)
-	fmt.Fprintf(stdout, "bucket %s, metadata %s\n", d.bucket.Name(), cfg.Metadata.Dir)
+	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
 
 	// 2. Serve remote fetches on a real socket.
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -214,8 +254,11 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) error {
 	if good != demoRecords {
 		return fmt.Errorf("only %d of %d records read back", good, demoRecords)
 	}
-	if o.keep != "" {
+	if o.keep != "" && o.s3Endpoint == "" {
 		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: tierd segments --config %s/tierd.yaml\n", o.keep, o.keep)
+	} else if o.keep != "" {
+		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: tierd segments --config %s/tierd.yaml\n",
+			o.keep, cfg.Bucket.Prefix, d.bucket.Name(), o.keep)
 	}
 	return nil
 }

@@ -45,7 +45,10 @@ func openStore(cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
 	return s, err
 }
 
-func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer) (*daemon, error) {
+// newDaemon wires tierd's parts for cfg. wrap, when given, decorates the
+// bucket before anything uses it (the demo confines itself to its own
+// prefix this way).
+func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
 	store, err := openStore(cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
@@ -54,6 +57,14 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	if d.bucket, err = openBucket(ctx, cfg.Bucket); err != nil {
 		d.Close()
 		return nil, err
+	}
+	for _, w := range wrap {
+		b, err := w(d.bucket)
+		if err != nil {
+			d.Close()
+			return nil, err
+		}
+		d.bucket = b
 	}
 	if d.mgr, err = rsm.NewManager(d.bucket, rsm.Config{Prefix: cfg.Bucket.Prefix}); err != nil {
 		d.Close()

@@ -18,10 +18,20 @@ import (
 )
 
 // AcceptanceTest runs the rsm.Bucket contract against b, which must be
-// empty. largeSize is the size of the object used to exercise multipart
-// uploads (above the implementation's part size).
+// empty: it deletes keys and aborts uploads under "p/", so it refuses
+// (fails at once) a bucket holding any object or incomplete upload.
+// largeSize is the size of the object used to exercise multipart uploads
+// (above the implementation's part size).
 func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 	ctx := context.Background()
+	if err := b.Iter(ctx, "", func(k string) error { return fmt.Errorf("it holds %s", k) }); err != nil {
+		t.Fatalf("AcceptanceTest needs an empty bucket: %v", err)
+	}
+	if mb, ok := b.(rsm.MultipartBucket); ok {
+		if ups, err := mb.IncompleteUploads(ctx, ""); err != nil || len(ups) > 0 {
+			t.Fatalf("AcceptanceTest needs an empty bucket: incomplete uploads %v, %v", ups, err)
+		}
+	}
 	get := func(key string, off, length int64) ([]byte, error) {
 		rc, err := b.GetRange(ctx, key, off, length)
 		if err != nil {

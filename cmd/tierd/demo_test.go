@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/minio"
+	"github.com/tierd/tierd/rsm/rsmtest"
+)
+
+// keptConfig loads the tierd.yaml that "tierd demo --keep DIR" wrote,
+// checks that it names the run's prefix, and returns a copy whose fetch
+// address is a free port (so that "tierd segments" cannot reach another
+// tierd serving the default one on this machine).
+func keptConfig(t *testing.T, keep, prefix string) string {
+	t.Helper()
+	cfg, err := loadConfig(filepath.Join(keep, "tierd.yaml"))
+	if err != nil {
+		t.Fatalf("kept tierd.yaml: %v", err)
+	}
+	if cfg.Bucket.Prefix != prefix {
+		t.Errorf("kept tierd.yaml names prefix %q, the run wrote under %q", cfg.Bucket.Prefix, prefix)
+	}
+	cfg.Fetch.Listen = freeAddr(t)
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "tierd.yaml")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestDemoOwnPrefixOverMinIO runs the demo against a MinIO bucket that
+// holds other objects: a run whose prefix is taken is refused before it
+// writes anything; a run with --keep and --s3-prefix writes only under
+// <prefix>/tierd-demo-<random>/, keeps its objects there, and its kept
+// tierd.yaml lists them; the other objects are untouched throughout.
+func TestDemoOwnPrefixOverMinIO(t *testing.T) {
+	srv := rsmtest.StartMinIO(t)
+	srv.CreateBucket(t, "tierd")
+	mcfg := minio.DefaultConfig()
+	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "tierd", true
+	b, err := minio.New(mcfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range []string{"tierd-demo-taken/demo-0/00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA.log", "demo-0/_owner.json", "team/demo-0/_owner.json"} {
+		if err := b.Upload(ctx, k, strings.NewReader("another tierd's "+k), -1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := rsmtest.Snapshot(t, b, "")
+	endpoint := "http://" + srv.Endpoint
+
+	var out bytes.Buffer
+	err = demo(ctx, demoOptions{s3Endpoint: endpoint, s3Bucket: "tierd", s3Region: "us-east-1", runID: "taken"}, &out, &out)
+	if !errors.Is(err, rsm.ErrPrefixNotEmpty) || !strings.Contains(err.Error(), "tierd-demo-taken/demo-0/") {
+		t.Fatalf("demo on a taken prefix: %v\n%s", err, out.String())
+	}
+	if d := rsmtest.Diff(before, rsmtest.Snapshot(t, b, "")); d != "" {
+		t.Fatalf("the refused demo changed the bucket:\n%s", d)
+	}
+
+	keep := filepath.Join(t.TempDir(), "keep")
+	out.Reset()
+	if err := demo(ctx, demoOptions{keep: keep, s3Endpoint: endpoint, s3Bucket: "tierd", s3Region: "us-east-1", s3Prefix: "team"}, &out, &out); err != nil {
+		t.Fatalf("demo --keep: %v\n%s", err, out.String())
+	}
+	after := rsmtest.Snapshot(t, b, "")
+	var runPrefix string
+	for k := range after {
+		if _, ok := before[k]; ok {
+			continue
+		}
+		p, _, ok := strings.Cut(k, "/demo-0/")
+		if !ok || !strings.HasPrefix(p, "team/tierd-demo-") || (runPrefix != "" && p != runPrefix) {
+			t.Errorf("the demo wrote %s, outside one team/tierd-demo-<id>/ prefix", k)
+		}
+		runPrefix = p
+	}
+	for k, v := range before {
+		if after[k] != v {
+			t.Errorf("%s changed or went missing", k)
+		}
+	}
+	if runPrefix == "" || !strings.Contains(out.String(), "objects under "+runPrefix+"/ in s3:") {
+		t.Fatalf("no objects kept under the run's prefix %q:\n%s", runPrefix, out.String())
+	}
+	code, o, e := runCmd("segments", "--config", keptConfig(t, keep, runPrefix))
+	if code != 0 || !strings.Contains(o, "demo-0: log start offset 0, local log start offset 600, highest tiered offset 599") {
+		t.Fatalf("segments with the kept tierd.yaml: exit %d\n%s\n%s", code, o, e)
+	}
+}
