@@ -12,6 +12,7 @@ type metrics struct {
 	indexesRebuilt, corrupt, futureTS   prometheus.Counter
 	rebuilt, swept                      prometheus.Counter
 	recreated, incarnation, mismatch    prometheus.Counter
+	leaseRaces, instanceConflicts       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -37,5 +38,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		recreated:       c("topics_recreated_total", "Partitions whose topic id changed: the old incarnation's copies were deleted."),
 		incarnation:     c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
 		mismatch:        c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+		leaseRaces:      c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
+		instanceConflicts: c("lease_instance_conflicts_total",
+			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}
 }
