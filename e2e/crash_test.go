@@ -279,6 +279,7 @@ func TestCrash(t *testing.T) {
 	r.cfg = filepath.Join(root, "tierd.yaml")
 	os.WriteFile(r.cfg, []byte(fmt.Sprintf(`copier:
   log_dirs: [%s]
+  broker_id: 1
   interval: 20ms
   copy_timeout: 20s
   file_delete_delay: 0s
