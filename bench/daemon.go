@@ -59,6 +59,7 @@ func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
   log_dirs: [%q]
   interval: 1h
   copy_concurrency: 1
+  ownership_lease: 0s
 bucket:
   type: s3
   prefix: %q

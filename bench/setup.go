@@ -185,6 +185,7 @@ func writePartition(dir string, cfg Config) error {
 func (e *env) tier(ctx context.Context, logDir string) error {
 	ccfg := copier.DefaultConfig()
 	ccfg.LogDirs = []string{logDir}
+	ccfg.OwnershipLease = 0 // the bench alone writes its prefix
 	c, err := copier.New(ccfg, e.store, e.mgr, copier.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return err

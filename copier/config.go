@@ -111,12 +111,21 @@ type Config struct {
 	// kept before it is removed, so open readers finish (Kafka's
 	// file.delete.delay.ms). Default 60s.
 	FileDeleteDelay time.Duration `yaml:"file_delete_delay"`
-	// BrokerID is recorded in every metadata row. Default 0.
+	// BrokerID is the broker's id (Kafka's broker.id or node.id), recorded
+	// in the ownership lease and in every metadata row; each tierd sharing
+	// a bucket prefix needs its own. Default -1: unset, which is an error
+	// when OwnershipLease is on.
 	BrokerID int32 `yaml:"broker_id"`
+	// InstanceID identifies this tierd process's state (tierd run keeps it
+	// in the metadata dir); it is recorded in the ownership lease and in
+	// every row, and tells apart two tierds given one broker_id. Not read
+	// from the config file. Default "": required when OwnershipLease is on.
+	InstanceID string `yaml:"-"`
 	// OwnershipLease lets several tierds, one per broker, share a bucket:
-	// a partition is tiered by the tierd whose broker_id holds its lease
-	// (an object in the bucket, renewed every third of the lease). Another
-	// tierd takes over once the lease has not been renewed for this long.
+	// a partition is tiered by the tierd that holds its lease (an object
+	// in the bucket written only with conditional writes, renewed every
+	// third of the lease, released on shutdown). Another tierd takes over
+	// once the lease is released or has not been renewed for this long.
 	// 0 turns leases off (a single tierd per bucket prefix). Default 15m;
 	// at least twice copy_timeout. Clocks of the tierds sharing a bucket
 	// must agree to well within it.
@@ -158,7 +167,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
 		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
-		OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true}
+		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true}
 }
 
 // Validate reports every problem at once.
@@ -175,6 +184,13 @@ func (c Config) Validate() error {
 	}
 	if c.OwnershipLease > 0 && c.OwnershipLease < 2*c.CopyTimeout {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s must be at least twice copy_timeout %s (or 0: off)", c.OwnershipLease, c.CopyTimeout))
+	}
+	if c.OwnershipLease > 0 && c.BrokerID == -1 {
+		errs = append(errs, errors.New("copier: broker_id is required with ownership_lease: set it to this broker's id (broker.id or node.id), "+
+			"one per tierd sharing the bucket prefix; or set ownership_lease: 0 if this tierd alone writes the prefix"))
+	}
+	if c.BrokerID < -1 {
+		errs = append(errs, fmt.Errorf("copier: broker_id %d must not be negative", c.BrokerID))
 	}
 	if c.OwnershipLease < 0 || c.DeletedRowRetention < 0 {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s and deleted_row_retention %s must not be negative", c.OwnershipLease, c.DeletedRowRetention))

@@ -27,8 +27,10 @@ type RemoteStorage interface {
 	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
 	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error)
 	VerifyPresent(ctx context.Context, mf *rsm.Manifest) error
-	ReadOwner(ctx context.Context, tp remotelog.TopicPartition) (rsm.Owner, bool, error)
-	WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) error
+	ReadLease(ctx context.Context, tp remotelog.TopicPartition) (rsm.Lease, bool, error)
+	CreateLease(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) (rsm.Lease, error)
+	ReplaceLease(ctx context.Context, tp remotelog.TopicPartition, prev rsm.Lease, o rsm.Owner) (rsm.Lease, error)
+	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -84,21 +86,25 @@ type Copier struct {
 	warns    map[string]bool
 	times    map[string]int64 // max timestamp by segment file (path+size)
 	swept    map[remotelog.TopicPartition]bool
-	leases   map[remotelog.TopicPartition]time.Time // ours, by renewal time
+	leases   map[remotelog.TopicPartition]heldLease // ours, as last written
 	held     map[remotelog.TopicPartition]string    // this pass's held partitions, by reason
 	lastHeld map[remotelog.TopicPartition]string    // the last pass's
 	cl       Cluster                                // nil: no Kafka cluster configured
 	cs       clusterState
 }
 
-// New returns a copier. It does no I/O.
+// New returns a copier. It does no I/O. With OwnershipLease on,
+// cfg.InstanceID must be set.
 func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Copier, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
+		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
+	}
 	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]time.Time{}, held: map[remotelog.TopicPartition]string{}}
+		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -110,7 +116,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
-// and counted, and the next pass retries.
+// and counted, and the next pass retries. When ctx is done it releases the
+// ownership leases it holds (best effort) and returns.
 func (c *Copier) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
@@ -120,6 +127,7 @@ func (c *Copier) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			c.releaseLeases(ctx)
 			return nil
 		case <-t.C:
 		}

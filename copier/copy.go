@@ -169,7 +169,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end)}
 	meta := remotelog.SegmentMetadata{
 		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
-		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID,
+		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 	}
 	if in.size < in.fileSize {

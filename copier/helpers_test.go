@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -104,6 +106,12 @@ func newRig(t *testing.T, cfg Config, b rsm.Bucket) *rig {
 		t.Fatal(err)
 	}
 	cfg.LogDirs = []string{r.logDir}
+	if cfg.BrokerID == -1 {
+		cfg.BrokerID = 0
+	}
+	if cfg.InstanceID == "" {
+		cfg.InstanceID = fmt.Sprintf("instance-%d", rigs.Add(1)) // each rig is a tierd of its own
+	}
 	if cfg.Interval == 0 {
 		d := DefaultConfig()
 		cfg.Interval, cfg.CopyTimeout, cfg.Retention = d.Interval, d.CopyTimeout, d.Retention
@@ -171,6 +179,8 @@ func (r *rig) objects() []string {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+var rigs atomic.Int64
 
 // faultBucket fails uploads whose key contains failOn, a given number of
 // times.

@@ -16,6 +16,7 @@ type metrics struct {
 	deletionsPending                    prometheus.Gauge
 	held                                *prometheus.GaugeVec
 	heldTotal                           *prometheus.CounterVec
+	leaseRaces, instanceConflicts       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -50,6 +51,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		incarnation:  c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
 		mismatch:     c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
 		trimmedTails: c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
+		leaseRaces:   c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
+		instanceConflicts: c("lease_instance_conflicts_total",
+			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}
 	for _, r := range heldReasons {
 		m.held.WithLabelValues(r)

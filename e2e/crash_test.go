@@ -26,12 +26,16 @@ import (
 	"github.com/tierd/tierd/seglog"
 )
 
-// crashPoints are the named steps of copy, local deletion and remote
-// retention where the daemon kills itself (see internal/crashpoint).
+// crashPoints are the named steps of copy, local deletion, remote
+// retention and the ownership lease's conditional writes where the daemon
+// kills itself (see internal/crashpoint). Every start finds the lease the
+// last clean stop released and renews it; before a start that is to die
+// at lease.created the lease object is deleted.
 var crashPoints = []string{
 	"copy.started", "copy.uploaded", "copy.finished",
 	"local.offset-saved", "local.renamed",
 	"remote.offset-saved", "remote.delete-started", "remote.objects-deleted",
+	"lease.created", "lease.renewed",
 }
 
 // buildTierd compiles cmd/tierd into dir.
@@ -279,6 +283,7 @@ func TestCrash(t *testing.T) {
 	r.cfg = filepath.Join(root, "tierd.yaml")
 	os.WriteFile(r.cfg, []byte(fmt.Sprintf(`copier:
   log_dirs: [%s]
+  broker_id: 1
   interval: 20ms
   copy_timeout: 20s
   file_delete_delay: 0s
@@ -332,6 +337,14 @@ http: {listen: ""}
 		if rng.IntN(4) != 0 {
 			point = fmt.Sprintf("%s:%d", crashPoints[named%len(crashPoints)], 1+rng.IntN(2))
 			named++
+		}
+		if strings.HasPrefix(point, "lease.created:") {
+			// The lease object lost (a lifecycle rule, an operator): the
+			// start creates it again.
+			tp := remotelog.TopicPartition{Topic: "crash", Partition: 0}
+			if err := r.direct.Delete(context.Background(), r.mgr.PartitionPrefix(tp)+rsm.OwnerObject); err != nil {
+				t.Fatal(err)
+			}
 		}
 		r.start(point)
 		if point == "" {

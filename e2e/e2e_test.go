@@ -48,6 +48,7 @@ type world struct {
 func (w *world) copier(r copier.Retention) *copier.Copier {
 	cfg := copier.DefaultConfig()
 	cfg.LogDirs, cfg.FileDeleteDelay, cfg.Retention = []string{w.logDir}, 0, r
+	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	c, err := copier.New(cfg, w.store, w.mgr, copier.WithClock(func() time.Time { return w.now }))
 	if err != nil {
 		w.t.Fatal(err)

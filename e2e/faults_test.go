@@ -59,6 +59,7 @@ func newFaultWorld(t *testing.T, bucketName string, retries int) *faultWorld {
 func (w *faultWorld) copier(timeout time.Duration) *copier.Copier {
 	cfg := copier.DefaultConfig()
 	cfg.LogDirs, cfg.CopyTimeout = []string{w.logDir}, timeout
+	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	c, err := copier.New(cfg, w.store, w.mgr)
 	if err != nil {
 		w.t.Fatal(err)

@@ -7,8 +7,16 @@ import (
 	"sort"
 )
 
-// ErrNotFound is returned (wrapped) by every Bucket for a missing object.
-var ErrNotFound = errors.New("rsm: object not found")
+// Errors of every Bucket.
+var (
+	// ErrNotFound is returned (wrapped) for a missing object.
+	ErrNotFound = errors.New("rsm: object not found")
+	// ErrPreconditionFailed is returned (wrapped) by a conditional write
+	// whose condition did not hold: the object exists (PutIfAbsent), or
+	// it is missing or at another version (PutIfMatch). Nothing was
+	// written.
+	ErrPreconditionFailed = errors.New("rsm: precondition failed")
+)
 
 // ObjectAttributes describes a stored object.
 type ObjectAttributes struct {
@@ -29,6 +37,35 @@ type BucketReader interface {
 	Iter(ctx context.Context, prefix string, fn func(key string) error) error
 }
 
+// Version names one stored state of an object, for conditional writes:
+// the ETag on S3 and MinIO, an opaque token elsewhere. Only equality
+// between versions of the same key means anything. Two writes of the same
+// bytes may get the same version (S3's ETag of a single-part upload is the
+// MD5 of the bytes), so a caller that must tell writes apart puts
+// something new in every write (the ownership lease carries a generation).
+type Version string
+
+// ConditionalWriter reads and writes small objects (a few KiB, held in
+// memory) with compare-and-swap semantics, as S3's conditional writes
+// give: a write with "If-None-Match: *" creates only an absent object, one
+// with "If-Match: <etag>" replaces only that version. Of several writers
+// racing with the same condition, at most one succeeds; the others get
+// ErrPreconditionFailed. The write is all or nothing, like Upload.
+type ConditionalWriter interface {
+	// ReadVersioned returns the object's bytes and their version.
+	// Errors: ErrNotFound (wrapped), transport errors.
+	ReadVersioned(ctx context.Context, key string) ([]byte, Version, error)
+	// PutIfAbsent stores data under key only when no object is stored
+	// there, and returns the new version. Errors: ErrPreconditionFailed
+	// (wrapped) when the key exists, transport errors.
+	PutIfAbsent(ctx context.Context, key string, data []byte) (Version, error)
+	// PutIfMatch replaces the object under key only when its version is
+	// v, and returns the new version. Errors: ErrPreconditionFailed
+	// (wrapped) when the object is at another version or missing,
+	// transport errors.
+	PutIfMatch(ctx context.Context, key string, data []byte, v Version) (Version, error)
+}
+
 // Bucket is the small object-store interface tierd needs. Its contract,
 // as Kafka's RemoteStorageManager states for copies:
 //   - Upload is all or nothing: the object becomes visible complete, or
@@ -38,6 +75,7 @@ type BucketReader interface {
 //   - Implementations are safe for concurrent use.
 type Bucket interface {
 	BucketReader
+	ConditionalWriter
 	// Upload stores r under key. size is the byte count when known, or
 	// -1. Large objects go up in parts, streamed: an implementation holds
 	// at most its configured part size times its part concurrency in

@@ -22,8 +22,18 @@
 //	.manifest.json             written last: see below
 //
 // and one object per partition, "<prefix>/<topic>-<partition>/_owner.json",
-// the ownership lease ({"brokerId": 1, "renewedMs": ...}) that lets several
-// tierds share a bucket with one writer per partition.
+// the ownership lease that lets several tierds share a bucket with one
+// writer per partition:
+//
+//	{"brokerId": 1, "instanceId": "q3J0...", "renewedMs": 1700000001000,
+//	 "generation": 7, "released": false, "reconcile": false}
+//
+// It is only ever written with a conditional write (ConditionalWriter):
+// created when absent ("If-None-Match: *"), and renewed, taken over or
+// released by replacing the version that was read ("If-Match: <etag>"),
+// so of two tierds racing for it one wins. A released lease is kept, with
+// "released": true, never deleted. Leases written before instance ids have
+// only brokerId and renewedMs.
 //
 // The segment id (22 characters of URL-safe base64) is new for every copy
 // attempt, so a retry never overwrites an earlier attempt's objects and an
@@ -43,11 +53,12 @@
 //	  "maxTimestampMs": 1700000000205, "sizeInBytes": 1044420,
 //	  "leaderEpochs": [{"epoch": 0, "startOffset": 0}],
 //	  "txnIndexPresent": false, "producerSnapshotPresent": true,
-//	  "createdMs": 1700000001000, "brokerId": 0,
+//	  "createdMs": 1700000001000, "brokerId": 0, "instanceId": "q3J0...",
 //	  "objects": {".log": {"key": "...", "size": 1044420, "sha256": "..."}, ...}
 //	}
 //
-// Readers reject an unknown formatVersion. Checksums are SHA-256 of the
+// instanceId (the copying tierd's instance id) is absent from manifests
+// written before instance ids. Readers reject an unknown formatVersion. Checksums are SHA-256 of the
 // object bytes, hex. An optional "localSizeInBytes" (bytes; absent in
 // older manifests) is written when the .log object is shorter than the
 // local file it was copied from because a zero tail was left out: it is

@@ -124,6 +124,7 @@ type Manifest struct {
 	ProducerSnapshotPresent bool                   `json:"producerSnapshotPresent"`
 	CreatedMs               int64                  `json:"createdMs"`
 	BrokerID                int32                  `json:"brokerId"`
+	InstanceID              string                 `json:"instanceId,omitempty"`
 	Objects                 map[string]ObjectInfo  `json:"objects"`
 }
 
@@ -134,7 +135,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		ID: mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
-		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID,
+		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID,
 		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent,
 	}
 }
@@ -164,7 +165,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset, MaxTimestampMs: meta.MaxTimestampMs,
 		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
-		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, Objects: map[string]ObjectInfo{},
+		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, Objects: map[string]ObjectInfo{},
 	}
 	defer func() {
 		if err != nil {
@@ -479,42 +480,6 @@ func (m *Manager) Partitions(ctx context.Context) ([]remotelog.TopicPartition, e
 		return nil
 	})
 	return out, err
-}
-
-// Owner is the ownership lease of a partition, stored as
-// "<prefix>/<topic>-<partition>/_owner.json": which broker's tierd copies
-// and deletes the partition's segments, and when it last renewed the lease.
-type Owner struct {
-	BrokerID  int32 `json:"brokerId"`
-	RenewedMs int64 `json:"renewedMs"`
-}
-
-// OwnerObject is the name of the ownership lease object in a partition prefix.
-const OwnerObject = "_owner.json"
-
-// ReadOwner returns a partition's lease, and false when there is none.
-func (m *Manager) ReadOwner(ctx context.Context, tp remotelog.TopicPartition) (Owner, bool, error) {
-	var o Owner
-	data, err := m.readAll(ctx, m.PartitionPrefix(tp)+OwnerObject)
-	if errors.Is(err, ErrNotFound) {
-		return o, false, nil
-	}
-	if err != nil {
-		return o, false, err
-	}
-	if err := json.Unmarshal(data, &o); err != nil {
-		return o, false, fmt.Errorf("%w: %s: %v", ErrBadManifest, OwnerObject, err)
-	}
-	return o, true, nil
-}
-
-// WriteOwner writes a partition's lease.
-func (m *Manager) WriteOwner(ctx context.Context, tp remotelog.TopicPartition, o Owner) error {
-	data, err := json.Marshal(o)
-	if err != nil {
-		return err
-	}
-	return m.b.Upload(ctx, m.PartitionPrefix(tp)+OwnerObject, bytes.NewReader(data), int64(len(data)))
 }
 
 // VerifyPresent checks that every object of a copy is stored with the size

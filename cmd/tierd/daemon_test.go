@@ -79,6 +79,7 @@ func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string 
 	typ := strings.SplitN(bucket, ":", 2)[0]
 	y := fmt.Sprintf(`copier:
   log_dirs: [%s]
+  broker_id: 1
   interval: 100ms
   file_delete_delay: 0s
   retention:
@@ -111,7 +112,7 @@ func TestConfigStrict(t *testing.T) {
 	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "gcs") || !strings.Contains(err.Error(), "loud") {
 		t.Errorf("bad values: %v", err)
 	}
-	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  topics:\n    orders: {retention.bytes: 100}\nmetadata: {dir: /m}\nbucket:\n  filesystem: {dir: /b}\n"), 0o644)
+	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  broker_id: 3\n  topics:\n    orders: {retention.bytes: 100}\nmetadata: {dir: /m}\nbucket:\n  filesystem: {dir: /b}\n"), 0o644)
 	cfg, err := loadConfig(p)
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +216,8 @@ func TestConfigRejects(t *testing.T) {
 		"empty":    {"\n", "empty"},
 		"bad port": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nhttp: {listen: \"127.0.0.1:99999\"}\n", "0 to 65535"},
 		"no dir":   {"copier:\n  log_dirs: [/x]\nbucket: {filesystem: {dir: /b}}\n", "metadata: rlmm: dir is required"},
+		"no broker_id": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n",
+			"broker_id is required with ownership_lease"},
 	} {
 		p := filepath.Join(dir, name+".yaml")
 		os.WriteFile(p, []byte(tc.yaml), 0o644)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -38,7 +39,8 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // rebuildMetadata moves the metadata dir aside (keeping it as
-// "<dir>.old-<unix seconds>") and rebuilds it from the bucket.
+// "<dir>.old-<unix seconds>") and rebuilds it from the bucket. The new dir
+// keeps the old one's instance id: it is the same tierd.
 func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
 		old := fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
@@ -47,10 +49,19 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		if err := probeUnlocked(cfg); err != nil {
 			return err
 		}
+		id, err := instance.Read(cfg.Metadata.Dir)
+		if err != nil {
+			return err
+		}
 		if err := os.Rename(cfg.Metadata.Dir, old); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "moved the old metadata to %s\n", old)
+		if id != "" {
+			if err := instance.Write(cfg.Metadata.Dir, id); err != nil {
+				return err
+			}
+		}
 	}
 	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {

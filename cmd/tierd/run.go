@@ -21,6 +21,7 @@ import (
 
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -33,6 +34,8 @@ type daemon struct {
 	mgr    *rsm.Manager
 	copier *copier.Copier
 	fetch  *fetch.Server
+
+	instanceID string // kept in the metadata dir
 }
 
 // openStore opens the metadata store, saying so when another tierd holds
@@ -54,6 +57,15 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	d := &daemon{store: store}
+	// The instance id lives in the metadata dir; when that was lost, the
+	// log dirs' lock files still name it.
+	id, source, err := instance.Load(cfg.Metadata.Dir, instance.Recorded(cfg.Copier.LogDirs))
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	log.Info("instance id", "instance_id", id, "from", source, "broker_id", cfg.Copier.BrokerID)
+	d.instanceID, cfg.Copier.InstanceID = id, id
 	if d.bucket, err = openBucket(ctx, cfg.Bucket); err != nil {
 		d.Close()
 		return nil, err
@@ -181,11 +193,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// One tierd per log dir: another one (with another metadata dir)
+	// would copy the same partitions.
+	lock, err := instance.LockDirs(cfg.Copier.LogDirs)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	d, err := newDaemon(ctx, cfg, log, reg)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	if err := lock.Record(d.instanceID); err != nil {
+		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
+	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
 	ctx, cancel := context.WithCancel(ctx)

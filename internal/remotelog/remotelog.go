@@ -158,8 +158,12 @@ type SegmentMetadata struct {
 	// file, and in rows written before this field existed.
 	LocalSizeInBytes int64        `json:"localSizeInBytes,omitempty"`
 	State            SegmentState `json:"state"`
-	// BrokerID is the owner that wrote the row (tierd's instance id).
+	// BrokerID is the broker id of the tierd that wrote the row (-1 when
+	// it had none).
 	BrokerID int32 `json:"brokerId"`
+	// InstanceID is the instance id of the tierd that made the copy (kept
+	// in its metadata dir), "" for rows written before instance ids.
+	InstanceID string `json:"instanceId,omitempty"`
 	// TxnIndexPresent and ProducerSnapshotPresent say which optional
 	// objects were uploaded.
 	TxnIndexPresent         bool `json:"txnIndexPresent"`

@@ -2,7 +2,10 @@
 // embedded default, and a way to tier to a mounted network filesystem.
 // Each object is one file at <dir>/<key>; an upload is written to a
 // temporary file, fsynced and renamed into place, so readers never see a
-// partial object.
+// partial object. Conditional writes (rsm.ConditionalWriter) hold a
+// flock(2) on <dir>/.tierd-cas.lock while they compare and commit, so they
+// are atomic between processes on one host; their version is the SHA-256
+// of the object's bytes.
 package filesystem
 
 import (
@@ -51,7 +54,7 @@ func New(cfg Config) (*Bucket, error) {
 const tmpSuffix = ".tierd-upload"
 
 func (b *Bucket) path(key string) (string, error) {
-	if key == "" || strings.HasPrefix(key, "/") || strings.HasSuffix(key, tmpSuffix) {
+	if key == "" || key == casLockName || strings.HasPrefix(key, "/") || strings.HasSuffix(key, tmpSuffix) || strings.HasSuffix(key, casTmpSuffix) {
 		return "", fmt.Errorf("filesystem bucket: bad key %q", key)
 	}
 	for _, part := range strings.Split(key, "/") {
@@ -160,14 +163,14 @@ func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error)
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || strings.HasSuffix(p, tmpSuffix) {
+		if d.IsDir() || strings.HasSuffix(p, tmpSuffix) || strings.HasSuffix(p, casTmpSuffix) {
 			return nil
 		}
 		rel, err := filepath.Rel(b.dir, p)
 		if err != nil {
 			return err
 		}
-		if k := filepath.ToSlash(rel); strings.HasPrefix(k, prefix) {
+		if k := filepath.ToSlash(rel); k != casLockName && strings.HasPrefix(k, prefix) {
 			keys = append(keys, k)
 		}
 		return nil

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -16,10 +17,12 @@ import (
 type Bucket struct {
 	mu   sync.RWMutex
 	objs map[string][]byte
+	vers map[string]uint64 // the write that stored each object
+	gen  uint64            // writes so far
 }
 
 // New returns an empty bucket.
-func New() *Bucket { return &Bucket{objs: map[string][]byte{}} }
+func New() *Bucket { return &Bucket{objs: map[string][]byte{}, vers: map[string]uint64{}} }
 
 // Upload implements rsm.Bucket.
 func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) error {
@@ -32,8 +35,56 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) e
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.objs[key] = data
+	b.store(key, data)
 	return nil
+}
+
+// store keeps data under key with a new version; b.mu is held.
+func (b *Bucket) store(key string, data []byte) rsm.Version {
+	b.gen++
+	b.objs[key], b.vers[key] = data, b.gen
+	return rsm.Version(strconv.FormatUint(b.gen, 10))
+}
+
+// ReadVersioned implements rsm.ConditionalWriter. The version is the
+// number of the write that stored the object, new for every write.
+func (b *Bucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	data, ok := b.objs[key]
+	if !ok {
+		return nil, "", fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+	}
+	return bytes.Clone(data), rsm.Version(strconv.FormatUint(b.vers[key], 10)), nil
+}
+
+// PutIfAbsent implements rsm.ConditionalWriter.
+func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) (rsm.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.objs[key]; ok {
+		return "", fmt.Errorf("%s exists: %w", key, rsm.ErrPreconditionFailed)
+	}
+	return b.store(key, bytes.Clone(data)), nil
+}
+
+// PutIfMatch implements rsm.ConditionalWriter.
+func (b *Bucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.Version) (rsm.Version, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.objs[key]; !ok || rsm.Version(strconv.FormatUint(b.vers[key], 10)) != v {
+		return "", fmt.Errorf("%s is not at version %s: %w", key, v, rsm.ErrPreconditionFailed)
+	}
+	return b.store(key, bytes.Clone(data)), nil
 }
 
 // GetRange implements rsm.Bucket.
@@ -87,6 +138,7 @@ func (b *Bucket) Delete(_ context.Context, key string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.objs, key)
+	delete(b.vers, key)
 	return nil
 }
 

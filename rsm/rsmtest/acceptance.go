@@ -150,6 +150,7 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 			t.Error("upload with a cancelled context succeeded")
 		}
 	})
+	t.Run("conditional writes", func(t *testing.T) { conditionalTest(t, b) })
 	t.Run("concurrent", func(t *testing.T) {
 		var wg sync.WaitGroup
 		errs := make(chan error, 16)
@@ -174,6 +175,99 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 			t.Error(err)
 		}
 	})
+}
+
+// conditionalTest checks rsm.ConditionalWriter: create-if-absent and
+// replace-if-match, and that of concurrent writers with one condition
+// exactly one wins.
+func conditionalTest(t *testing.T, b rsm.Bucket) {
+	ctx := context.Background()
+	const key = "p/t-5/_owner.json"
+	read := func(key string) ([]byte, rsm.Version) {
+		t.Helper()
+		data, v, err := b.ReadVersioned(ctx, key)
+		if err != nil {
+			t.Fatalf("ReadVersioned %s: %v", key, err)
+		}
+		return data, v
+	}
+	if _, _, err := b.ReadVersioned(ctx, key); !errors.Is(err, rsm.ErrNotFound) {
+		t.Fatalf("ReadVersioned of a missing key: %v", err)
+	}
+	if _, err := b.PutIfMatch(ctx, key, []byte("x"), "1"); !errors.Is(err, rsm.ErrPreconditionFailed) {
+		t.Fatalf("PutIfMatch of a missing key: %v", err)
+	}
+	v1, err := b.PutIfAbsent(ctx, key, []byte("first"))
+	if err != nil {
+		t.Fatalf("PutIfAbsent: %v", err)
+	}
+	if _, err := b.PutIfAbsent(ctx, key, []byte("second")); !errors.Is(err, rsm.ErrPreconditionFailed) {
+		t.Fatalf("second PutIfAbsent: %v", err)
+	}
+	if data, v := read(key); string(data) != "first" || v != v1 {
+		t.Fatalf("after create: %q at %q, want \"first\" at %q", data, v, v1)
+	}
+	v2, err := b.PutIfMatch(ctx, key, []byte("replaced"), v1)
+	if err != nil || v2 == v1 {
+		t.Fatalf("PutIfMatch of the current version: %q %v (was %q)", v2, err, v1)
+	}
+	if _, err := b.PutIfMatch(ctx, key, []byte("stale"), v1); !errors.Is(err, rsm.ErrPreconditionFailed) {
+		t.Fatalf("PutIfMatch of a stale version: %v", err)
+	}
+	if data, v := read(key); string(data) != "replaced" || v != v2 {
+		t.Fatalf("after a stale write: %q at %q, want \"replaced\" at %q", data, v, v2)
+	}
+	// Racers: each round every writer reads the version, then all replace
+	// it at once (or create the key) with bytes of their own.
+	const racers, rounds = 6, 8
+	for round := 0; round < rounds; round++ {
+		rkey := fmt.Sprintf("p/t-5/race-%d", round%2)
+		var v rsm.Version
+		if round >= 2 {
+			_, v = read(rkey)
+		}
+		start := make(chan struct{})
+		wins := make(chan int, racers)
+		var wg sync.WaitGroup
+		for i := 0; i < racers; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				body := []byte(fmt.Sprintf("round %d writer %d", round, i))
+				var err error
+				if round < 2 {
+					_, err = b.PutIfAbsent(ctx, rkey, body)
+				} else {
+					_, err = b.PutIfMatch(ctx, rkey, body, v)
+				}
+				switch {
+				case err == nil:
+					wins <- i
+				case !errors.Is(err, rsm.ErrPreconditionFailed):
+					t.Errorf("round %d writer %d: %v", round, i, err)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(wins)
+		var won []int
+		for i := range wins {
+			won = append(won, i)
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d writers won (%v), want exactly 1", round, len(won), won)
+		}
+		if data, _ := read(rkey); string(data) != fmt.Sprintf("round %d writer %d", round, won[0]) {
+			t.Fatalf("round %d: stored %q, but writer %d won", round, data, won[0])
+		}
+	}
+	for _, k := range []string{key, "p/t-5/race-0", "p/t-5/race-1"} {
+		if err := b.Delete(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 type errReader struct{}
