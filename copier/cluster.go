@@ -31,8 +31,8 @@ func WithCluster(cl Cluster) Option { return func(c *Copier) { c.cl = cl } }
 
 // Errors about the cluster.
 var (
-	ErrClusterUnreachable = errors.New("copier: kafka cluster unreachable")
-	ErrWrongCluster       = errors.New("copier: kafka cluster is not the one tierd's metadata belongs to")
+	ErrClusterUnreachable = fmt.Errorf("copier: kafka cluster unreachable (%w)", remotelog.ErrCannotCheck)
+	ErrWrongCluster       = fmt.Errorf("copier: kafka cluster is not the one tierd's metadata belongs to (%w)", remotelog.ErrRefused)
 )
 
 // clusterState is the last view of the cluster and how fresh it is.

@@ -17,11 +17,11 @@ import (
 
 // Errors of the operator commands.
 var (
-	ErrTopicStillLocal   = errors.New("copier: the topic still has live partition directories here")
-	ErrTopicStillExists  = errors.New("copier: the kafka cluster says the topic still exists")
-	ErrNothingScheduled  = errors.New("copier: no deletion is scheduled for the partition")
-	ErrNothingToDelete   = errors.New("copier: tierd has no remote copies of the topic")
-	ErrSeveralIncarnated = errors.New("copier: deletions of several incarnations are scheduled; name the topic id")
+	ErrTopicStillLocal   = fmt.Errorf("copier: the topic still has live partition directories here (%w)", remotelog.ErrRefused)
+	ErrTopicStillExists  = fmt.Errorf("copier: the kafka cluster says the topic still exists (%w)", remotelog.ErrRefused)
+	ErrNothingScheduled  = fmt.Errorf("copier: no deletion is scheduled for the partition (%w)", remotelog.ErrNotFound)
+	ErrNothingToDelete   = fmt.Errorf("copier: tierd has no remote copies of the topic (%w)", remotelog.ErrNotFound)
+	ErrSeveralIncarnated = fmt.Errorf("copier: deletions of several incarnations are scheduled; name the topic id (%w)", remotelog.ErrAmbiguous)
 )
 
 // schedule records a whole-partition deletion due after the grace period.

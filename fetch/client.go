@@ -37,6 +37,9 @@ type Client struct {
 	c    tierdpb.RemoteFetchClient
 }
 
+// Admin returns a client of the Admin service on the same connection.
+func (c *Client) Admin() tierdpb.AdminClient { return tierdpb.NewAdminClient(c.conn) }
+
 // Dial connects to a tierd fetch server at addr (host:port), without TLS.
 // The connection is made lazily.
 func Dial(addr string) (*Client, error) {

@@ -61,6 +61,8 @@ type Server struct {
 	reg   prometheus.Registerer
 	m     serverMetrics
 
+	admin *adminServer // nil: no Admin service
+
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
 }
@@ -161,6 +163,9 @@ const ioBufferBytes = 512 << 10
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	gs := grpc.NewServer(ServerOptions()...)
 	tierdpb.RegisterRemoteFetchServer(gs, s)
+	if s.admin != nil {
+		tierdpb.RegisterAdminServer(gs, s.admin)
+	}
 	done := make(chan struct{})
 	go func() {
 		select {

@@ -13,12 +13,12 @@ import (
 
 // Errors of scheduled partition deletions.
 var (
-	ErrPartitionNotFound  = errors.New("rlmm: partition not found")
-	ErrTopicIDMismatch    = errors.New("rlmm: topic id does not match the recorded one")
-	ErrDeletionExists     = errors.New("rlmm: a deletion of this partition's incarnation is already scheduled")
-	ErrDeletionNotFound   = errors.New("rlmm: no deletion of this partition is scheduled")
-	ErrDeletionInProgress = errors.New("rlmm: the deletion is already running and cannot be cancelled")
-	ErrRestoreConflict    = errors.New("rlmm: the partition is tiered again under another incarnation")
+	ErrPartitionNotFound  = fmt.Errorf("rlmm: partition %w", remotelog.ErrNotFound)
+	ErrTopicIDMismatch    = fmt.Errorf("rlmm: topic id does not match the recorded one (%w)", remotelog.ErrRefused)
+	ErrDeletionExists     = fmt.Errorf("rlmm: a deletion of this partition's incarnation is already scheduled (%w)", remotelog.ErrRefused)
+	ErrDeletionNotFound   = fmt.Errorf("rlmm: scheduled deletion %w", remotelog.ErrNotFound)
+	ErrDeletionInProgress = fmt.Errorf("rlmm: the deletion is already running and cannot be cancelled (%w)", remotelog.ErrRefused)
+	ErrRestoreConflict    = fmt.Errorf("rlmm: the partition is tiered again under another incarnation (%w)", remotelog.ErrRefused)
 )
 
 // Key layout of the deletion families:

@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/rlmm"
@@ -30,6 +31,10 @@ type config struct {
 	Metadata rlmm.Config   `yaml:"metadata"`
 	Fetch    fetch.Config  `yaml:"fetch"`
 	HTTP     httpConfig    `yaml:"http"`
+	// Kafka is the cluster tierd asks for the facts a broker's disk
+	// cannot give (see package cluster and copier.WithCluster): partition
+	// leadership, topic ids, topic configs. Off without bootstrap_servers.
+	Kafka cluster.Config `yaml:"kafka"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 	// MemoryLimitBytes is the Go soft memory limit tierd run sets, bytes,
@@ -57,7 +62,7 @@ type bucketConfig struct {
 
 func defaultConfig() config {
 	return config{
-		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info",
+		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info", Kafka: cluster.DefaultConfig(),
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"},
 	}
@@ -111,6 +116,14 @@ func noFloats(n *yaml.Node) error {
 
 func (c config) validate() error {
 	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
+	if c.Kafka.Enabled() {
+		if err := c.Kafka.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("kafka: %w", err))
+		}
+		if c.Copier.BrokerID < 0 {
+			errs = append(errs, errors.New("copier: broker_id is required with kafka.bootstrap_servers: tierd tiers the partitions this broker leads"))
+		}
+	}
 	if c.MemoryLimitBytes < -1 {
 		errs = append(errs, fmt.Errorf("memory_limit_bytes %d must be -1 (none), 0 (automatic) or a size", c.MemoryLimitBytes))
 	}
@@ -162,6 +175,13 @@ func openBucket(ctx context.Context, c bucketConfig) (rsm.Bucket, error) {
 // (0 after -h, 2 for usage errors, 1 for a bad config), the reason already
 // printed to stderr.
 func configCommand(name, usage string, args []string, stderr io.Writer, setup func(*flag.FlagSet)) (cfg config, code int, ok bool) {
+	return configCommandArgs(name, usage, args, stderr, setup, nil)
+}
+
+// configCommandArgs is configCommand for a subcommand that takes
+// positional arguments after its flags: they are stored in *rest (nil
+// rest: none allowed).
+func configCommandArgs(name, usage string, args []string, stderr io.Writer, setup func(*flag.FlagSet), rest *[]string) (cfg config, code int, ok bool) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "path of the YAML config file (required); see tierd.example.yaml")
@@ -173,9 +193,12 @@ func configCommand(name, usage string, args []string, stderr io.Writer, setup fu
 	} else if err != nil {
 		return cfg, 2, false
 	}
-	if *path == "" || fs.NArg() > 0 {
+	if *path == "" || (rest == nil && fs.NArg() > 0) {
 		fmt.Fprintln(stderr, "usage: "+usage)
 		return cfg, 2, false
+	}
+	if rest != nil {
+		*rest = fs.Args()
 	}
 	cfg, err := loadConfig(*path)
 	if err != nil {

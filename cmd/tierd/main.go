@@ -24,7 +24,10 @@ func commands() []command {
 	return []command{
 		{"demo", "run the reference scenario end to end on an embedded default (or --s3-endpoint)", runDemo, true},
 		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun, true},
-		{"segments", "list the local and remote segments of a running or stopped tierd", runSegments, false},
+		{"segments", "list the local and remote segments of a running or stopped tierd, and pending deletions", runSegments, false},
+		{"journal", "print the journal of whole-partition deletions (JSON lines)", runJournal, false},
+		{"topics", "topics delete TOPIC: schedule the deletion of a topic's remote copies (after the grace period)", runTopics, true},
+		{"partitions", "partitions restore TOPIC-P: cancel a scheduled deletion within its grace period", runPartitions, true},
 		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
 		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
 		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
@@ -34,6 +35,7 @@ type daemon struct {
 	mgr    *rsm.Manager
 	copier *copier.Copier
 	fetch  *fetch.Server
+	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 
 	instanceID string // kept in the metadata dir
 }
@@ -82,11 +84,20 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	if d.copier, err = copier.New(cfg.Copier, store, d.mgr, copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg)); err != nil {
+	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg)}
+	if cfg.Kafka.Enabled() {
+		if d.kafka, err = cluster.New(cfg.Kafka, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
+			d.Close()
+			return nil, err
+		}
+		copts = append(copts, copier.WithCluster(d.kafka))
+	}
+	if d.copier, err = copier.New(cfg.Copier, store, d.mgr, copts...); err != nil {
 		d.Close()
 		return nil, err
 	}
-	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg)); err != nil {
+	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
+		fetch.WithAdmin(d.copier, store)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -94,6 +105,9 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 }
 
 func (d *daemon) Close() error {
+	if d.kafka != nil {
+		d.kafka.Close()
+	}
 	var errs []error
 	if d.bucket != nil {
 		errs = append(errs, d.bucket.Close())
@@ -227,19 +241,31 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
 	if cfg.HTTP.Listen != "" {
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, &ready) }, func(error) { cancel() })
+		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier)) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
 }
 
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready *atomic.Bool) error {
+// readiness says whether tierd is ready, and why not: the bucket has not
+// answered yet, or the Kafka cluster (when configured) did not answer the
+// last pass.
+func readiness(bucketUp *atomic.Bool, c *copier.Copier) func() (bool, string) {
+	return func() (bool, string) {
+		if !bucketUp.Load() {
+			return false, "bucket not reachable yet"
+		}
+		return c.ClusterStatus()
+	}
+}
+
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string)) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "bucket not reachable yet", http.StatusServiceUnavailable)
+		if ok, why := ready(); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
 			return
 		}
 		io.WriteString(w, "ok\n")

@@ -95,6 +95,14 @@ func listSegments(ctx context.Context, cfg config, w io.Writer) error {
 		pr.offsets = resp
 		printPartition(w, tp, pr)
 	}
+	ds, err := remote.deletions(ctx)
+	if err != nil {
+		return fmt.Errorf("scheduled deletions: %w", err)
+	}
+	if len(ds) > 0 {
+		fmt.Fprintf(w, "\npending deletions of whole partitions' remote copies ('tierd partitions restore TOPIC-P' cancels one before it is due):\n")
+		printDeletions(w, ds)
+	}
 	return nil
 }
 
@@ -134,6 +142,21 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 
 type lister interface {
 	list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error)
+	deletions(ctx context.Context) ([]*tierdpb.PartitionDeletion, error)
+}
+
+func (g grpcLister) deletions(ctx context.Context) ([]*tierdpb.PartitionDeletion, error) {
+	resp, err := g.c.Admin().ListDeletions(ctx, &tierdpb.ListDeletionsRequest{})
+	return resp.GetDeletions(), err
+}
+
+func (s *storeLister) deletions(context.Context) ([]*tierdpb.PartitionDeletion, error) {
+	ds, err := s.s.Deletions(nil)
+	var out []*tierdpb.PartitionDeletion
+	for _, d := range ds {
+		out = append(out, fetch.DeletionToProto(d))
+	}
+	return out, err
 }
 
 type grpcLister struct{ c *fetch.Client }

@@ -134,6 +134,7 @@ func seedOtherTierd(t *testing.T, b rsm.Bucket, topics ...string) {
 	}
 	ccfg := copier.DefaultConfig()
 	ccfg.LogDirs = []string{logDir}
+	ccfg.BrokerID, ccfg.InstanceID = 7, "other-tierd-instance0" // another broker's tierd
 	c, err := copier.New(ccfg, store, mgr)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package remotelog
 
 import (
+	"errors"
 	"fmt"
 	"time"
 )
@@ -100,3 +101,17 @@ type JournalEntry struct {
 	// were deleted).
 	Detail string `json:"detail,omitempty"`
 }
+
+// Error classes: the packages that refuse an operator's request wrap one
+// of these in their own sentinels, and the API edge (package fetch) maps
+// the class to a status code without knowing the package.
+var (
+	// ErrNotFound: there is nothing of what was named.
+	ErrNotFound = errors.New("not found")
+	// ErrRefused: the request is understood and refused in this state.
+	ErrRefused = errors.New("refused")
+	// ErrCannotCheck: a fact needed to decide could not be learned now.
+	ErrCannotCheck = errors.New("cannot check now")
+	// ErrAmbiguous: the request must say more.
+	ErrAmbiguous = errors.New("ambiguous request")
+)

@@ -688,6 +688,584 @@ func (x *OffsetRange) GetHighestTieredOffset() int64 {
 	return 0
 }
 
+type DeleteTopicRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// Only the copies of this incarnation; "" for whatever is recorded.
+	TopicId string `protobuf:"bytes,2,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	// Who orders it (user@host), journaled with the proof.
+	Operator      string `protobuf:"bytes,3,opt,name=operator,proto3" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTopicRequest) Reset() {
+	*x = DeleteTopicRequest{}
+	mi := &file_tierd_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTopicRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTopicRequest) ProtoMessage() {}
+
+func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DeleteTopicRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DeleteTopicRequest) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *DeleteTopicRequest) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+type RestorePartitionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	TopicId       string                 `protobuf:"bytes,3,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Operator      string                 `protobuf:"bytes,4,opt,name=operator,proto3" json:"operator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestorePartitionRequest) Reset() {
+	*x = RestorePartitionRequest{}
+	mi := &file_tierd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestorePartitionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestorePartitionRequest) ProtoMessage() {}
+
+func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestorePartitionRequest.ProtoReflect.Descriptor instead.
+func (*RestorePartitionRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RestorePartitionRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *RestorePartitionRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *RestorePartitionRequest) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *RestorePartitionRequest) GetOperator() string {
+	if x != nil {
+		return x.Operator
+	}
+	return ""
+}
+
+type ListDeletionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "" lists every partition's.
+	Topic         string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDeletionsRequest) Reset() {
+	*x = ListDeletionsRequest{}
+	mi := &file_tierd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDeletionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDeletionsRequest) ProtoMessage() {}
+
+func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDeletionsRequest.ProtoReflect.Descriptor instead.
+func (*ListDeletionsRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ListDeletionsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ListDeletionsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+// A scheduled deletion of every remote copy of one incarnation of a
+// partition.
+type PartitionDeletion struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	TopicId   string                 `protobuf:"bytes,3,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	// "topic-deleted" (the cluster confirmed the topic id gone) or "operator".
+	Reason      string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Proof       string `protobuf:"bytes,5,opt,name=proof,proto3" json:"proof,omitempty"`
+	ScheduledMs int64  `protobuf:"varint,6,opt,name=scheduled_ms,json=scheduledMs,proto3" json:"scheduled_ms,omitempty"`
+	DueMs       int64  `protobuf:"varint,7,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`
+	// PENDING (restorable) or DELETING.
+	State         string `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	Segments      int32  `protobuf:"varint,9,opt,name=segments,proto3" json:"segments,omitempty"`
+	Bytes         int64  `protobuf:"varint,10,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionDeletion) Reset() {
+	*x = PartitionDeletion{}
+	mi := &file_tierd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionDeletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionDeletion) ProtoMessage() {}
+
+func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionDeletion.ProtoReflect.Descriptor instead.
+func (*PartitionDeletion) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PartitionDeletion) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionDeletion) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionDeletion) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *PartitionDeletion) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PartitionDeletion) GetProof() string {
+	if x != nil {
+		return x.Proof
+	}
+	return ""
+}
+
+func (x *PartitionDeletion) GetScheduledMs() int64 {
+	if x != nil {
+		return x.ScheduledMs
+	}
+	return 0
+}
+
+func (x *PartitionDeletion) GetDueMs() int64 {
+	if x != nil {
+		return x.DueMs
+	}
+	return 0
+}
+
+func (x *PartitionDeletion) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PartitionDeletion) GetSegments() int32 {
+	if x != nil {
+		return x.Segments
+	}
+	return 0
+}
+
+func (x *PartitionDeletion) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type DeletionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deletions     []*PartitionDeletion   `protobuf:"bytes,1,rep,name=deletions,proto3" json:"deletions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletionsResponse) Reset() {
+	*x = DeletionsResponse{}
+	mi := &file_tierd_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletionsResponse) ProtoMessage() {}
+
+func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletionsResponse.ProtoReflect.Descriptor instead.
+func (*DeletionsResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeletionsResponse) GetDeletions() []*PartitionDeletion {
+	if x != nil {
+		return x.Deletions
+	}
+	return nil
+}
+
+type JournalRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	AfterSeq int64                  `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// 0: all.
+	Limit         int32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalRequest) Reset() {
+	*x = JournalRequest{}
+	mi := &file_tierd_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalRequest) ProtoMessage() {}
+
+func (x *JournalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalRequest.ProtoReflect.Descriptor instead.
+func (*JournalRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *JournalRequest) GetAfterSeq() int64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *JournalRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// One line of the deletion journal.
+type JournalEntry struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Seq    int64                  `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	TimeMs int64                  `protobuf:"varint,2,opt,name=time_ms,json=timeMs,proto3" json:"time_ms,omitempty"`
+	// scheduled, cancelled, deleting or deleted.
+	Event         string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	Topic         string `protobuf:"bytes,4,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32  `protobuf:"varint,5,opt,name=partition,proto3" json:"partition,omitempty"`
+	TopicId       string `protobuf:"bytes,6,opt,name=topic_id,json=topicId,proto3" json:"topic_id,omitempty"`
+	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	Proof         string `protobuf:"bytes,8,opt,name=proof,proto3" json:"proof,omitempty"`
+	DueMs         int64  `protobuf:"varint,9,opt,name=due_ms,json=dueMs,proto3" json:"due_ms,omitempty"`
+	Segments      int32  `protobuf:"varint,10,opt,name=segments,proto3" json:"segments,omitempty"`
+	Bytes         int64  `protobuf:"varint,11,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Detail        string `protobuf:"bytes,12,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalEntry) Reset() {
+	*x = JournalEntry{}
+	mi := &file_tierd_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalEntry) ProtoMessage() {}
+
+func (x *JournalEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
+func (*JournalEntry) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *JournalEntry) GetSeq() int64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetTimeMs() int64 {
+	if x != nil {
+		return x.TimeMs
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetTopicId() string {
+	if x != nil {
+		return x.TopicId
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetProof() string {
+	if x != nil {
+		return x.Proof
+	}
+	return ""
+}
+
+func (x *JournalEntry) GetDueMs() int64 {
+	if x != nil {
+		return x.DueMs
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetSegments() int32 {
+	if x != nil {
+		return x.Segments
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *JournalEntry) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+type JournalResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*JournalEntry        `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JournalResponse) Reset() {
+	*x = JournalResponse{}
+	mi := &file_tierd_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JournalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JournalResponse) ProtoMessage() {}
+
+func (x *JournalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JournalResponse.ProtoReflect.Descriptor instead.
+func (*JournalResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *JournalResponse) GetEntries() []*JournalEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
 var File_tierd_proto protoreflect.FileDescriptor
 
 const file_tierd_proto_rawDesc = "" +
@@ -739,7 +1317,52 @@ const file_tierd_proto_rawDesc = "" +
 	"\x16local_log_start_offset\x18\x04 \x01(\x03R\x13localLogStartOffset\"k\n" +
 	"\vOffsetRange\x12(\n" +
 	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x122\n" +
-	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset*Y\n" +
+	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\"a\n" +
+	"\x12DeleteTopicRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
+	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1a\n" +
+	"\boperator\x18\x03 \x01(\tR\boperator\"\x84\x01\n" +
+	"\x17RestorePartitionRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
+	"\btopic_id\x18\x03 \x01(\tR\atopicId\x12\x1a\n" +
+	"\boperator\x18\x04 \x01(\tR\boperator\"J\n" +
+	"\x14ListDeletionsRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\x92\x02\n" +
+	"\x11PartitionDeletion\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x19\n" +
+	"\btopic_id\x18\x03 \x01(\tR\atopicId\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05proof\x18\x05 \x01(\tR\x05proof\x12!\n" +
+	"\fscheduled_ms\x18\x06 \x01(\x03R\vscheduledMs\x12\x15\n" +
+	"\x06due_ms\x18\a \x01(\x03R\x05dueMs\x12\x14\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x1a\n" +
+	"\bsegments\x18\t \x01(\x05R\bsegments\x12\x14\n" +
+	"\x05bytes\x18\n" +
+	" \x01(\x03R\x05bytes\"N\n" +
+	"\x11DeletionsResponse\x129\n" +
+	"\tdeletions\x18\x01 \x03(\v2\x1b.tierd.v1.PartitionDeletionR\tdeletions\"C\n" +
+	"\x0eJournalRequest\x12\x1b\n" +
+	"\tafter_seq\x18\x01 \x01(\x03R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\x05R\x05limit\"\xad\x02\n" +
+	"\fJournalEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x03R\x03seq\x12\x17\n" +
+	"\atime_ms\x18\x02 \x01(\x03R\x06timeMs\x12\x14\n" +
+	"\x05event\x18\x03 \x01(\tR\x05event\x12\x14\n" +
+	"\x05topic\x18\x04 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x05 \x01(\x05R\tpartition\x12\x19\n" +
+	"\btopic_id\x18\x06 \x01(\tR\atopicId\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x14\n" +
+	"\x05proof\x18\b \x01(\tR\x05proof\x12\x15\n" +
+	"\x06due_ms\x18\t \x01(\x03R\x05dueMs\x12\x1a\n" +
+	"\bsegments\x18\n" +
+	" \x01(\x05R\bsegments\x12\x14\n" +
+	"\x05bytes\x18\v \x01(\x03R\x05bytes\x12\x16\n" +
+	"\x06detail\x18\f \x01(\tR\x06detail\"C\n" +
+	"\x0fJournalResponse\x120\n" +
+	"\aentries\x18\x01 \x03(\v2\x16.tierd.v1.JournalEntryR\aentries*Y\n" +
 	"\n" +
 	"OffsetSpec\x12\x1b\n" +
 	"\x17OFFSET_SPEC_UNSPECIFIED\x10\x00\x12\f\n" +
@@ -749,7 +1372,12 @@ const file_tierd_proto_rawDesc = "" +
 	"\vRemoteFetch\x128\n" +
 	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12J\n" +
 	"\vListOffsets\x12\x1c.tierd.v1.ListOffsetsRequest\x1a\x1d.tierd.v1.ListOffsetsResponse\x12M\n" +
-	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
+	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xb3\x02\n" +
+	"\x05Admin\x12H\n" +
+	"\vDeleteTopic\x12\x1c.tierd.v1.DeleteTopicRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12R\n" +
+	"\x10RestorePartition\x12!.tierd.v1.RestorePartitionRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12L\n" +
+	"\rListDeletions\x12\x1e.tierd.v1.ListDeletionsRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12>\n" +
+	"\aJournal\x12\x18.tierd.v1.JournalRequest\x1a\x19.tierd.v1.JournalResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
 
 var (
 	file_tierd_proto_rawDescOnce sync.Once
@@ -764,34 +1392,52 @@ func file_tierd_proto_rawDescGZIP() []byte {
 }
 
 var file_tierd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_tierd_proto_goTypes = []any{
-	(OffsetSpec)(0),              // 0: tierd.v1.OffsetSpec
-	(*FetchRequest)(nil),         // 1: tierd.v1.FetchRequest
-	(*FetchResponse)(nil),        // 2: tierd.v1.FetchResponse
-	(*ListOffsetsRequest)(nil),   // 3: tierd.v1.ListOffsetsRequest
-	(*ListOffsetsResponse)(nil),  // 4: tierd.v1.ListOffsetsResponse
-	(*ListSegmentsRequest)(nil),  // 5: tierd.v1.ListSegmentsRequest
-	(*LeaderEpoch)(nil),          // 6: tierd.v1.LeaderEpoch
-	(*SegmentMetadata)(nil),      // 7: tierd.v1.SegmentMetadata
-	(*ListSegmentsResponse)(nil), // 8: tierd.v1.ListSegmentsResponse
-	(*OffsetRange)(nil),          // 9: tierd.v1.OffsetRange
+	(OffsetSpec)(0),                 // 0: tierd.v1.OffsetSpec
+	(*FetchRequest)(nil),            // 1: tierd.v1.FetchRequest
+	(*FetchResponse)(nil),           // 2: tierd.v1.FetchResponse
+	(*ListOffsetsRequest)(nil),      // 3: tierd.v1.ListOffsetsRequest
+	(*ListOffsetsResponse)(nil),     // 4: tierd.v1.ListOffsetsResponse
+	(*ListSegmentsRequest)(nil),     // 5: tierd.v1.ListSegmentsRequest
+	(*LeaderEpoch)(nil),             // 6: tierd.v1.LeaderEpoch
+	(*SegmentMetadata)(nil),         // 7: tierd.v1.SegmentMetadata
+	(*ListSegmentsResponse)(nil),    // 8: tierd.v1.ListSegmentsResponse
+	(*OffsetRange)(nil),             // 9: tierd.v1.OffsetRange
+	(*DeleteTopicRequest)(nil),      // 10: tierd.v1.DeleteTopicRequest
+	(*RestorePartitionRequest)(nil), // 11: tierd.v1.RestorePartitionRequest
+	(*ListDeletionsRequest)(nil),    // 12: tierd.v1.ListDeletionsRequest
+	(*PartitionDeletion)(nil),       // 13: tierd.v1.PartitionDeletion
+	(*DeletionsResponse)(nil),       // 14: tierd.v1.DeletionsResponse
+	(*JournalRequest)(nil),          // 15: tierd.v1.JournalRequest
+	(*JournalEntry)(nil),            // 16: tierd.v1.JournalEntry
+	(*JournalResponse)(nil),         // 17: tierd.v1.JournalResponse
 }
 var file_tierd_proto_depIdxs = []int32{
-	0, // 0: tierd.v1.ListOffsetsRequest.spec:type_name -> tierd.v1.OffsetSpec
-	6, // 1: tierd.v1.SegmentMetadata.leader_epochs:type_name -> tierd.v1.LeaderEpoch
-	7, // 2: tierd.v1.ListSegmentsResponse.segments:type_name -> tierd.v1.SegmentMetadata
-	1, // 3: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
-	3, // 4: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
-	5, // 5: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
-	2, // 6: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
-	4, // 7: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
-	8, // 8: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
-	6, // [6:9] is the sub-list for method output_type
-	3, // [3:6] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	0,  // 0: tierd.v1.ListOffsetsRequest.spec:type_name -> tierd.v1.OffsetSpec
+	6,  // 1: tierd.v1.SegmentMetadata.leader_epochs:type_name -> tierd.v1.LeaderEpoch
+	7,  // 2: tierd.v1.ListSegmentsResponse.segments:type_name -> tierd.v1.SegmentMetadata
+	13, // 3: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
+	16, // 4: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
+	1,  // 5: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
+	3,  // 6: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
+	5,  // 7: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
+	10, // 8: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
+	11, // 9: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
+	12, // 10: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
+	15, // 11: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
+	2,  // 12: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
+	4,  // 13: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
+	8,  // 14: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
+	14, // 15: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
+	14, // 16: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
+	14, // 17: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
+	17, // 18: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
+	12, // [12:19] is the sub-list for method output_type
+	5,  // [5:12] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_tierd_proto_init() }
@@ -805,9 +1451,9 @@ func file_tierd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tierd_proto_rawDesc), len(file_tierd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   9,
+			NumMessages:   17,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_tierd_proto_goTypes,
 		DependencyIndexes: file_tierd_proto_depIdxs,

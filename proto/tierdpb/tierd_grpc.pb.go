@@ -223,3 +223,255 @@ var RemoteFetch_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "tierd.proto",
 }
+
+const (
+	Admin_DeleteTopic_FullMethodName      = "/tierd.v1.Admin/DeleteTopic"
+	Admin_RestorePartition_FullMethodName = "/tierd.v1.Admin/RestorePartition"
+	Admin_ListDeletions_FullMethodName    = "/tierd.v1.Admin/ListDeletions"
+	Admin_Journal_FullMethodName          = "/tierd.v1.Admin/Journal"
+)
+
+// AdminClient is the client API for Admin service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// Admin runs the operator commands on whole-partition deletions of remote
+// copies: "tierd topics delete", "tierd partitions restore", "tierd
+// journal", and the pending deletions "tierd segments" shows. Errors:
+//
+//	INVALID_ARGUMENT     empty topic, negative partition, several
+//	                     incarnations scheduled and no topic id named
+//	NOT_FOUND            nothing to delete, or nothing scheduled to restore
+//	FAILED_PRECONDITION  refused: the topic still has live partition
+//	                     directories, the cluster says it still exists, the
+//	                     deletion already runs, or the partition is tiered
+//	                     again under another incarnation
+//	UNAVAILABLE          the Kafka cluster, needed to check, is unreachable
+type AdminClient interface {
+	// DeleteTopic schedules the deletion of every remote copy of a topic's
+	// partitions, after the grace period (remote.log.delete.delay.ms).
+	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeletionsResponse, error)
+	// RestorePartition cancels a scheduled deletion within its grace period.
+	RestorePartition(ctx context.Context, in *RestorePartitionRequest, opts ...grpc.CallOption) (*DeletionsResponse, error)
+	// ListDeletions returns the scheduled deletions (of one partition, or all).
+	ListDeletions(ctx context.Context, in *ListDeletionsRequest, opts ...grpc.CallOption) (*DeletionsResponse, error)
+	// Journal returns the deletion journal, oldest first.
+	Journal(ctx context.Context, in *JournalRequest, opts ...grpc.CallOption) (*JournalResponse, error)
+}
+
+type adminClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewAdminClient(cc grpc.ClientConnInterface) AdminClient {
+	return &adminClient{cc}
+}
+
+func (c *adminClient) DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeletionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletionsResponse)
+	err := c.cc.Invoke(ctx, Admin_DeleteTopic_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) RestorePartition(ctx context.Context, in *RestorePartitionRequest, opts ...grpc.CallOption) (*DeletionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletionsResponse)
+	err := c.cc.Invoke(ctx, Admin_RestorePartition_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListDeletions(ctx context.Context, in *ListDeletionsRequest, opts ...grpc.CallOption) (*DeletionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeletionsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListDeletions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) Journal(ctx context.Context, in *JournalRequest, opts ...grpc.CallOption) (*JournalResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JournalResponse)
+	err := c.cc.Invoke(ctx, Admin_Journal_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AdminServer is the server API for Admin service.
+// All implementations must embed UnimplementedAdminServer
+// for forward compatibility.
+//
+// Admin runs the operator commands on whole-partition deletions of remote
+// copies: "tierd topics delete", "tierd partitions restore", "tierd
+// journal", and the pending deletions "tierd segments" shows. Errors:
+//
+//	INVALID_ARGUMENT     empty topic, negative partition, several
+//	                     incarnations scheduled and no topic id named
+//	NOT_FOUND            nothing to delete, or nothing scheduled to restore
+//	FAILED_PRECONDITION  refused: the topic still has live partition
+//	                     directories, the cluster says it still exists, the
+//	                     deletion already runs, or the partition is tiered
+//	                     again under another incarnation
+//	UNAVAILABLE          the Kafka cluster, needed to check, is unreachable
+type AdminServer interface {
+	// DeleteTopic schedules the deletion of every remote copy of a topic's
+	// partitions, after the grace period (remote.log.delete.delay.ms).
+	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeletionsResponse, error)
+	// RestorePartition cancels a scheduled deletion within its grace period.
+	RestorePartition(context.Context, *RestorePartitionRequest) (*DeletionsResponse, error)
+	// ListDeletions returns the scheduled deletions (of one partition, or all).
+	ListDeletions(context.Context, *ListDeletionsRequest) (*DeletionsResponse, error)
+	// Journal returns the deletion journal, oldest first.
+	Journal(context.Context, *JournalRequest) (*JournalResponse, error)
+	mustEmbedUnimplementedAdminServer()
+}
+
+// UnimplementedAdminServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedAdminServer struct{}
+
+func (UnimplementedAdminServer) DeleteTopic(context.Context, *DeleteTopicRequest) (*DeletionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteTopic not implemented")
+}
+func (UnimplementedAdminServer) RestorePartition(context.Context, *RestorePartitionRequest) (*DeletionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RestorePartition not implemented")
+}
+func (UnimplementedAdminServer) ListDeletions(context.Context, *ListDeletionsRequest) (*DeletionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListDeletions not implemented")
+}
+func (UnimplementedAdminServer) Journal(context.Context, *JournalRequest) (*JournalResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Journal not implemented")
+}
+func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
+func (UnimplementedAdminServer) testEmbeddedByValue()               {}
+
+// UnsafeAdminServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to AdminServer will
+// result in compilation errors.
+type UnsafeAdminServer interface {
+	mustEmbedUnimplementedAdminServer()
+}
+
+func RegisterAdminServer(s grpc.ServiceRegistrar, srv AdminServer) {
+	// If the following call panics, it indicates UnimplementedAdminServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&Admin_ServiceDesc, srv)
+}
+
+func _Admin_DeleteTopic_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteTopicRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).DeleteTopic(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_DeleteTopic_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).DeleteTopic(ctx, req.(*DeleteTopicRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_RestorePartition_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RestorePartitionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).RestorePartition(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_RestorePartition_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).RestorePartition(ctx, req.(*RestorePartitionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListDeletions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListDeletionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListDeletions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListDeletions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListDeletions(ctx, req.(*ListDeletionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_Journal_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JournalRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Journal(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Journal_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Journal(ctx, req.(*JournalRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var Admin_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tierd.v1.Admin",
+	HandlerType: (*AdminServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "DeleteTopic",
+			Handler:    _Admin_DeleteTopic_Handler,
+		},
+		{
+			MethodName: "RestorePartition",
+			Handler:    _Admin_RestorePartition_Handler,
+		},
+		{
+			MethodName: "ListDeletions",
+			Handler:    _Admin_ListDeletions_Handler,
+		},
+		{
+			MethodName: "Journal",
+			Handler:    _Admin_Journal_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "tierd.proto",
+}

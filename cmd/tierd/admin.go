@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/user"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/proto/tierdpb"
+)
+
+// adminTimeout bounds an operator command: a running tierd answers between
+// two passes, so one long copy can make it wait.
+const adminTimeout = 10 * time.Minute
+
+// operator names who runs a command, for the journal: user@host.
+func operator() string {
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return name + "@" + host
+}
+
+// adminClient reaches the Admin service of the running tierd at
+// cfg.Fetch.Listen or, when none answers, runs it in this process over
+// the stopped tierd's metadata, bucket and cluster.
+func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, func(), error) {
+	c, err := fetch.Dial(cfg.Fetch.Listen)
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		up := c.WaitReady(pctx)
+		cancel()
+		if up {
+			return c.Admin(), "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
+		}
+		c.Close()
+	}
+	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
+		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	}
+	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and its metadata cannot be opened: %w", cfg.Fetch.Listen, err)
+	}
+	return localAdmin{fetch.NewAdmin(d.copier, d.store)}, cfg.Metadata.Dir + " (tierd not running)", func() { d.fetch.Close(); d.Close() }, nil
+}
+
+// localAdmin calls an in-process Admin service through the client
+// interface.
+type localAdmin struct{ s tierdpb.AdminServer }
+
+func (l localAdmin) DeleteTopic(ctx context.Context, r *tierdpb.DeleteTopicRequest, _ ...grpc.CallOption) (*tierdpb.DeletionsResponse, error) {
+	return l.s.DeleteTopic(ctx, r)
+}
+
+func (l localAdmin) RestorePartition(ctx context.Context, r *tierdpb.RestorePartitionRequest, _ ...grpc.CallOption) (*tierdpb.DeletionsResponse, error) {
+	return l.s.RestorePartition(ctx, r)
+}
+
+func (l localAdmin) ListDeletions(ctx context.Context, r *tierdpb.ListDeletionsRequest, _ ...grpc.CallOption) (*tierdpb.DeletionsResponse, error) {
+	return l.s.ListDeletions(ctx, r)
+}
+
+func (l localAdmin) Journal(ctx context.Context, r *tierdpb.JournalRequest, _ ...grpc.CallOption) (*tierdpb.JournalResponse, error) {
+	return l.s.Journal(ctx, r)
+}
+
+// adminCommand parses a subcommand's flags, loads the config, connects
+// and runs fn; errors are printed as "tierd NAME: message" (exit 1).
+func adminCommand(ctx context.Context, name, usage string, args []string, stderr io.Writer, nargs int,
+	setup func(*flag.FlagSet), fn func(ctx context.Context, a tierdpb.AdminClient, source string, args []string) error) int {
+	var rest []string
+	cfg, code, ok := configCommandArgs(name, usage, args, stderr, setup, &rest)
+	if !ok {
+		return code
+	}
+	if len(rest) != nargs {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	a, source, closeFn, err := adminClient(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd %s: %v\n", name, err)
+		return 1
+	}
+	defer closeFn()
+	if err := fn(ctx, a, source, rest); err != nil {
+		if st, ok := status.FromError(err); ok {
+			err = fmt.Errorf("%s (%s)", st.Message(), st.Code())
+		}
+		fmt.Fprintf(stderr, "tierd %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var after, limit int64
+	return adminCommand(ctx, "journal", "tierd journal --config tierd.yaml [--after SEQ] [--limit N]", args, stderr, 0,
+		func(fs *flag.FlagSet) {
+			fs.Int64Var(&after, "after", 0, "print the entries after this sequence number")
+			fs.Int64Var(&limit, "limit", 0, "print at most this many entries (0: all)")
+		},
+		func(ctx context.Context, a tierdpb.AdminClient, _ string, _ []string) error {
+			resp, err := a.Journal(ctx, &tierdpb.JournalRequest{AfterSeq: after, Limit: int32(limit)})
+			if err != nil {
+				return err
+			}
+			enc := json.NewEncoder(stdout)
+			for _, e := range resp.GetEntries() {
+				if err := enc.Encode(journalFromProto(e)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+}
+
+// journalFromProto gives an entry the JSON shape it is stored with.
+func journalFromProto(e *tierdpb.JournalEntry) remotelog.JournalEntry {
+	return remotelog.JournalEntry{Seq: e.GetSeq(), TimeMs: e.GetTimeMs(), Event: e.GetEvent(),
+		TopicPartition: remotelog.TopicPartition{Topic: e.GetTopic(), Partition: e.GetPartition()}, TopicID: e.GetTopicId(),
+		Reason: remotelog.DeletionReason(e.GetReason()), Proof: e.GetProof(), DueMs: e.GetDueMs(), Segments: int(e.GetSegments()),
+		Bytes: e.GetBytes(), Detail: e.GetDetail()}
+}
+
+func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const usage = "tierd topics delete --config tierd.yaml [--topic-id ID] TOPIC"
+	if len(args) == 0 || args[0] != "delete" {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return 2
+	}
+	var topicID, who string
+	return adminCommand(ctx, "topics delete", usage, args[1:], stderr, 1,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&topicID, "topic-id", "", "delete only the copies of this incarnation (topic id); default: the recorded one")
+			fs.StringVar(&who, "operator", operator(), "who orders the deletion, for the journal")
+		},
+		func(ctx context.Context, a tierdpb.AdminClient, source string, rest []string) error {
+			resp, err := a.DeleteTopic(ctx, &tierdpb.DeleteTopicRequest{Topic: rest[0], TopicId: topicID, Operator: who})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "scheduled by %s; nothing is deleted before the due time, and 'tierd partitions restore TOPIC-P' cancels it until then:\n", source)
+			printDeletions(stdout, resp.GetDeletions())
+			return nil
+		})
+}
+
+func runPartitions(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const usage = "tierd partitions restore --config tierd.yaml [--topic-id ID] TOPIC-PARTITION"
+	if len(args) == 0 || args[0] != "restore" {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return 2
+	}
+	var topicID, who string
+	return adminCommand(ctx, "partitions restore", usage, args[1:], stderr, 1,
+		func(fs *flag.FlagSet) {
+			fs.StringVar(&topicID, "topic-id", "", "the incarnation to restore, when several are scheduled")
+			fs.StringVar(&who, "operator", operator(), "who restores it, for the journal")
+		},
+		func(ctx context.Context, a tierdpb.AdminClient, source string, rest []string) error {
+			tp, ok := kafkalog.ParsePartitionDir(rest[0])
+			if !ok {
+				return fmt.Errorf("%q is not TOPIC-PARTITION", rest[0])
+			}
+			resp, err := a.RestorePartition(ctx, &tierdpb.RestorePartitionRequest{Topic: tp.Topic, Partition: tp.Partition, TopicId: topicID, Operator: who})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "restored by %s; these copies are live again:\n", source)
+			printDeletions(stdout, resp.GetDeletions())
+			return nil
+		})
+}
+
+// printDeletions prints scheduled deletions as a table.
+func printDeletions(w io.Writer, ds []*tierdpb.PartitionDeletion) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "partition\ttopic id\tcopies\tbytes\tstate\treason\tdue\tproof")
+	for _, d := range ds {
+		fmt.Fprintf(tw, "%s-%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", d.GetTopic(), d.GetPartition(), orDash(d.GetTopicId()), d.GetSegments(), d.GetBytes(),
+			d.GetState(), d.GetReason(), time.UnixMilli(d.GetDueMs()).UTC().Format(time.RFC3339), d.GetProof())
+	}
+	tw.Flush()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
