@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // adoptPartition makes sure the metadata store knows the partition. A
@@ -26,19 +27,9 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 		// try again next pass.
 		return 0, fmt.Errorf("rebuild metadata from the bucket: %w", err)
 	}
-	pending, _, err := c.pendingIDs(p.tp)
-	if err != nil {
+	if mfs, err = c.adoptable(p.tp, p.topicID, mfs); err != nil {
 		return 0, err
 	}
-	kept := mfs[:0]
-	for _, mf := range mfs {
-		// This incarnation's copies, and those from before topic ids;
-		// never those whose deletion is scheduled.
-		if (p.topicID == "" || mf.TopicID == p.topicID || mf.TopicID == "") && !pending[mf.SegmentID] {
-			kept = append(kept, mf)
-		}
-	}
-	mfs = kept
 	lso := int64(-1)
 	if len(p.segs) > 0 {
 		lso = p.segs[0].base
@@ -75,6 +66,23 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 	}
 	c.needSweep(p.tp) // copies without a manifest are orphans now
 	return len(mfs), nil
+}
+
+// adoptable keeps the manifests a partition of incarnation topicID may
+// take rows from: that incarnation's copies and those from before topic
+// ids, never another incarnation's nor those whose deletion is scheduled.
+func (c *Copier) adoptable(tp remotelog.TopicPartition, topicID string, mfs []*rsm.Manifest) ([]*rsm.Manifest, error) {
+	pending, _, err := c.pendingIDs(tp)
+	if err != nil {
+		return nil, err
+	}
+	kept := make([]*rsm.Manifest, 0, len(mfs))
+	for _, mf := range mfs {
+		if (topicID == "" || mf.TopicID == topicID || mf.TopicID == "") && !pending[mf.SegmentID] {
+			kept = append(kept, mf)
+		}
+	}
+	return kept, nil
 }
 
 // needSweep asks for the partition's bucket objects to be checked against

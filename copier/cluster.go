@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // Cluster is what the copier asks the Kafka cluster (package cluster's
@@ -159,7 +161,7 @@ func (c *Copier) ClusterStatus() (ok bool, reason string) {
 // when the cluster (last fresh view) names BrokerID its leader. It returns
 // the leader epoch, and false with no error for a partition led elsewhere
 // or unknown to the cluster.
-func (c *Copier) leads(p *partition) (bool, error) {
+func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 	v, err := c.freshView()
 	if err != nil {
 		return false, err
@@ -174,12 +176,46 @@ func (c *Copier) leads(p *partition) (bool, error) {
 	}
 	part, ok := t.Partitions[p.tp.Partition]
 	if !ok || part.Leader != c.cfg.BrokerID {
+		c.stateMu.Lock()
+		delete(c.led, p.tp)
+		c.stateMu.Unlock()
 		if c.once(fmt.Sprintf("follower %s %d", p.tp, part.Leader)) {
 			c.log.Info("partition is led by another broker: its tierd tiers it", "partition", p.tp, "leader", part.Leader, "broker_id", c.cfg.BrokerID)
 		}
 		return false, nil
 	}
 	p.leaderEpoch = part.LeaderEpoch
+	c.stateMu.Lock()
+	fenced, known := c.led[p.tp]
+	c.stateMu.Unlock()
+	if known && fenced == part.LeaderEpoch {
+		return true, nil
+	}
+	// Leadership came to this broker (or its epoch changed): raise the
+	// bucket's fence first, so the previous leader's tierd commits no copy
+	// from now on, then take in what it copied.
+	f := rsm.Fence{LeaderEpoch: part.LeaderEpoch, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RaisedMs: c.now().UnixMilli()}
+	if _, err := c.rs.RaiseFence(ctx, p.tp, f); err != nil {
+		if errors.Is(err, rsm.ErrFenced) {
+			if c.once("fenced " + err.Error()) {
+				c.log.Warn("a newer leader epoch fences the partition: the cluster view is stale; not tiering it", "partition", p.tp, "err", err)
+			}
+			return false, nil
+		}
+		return false, err
+	}
+	crashpoint.Hit("leader.fenced")
+	if _, ok, err := c.store.Offsets(p.tp); err != nil {
+		return false, err
+	} else if ok {
+		if err := c.reconcile(ctx, p.tp); err != nil {
+			return false, fmt.Errorf("take in the previous leader's copies: %w", err)
+		}
+	}
+	c.log.Info("leading the partition: tiering it", "partition", p.tp, "leader_epoch", part.LeaderEpoch)
+	c.stateMu.Lock()
+	c.led[p.tp] = part.LeaderEpoch
+	c.stateMu.Unlock()
 	return true, nil
 }
 
@@ -317,7 +353,7 @@ func (c *Copier) owns(ctx context.Context, p *partition) (bool, error) {
 	if c.cl == nil {
 		return c.claim(ctx, p.tp)
 	}
-	own, err := c.leads(p)
+	own, err := c.leads(ctx, p)
 	if errors.Is(err, ErrClusterUnreachable) {
 		if c.once("unowned " + err.Error()) {
 			c.log.Warn("not tiering: no fresh leadership from the kafka cluster", "err", err)

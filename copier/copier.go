@@ -31,6 +31,8 @@ type RemoteStorage interface {
 	CreateLease(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) (rsm.Lease, error)
 	ReplaceLease(ctx context.Context, tp remotelog.TopicPartition, prev rsm.Lease, o rsm.Owner) (rsm.Lease, error)
 	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
+	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
+	CheckFence(ctx context.Context, tp remotelog.TopicPartition, leaderEpoch int32) error
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -90,6 +92,7 @@ type Copier struct {
 	held     map[remotelog.TopicPartition]string    // this pass's held partitions, by reason
 	lastHeld map[remotelog.TopicPartition]string    // the last pass's
 	cl       Cluster                                // nil: no Kafka cluster configured
+	led      map[remotelog.TopicPartition]int32     // leader epoch this tierd fenced each partition at
 	cs       clusterState
 }
 
@@ -104,7 +107,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	}
 	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{}}
+		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
+		led: map[remotelog.TopicPartition]int32{}}
 	for _, o := range opts {
 		o(c)
 	}

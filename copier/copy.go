@@ -176,6 +176,13 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		meta.LocalSizeInBytes = in.fileSize // the copy leaves out the zero tail
 		c.reportTrimmed(p.tp, s, in)
 	}
+	if p.leaderEpoch >= 0 {
+		// Made under this leader epoch: committed only while no newer
+		// leader has raised the partition's fence.
+		le := p.leaderEpoch
+		meta.CopyLeaderEpoch = &le
+		files.BeforeManifest = func(ctx context.Context) error { return c.rs.CheckFence(ctx, p.tp, le) }
+	}
 	if err := c.store.AddSegment(meta); err != nil {
 		return err
 	}
@@ -212,6 +219,18 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 		}
 	}()
 	mf, err := c.rs.CopySegment(ctx, meta, files)
+	if err == nil && meta.CopyLeaderEpoch != nil {
+		// The manifest is written: the copy commits only if the fence
+		// still allows its epoch now (a new leader raises it before it
+		// lists the bucket).
+		crashpoint.Hit("copy.manifest-written")
+		err = c.rs.CheckFence(ctx, meta.TopicPartition, *meta.CopyLeaderEpoch)
+	}
+	if errors.Is(err, rsm.ErrFenced) {
+		c.m.fenced.Inc()
+		c.log.Warn("copy made under an older leader epoch is not committed: another broker leads the partition now",
+			"partition", meta.TopicPartition, "base_offset", meta.StartOffset, "err", err)
+	}
 	if err != nil {
 		return err
 	}

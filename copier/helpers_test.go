@@ -170,7 +170,7 @@ func (r *rig) offsets() remotelog.PartitionOffsets {
 func (r *rig) objects() []string {
 	var keys []string
 	r.bucket.Iter(context.Background(), "", func(k string) error {
-		if !strings.HasSuffix(k, "/"+rsm.OwnerObject) {
+		if !strings.HasSuffix(k, "/"+rsm.OwnerObject) && !strings.HasSuffix(k, "/"+rsm.FenceObject) {
 			keys = append(keys, k)
 		}
 		return nil

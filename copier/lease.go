@@ -187,6 +187,13 @@ func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) err
 	for _, mf := range mfs {
 		inBucket[mf.SegmentID] = true
 	}
+	off, _, err := c.store.Offsets(tp)
+	if err != nil {
+		return err
+	}
+	if mfs, err = c.adoptable(tp, off.TopicID, mfs); err != nil {
+		return err
+	}
 	rows, err := c.store.Segments(tp)
 	if err != nil {
 		return err

@@ -17,6 +17,7 @@ type metrics struct {
 	held                                *prometheus.GaugeVec
 	heldTotal                           *prometheus.CounterVec
 	leaseRaces, instanceConflicts       prometheus.Counter
+	fenced                              prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,6 +53,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		mismatch:     c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
 		trimmedTails: c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
 		leaseRaces:   c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
+		fenced:       c("fenced_copies_total", "Copies not committed because a newer leader epoch fenced the partition while they were made (and deleted)."),
 		instanceConflicts: c("lease_instance_conflicts_total",
 			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}

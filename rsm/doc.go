@@ -57,6 +57,12 @@
 //	  "objects": {".log": {"key": "...", "size": 1044420, "sha256": "..."}, ...}
 //	}
 //
+// copyLeaderEpoch (the partition's leader epoch, from the Kafka cluster,
+// under which the copy was made) is present only when tierd works with a
+// cluster. A partition may also hold "_leader_epoch.json", the
+// leader-epoch fence ({"leaderEpoch": 7, "brokerId": 2, ...}) a new
+// leader's tierd raises before it acts: a copy made under a lower epoch
+// is never committed.
 // instanceId (the copying tierd's instance id) is absent from manifests
 // written before instance ids. Readers reject an unknown formatVersion. Checksums are SHA-256 of the
 // object bytes, hex. An optional "localSizeInBytes" (bytes; absent in

@@ -125,6 +125,7 @@ type Manifest struct {
 	CreatedMs               int64                  `json:"createdMs"`
 	BrokerID                int32                  `json:"brokerId"`
 	InstanceID              string                 `json:"instanceId,omitempty"`
+	CopyLeaderEpoch         *int32                 `json:"copyLeaderEpoch,omitempty"`
 	Objects                 map[string]ObjectInfo  `json:"objects"`
 }
 
@@ -135,7 +136,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		ID: mf.SegmentID, StartOffset: mf.StartOffset, EndOffset: mf.EndOffset,
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
-		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID,
+		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID, CopyLeaderEpoch: mf.CopyLeaderEpoch,
 		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent,
 	}
 }
@@ -146,6 +147,10 @@ type SegmentFiles struct {
 	TxnIndex                    string // path, or "" when absent
 	ProducerSnapshot            string // path, or "" when absent
 	LeaderEpochs                []remotelog.EpochEntry
+	// BeforeManifest, when set, is called after every other object is
+	// stored and before the manifest is written; an error aborts the copy
+	// (a leader-epoch fence check, see Fence).
+	BeforeManifest func(context.Context) error
 }
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
@@ -165,7 +170,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset, MaxTimestampMs: meta.MaxTimestampMs,
 		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
-		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, Objects: map[string]ObjectInfo{},
+		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, CopyLeaderEpoch: meta.CopyLeaderEpoch, Objects: map[string]ObjectInfo{},
 	}
 	defer func() {
 		if err != nil {
@@ -203,6 +208,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 	}
 	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs)); err != nil {
 		return nil, err
+	}
+	if files.BeforeManifest != nil {
+		if err := files.BeforeManifest(ctx); err != nil {
+			return nil, err
+		}
 	}
 	body, err := json.MarshalIndent(mf, "", "  ")
 	if err != nil {

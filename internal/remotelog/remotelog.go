@@ -164,6 +164,10 @@ type SegmentMetadata struct {
 	// InstanceID is the instance id of the tierd that made the copy (kept
 	// in its metadata dir), "" for rows written before instance ids.
 	InstanceID string `json:"instanceId,omitempty"`
+	// CopyLeaderEpoch is the partition's leader epoch, as the Kafka
+	// cluster gave it, under which the copy was made; nil without a
+	// cluster.
+	CopyLeaderEpoch *int32 `json:"copyLeaderEpoch,omitempty"`
 	// TxnIndexPresent and ProducerSnapshotPresent say which optional
 	// objects were uploaded.
 	TxnIndexPresent         bool `json:"txnIndexPresent"`
