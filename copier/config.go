@@ -158,6 +158,11 @@ type Config struct {
 	// configured and the value is set rather than Kafka's built-in
 	// default, over the retention below. Default true.
 	ClusterTopicConfigs bool `yaml:"cluster_topic_configs"`
+	// CopyChecksPerPass is how many finished copies each pass checks for
+	// missing objects (four small requests each), taken in turn across
+	// the partitions this tierd tiers; copies a read found missing are
+	// checked on top. Default 4; 0 checks only those.
+	CopyChecksPerPass int `yaml:"copy_checks_per_pass"`
 	// Retention applies to every topic; Topics overrides it per topic.
 	Retention Retention            `yaml:"retention"`
 	Topics    map[string]Retention `yaml:"topics"`
@@ -167,7 +172,8 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
 		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
-		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true}
+		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
+		CopyChecksPerPass: 4}
 }
 
 // Validate reports every problem at once.
@@ -203,6 +209,9 @@ func (c Config) Validate() error {
 	}
 	if c.MessageTimestampAfterMaxMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: message.timestamp.after.max.ms %d must not be negative", c.MessageTimestampAfterMaxMs))
+	}
+	if c.CopyChecksPerPass < 0 {
+		errs = append(errs, fmt.Errorf("copier: copy_checks_per_pass %d must not be negative", c.CopyChecksPerPass))
 	}
 	if c.RemoteLogDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))

@@ -33,6 +33,7 @@ type RemoteStorage interface {
 	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
 	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
 	CheckFence(ctx context.Context, tp remotelog.TopicPartition, leaderEpoch int32) error
+	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -46,6 +47,8 @@ type MetadataStore interface {
 	AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error)
 	ImportSegment(meta remotelog.SegmentMetadata) error
 	Partitions() ([]remotelog.TopicPartition, error)
+	Segment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error)
+	MarkDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, reason string) (remotelog.SegmentMetadata, error)
 	ClusterID() (string, error)
 	SetClusterID(id string) error
 	ScheduleDeletion(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string, dueMs int64) (remotelog.PartitionDeletion, error)
@@ -84,16 +87,20 @@ type Copier struct {
 	m     *metrics
 	mu    sync.Mutex // one pass at a time
 
-	stateMu  sync.Mutex // guards the maps below
-	warns    map[string]bool
-	times    map[string]int64 // max timestamp by segment file (path+size)
-	swept    map[remotelog.TopicPartition]bool
-	leases   map[remotelog.TopicPartition]heldLease // ours, as last written
-	held     map[remotelog.TopicPartition]string    // this pass's held partitions, by reason
-	lastHeld map[remotelog.TopicPartition]string    // the last pass's
-	cl       Cluster                                // nil: no Kafka cluster configured
-	led      map[remotelog.TopicPartition]int32     // leader epoch this tierd fenced each partition at
-	cs       clusterState
+	stateMu     sync.Mutex // guards the maps below
+	warns       map[string]bool
+	times       map[string]int64 // max timestamp by segment file (path+size)
+	swept       map[remotelog.TopicPartition]bool
+	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
+	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason
+	lastHeld    map[remotelog.TopicPartition]string               // the last pass's
+	cl          Cluster                                           // nil: no Kafka cluster configured
+	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at
+	owned       []remotelog.TopicPartition                        // partitions this pass worked on
+	suspects    map[remotelog.SegmentID]remotelog.SegmentMetadata // copies readers found objects of missing
+	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
+	checkCursor int                                               // next partition to check a copy of
+	cs          clusterState
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -108,7 +115,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
-		led: map[remotelog.TopicPartition]int32{}}
+		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
+		copyCursor: map[remotelog.TopicPartition]int{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -171,6 +179,13 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		}()
 	}
 	wg.Wait()
+	c.stateMu.Lock()
+	owned := c.owned
+	c.owned = nil
+	c.stateMu.Unlock()
+	if err := c.checkCopies(ctx, owned); err != nil {
+		errs = append(errs, err)
+	}
 	if err := c.checkGoneTopics(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -331,6 +346,9 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if own, err := c.owns(ctx, p); err != nil || !own {
 		return 0, err
 	}
+	c.stateMu.Lock()
+	c.owned = append(c.owned, p.tp)
+	c.stateMu.Unlock()
 	var (
 		warns    []string
 		disabled bool

@@ -95,7 +95,11 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if s.end < offs.LogStartOffset {
 			continue
 		}
-		if covered(fin, s) || s.end <= highest {
+		if damagedExactly(fin, s) {
+			if c.once(fmt.Sprintf("recopy %s %d", p.tp, s.base)) {
+				c.log.Warn("copying a segment again: its copy is damaged", "partition", p.tp, "base_offset", s.base)
+			}
+		} else if covered(fin, s) || s.end <= highest {
 			if s.base >= offs.LogStartOffset && !copiedExactly(fin, s) {
 				c.reportMismatch(p.tp, s)
 			}
@@ -116,7 +120,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 			return copied, fmt.Errorf("copy segment %d: %w", s.base, err)
 		}
 		copied++
-		highest = s.end
+		highest = max(highest, s.end)
 	}
 	return copied, nil
 }

@@ -17,7 +17,7 @@ type metrics struct {
 	held                                *prometheus.GaugeVec
 	heldTotal                           *prometheus.CounterVec
 	leaseRaces, instanceConflicts       prometheus.Counter
-	fenced                              prometheus.Counter
+	fenced, copiesChecked, damaged      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -49,11 +49,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Partitions neither tiered nor trimmed in the last pass because of local evidence tierd will not act on, by reason."}, []string{"reason"}),
 		heldTotal: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_copier_partition_holds_total",
 			Help: "Times a partition was first held for a reason (distinct evidence), by reason."}, []string{"reason"}),
-		incarnation:  c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
-		mismatch:     c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
-		trimmedTails: c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
-		leaseRaces:   c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
-		fenced:       c("fenced_copies_total", "Copies not committed because a newer leader epoch fenced the partition while they were made (and deleted)."),
+		incarnation:   c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
+		mismatch:      c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+		trimmedTails:  c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
+		leaseRaces:    c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
+		copiesChecked: c("copies_checked_total", "Finished copies checked for missing objects."),
+		damaged:       c("damaged_copies_total", "Finished copies found with objects missing from the bucket (marked damaged; copied again while local)."),
+		fenced:        c("fenced_copies_total", "Copies not committed because a newer leader epoch fenced the partition while they were made (and deleted)."),
 		instanceConflicts: c("lease_instance_conflicts_total",
 			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}

@@ -325,3 +325,67 @@ func TestOperatorDeleteAndRestore(t *testing.T) {
 		t.Fatalf("journal %v", j)
 	}
 }
+
+// A finished copy whose objects vanished from the bucket (another tool
+// deleted them) is found by the per-pass check, marked damaged, copied
+// again from local disk, and no longer counts for local deletion; the
+// damaged copy then goes as superseded.
+func TestDamagedCopyRecopied(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FileDeleteDelay = 0
+	r := newRig(t, cfg, nil)
+	tieredTwo(t, r, idA)
+	fin, _ := r.store.FinishedSegments(r.tp)
+	victim := fin[0]
+	ctx := context.Background()
+	if err := r.bucket.Delete(ctx, r.mgr.Key(victim, ".log")); err != nil {
+		t.Fatal(err)
+	}
+	// Readers report it (DATA_LOSS); the next pass checks it.
+	r.c.SuspectCopy(victim)
+	r.sync()
+	if got, _ := r.store.Segment(r.tp, 0, victim.ID); got.Damaged == "" {
+		t.Fatalf("copy not marked damaged: %+v", got)
+	}
+	if got := testutilCounter(t, r.c.m.damaged); got != 1 {
+		t.Fatalf("damaged copies %v", got)
+	}
+	// Local retention must not trust it: with local.retention.ms 0,
+	// segment 0 stays until its new copy is finished.
+	r.c.cfg.Retention.LocalRetentionMs = ptr(0)
+	if n := r.sync(); n != 1 {
+		t.Fatalf("copied %d, want segment 0 again", n)
+	}
+	fin, _ = r.store.FinishedSegments(r.tp)
+	if len(fin) != 2 || fin[0].ID == victim.ID || fin[0].Damaged != "" {
+		t.Fatalf("rows after the new copy %+v", fin)
+	}
+	r.sync()
+	if got, _ := r.store.Segment(r.tp, 0, victim.ID); got.State != remotelog.DeleteSegmentFinished {
+		t.Fatalf("damaged copy state %s, want deleted as superseded", got.State)
+	}
+	for _, k := range r.objects() {
+		if strings.Contains(k, victim.ID.String()) {
+			t.Fatalf("damaged copy's object %s left", k)
+		}
+	}
+}
+
+// The per-pass check finds a damaged copy without any reader.
+func TestCopyCheckRotates(t *testing.T) {
+	r := newRig(t, DefaultConfig(), nil)
+	tieredTwo(t, r, idA)
+	fin, _ := r.store.FinishedSegments(r.tp)
+	if err := r.bucket.Delete(context.Background(), r.mgr.Key(fin[1], ".manifest.json")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		r.sync()
+	}
+	if got, _ := r.store.Segment(r.tp, fin[1].StartOffset, fin[1].ID); got.Damaged == "" && got.State == remotelog.CopySegmentFinished {
+		t.Fatalf("two passes did not find the copy without its manifest: %+v", got)
+	}
+	if got := testutilCounter(t, r.c.m.copiesChecked); got < 2 {
+		t.Fatalf("copies checked %v", got)
+	}
+}

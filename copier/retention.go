@@ -71,6 +71,7 @@ func (c *Copier) localRetention(p *partition) error {
 	if err != nil {
 		return err
 	}
+	fin = undamaged(fin) // a damaged copy is no evidence for a local delete
 	offs, _, err := c.store.Offsets(p.tp)
 	if err != nil {
 		return err

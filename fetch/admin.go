@@ -30,6 +30,14 @@ func WithAdmin(op Operator, dl DeletionLog) Option {
 	return func(s *Server) { s.admin = &adminServer{op: op, dl: dl} }
 }
 
+// WithMissingCopyHook has fn told, after the answer, of every finished
+// copy a Fetch found an object of missing (answered DATA_LOSS): the
+// copier checks such a copy on its next pass (copier.SuspectCopy). fn
+// must not block.
+func WithMissingCopyHook(fn func(remotelog.SegmentMetadata)) Option {
+	return func(s *Server) { s.onMissing = fn }
+}
+
 // NewAdmin returns the Admin service over op and dl, for use in process
 // (a tool acting on a stopped tierd's metadata): its errors are the gRPC
 // statuses a remote call would return.

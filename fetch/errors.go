@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 )
@@ -29,6 +30,18 @@ type outOfRangeError struct{ offset, logStart, highest int64 }
 func (e *outOfRangeError) Error() string {
 	return fmt.Sprintf("offset %d out of the tiered range [%d, %d]", e.offset, e.logStart, e.highest)
 }
+
+// missingCopyError says which finished copy a missing object belongs to.
+type missingCopyError struct {
+	meta remotelog.SegmentMetadata
+	err  error
+}
+
+func (e *missingCopyError) Error() string {
+	return fmt.Sprintf("copy %s of offsets %d-%d: %v", e.meta.ID, e.meta.StartOffset, e.meta.EndOffset, e.err)
+}
+
+func (e *missingCopyError) Unwrap() error { return e.err }
 
 // toStatus maps an error to a gRPC status; this package is the only place
 // where that mapping happens.

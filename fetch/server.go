@@ -61,7 +61,8 @@ type Server struct {
 	reg   prometheus.Registerer
 	m     serverMetrics
 
-	admin *adminServer // nil: no Admin service
+	admin     *adminServer                    // nil: no Admin service
+	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
@@ -233,6 +234,12 @@ func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 			break
 		}
 	}
+	var mc *missingCopyError
+	if errors.As(err, &mc) && s.onMissing != nil {
+		s.log.Error("a finished copy's object is missing: answering DATA_LOSS", "partition", mc.meta.TopicPartition,
+			"offset", req.Offset, "segment", mc.meta.ID, "err", err)
+		s.onMissing(mc.meta)
+	}
 	return resp, s.observe("Fetch", err)
 }
 
@@ -265,6 +272,9 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 			return nil, fmt.Errorf("%w: offsets %d to %d have no tiered copy", errHole, want, meta.StartOffset-1)
 		}
 		offsets, err := s.offsetIndex(wait, meta)
+		if errors.Is(err, rsm.ErrNotFound) {
+			err = &missingCopyError{meta: meta, err: err}
+		}
 		if err != nil {
 			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
 				return nil, fmt.Errorf("%w: offset index of %s", errStillLoading, meta.ID)
@@ -274,6 +284,9 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 		pos, bound := scanBounds(offsets, req.Offset, meta.SizeInBytes)
 		r := s.newSegmentReader(ctx, meta, pos)
 		data, next, end, err := r.readFrom(ctx, wait, req.Offset, maxBytes, bound+maxBytes+batch.HeaderSize)
+		if errors.Is(err, rsm.ErrNotFound) {
+			err = &missingCopyError{meta: meta, err: err}
+		}
 		if err != nil {
 			return nil, err
 		}

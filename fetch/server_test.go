@@ -69,7 +69,7 @@ type env struct {
 
 // newEnv starts a server on a real socket over a filesystem bucket and
 // Pebble.
-func newEnv(t testing.TB, cfg Config) *env {
+func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 	t.Helper()
 	fsb, err := filesystem.New(filesystem.Config{Dir: t.TempDir()})
 	if err != nil {
@@ -83,7 +83,7 @@ func newEnv(t testing.TB, cfg Config) *env {
 	if e.mgr, err = rsm.NewManager(e.bucket, rsm.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(cfg, e.store, e.mgr)
+	srv, err := NewServer(cfg, e.store, e.mgr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -224,3 +224,29 @@ func (s *Store) PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, 
 func Supersede(fin []remotelog.SegmentMetadata) []remotelog.SegmentMetadata {
 	return remotelog.Supersede(fin)
 }
+
+// MarkDamaged records on a finished row that some of its objects are
+// missing from the bucket (reason says which), in one synced write; the
+// row stays COPY_SEGMENT_FINISHED. Errors: ErrSegmentNotFound.
+func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, reason string) (remotelog.SegmentMetadata, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(tp, start, id)
+	meta, err := s.segment(k)
+	if err != nil {
+		return meta, err
+	}
+	if meta.State != remotelog.CopySegmentFinished {
+		return meta, fmt.Errorf("rlmm: mark damaged a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
+	}
+	meta.Damaged = reason
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := putJSON(b, k, meta); err != nil {
+		return meta, err
+	}
+	if err := putJSON(b, finishedKey(tp, start, id), meta); err != nil {
+		return meta, err
+	}
+	return meta, s.commit(b)
+}

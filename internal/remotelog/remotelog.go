@@ -168,6 +168,11 @@ type SegmentMetadata struct {
 	// cluster gave it, under which the copy was made; nil without a
 	// cluster.
 	CopyLeaderEpoch *int32 `json:"copyLeaderEpoch,omitempty"`
+	// Damaged says which of the copy's objects a check found missing from
+	// the bucket ("" while none is). A damaged copy is no evidence for
+	// deleting a local segment, and its segment is copied again while it
+	// is still on local disk.
+	Damaged string `json:"damaged,omitempty"`
 	// TxnIndexPresent and ProducerSnapshotPresent say which optional
 	// objects were uploaded.
 	TxnIndexPresent         bool `json:"txnIndexPresent"`
@@ -231,9 +236,12 @@ func (t IndexType) String() string {
 	return [...]string{"OFFSET", "TIMESTAMP", "TRANSACTION", "PRODUCER_SNAPSHOT", "LEADER_EPOCH"}[t]
 }
 
-// newer orders copies of the same offsets: the later event, then the
-// larger id.
+// newer orders copies of the same offsets: an undamaged copy before a
+// damaged one, then the later event, then the larger id.
 func newer(a, b SegmentMetadata) bool {
+	if (a.Damaged == "") != (b.Damaged == "") {
+		return a.Damaged == ""
+	}
 	if a.EventTimestampMs != b.EventTimestampMs {
 		return a.EventTimestampMs > b.EventTimestampMs
 	}
