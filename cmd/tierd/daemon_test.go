@@ -200,7 +200,10 @@ func TestExampleConfig(t *testing.T) {
 	}
 	def := defaultConfig()
 	if cfg.Fetch != def.Fetch || cfg.Copier.Interval != def.Copier.Interval || cfg.Copier.FileDeleteDelay != def.Copier.FileDeleteDelay ||
-		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP {
+		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP ||
+		cfg.Copier.RemoteLogDeleteDelayMs != def.Copier.RemoteLogDeleteDelayMs || cfg.Copier.ClusterTopicConfigs != def.Copier.ClusterTopicConfigs ||
+		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Enabled() ||
+		cfg.Kafka.ClientID != def.Kafka.ClientID || cfg.Kafka.RequestTimeout != def.Kafka.RequestTimeout {
 		t.Errorf("example differs from the defaults it documents: %+v", cfg)
 	}
 	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 3600000 || l.RetentionMs != 604800000 {
@@ -216,6 +219,10 @@ func TestConfigRejects(t *testing.T) {
 		"empty":    {"\n", "empty"},
 		"bad port": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nhttp: {listen: \"127.0.0.1:99999\"}\n", "0 to 65535"},
 		"no dir":   {"copier:\n  log_dirs: [/x]\nbucket: {filesystem: {dir: /b}}\n", "metadata: rlmm: dir is required"},
+		"kafka without broker_id": {"copier:\n  log_dirs: [/x]\n  ownership_lease: 0s\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {bootstrap_servers: [\"127.0.0.1:9092\"]}\n",
+			"broker_id is required with kafka.bootstrap_servers"},
+		"bad delete delay": {"copier:\n  log_dirs: [/x]\n  broker_id: 1\n  remote.log.delete.delay.ms: -1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n",
+			"remote.log.delete.delay.ms -1"},
 		"no broker_id": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n",
 			"broker_id is required with ownership_lease"},
 	} {
