@@ -21,6 +21,7 @@ var (
 	ErrTopicStillExists  = fmt.Errorf("copier: the kafka cluster says the topic still exists (%w)", remotelog.ErrRefused)
 	ErrNothingScheduled  = fmt.Errorf("copier: no deletion is scheduled for the partition (%w)", remotelog.ErrNotFound)
 	ErrNothingToDelete   = fmt.Errorf("copier: tierd has no remote copies of the topic (%w)", remotelog.ErrNotFound)
+	ErrNotConfirmed      = fmt.Errorf("copier: the kafka cluster does not confirm the topic gone (%w)", remotelog.ErrRefused)
 	ErrSeveralIncarnated = fmt.Errorf("copier: deletions of several incarnations are scheduled; name the topic id (%w)", remotelog.ErrAmbiguous)
 )
 
@@ -134,23 +135,24 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 		if c.currentView() == nil {
 			return fmt.Errorf("%w: the deletion waits for the cluster to confirm its proof", ErrClusterUnreachable)
 		}
-		st := cluster.IDStatus{State: cluster.IDUnknown, Proof: "no topic id recorded"}
-		if d.TopicID != "" {
-			var err error
-			if st, err = c.idStatus(ctx, d.TopicID); err != nil {
-				return fmt.Errorf("confirm with the cluster: %w", err)
-			}
+		var note string
+		var err error
+		if d.TopicID == "" {
+			note, err = c.confirmNameGone(ctx, d.TopicPartition.Topic)
+		} else {
+			note, err = c.confirmIDGone(ctx, d.TopicID)
 		}
 		switch {
-		case st.State == cluster.IDExists:
-			_, err := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: the cluster says the topic id exists: "+st.Proof)
-			c.log.Warn("scheduled deletion cancelled: the cluster says the topic still exists", "partition", d.TopicPartition, "topic_id", d.TopicID, "answer", st.Proof)
-			return err
-		case st.State == cluster.IDGone:
-			detail += "; confirmed: " + st.Proof
-		case d.Reason == remotelog.ReasonTopicDeleted:
-			return fmt.Errorf("the cluster does not confirm topic id %q gone now (%s); the deletion waits", d.TopicID, st.Proof)
+		case errors.Is(err, ErrTopicStillExists):
+			if _, cerr := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: "+err.Error()); cerr != nil {
+				return cerr
+			}
+			c.log.Warn("scheduled deletion cancelled: the cluster says the topic still exists", "partition", d.TopicPartition, "topic_id", d.TopicID, "err", err)
+			return nil
+		case err != nil:
+			return fmt.Errorf("the deletion waits: %w", err)
 		}
+		detail += "; " + note
 	}
 	d, err := c.store.StartDeletion(d.TopicPartition, d.TopicID, detail)
 	if err != nil {
@@ -302,30 +304,48 @@ func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([
 	return out, nil
 }
 
-// confirmGone asks the cluster whether a topic (by id, or by name when
-// the copies have none) is gone, for an operator's deletion order.
+// confirmGone asks the cluster whether a topic is gone, for an
+// operator's deletion order: by its topic id, or by its name when the
+// copies have none.
 func (c *Copier) confirmGone(ctx context.Context, topic, id string) (string, error) {
 	if id == "" {
-		v, err := c.cl.Describe(ctx, nil)
-		if err != nil {
-			return "", fmt.Errorf("%w: %v; tierd will not delete without asking it", ErrClusterUnreachable, err)
-		}
-		if err := c.checkClusterID(v.ClusterID); err != nil {
-			return "", err
-		}
-		if _, ok := v.Topics[topic]; ok {
-			return "", fmt.Errorf("%w: topic %s is listed by cluster %s", ErrTopicStillExists, topic, v.ClusterID)
-		}
-		return fmt.Sprintf("cluster %s does not list topic %s (%s)", v.ClusterID, topic, v.Source), nil
+		return c.confirmNameGone(ctx, topic)
 	}
+	return c.confirmIDGone(ctx, id)
+}
+
+// confirmIDGone returns the cluster's proof that a topic id is gone;
+// ErrTopicStillExists when it says the id exists, ErrNotConfirmed when
+// it answers anything else (an authorization failure hides a topic that
+// exists: a deleted topic's id always answers UNKNOWN_TOPIC_ID), and
+// ErrClusterUnreachable when it cannot be asked.
+func (c *Copier) confirmIDGone(ctx context.Context, id string) (string, error) {
 	st, err := c.idStatus(ctx, id)
-	if err != nil {
-		return "", fmt.Errorf("%w: %v; tierd will not delete without asking it", ErrClusterUnreachable, err)
-	}
-	if st.State == cluster.IDExists {
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("%w: %v; tierd will not delete without its answer", ErrClusterUnreachable, err)
+	case st.State == cluster.IDExists:
 		return "", fmt.Errorf("%w: topic id %s is topic %s: %s", ErrTopicStillExists, id, st.Name, st.Proof)
+	case st.State != cluster.IDGone:
+		return "", fmt.Errorf("%w: topic id %s: %s", ErrNotConfirmed, id, st.Proof)
 	}
-	return "cluster: " + st.Proof, nil
+	return "confirmed by the cluster: " + st.Proof, nil
+}
+
+// confirmNameGone checks, for copies recorded without a topic id, that
+// the cluster does not list the topic name.
+func (c *Copier) confirmNameGone(ctx context.Context, topic string) (string, error) {
+	v, err := c.cl.Describe(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v; tierd will not delete without its answer", ErrClusterUnreachable, err)
+	}
+	if err := c.checkClusterID(v.ClusterID); err != nil {
+		return "", err
+	}
+	if _, ok := v.Topics[topic]; ok {
+		return "", fmt.Errorf("%w: topic %s is listed by cluster %s", ErrTopicStillExists, topic, v.ClusterID)
+	}
+	return fmt.Sprintf("cluster %s does not list topic %s (%s, %s)", v.ClusterID, topic, v.Source, v.At.UTC().Format(time.RFC3339)), nil
 }
 
 // liveDir finds a live partition directory of tp in the log dirs and its

@@ -275,3 +275,25 @@ func TestKafkaConfigAltered(t *testing.T) {
 		t.Fatalf("retention.ms=3600000 from the cluster not applied: %+v", off)
 	}
 }
+
+// An operator's deletion order is refused while the cluster says the
+// topic exists, even with its partition directory gone from this broker
+// (a reassignment away).
+func TestKafkaOperatorDeleteRefused(t *testing.T) {
+	k := newKafkaRig(t)
+	id := k.create(t, 1)
+	r := k.tierdFor(t, 1, nil)
+	objs := tieredTwo(t, r, id)
+	os.RemoveAll(r.dir())
+	if _, err := r.c.DeleteTopic(context.Background(), "orders", "", "tester"); !errors.Is(err, ErrTopicStillExists) {
+		t.Fatalf("delete of a live topic: %v", err)
+	}
+	r.now = r.now.Add(48 * time.Hour)
+	r.sync()
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
+		t.Fatal("objects of a live topic deleted")
+	}
+	if j := r.journal(); len(j) != 0 {
+		t.Fatalf("journal %v", j)
+	}
+}
