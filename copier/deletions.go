@@ -228,17 +228,23 @@ func (c *Copier) pendingIDs(tp remotelog.TopicPartition) (map[remotelog.SegmentI
 	return ids, ds, nil
 }
 
-// lockPass waits for the running pass (if any) to end, polling, until ctx
-// ends; operator commands run between passes.
+// lockPass waits for the running pass (if any) to end, until ctx ends;
+// operator commands run between passes. sync.Mutex hands the lock to a
+// waiter blocked for more than a millisecond, so back-to-back passes
+// cannot starve a command.
 func (c *Copier) lockPass(ctx context.Context) error {
-	for !c.mu.TryLock() {
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the copier's current pass to end: %w", ctx.Err())
-		case <-time.After(50 * time.Millisecond):
-		}
+	got := make(chan struct{})
+	go func() {
+		c.mu.Lock()
+		close(got)
+	}()
+	select {
+	case <-got:
+		return nil
+	case <-ctx.Done():
+		go func() { <-got; c.mu.Unlock() }()
+		return fmt.Errorf("waiting for the copier's current pass to end: %w", ctx.Err())
 	}
-	return nil
 }
 
 // DeleteTopic schedules the deletion of every remote copy of a topic's
