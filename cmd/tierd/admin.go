@@ -143,6 +143,10 @@ func journalFromProto(e *tierdpb.JournalEntry) remotelog.JournalEntry {
 
 func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const usage = "tierd topics delete --config tierd.yaml [--topic-id ID] TOPIC"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return 0
+	}
 	if len(args) == 0 || args[0] != "delete" {
 		fmt.Fprintln(stderr, "usage: "+usage)
 		return 2
@@ -166,6 +170,10 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func runPartitions(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const usage = "tierd partitions restore --config tierd.yaml [--topic-id ID] TOPIC-PARTITION"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		return 0
+	}
 	if len(args) == 0 || args[0] != "restore" {
 		fmt.Fprintln(stderr, "usage: "+usage)
 		return 2
