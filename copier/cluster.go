@@ -194,13 +194,10 @@ func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 	// Leadership came to this broker (or its epoch changed): raise the
 	// bucket's fence first, so the previous leader's tierd commits no copy
 	// from now on, then take in what it copied.
-	f := rsm.Fence{LeaderEpoch: part.LeaderEpoch, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RaisedMs: c.now().UnixMilli()}
+	f := rsm.Fence{TopicID: t.ID, LeaderEpoch: part.LeaderEpoch, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RaisedMs: c.now().UnixMilli()}
 	if _, err := c.rs.RaiseFence(ctx, p.tp, f); err != nil {
 		if errors.Is(err, rsm.ErrFenced) {
-			if c.once("fenced " + err.Error()) {
-				c.log.Warn("a newer leader epoch fences the partition: the cluster view is stale; not tiering it", "partition", p.tp, "err", err)
-			}
-			return false, nil
+			return false, c.hold(p.tp, heldFenced, err.Error()+"; the cluster's view may be stale: waiting for it to move on")
 		}
 		return false, err
 	}
@@ -246,6 +243,10 @@ func (c *Copier) resolveTopicID(ctx context.Context, p *partition, off remotelog
 	}
 	if c.currentView() == nil {
 		return c.hold(p.tp, heldTopicIDChanged, detail+"; the cluster is unreachable")
+	}
+	if off.OperatorKept != "" {
+		return c.hold(p.tp, heldTopicIDChanged, detail+"; an operator restored the old incarnation's copies ("+off.OperatorKept+
+			"): delete them with 'tierd topics delete "+p.tp.Topic+" --topic-id "+off.TopicID+"'")
 	}
 	st, err := c.idStatus(ctx, off.TopicID)
 	if err != nil {

@@ -32,7 +32,7 @@ type RemoteStorage interface {
 	ReplaceLease(ctx context.Context, tp remotelog.TopicPartition, prev rsm.Lease, o rsm.Owner) (rsm.Lease, error)
 	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
 	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
-	CheckFence(ctx context.Context, tp remotelog.TopicPartition, leaderEpoch int32) error
+	CheckFence(ctx context.Context, tp remotelog.TopicPartition, topicID string, leaderEpoch int32) error
 	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
 }
 
@@ -48,11 +48,12 @@ type MetadataStore interface {
 	ImportSegment(meta remotelog.SegmentMetadata) error
 	Partitions() ([]remotelog.TopicPartition, error)
 	Segment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error)
+	ForgetSegment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) error
 	MarkDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, reason string) (remotelog.SegmentMetadata, error)
 	ClusterID() (string, error)
 	SetClusterID(id string) error
 	ScheduleDeletion(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string, dueMs int64) (remotelog.PartitionDeletion, error)
-	CancelDeletion(tp remotelog.TopicPartition, topicID, detail string) (remotelog.PartitionDeletion, error)
+	CancelDeletion(tp remotelog.TopicPartition, topicID, detail string, keep bool) (remotelog.PartitionDeletion, error)
 	StartDeletion(tp remotelog.TopicPartition, topicID, detail string) (remotelog.PartitionDeletion, error)
 	FinishDeletion(tp remotelog.TopicPartition, topicID, detail string) error
 	Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDeletion, error)

@@ -17,6 +17,22 @@ import (
 	"github.com/tierd/tierd/rsm"
 )
 
+// errFencedAfterManifest marks a copy whose manifest was written and whose
+// leader epoch a newer leader fenced meanwhile: the new leader may have
+// taken it in, so this tierd leaves its objects alone.
+var errFencedAfterManifest = errors.New("copier: fenced after the manifest was written")
+
+// abandon forgets this tierd's row of a copy fenced after its manifest
+// was written, leaving its objects to the new leader.
+func (c *Copier) abandon(meta remotelog.SegmentMetadata, err error) error {
+	if ferr := c.store.ForgetSegment(meta.TopicPartition, meta.StartOffset, meta.ID); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	c.log.Warn("copy not committed and its objects left to the partition's new leader", "partition", meta.TopicPartition,
+		"base_offset", meta.StartOffset, "segment", meta.ID)
+	return err
+}
+
 // cleanupUnfinished finishes what a previous pass or process left: a row
 // still in COPY_SEGMENT_STARTED is an abandoned copy (passes do not
 // overlap, so no copy is in flight), a row in DELETE_SEGMENT_STARTED an
@@ -33,6 +49,19 @@ func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartit
 			continue
 		}
 		if r.State == remotelog.CopySegmentStarted {
+			if r.CopyLeaderEpoch != nil {
+				// Killed after its manifest, maybe: when a newer leader has
+				// fenced the partition since, the copy is its to judge.
+				if err := c.rs.CheckFence(ctx, tp, r.TopicID, *r.CopyLeaderEpoch); errors.Is(err, rsm.ErrFenced) {
+					if err := c.abandon(r, err); err != nil && !errors.Is(err, rsm.ErrFenced) {
+						errs = append(errs, err)
+					}
+					continue
+				} else if err != nil {
+					errs = append(errs, err)
+					continue
+				}
+			}
 			c.log.Info("cleaning up an unfinished copy", "partition", tp, "segment", r.ID, "base_offset", r.StartOffset)
 		}
 		if err := c.deleteRemote(ctx, r); err != nil {
@@ -185,7 +214,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		// leader has raised the partition's fence.
 		le := p.leaderEpoch
 		meta.CopyLeaderEpoch = &le
-		files.BeforeManifest = func(ctx context.Context) error { return c.rs.CheckFence(ctx, p.tp, le) }
+		files.BeforeManifest = func(ctx context.Context) error { return c.rs.CheckFence(ctx, p.tp, p.topicID, le) }
 	}
 	if err := c.store.AddSegment(meta); err != nil {
 		return err
@@ -193,6 +222,9 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	crashpoint.Hit("copy.started")
 	if err := c.upload(ctx, meta, files); err != nil {
 		c.m.copyFailures.Inc()
+		if errors.Is(err, errFencedAfterManifest) {
+			return c.abandon(meta, err)
+		}
 		c.needSweep(p.tp)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 		defer cancel()
@@ -228,7 +260,9 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 		// still allows its epoch now (a new leader raises it before it
 		// lists the bucket).
 		crashpoint.Hit("copy.manifest-written")
-		err = c.rs.CheckFence(ctx, meta.TopicPartition, *meta.CopyLeaderEpoch)
+		if err = c.rs.CheckFence(ctx, meta.TopicPartition, meta.TopicID, *meta.CopyLeaderEpoch); errors.Is(err, rsm.ErrFenced) {
+			err = fmt.Errorf("%w: %w", errFencedAfterManifest, err)
+		}
 	}
 	if errors.Is(err, rsm.ErrFenced) {
 		c.m.fenced.Inc()

@@ -74,6 +74,19 @@ func (c *Copier) checkGoneTopics(ctx context.Context) error {
 		if _, ok := v.ByID[off.TopicID]; ok {
 			continue
 		}
+		if off.OperatorKept != "" {
+			if c.once("kept " + tp.String() + off.TopicID) {
+				c.log.Info("the cluster does not list the topic id, but an operator restored these copies: only 'tierd topics delete' deletes them",
+					"partition", tp, "topic_id", off.TopicID, "kept", off.OperatorKept)
+			}
+			continue
+		}
+		if _, err := cluster.ParseTopicID(off.TopicID); err != nil {
+			if c.once("badid " + off.TopicID) {
+				c.log.Warn("recorded topic id is not one the cluster can be asked about; its copies are deleted only by an operator", "partition", tp, "err", err)
+			}
+			continue
+		}
 		if len(byID[off.TopicID]) == 0 {
 			ids = append(ids, off.TopicID)
 		}
@@ -144,7 +157,7 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 		}
 		switch {
 		case errors.Is(err, ErrTopicStillExists):
-			if _, cerr := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: "+err.Error()); cerr != nil {
+			if _, cerr := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: "+err.Error(), false); cerr != nil {
 				return cerr
 			}
 			c.log.Warn("scheduled deletion cancelled: the cluster says the topic still exists", "partition", d.TopicPartition, "topic_id", d.TopicID, "err", err)
@@ -395,7 +408,7 @@ func (c *Copier) RestorePartition(ctx context.Context, tp remotelog.TopicPartiti
 		}
 		return remotelog.PartitionDeletion{}, fmt.Errorf("%w: %s: %s", ErrSeveralIncarnated, tp, strings.Join(ids, ", "))
 	}
-	d, err := c.store.CancelDeletion(tp, match[0].TopicID, fmt.Sprintf("restored by 'tierd partitions restore %s' by %s", tp, who))
+	d, err := c.store.CancelDeletion(tp, match[0].TopicID, fmt.Sprintf("restored by 'tierd partitions restore %s' by %s at %s", tp, who, c.now().UTC().Format(time.RFC3339)), true)
 	if err != nil {
 		return d, err
 	}

@@ -33,13 +33,16 @@ const (
 	heldLogRestarted = "log_restarted_lower"
 	// heldDuplicateDir: the partition is live in two log dirs at once.
 	heldDuplicateDir = "duplicate_partition_dir"
+	// heldFenced: the cluster names this broker leader at an epoch below
+	// the partition's fence in the bucket (a stale view).
+	heldFenced = "fenced_by_newer_epoch"
 	// heldDeletionPending: a deletion of the recorded incarnation is
 	// scheduled and the directory still holds that incarnation.
 	heldDeletionPending = "deletion_pending"
 )
 
 var heldReasons = []string{heldPartitionMetadata, heldTopicIDMissing, heldTopicIDChanged, heldTopicIDNotInCluster,
-	heldLogRestarted, heldDuplicateDir, heldDeletionPending}
+	heldLogRestarted, heldDuplicateDir, heldDeletionPending, heldFenced}
 
 // hold records that a partition is held this pass for reason, logs it
 // once per distinct detail, and returns the error to stop its sync with.

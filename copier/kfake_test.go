@@ -169,13 +169,20 @@ func TestKafkaTopicRecreated(t *testing.T) {
 type blockingBucket struct {
 	rsm.Bucket
 	hold    string
+	after   bool // hold after the manifest is stored instead
 	reached chan struct{}
 	release chan struct{}
 	once    sync.Once
 }
 
 func (b *blockingBucket) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
-	if b.hold != "" && strings.Contains(key, b.hold) && strings.HasSuffix(key, remotelog.LeaderEpochIndex.Suffix()) {
+	if b.after && b.hold != "" && strings.Contains(key, b.hold) && strings.HasSuffix(key, ".manifest.json") {
+		err := b.Bucket.Upload(ctx, key, r, size)
+		b.once.Do(func() { close(b.reached) })
+		<-b.release
+		return err
+	}
+	if !b.after && b.hold != "" && strings.Contains(key, b.hold) && strings.HasSuffix(key, remotelog.LeaderEpochIndex.Suffix()) {
 		b.once.Do(func() { close(b.reached) })
 		<-b.release
 	}
@@ -295,5 +302,50 @@ func TestKafkaOperatorDeleteRefused(t *testing.T) {
 	}
 	if j := r.journal(); len(j) != 0 {
 		t.Fatalf("journal %v", j)
+	}
+}
+
+// The old leader's copy is fenced after its manifest was written, and
+// the new leader has already taken it in: the old leader leaves its
+// objects alone, so the new leader's row stays whole.
+func TestKafkaFencedAfterManifest(t *testing.T) {
+	k := newKafkaRig(t)
+	id := k.create(t, 1)
+	shared := &blockingBucket{Bucket: memory.New(), after: true, reached: make(chan struct{}), release: make(chan struct{})}
+	one, two := k.tierdFor(t, 1, shared), k.tierdFor(t, 2, shared)
+	ts := one.now.UnixMilli()
+	for _, r := range []*rig{one, two} {
+		topicID(t, r.dir(), id)
+		for b := int64(0); b < 30; b += 10 {
+			writeSegment(t, r.dir(), b, seq(b, 10), same(ts, 10), 10)
+		}
+		writeSegment(t, r.dir(), 30, nil, nil, 0)
+	}
+	shared.hold = "00000000000000000020-"
+	done := make(chan error, 1)
+	go func() { _, err := one.c.Sync(context.Background()); done <- err }()
+	<-shared.reached
+	if err := k.kc.MoveTopicPartition("orders", 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	shared.hold = ""
+	if n := two.sync(); n != 0 {
+		t.Fatalf("broker 2's tierd copied %d, want none: broker 1's three copies are whole", n)
+	}
+	close(shared.release)
+	if err := <-done; !errors.Is(err, errFencedAfterManifest) {
+		t.Fatalf("broker 1's pass = %v, want its copy fenced after the manifest", err)
+	}
+	fin, _ := two.store.FinishedSegments(two.tp)
+	if len(fin) != 3 {
+		t.Fatalf("broker 2's rows %+v", fin)
+	}
+	for _, r := range fin {
+		if missing, err := two.mgr.MissingObjects(context.Background(), r); err != nil || len(missing) != 0 {
+			t.Fatalf("copy %d: missing %v, %v", r.StartOffset, missing, err)
+		}
+	}
+	if rows, _ := one.store.Segments(one.tp); len(rows) != 2 {
+		t.Fatalf("broker 1 kept %d rows, want its 2 committed ones (the fenced one forgotten)", len(rows))
 	}
 }

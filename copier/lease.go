@@ -175,9 +175,13 @@ func (c *Copier) releaseLeases(ctx context.Context) {
 
 // reconcile makes the rows of a partition whose store may be stale (it was
 // tiered by another tierd) agree with the manifests in the bucket:
-// finished rows whose manifest is gone were deleted by the other owner,
-// and manifests without a row are the other owner's copies. It needs every
-// manifest to be readable, and fails otherwise.
+// manifests without a row are the other owner's copies, and are taken in.
+// A finished row whose manifest the bucket no longer lists was probably
+// deleted by the other owner (deletes go manifest first), but a manifest
+// lost any other way explains it too: the row is marked damaged, never
+// deleted here, so its segment is copied again while it is local and its
+// remains go only by this tierd's own retention. It needs every manifest
+// to be readable, and fails otherwise.
 func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) error {
 	mfs, err := c.rs.Manifests(ctx, tp)
 	if err != nil {
@@ -201,10 +205,13 @@ func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) err
 	known := map[remotelog.SegmentID]bool{}
 	for _, r := range rows {
 		known[r.ID] = true
-		if r.State == remotelog.CopySegmentFinished && !inBucket[r.ID] {
-			if err := c.deleteRemote(ctx, r); err != nil { // objects already gone: records the delete
+		if r.State == remotelog.CopySegmentFinished && !inBucket[r.ID] && r.Damaged == "" {
+			if _, err := c.store.MarkDamaged(tp, r.StartOffset, r.ID, "manifest missing from the bucket"); err != nil {
 				return err
 			}
+			c.m.damaged.Inc()
+			c.log.Warn("a finished copy's manifest is gone from the bucket: the copy is marked damaged, nothing is deleted",
+				"partition", tp, "base_offset", r.StartOffset, "segment", r.ID)
 		}
 	}
 	for _, mf := range mfs {

@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	idA = "AAAAAAAAAAAAAAAAAAAAAQ"
-	idB = "AAAAAAAAAAAAAAAAAAAAAg"
+	idA = "4zeO1mdxSb69f7lqENDdVA"
+	idB = "ovfMbBAzRYywKfHoGhhRuQ"
 )
 
 // tieredTwo writes two rolled segments and an active one under topic id

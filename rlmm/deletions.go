@@ -132,12 +132,14 @@ func (s *Store) ScheduleDeletion(tp remotelog.TopicPartition, topicID string, re
 }
 
 // CancelDeletion cancels a PENDING deletion and puts the partition's rows
-// and offsets back, journaling who or what cancelled it (detail). It
+// and offsets back, journaling who or what cancelled it (detail). With
+// keep (an operator's restore), the offsets record detail as
+// OperatorKept. It
 // refuses (ErrRestoreConflict) when the partition has been tiered again
 // meanwhile under another incarnation or has copies of its own again, and
 // (ErrDeletionInProgress) once the deletion runs. Errors also:
 // ErrDeletionNotFound.
-func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail string) (remotelog.PartitionDeletion, error) {
+func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail string, keep bool) (remotelog.PartitionDeletion, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, err := s.deletion(tp, topicID)
@@ -179,7 +181,11 @@ func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail stri
 			}
 		}
 	}
-	if err := putJSON(b, partitionKey(tp), d.Offsets); err != nil {
+	offs := d.Offsets
+	if keep {
+		offs.OperatorKept = detail
+	}
+	if err := putJSON(b, partitionKey(tp), offs); err != nil {
 		return d, err
 	}
 	if err := b.Delete(deletionKey(tp, topicID), nil); err != nil {

@@ -61,14 +61,18 @@ func TestScheduleAndCancelDeletion(t *testing.T) {
 		if err != nil || len(ds) != 1 || ds[0].Proof != "operator ran it" {
 			t.Fatalf("deletions after reopen %+v %v", ds, err)
 		}
-		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "restored by test"); err != nil {
+		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "restored by test", true); err != nil {
 			t.Fatal(err)
 		}
 		fin, _ := s.FinishedSegments(tp)
 		if len(fin) != 2 || fin[0].ID != rows[0].ID || fin[1].ID != rows[1].ID {
 			t.Fatalf("rows after cancel %+v", fin)
 		}
-		if after, ok, _ := s.Offsets(tp); !ok || after != before {
+		after, ok, _ := s.Offsets(tp)
+		if after.OperatorKept != "restored by test" {
+			t.Fatalf("an operator's restore is not kept: %+v", after)
+		}
+		if after.OperatorKept = ""; !ok || after != before {
 			t.Fatalf("offsets after cancel %+v, before %+v", after, before)
 		}
 		j, err := s.Journal(0, 0)
@@ -94,7 +98,7 @@ func TestDeletionRunAndConflicts(t *testing.T) {
 		}
 		// The topic is re-created and tiers again under a new id.
 		finishTwo(t, s, "AAAAAAAAAAAAAAAAAAAAAg")
-		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x"); !errors.Is(err, ErrRestoreConflict) {
+		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x", false); !errors.Is(err, ErrRestoreConflict) {
 			t.Fatalf("restore over a new incarnation: %v", err)
 		}
 		if err := s.FinishDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x"); err == nil {
@@ -106,13 +110,13 @@ func TestDeletionRunAndConflicts(t *testing.T) {
 		if _, err := s.StartDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", ""); err != nil { // after a crash
 			t.Fatal(err)
 		}
-		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x"); !errors.Is(err, ErrDeletionInProgress) {
+		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x", false); !errors.Is(err, ErrDeletionInProgress) {
 			t.Fatalf("cancel while deleting: %v", err)
 		}
 		if err := s.FinishDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "12 objects"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x"); !errors.Is(err, ErrDeletionNotFound) {
+		if _, err := s.CancelDeletion(tp, "AAAAAAAAAAAAAAAAAAAAAQ", "x", false); !errors.Is(err, ErrDeletionNotFound) {
 			t.Fatalf("cancel after the end: %v", err)
 		}
 		if fin, _ := s.FinishedSegments(tp); len(fin) != 2 || fin[0].TopicID != "AAAAAAAAAAAAAAAAAAAAAg" {

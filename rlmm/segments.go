@@ -250,3 +250,27 @@ func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotel
 	}
 	return meta, s.commit(b)
 }
+
+// ForgetSegment removes a COPY_SEGMENT_STARTED row without touching its
+// objects: a copy whose manifest this tierd wrote after a newer leader
+// fenced the partition belongs to that leader's judgement now (it may
+// have taken it in). Errors: ErrSegmentNotFound, ErrIllegalTransition
+// for a row in another state.
+func (s *Store) ForgetSegment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(tp, start, id)
+	meta, err := s.segment(k)
+	if err != nil {
+		return err
+	}
+	if meta.State != remotelog.CopySegmentStarted {
+		return fmt.Errorf("rlmm: forget a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(k, nil); err != nil {
+		return err
+	}
+	return s.commit(b)
+}

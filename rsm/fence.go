@@ -19,6 +19,10 @@ const FenceObject = "_leader_epoch.json"
 // epoch is then never committed (its tierd checks the fence before and
 // after writing the copy's manifest).
 type Fence struct {
+	// TopicID is the incarnation the epoch belongs to: a re-created
+	// topic's epochs start over, and another incarnation's fence does not
+	// fence it.
+	TopicID     string `json:"topicId,omitempty"`
 	LeaderEpoch int32  `json:"leaderEpoch"`
 	BrokerID    int32  `json:"brokerId"`
 	InstanceID  string `json:"instanceId,omitempty"`
@@ -56,7 +60,8 @@ func (m *Manager) readFence(ctx context.Context, tp remotelog.TopicPartition) (F
 	return f, v, true, nil
 }
 
-// RaiseFence makes a partition's fence at least f.LeaderEpoch with
+// RaiseFence makes a partition's fence at least f.LeaderEpoch for
+// incarnation f.TopicID (a fence of another incarnation is replaced) with
 // conditional writes (create if absent, else replace the version read),
 // retrying a lost race a few times. It returns the fence as stored.
 // Errors: ErrFenced (wrapped) when the stored epoch is already above
@@ -72,10 +77,11 @@ func (m *Manager) RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f
 		if err != nil {
 			return cur, err
 		}
+		same := !ok || sameIncarnation(cur.TopicID, f.TopicID)
 		switch {
-		case ok && cur.LeaderEpoch > f.LeaderEpoch:
+		case ok && same && cur.LeaderEpoch > f.LeaderEpoch:
 			return cur, fmt.Errorf("%w: %s fence at leader epoch %d (broker %d), this copier's epoch %d", ErrFenced, tp, cur.LeaderEpoch, cur.BrokerID, f.LeaderEpoch)
-		case ok && cur.LeaderEpoch == f.LeaderEpoch:
+		case ok && same && cur.LeaderEpoch == f.LeaderEpoch:
 			return cur, nil
 		case ok:
 			_, err = m.b.PutIfMatch(ctx, m.fenceKey(tp), data, v)
@@ -91,14 +97,18 @@ func (m *Manager) RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f
 	}
 }
 
-// CheckFence returns ErrFenced (wrapped) when a partition's fence is
-// above leaderEpoch.
-func (m *Manager) CheckFence(ctx context.Context, tp remotelog.TopicPartition, leaderEpoch int32) error {
+// sameIncarnation reports whether two topic ids may name one incarnation
+// ("" is unknown and matches any).
+func sameIncarnation(a, b string) bool { return a == "" || b == "" || a == b }
+
+// CheckFence returns ErrFenced (wrapped) when a partition's fence, for
+// incarnation topicID, is above leaderEpoch.
+func (m *Manager) CheckFence(ctx context.Context, tp remotelog.TopicPartition, topicID string, leaderEpoch int32) error {
 	cur, ok, err := m.ReadFence(ctx, tp)
 	if err != nil {
 		return fmt.Errorf("read the leader-epoch fence of %s: %w", tp, err)
 	}
-	if ok && cur.LeaderEpoch > leaderEpoch {
+	if ok && sameIncarnation(cur.TopicID, topicID) && cur.LeaderEpoch > leaderEpoch {
 		return fmt.Errorf("%w: %s fence at leader epoch %d (broker %d), the copy's epoch %d", ErrFenced, tp, cur.LeaderEpoch, cur.BrokerID, leaderEpoch)
 	}
 	return nil

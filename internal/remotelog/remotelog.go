@@ -199,6 +199,11 @@ type PartitionOffsets struct {
 	// LocalLogStartOffset is the first offset still on local disk as tierd
 	// last saw it (persisted before tierd deletes local files).
 	LocalLogStartOffset int64 `json:"localLogStartOffset"`
+	// OperatorKept is set when an operator restored this incarnation's
+	// copies from a scheduled deletion ("tierd partitions restore": who
+	// and when): from then on only an operator's order schedules their
+	// deletion again, never the cluster's answer alone.
+	OperatorKept string `json:"operatorKept,omitempty"`
 }
 
 // IndexType names a segment file other than the .log (Kafka's
