@@ -205,7 +205,7 @@ func TestCaseLocalBytesAndClamp(t *testing.T) {
 	p := &partition{tp: r.tp, dir: r.dir()}
 	p.segs, _ = listSegments(r.dir())
 	p.limits, _ = r.c.cfg.LimitsFor("orders")
-	if err := r.c.localRetention(p); err != nil {
+	if err := r.c.localRetention(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	if got := r.localBases(); !reflect.DeepEqual(got, []int64{2, 3, 4, 5}) {

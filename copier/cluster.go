@@ -299,42 +299,60 @@ const (
 // cluster's topic configs over it (when ClusterTopicConfigs is on and the
 // cluster's value is set, not Kafka's built-in default), and whether the
 // cluster turned tiering off for the topic (remote.storage.enable=false
-// set explicitly). Each override is logged once.
-func (c *Copier) topicLimits(topic string) (Limits, []string, bool) {
+// set explicitly). Each override is logged once. When this pass could not
+// read the topic's configs, the last ones read stand in; with none read
+// yet, known is false and the caller applies no retention this pass
+// (tierd.yaml's values might be far shorter than the cluster's).
+func (c *Copier) topicLimits(topic string) (l Limits, warns []string, disabled, known bool) {
 	r := DefaultRetention().over(c.cfg.Retention)
 	if o, ok := c.cfg.Topics[topic]; ok {
 		r = r.over(o)
 	}
-	disabled := false
+	known = true
 	if v := c.currentOrFreshView(); v != nil && c.cfg.ClusterTopicConfigs {
+		var configs map[string]cluster.ConfigValue
 		if t, ok := v.Topics[topic]; ok {
-			for _, f := range []struct {
-				name string
-				dst  **int64
-			}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
-				{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
-				cv, ok := t.Configs[f.name]
-				if !ok || cv.IsDefault || cv.Source == configSourceDefaultKafka {
-					continue
-				}
-				n, err := strconv.ParseInt(cv.Value, 10, 64)
-				if err != nil {
-					continue
-				}
-				if *f.dst == nil || **f.dst != n {
-					if c.once(fmt.Sprintf("override %s %s %d", topic, f.name, n)) {
-						c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", f.name, "value", n, "source", cv.Source)
-					}
-				}
-				*f.dst = &n
+			configs = c.topicConfigs(topic, t)
+			known = configs != nil
+		}
+		for _, f := range []struct {
+			name string
+			dst  **int64
+		}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
+			{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
+			cv, ok := configs[f.name]
+			if !ok || cv.IsDefault || cv.Source == configSourceDefaultKafka {
+				continue
 			}
-			if cv, ok := t.Configs[cfgRemoteStorageEnable]; ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka && cv.Value == "false" {
-				disabled = true
+			n, err := strconv.ParseInt(cv.Value, 10, 64)
+			if err != nil {
+				continue
 			}
+			if *f.dst == nil || **f.dst != n {
+				if c.once(fmt.Sprintf("override %s %s %d", topic, f.name, n)) {
+					c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", f.name, "value", n, "source", cv.Source)
+				}
+			}
+			*f.dst = &n
+		}
+		if cv, ok := configs[cfgRemoteStorageEnable]; ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka && cv.Value == "false" {
+			disabled = true
 		}
 	}
-	l, warns := r.resolve()
-	return l, warns, disabled
+	l, warns = r.resolve()
+	return l, warns, disabled, known
+}
+
+// topicConfigs returns the configs of a topic as this pass read them, or
+// the last ones read when this pass could not (nil when none ever was).
+func (c *Copier) topicConfigs(topic string, t cluster.Topic) map[string]cluster.ConfigValue {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if t.ConfigErr == nil && t.Configs != nil {
+		c.configs[topic] = t.Configs
+		return t.Configs
+	}
+	return c.configs[topic]
 }
 
 // currentOrFreshView is the view topic configs come from: the last one

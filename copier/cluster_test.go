@@ -195,7 +195,7 @@ func TestClusterTopicConfigs(t *testing.T) {
 	r.c.cfg.Retention.RetentionMs = ptr(3600_000)
 	tieredTwo(t, r, idA)
 	r.sync()
-	if l, _, _ := r.c.topicLimits("orders"); l.RetentionMs != 3600_000 {
+	if l, _, _, _ := r.c.topicLimits("orders"); l.RetentionMs != 3600_000 {
 		t.Fatalf("Kafka's default overrode tierd.yaml: %+v", l)
 	}
 	fc.set("orders", idA, 1, 0, map[string]cluster.ConfigValue{
@@ -213,5 +213,35 @@ func TestClusterTopicConfigs(t *testing.T) {
 	writeSegment(t, r.dir(), 25, nil, nil, 0)
 	if n := r.sync(); n != 0 {
 		t.Fatalf("copied %d with remote.storage.enable=false", n)
+	}
+}
+
+// A pass that cannot read a topic's configs keeps the last ones read; with
+// none read yet it applies no retention, never tierd.yaml's shorter one.
+func TestClusterConfigsUnreadable(t *testing.T) {
+	fc := newFakeCluster()
+	month := map[string]cluster.ConfigValue{"retention.ms": {Value: "2592000000", Source: "DYNAMIC_TOPIC_CONFIG"}}
+	fc.set("orders", idA, 1, 0, month)
+	r := clusterRig(t, fc)
+	tieredTwo(t, r, idA) // read once: 30 days
+	unreadable := func() {
+		fc.mu.Lock()
+		tp := fc.topics["orders"]
+		tp.Configs, tp.ConfigErr = nil, errors.New("TOPIC_AUTHORIZATION_FAILED")
+		fc.topics["orders"] = tp
+		fc.mu.Unlock()
+	}
+	unreadable()
+	r.now = r.now.Add(10 * 24 * time.Hour) // past tierd.yaml's 7 days, within the cluster's 30
+	r.sync()
+	if off := r.offsets(); off.LogStartOffset != 0 {
+		t.Fatalf("tierd.yaml's retention applied while the configs were unreadable: %+v", off)
+	}
+	fresh := clusterRig(t, fc) // never read the configs
+	tieredTwo(t, fresh, idA)
+	fresh.now = fresh.now.Add(10 * 24 * time.Hour)
+	fresh.sync()
+	if off := fresh.offsets(); off.LogStartOffset != 0 {
+		t.Fatalf("retention applied with no configs ever read: %+v", off)
 	}
 }

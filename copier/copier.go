@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -102,6 +103,7 @@ type Copier struct {
 	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
+	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -117,7 +119,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
 		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}}
+		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
 	for _, o := range opts {
 		o(c)
 	}
@@ -351,10 +353,10 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
 	var (
-		warns    []string
-		disabled bool
+		warns           []string
+		disabled, known bool
 	)
-	p.limits, warns, disabled = c.topicLimits(p.tp.Topic)
+	p.limits, warns, disabled, known = c.topicLimits(p.tp.Topic)
 	for _, w := range warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
@@ -388,8 +390,16 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if copyErr != nil {
 		errs = append(errs, copyErr)
 	}
+	if !known {
+		if c.once("noconfigs " + p.tp.Topic) {
+			c.log.Warn("the topic's configs could not be read from the cluster yet: no retention applied until they are", "partition", p.tp)
+		}
+		c.pruneTimes(p)
+		return copied, errors.Join(errs...)
+	}
+	c.forget("noconfigs " + p.tp.Topic)
 	if !c.cfg.BrokerOwned {
-		if err := c.localRetention(p); err != nil {
+		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
 		}
 		if err := c.removeDeleted(p.dir); err != nil {

@@ -115,3 +115,24 @@ func damagedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
 	}
 	return found
 }
+
+// copyPresent checks in the bucket that the exact copy of local segment s
+// among fin has all its objects, and marks it damaged when not.
+func (c *Copier) copyPresent(ctx context.Context, fin []remotelog.SegmentMetadata, s localSegment) (bool, error) {
+	for _, r := range fin {
+		if !copiedExactly([]remotelog.SegmentMetadata{r}, s) {
+			continue
+		}
+		if err := c.checkCopy(ctx, r); err != nil {
+			return false, fmt.Errorf("check the copy of segment %d before deleting it locally: %w", s.base, err)
+		}
+		cur, err := c.store.Segment(r.TopicPartition, r.StartOffset, r.ID)
+		if err != nil {
+			return false, err
+		}
+		if cur.Damaged == "" {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -21,6 +21,7 @@ var (
 	ErrTopicStillExists  = fmt.Errorf("copier: the kafka cluster says the topic still exists (%w)", remotelog.ErrRefused)
 	ErrNothingScheduled  = fmt.Errorf("copier: no deletion is scheduled for the partition (%w)", remotelog.ErrNotFound)
 	ErrNothingToDelete   = fmt.Errorf("copier: tierd has no remote copies of the topic (%w)", remotelog.ErrNotFound)
+	ErrHeldElsewhere     = fmt.Errorf("copier: another tierd holds the partition's lease (%w)", remotelog.ErrRefused)
 	ErrNotConfirmed      = fmt.Errorf("copier: the kafka cluster does not confirm the topic gone (%w)", remotelog.ErrRefused)
 	ErrSeveralIncarnated = fmt.Errorf("copier: deletions of several incarnations are scheduled; name the topic id (%w)", remotelog.ErrAmbiguous)
 )
@@ -144,6 +145,14 @@ func (c *Copier) runDeletions(ctx context.Context) error {
 
 func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion) error {
 	detail := "grace period over"
+	if d.State == remotelog.DeletionPending && d.Reason == remotelog.ReasonOperator {
+		if err := c.stillDeletable(ctx, d.TopicPartition, d.TopicID); err != nil {
+			if c.once("waits " + d.TopicPartition.String() + err.Error()) {
+				c.log.Warn("a due deletion waits: its proof no longer holds", "partition", d.TopicPartition, "topic_id", d.TopicID, "err", err)
+			}
+			return fmt.Errorf("the deletion waits: %w", err)
+		}
+	}
 	if d.State == remotelog.DeletionPending && c.cl != nil {
 		if c.currentView() == nil {
 			return fmt.Errorf("%w: the deletion waits for the cluster to confirm its proof", ErrClusterUnreachable)
@@ -297,23 +306,30 @@ func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("%w: %s (topic id %q)", ErrNothingToDelete, topic, topicID)
 	}
+	notes := map[string]string{}
 	for _, t := range targets {
-		if dir, id, ok := c.liveDir(t.tp); ok && (id == t.id || id == "" || t.id == "") {
-			return nil, fmt.Errorf("%w: %s holds topic id %q, the incarnation to delete (%q); delete the topic in Kafka first (its partition "+
-				"directories then go), or give --topic-id of an older incarnation", ErrTopicStillLocal, dir, id, t.id)
-		}
-	}
-	clusterNote := "no kafka cluster configured"
-	if c.cl != nil {
-		notes, err := c.confirmGone(ctx, topic, targets[0].id)
-		if err != nil {
+		if err := c.stillDeletable(ctx, t.tp, t.id); err != nil {
 			return nil, err
 		}
-		clusterNote = notes
+		if _, done := notes[t.id]; done {
+			continue
+		}
+		notes[t.id] = "no kafka cluster configured"
+		if c.cl != nil {
+			note, err := c.confirmGone(ctx, topic, t.id)
+			if err != nil {
+				return nil, err
+			}
+			notes[t.id] = note
+		}
 	}
-	proof := fmt.Sprintf("operator order 'tierd topics delete %s' by %s at %s; %s", topic, who, c.now().UTC().Format(time.RFC3339), clusterNote)
+	order := "tierd topics delete " + topic
+	if topicID != "" {
+		order = "tierd topics delete --topic-id " + topicID + " " + topic
+	}
 	var out []remotelog.PartitionDeletion
 	for _, t := range targets {
+		proof := fmt.Sprintf("operator order '%s' by %s at %s; %s", order, who, c.now().UTC().Format(time.RFC3339), notes[t.id])
 		d, err := c.schedule(t.tp, t.id, remotelog.ReasonOperator, proof)
 		if err != nil {
 			return out, fmt.Errorf("%s: %w", t.tp, err)
@@ -321,6 +337,31 @@ func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// stillDeletable checks the local facts an operator's deletion order
+// needs, when it is given and again when it is due: no live partition
+// directory in the log dirs holds that incarnation (tierd would tier it
+// again: a disk unmounted while the order was given, say), and, without
+// a cluster, no other tierd holds the partition's lease (its copies are
+// in use).
+func (c *Copier) stillDeletable(ctx context.Context, tp remotelog.TopicPartition, topicID string) error {
+	if dir, id, ok := c.liveDir(tp); ok && (id == topicID || id == "" || topicID == "") {
+		return fmt.Errorf("%w: %s holds topic id %q, the incarnation to delete (%q); delete the topic in Kafka first (its partition "+
+			"directories then go), or give --topic-id of an older incarnation", ErrTopicStillLocal, dir, id, topicID)
+	}
+	if c.cl != nil || c.cfg.OwnershipLease <= 0 {
+		return nil
+	}
+	l, ok, err := c.rs.ReadLease(ctx, tp)
+	if err != nil {
+		return fmt.Errorf("read the partition's ownership lease: %w", err)
+	}
+	if ok && !l.Released && l.InstanceID != c.cfg.InstanceID && c.now().Sub(time.UnixMilli(l.RenewedMs)) < c.cfg.OwnershipLease {
+		return fmt.Errorf("%w: %s is tiered by another tierd (broker %d, instance %s, lease renewed %s); run the command there",
+			ErrHeldElsewhere, tp, l.BrokerID, l.InstanceID, time.UnixMilli(l.RenewedMs).UTC().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // confirmGone asks the cluster whether a topic is gone, for an

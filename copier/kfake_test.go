@@ -349,3 +349,60 @@ func TestKafkaFencedAfterManifest(t *testing.T) {
 		t.Fatalf("broker 1 kept %d rows, want its 2 committed ones (the fenced one forgotten)", len(rows))
 	}
 }
+
+// An operator's restore holds: the cluster still says the topic id is
+// gone, and the copies are not scheduled again until an operator orders
+// it.
+func TestKafkaRestoreHolds(t *testing.T) {
+	k := newKafkaRig(t)
+	id := k.create(t, 1)
+	r := k.tierdFor(t, 1, nil)
+	objs := tieredTwo(t, r, id)
+	k.delete(t)
+	os.RemoveAll(r.dir())
+	r.sync()
+	if _, err := r.c.RestorePartition(context.Background(), r.tp, "", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		r.now = r.now.Add(2 * time.Hour)
+		r.sync()
+	}
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
+		t.Fatal("restored copies deleted")
+	}
+	if j := r.journal(); !reflect.DeepEqual(j, []string{"scheduled", "cancelled"}) {
+		t.Fatalf("journal %v", j)
+	}
+	if _, err := r.c.DeleteTopic(context.Background(), "orders", "", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	r.now = r.now.Add(2 * time.Hour)
+	r.sync()
+	if n := len(r.objects()); n != 0 {
+		t.Fatalf("%d objects after the operator's order and the grace period", n)
+	}
+}
+
+// A topic re-created while the old incarnation's fence is at a higher
+// leader epoch: the new incarnation's epochs start over and it is tiered.
+func TestKafkaRecreatedLowerEpoch(t *testing.T) {
+	k := newKafkaRig(t)
+	oldID := k.create(t, 1)
+	for _, n := range []int32{2, 1, 2, 1} { // epoch up by four
+		if err := k.kc.MoveTopicPartition("orders", 0, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := k.tierdFor(t, 1, nil)
+	tieredTwo(t, r, oldID)
+	k.delete(t)
+	newID := k.create(t, 1)
+	os.RemoveAll(r.dir())
+	topicID(t, r.dir(), newID)
+	writeSegment(t, r.dir(), 0, seq(0, 5), same(r.now.UnixMilli(), 5), 20)
+	writeSegment(t, r.dir(), 5, nil, nil, 0)
+	if n := r.sync(); n != 1 {
+		t.Fatalf("the re-created topic copied %d, held %v", n, r.c.Held())
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm/memory"
 )
 
 const (
@@ -388,4 +389,111 @@ func TestCopyCheckRotates(t *testing.T) {
 	if got := testutilCounter(t, r.c.m.copiesChecked); got < 2 {
 		t.Fatalf("copies checked %v", got)
 	}
+}
+
+// An operator's order given while the partition's directory was away (an
+// unmounted disk) does not run when the directory is back at the due
+// time: the incarnation is live again.
+func TestOperatorDeleteWaitsForReturnedDir(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RemoteLogDeleteDelayMs = 3600_000
+	r := newRig(t, cfg, nil)
+	objs := tieredTwo(t, r, idA)
+	away := r.dir() + ".unmounted"
+	if err := os.Rename(r.dir(), away); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.DeleteTopic(context.Background(), "orders", "", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, r.dir()); err != nil {
+		t.Fatal(err)
+	}
+	r.now = r.now.Add(2 * time.Hour)
+	if _, err := r.c.Sync(context.Background()); !errors.Is(err, ErrTopicStillLocal) {
+		t.Fatalf("sync = %v, want the due deletion to wait", err)
+	}
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
+		t.Fatal("a live incarnation's copies deleted")
+	}
+	if _, err := r.c.RestorePartition(context.Background(), r.tp, "", "tester"); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.sync(); n != 0 || len(r.c.Held()) != 0 {
+		t.Fatalf("after the restore: copied %d, held %v", n, r.c.Held())
+	}
+}
+
+// Without a cluster, an operator's order is refused while another tierd
+// holds the partition's lease (its copies are in use).
+func TestOperatorDeleteRefusedUnderOthersLease(t *testing.T) {
+	shared := memory.New()
+	mk := func(broker int32, instance string) *rig {
+		cfg := DefaultConfig()
+		cfg.BrokerOwned, cfg.BrokerID, cfg.InstanceID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, instance, time.Minute, 20*time.Second
+		cfg.RemoteLogDeleteDelayMs = 0
+		return newRig(t, cfg, shared)
+	}
+	a, b := mk(1, "instance-a"), mk(2, "instance-b")
+	tieredTwo(t, a, idA)
+	a.c.releaseLeases(context.Background())
+	os.RemoveAll(a.dir())
+	topicID(t, b.dir(), idA)
+	writeSegment(t, b.dir(), 0, seq(0, 10), same(b.now.UnixMilli(), 10), 10)
+	writeSegment(t, b.dir(), 10, nil, nil, 0)
+	b.sync() // b takes the released lease and the copies a made
+	if l, ok, _ := b.mgr.ReadLease(context.Background(), b.tp); !ok || l.InstanceID != "instance-b" {
+		t.Fatalf("lease %+v", l)
+	}
+	if _, err := a.c.DeleteTopic(context.Background(), "orders", "", "tester"); !errors.Is(err, ErrHeldElsewhere) {
+		t.Fatalf("delete under another tierd's lease: %v", err)
+	}
+	if n := len(b.objects()); n < 10 {
+		t.Fatalf("%d objects", n)
+	}
+}
+
+// A copy damaged behind tierd's back since its last check is found right
+// before the local segment would go: the local segment stays, is copied
+// again, and goes only on the new copy.
+func TestLocalDeleteChecksTheCopy(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FileDeleteDelay, cfg.CopyChecksPerPass = 0, 0 // no sampled checks: only the one before the delete
+	r := newRig(t, cfg, nil)
+	tieredTwo(t, r, idA)
+	fin, _ := r.store.FinishedSegments(r.tp)
+	if err := r.bucket.Delete(context.Background(), r.mgr.Key(fin[0], ".log")); err != nil {
+		t.Fatal(err)
+	}
+	r.c.cfg.Retention.LocalRetentionMs = ptr(0)
+	r.now = r.now.Add(time.Minute)
+	r.sync()
+	if got := r.localBases(); len(got) == 0 || got[0] != 0 {
+		t.Fatalf("local segment 0 deleted on a copy without its .log: local %v", got)
+	}
+	if got, _ := r.store.Segment(r.tp, 0, fin[0].ID); got.Damaged == "" {
+		t.Fatalf("copy not marked damaged: %+v", got)
+	}
+	r.sync() // copied again, then deleted locally on the new copy
+	r.sync()
+	if got := r.localBases(); !reflect.DeepEqual(got, []int64{20}) {
+		t.Fatalf("local %v, want only the active segment", got)
+	}
+	data, err := r.mgr.FetchLogSegment(context.Background(), mustFinished(t, r, 0), 0, -1)
+	if err != nil {
+		t.Fatalf("offset 0 not readable from the new copy: %v", err)
+	}
+	data.Close()
+}
+
+func mustFinished(t *testing.T, r *rig, start int64) remotelog.SegmentMetadata {
+	t.Helper()
+	fin, _ := r.store.FinishedSegments(r.tp)
+	for _, f := range fin {
+		if f.StartOffset == start && f.Damaged == "" {
+			return f
+		}
+	}
+	t.Fatalf("no undamaged copy at %d: %+v", start, fin)
+	return remotelog.SegmentMetadata{}
 }

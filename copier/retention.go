@@ -66,7 +66,7 @@ func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bo
 // limit. The new local log start offset is made durable before any file is
 // touched; files are renamed to ".deleted" and removed FileDeleteDelay
 // later, so readers with the files open finish.
-func (c *Copier) localRetention(p *partition) error {
+func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	fin, err := c.store.FinishedSegments(p.tp)
 	if err != nil {
 		return err
@@ -100,6 +100,17 @@ func (c *Copier) localRetention(p *partition) error {
 		}
 		if !breach {
 			break
+		}
+		if !below {
+			// The copy is checked in the bucket right before the only
+			// local copy goes: a copy damaged behind tierd's back since the
+			// last sampled check must not be the proof.
+			if ok, err := c.copyPresent(ctx, fin, s); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				break
+			}
 		}
 		total -= s.size
 		last = i
