@@ -22,12 +22,21 @@ type Operator interface {
 type DeletionLog interface {
 	Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDeletion, error)
 	Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, error)
+	Partitions() ([]remotelog.TopicPartition, error)
+}
+
+// Identity says which tierd serves the Admin service.
+type Identity struct {
+	InstanceID  string
+	MetadataDir string // absolute
+	LogDirs     []string
+	BrokerID    int32
 }
 
 // WithAdmin serves the Admin service (see proto/tierd.proto) on the same
 // listener as the fetch service.
-func WithAdmin(op Operator, dl DeletionLog) Option {
-	return func(s *Server) { s.admin = &adminServer{op: op, dl: dl} }
+func WithAdmin(op Operator, dl DeletionLog, id Identity) Option {
+	return func(s *Server) { s.admin = &adminServer{op: op, dl: dl, id: id} }
 }
 
 // WithMissingCopyHook has fn told, after the answer, of every finished
@@ -41,13 +50,32 @@ func WithMissingCopyHook(fn func(remotelog.SegmentMetadata)) Option {
 // NewAdmin returns the Admin service over op and dl, for use in process
 // (a tool acting on a stopped tierd's metadata): its errors are the gRPC
 // statuses a remote call would return.
-func NewAdmin(op Operator, dl DeletionLog) tierdpb.AdminServer { return &adminServer{op: op, dl: dl} }
+func NewAdmin(op Operator, dl DeletionLog, id Identity) tierdpb.AdminServer {
+	return &adminServer{op: op, dl: dl, id: id}
+}
 
 // adminServer implements tierdpb.AdminServer.
 type adminServer struct {
 	tierdpb.UnimplementedAdminServer
 	op Operator
 	dl DeletionLog
+	id Identity
+}
+
+func (a *adminServer) Identity(context.Context, *tierdpb.IdentityRequest) (*tierdpb.IdentityResponse, error) {
+	return &tierdpb.IdentityResponse{InstanceId: a.id.InstanceID, MetadataDir: a.id.MetadataDir, LogDirs: a.id.LogDirs, BrokerId: a.id.BrokerID}, nil
+}
+
+func (a *adminServer) ListPartitions(context.Context, *tierdpb.ListPartitionsRequest) (*tierdpb.ListPartitionsResponse, error) {
+	tps, err := a.dl.Partitions()
+	if err != nil {
+		return nil, adminStatus(err)
+	}
+	resp := &tierdpb.ListPartitionsResponse{}
+	for _, tp := range tps {
+		resp.Partitions = append(resp.Partitions, &tierdpb.TopicPartition{Topic: tp.Topic, Partition: tp.Partition})
+	}
+	return resp, nil
 }
 
 // adminStatus maps the error classes of internal/remotelog to gRPC codes.

@@ -67,7 +67,7 @@ func TestAdminCodes(t *testing.T) {
 		{fmt.Errorf("x: %w", remotelog.ErrAmbiguous), codes.InvalidArgument},
 		{fmt.Errorf("disk on fire"), codes.Internal},
 	} {
-		e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{tc.err}, e0(t)))
+		e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{tc.err}, e0(t), Identity{}))
 		resp, err := e.client.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{Topic: "orders", TopicId: "id", Operator: "me@host"})
 		if status.Code(err) != tc.want {
 			t.Errorf("%v: code %s, want %s", tc.err, status.Code(err), tc.want)
@@ -76,7 +76,7 @@ func TestAdminCodes(t *testing.T) {
 			t.Errorf("response %+v", resp)
 		}
 	}
-	e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{}, e0(t)))
+	e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{}, e0(t), Identity{InstanceID: "i1", MetadataDir: "/m"}))
 	if _, err := e.client.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("empty topic: %v", err)
 	}
@@ -85,6 +85,9 @@ func TestAdminCodes(t *testing.T) {
 	}
 	if _, err := e.client.Admin().Journal(context.Background(), &tierdpb.JournalRequest{Limit: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("negative limit: %v", err)
+	}
+	if id, err := e.client.Admin().Identity(context.Background(), &tierdpb.IdentityRequest{}); err != nil || id.InstanceId != "i1" || id.MetadataDir != "/m" {
+		t.Errorf("identity %+v %v", id, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/user"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -36,19 +37,54 @@ func operator() string {
 	return name + "@" + host
 }
 
+// identity is what this tierd tells tools about itself.
+func identity(cfg config, instanceID string) fetch.Identity {
+	dir, err := filepath.Abs(cfg.Metadata.Dir)
+	if err != nil {
+		dir = cfg.Metadata.Dir
+	}
+	return fetch.Identity{InstanceID: instanceID, MetadataDir: dir, LogDirs: cfg.Copier.LogDirs, BrokerID: cfg.Copier.BrokerID}
+}
+
+// dialRunning connects to the tierd running at cfg.Fetch.Listen, and
+// returns nil when none answers. It refuses a tierd whose metadata dir is
+// not cfg's: the address would belong to another tierd.
+func dialRunning(ctx context.Context, cfg config) (*fetch.Client, error) {
+	c, err := fetch.Dial(cfg.Fetch.Listen)
+	if err != nil {
+		return nil, nil
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	up := c.WaitReady(pctx)
+	cancel()
+	if !up {
+		c.Close()
+		return nil, nil
+	}
+	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the server at %s (fetch.listen) does not say which tierd it is: %w", cfg.Fetch.Listen, err)
+	}
+	want := identity(cfg, "").MetadataDir
+	if id.GetMetadataDir() != want {
+		c.Close()
+		return nil, fmt.Errorf("the tierd at %s (fetch.listen) uses metadata dir %s (instance %s), not %s from this config: another tierd answers there; refusing",
+			cfg.Fetch.Listen, id.GetMetadataDir(), id.GetInstanceId(), want)
+	}
+	return c, nil
+}
+
 // adminClient reaches the Admin service of the running tierd at
 // cfg.Fetch.Listen or, when none answers, runs it in this process over
 // the stopped tierd's metadata, bucket and cluster.
 func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, func(), error) {
-	c, err := fetch.Dial(cfg.Fetch.Listen)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		up := c.WaitReady(pctx)
-		cancel()
-		if up {
-			return c.Admin(), "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
-		}
-		c.Close()
+	c, err := dialRunning(ctx, cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if c != nil {
+		return c.Admin(), "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
@@ -57,7 +93,8 @@ func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, 
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and its metadata cannot be opened: %w", cfg.Fetch.Listen, err)
 	}
-	return localAdmin{fetch.NewAdmin(d.copier, d.store)}, cfg.Metadata.Dir + " (tierd not running)", func() { d.fetch.Close(); d.Close() }, nil
+	return localAdmin{fetch.NewAdmin(d.copier, d.store, identity(cfg, d.instanceID))}, cfg.Metadata.Dir + " (tierd not running)",
+		func() { d.fetch.Close(); d.Close() }, nil
 }
 
 // localAdmin calls an in-process Admin service through the client
@@ -74,6 +111,14 @@ func (l localAdmin) RestorePartition(ctx context.Context, r *tierdpb.RestorePart
 
 func (l localAdmin) ListDeletions(ctx context.Context, r *tierdpb.ListDeletionsRequest, _ ...grpc.CallOption) (*tierdpb.DeletionsResponse, error) {
 	return l.s.ListDeletions(ctx, r)
+}
+
+func (l localAdmin) Identity(ctx context.Context, r *tierdpb.IdentityRequest, _ ...grpc.CallOption) (*tierdpb.IdentityResponse, error) {
+	return l.s.Identity(ctx, r)
+}
+
+func (l localAdmin) ListPartitions(ctx context.Context, r *tierdpb.ListPartitionsRequest, _ ...grpc.CallOption) (*tierdpb.ListPartitionsResponse, error) {
+	return l.s.ListPartitions(ctx, r)
 }
 
 func (l localAdmin) Journal(ctx context.Context, r *tierdpb.JournalRequest, _ ...grpc.CallOption) (*tierdpb.JournalResponse, error) {

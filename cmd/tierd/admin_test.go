@@ -68,6 +68,20 @@ func TestOperatorCommands(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(root, "logs", "orders-0")); err != nil {
 		t.Fatal(err)
 	}
+	// A remote-only partition is listed by the running tierd.
+	code, o, e = runCmd("segments", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o, "orders-0: log start offset 0") {
+		t.Fatalf("segments lacks the remote-only partition: exit %d\n%s%s", code, o, e)
+	}
+	// Another config whose fetch.listen this tierd serves is refused.
+	otherRoot := t.TempDir()
+	os.MkdirAll(filepath.Join(otherRoot, "logs"), 0o755)
+	other := writeConfig(t, otherRoot, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
+	for _, args := range [][]string{{"journal", "--config", other}, {"segments", "--config", other}, {"topics", "delete", "--config", other, "orders"}} {
+		if code, o, e := runCmd(args...); code != 1 || !strings.Contains(e, "another tierd answers there") {
+			t.Fatalf("%v against another tierd: exit %d\n%s%s", args, code, o, e)
+		}
+	}
 	code, o, e = runCmd("topics", "delete", "--config", cfgPath, "--operator", "alice@ops", "orders")
 	if code != 0 || !strings.Contains(o, "the running tierd") || !strings.Contains(o, "orders-0") {
 		t.Fatalf("delete: exit %d\n%s%s", code, o, e)

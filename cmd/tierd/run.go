@@ -97,7 +97,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
-		fetch.WithAdmin(d.copier, store), fetch.WithMissingCopyHook(d.copier.SuspectCopy)); err != nil {
+		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy)); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"text/tabwriter"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -69,15 +68,13 @@ func listSegments(ctx context.Context, cfg config, w io.Writer) error {
 		return err
 	}
 	defer closeFn()
-	if stores, ok := remote.(*storeLister); ok {
-		tps, err := stores.s.Partitions()
-		if err != nil {
-			return err
-		}
-		for _, tp := range tps {
-			if parts[tp] == nil {
-				parts[tp] = &partitionRows{local: map[int64]int64{}}
-			}
+	remoteTPs, err := remote.partitions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, tp := range remoteTPs { // remote-only partitions too
+		if parts[tp] == nil {
+			parts[tp] = &partitionRows{local: map[int64]int64{}}
 		}
 	}
 	tps := make([]kafkalog.TopicPartition, 0, len(parts))
@@ -143,6 +140,20 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 type lister interface {
 	list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error)
 	deletions(ctx context.Context) ([]*tierdpb.PartitionDeletion, error)
+	partitions(ctx context.Context) ([]kafkalog.TopicPartition, error)
+}
+
+func (g grpcLister) partitions(ctx context.Context) ([]kafkalog.TopicPartition, error) {
+	resp, err := g.c.Admin().ListPartitions(ctx, &tierdpb.ListPartitionsRequest{})
+	var out []kafkalog.TopicPartition
+	for _, tp := range resp.GetPartitions() {
+		out = append(out, kafkalog.TopicPartition{Topic: tp.GetTopic(), Partition: tp.GetPartition()})
+	}
+	return out, err
+}
+
+func (s *storeLister) partitions(context.Context) ([]kafkalog.TopicPartition, error) {
+	return s.s.Partitions()
 }
 
 func (g grpcLister) deletions(ctx context.Context) ([]*tierdpb.PartitionDeletion, error) {
@@ -190,15 +201,12 @@ func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tier
 // remoteLister asks the running tierd at cfg.Fetch.Listen, or opens the
 // metadata store of a stopped one.
 func remoteLister(ctx context.Context, cfg config) (lister, string, func(), error) {
-	c, err := fetch.Dial(cfg.Fetch.Listen)
-	if err == nil {
-		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		up := c.WaitReady(pctx)
-		cancel()
-		if up {
-			return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
-		}
-		c.Close()
+	c, err := dialRunning(ctx, cfg)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if c != nil {
+		return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)

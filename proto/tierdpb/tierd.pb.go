@@ -688,6 +688,243 @@ func (x *OffsetRange) GetHighestTieredOffset() int64 {
 	return 0
 }
 
+type IdentityRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdentityRequest) Reset() {
+	*x = IdentityRequest{}
+	mi := &file_tierd_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdentityRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdentityRequest) ProtoMessage() {}
+
+func (x *IdentityRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdentityRequest.ProtoReflect.Descriptor instead.
+func (*IdentityRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{9}
+}
+
+type IdentityResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	InstanceId string                 `protobuf:"bytes,1,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	// Absolute path of its metadata dir.
+	MetadataDir   string   `protobuf:"bytes,2,opt,name=metadata_dir,json=metadataDir,proto3" json:"metadata_dir,omitempty"`
+	LogDirs       []string `protobuf:"bytes,3,rep,name=log_dirs,json=logDirs,proto3" json:"log_dirs,omitempty"`
+	BrokerId      int32    `protobuf:"varint,4,opt,name=broker_id,json=brokerId,proto3" json:"broker_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IdentityResponse) Reset() {
+	*x = IdentityResponse{}
+	mi := &file_tierd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IdentityResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IdentityResponse) ProtoMessage() {}
+
+func (x *IdentityResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IdentityResponse.ProtoReflect.Descriptor instead.
+func (*IdentityResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *IdentityResponse) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *IdentityResponse) GetMetadataDir() string {
+	if x != nil {
+		return x.MetadataDir
+	}
+	return ""
+}
+
+func (x *IdentityResponse) GetLogDirs() []string {
+	if x != nil {
+		return x.LogDirs
+	}
+	return nil
+}
+
+func (x *IdentityResponse) GetBrokerId() int32 {
+	if x != nil {
+		return x.BrokerId
+	}
+	return 0
+}
+
+type ListPartitionsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionsRequest) Reset() {
+	*x = ListPartitionsRequest{}
+	mi := &file_tierd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionsRequest) ProtoMessage() {}
+
+func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
+func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{11}
+}
+
+type TopicPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartition) Reset() {
+	*x = TopicPartition{}
+	mi := &file_tierd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartition) ProtoMessage() {}
+
+func (x *TopicPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
+func (*TopicPartition) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TopicPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type ListPartitionsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partitions    []*TopicPartition      `protobuf:"bytes,1,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListPartitionsResponse) Reset() {
+	*x = ListPartitionsResponse{}
+	mi := &file_tierd_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListPartitionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListPartitionsResponse) ProtoMessage() {}
+
+func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
+func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ListPartitionsResponse) GetPartitions() []*TopicPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type DeleteTopicRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -701,7 +938,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_tierd_proto_msgTypes[9]
+	mi := &file_tierd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -713,7 +950,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[9]
+	mi := &file_tierd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -726,7 +963,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{9}
+	return file_tierd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *DeleteTopicRequest) GetTopic() string {
@@ -762,7 +999,7 @@ type RestorePartitionRequest struct {
 
 func (x *RestorePartitionRequest) Reset() {
 	*x = RestorePartitionRequest{}
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +1011,7 @@ func (x *RestorePartitionRequest) String() string {
 func (*RestorePartitionRequest) ProtoMessage() {}
 
 func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +1024,7 @@ func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestorePartitionRequest.ProtoReflect.Descriptor instead.
 func (*RestorePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{10}
+	return file_tierd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *RestorePartitionRequest) GetTopic() string {
@@ -829,7 +1066,7 @@ type ListDeletionsRequest struct {
 
 func (x *ListDeletionsRequest) Reset() {
 	*x = ListDeletionsRequest{}
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1078,7 @@ func (x *ListDeletionsRequest) String() string {
 func (*ListDeletionsRequest) ProtoMessage() {}
 
 func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1091,7 @@ func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeletionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDeletionsRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{11}
+	return file_tierd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListDeletionsRequest) GetTopic() string {
@@ -893,7 +1130,7 @@ type PartitionDeletion struct {
 
 func (x *PartitionDeletion) Reset() {
 	*x = PartitionDeletion{}
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1142,7 @@ func (x *PartitionDeletion) String() string {
 func (*PartitionDeletion) ProtoMessage() {}
 
 func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1155,7 @@ func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDeletion.ProtoReflect.Descriptor instead.
 func (*PartitionDeletion) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{12}
+	return file_tierd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PartitionDeletion) GetTopic() string {
@@ -1000,7 +1237,7 @@ type DeletionsResponse struct {
 
 func (x *DeletionsResponse) Reset() {
 	*x = DeletionsResponse{}
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1249,7 @@ func (x *DeletionsResponse) String() string {
 func (*DeletionsResponse) ProtoMessage() {}
 
 func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1262,7 @@ func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionsResponse.ProtoReflect.Descriptor instead.
 func (*DeletionsResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{13}
+	return file_tierd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeletionsResponse) GetDeletions() []*PartitionDeletion {
@@ -1046,7 +1283,7 @@ type JournalRequest struct {
 
 func (x *JournalRequest) Reset() {
 	*x = JournalRequest{}
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1058,7 +1295,7 @@ func (x *JournalRequest) String() string {
 func (*JournalRequest) ProtoMessage() {}
 
 func (x *JournalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1071,7 +1308,7 @@ func (x *JournalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalRequest.ProtoReflect.Descriptor instead.
 func (*JournalRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{14}
+	return file_tierd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *JournalRequest) GetAfterSeq() int64 {
@@ -1110,7 +1347,7 @@ type JournalEntry struct {
 
 func (x *JournalEntry) Reset() {
 	*x = JournalEntry{}
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1359,7 @@ func (x *JournalEntry) String() string {
 func (*JournalEntry) ProtoMessage() {}
 
 func (x *JournalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1372,7 @@ func (x *JournalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
 func (*JournalEntry) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{15}
+	return file_tierd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JournalEntry) GetSeq() int64 {
@@ -1231,7 +1468,7 @@ type JournalResponse struct {
 
 func (x *JournalResponse) Reset() {
 	*x = JournalResponse{}
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1243,7 +1480,7 @@ func (x *JournalResponse) String() string {
 func (*JournalResponse) ProtoMessage() {}
 
 func (x *JournalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1256,7 +1493,7 @@ func (x *JournalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalResponse.ProtoReflect.Descriptor instead.
 func (*JournalResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{16}
+	return file_tierd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *JournalResponse) GetEntries() []*JournalEntry {
@@ -1317,7 +1554,22 @@ const file_tierd_proto_rawDesc = "" +
 	"\x16local_log_start_offset\x18\x04 \x01(\x03R\x13localLogStartOffset\"k\n" +
 	"\vOffsetRange\x12(\n" +
 	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x122\n" +
-	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\"a\n" +
+	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\"\x11\n" +
+	"\x0fIdentityRequest\"\x8e\x01\n" +
+	"\x10IdentityResponse\x12\x1f\n" +
+	"\vinstance_id\x18\x01 \x01(\tR\n" +
+	"instanceId\x12!\n" +
+	"\fmetadata_dir\x18\x02 \x01(\tR\vmetadataDir\x12\x19\n" +
+	"\blog_dirs\x18\x03 \x03(\tR\alogDirs\x12\x1b\n" +
+	"\tbroker_id\x18\x04 \x01(\x05R\bbrokerId\"\x17\n" +
+	"\x15ListPartitionsRequest\"D\n" +
+	"\x0eTopicPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"R\n" +
+	"\x16ListPartitionsResponse\x128\n" +
+	"\n" +
+	"partitions\x18\x01 \x03(\v2\x18.tierd.v1.TopicPartitionR\n" +
+	"partitions\"a\n" +
 	"\x12DeleteTopicRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x19\n" +
 	"\btopic_id\x18\x02 \x01(\tR\atopicId\x12\x1a\n" +
@@ -1372,12 +1624,14 @@ const file_tierd_proto_rawDesc = "" +
 	"\vRemoteFetch\x128\n" +
 	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12J\n" +
 	"\vListOffsets\x12\x1c.tierd.v1.ListOffsetsRequest\x1a\x1d.tierd.v1.ListOffsetsResponse\x12M\n" +
-	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xb3\x02\n" +
+	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xcb\x03\n" +
 	"\x05Admin\x12H\n" +
 	"\vDeleteTopic\x12\x1c.tierd.v1.DeleteTopicRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12R\n" +
 	"\x10RestorePartition\x12!.tierd.v1.RestorePartitionRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12L\n" +
 	"\rListDeletions\x12\x1e.tierd.v1.ListDeletionsRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12>\n" +
-	"\aJournal\x12\x18.tierd.v1.JournalRequest\x1a\x19.tierd.v1.JournalResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
+	"\aJournal\x12\x18.tierd.v1.JournalRequest\x1a\x19.tierd.v1.JournalResponse\x12A\n" +
+	"\bIdentity\x12\x19.tierd.v1.IdentityRequest\x1a\x1a.tierd.v1.IdentityResponse\x12S\n" +
+	"\x0eListPartitions\x12\x1f.tierd.v1.ListPartitionsRequest\x1a .tierd.v1.ListPartitionsResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
 
 var (
 	file_tierd_proto_rawDescOnce sync.Once
@@ -1392,7 +1646,7 @@ func file_tierd_proto_rawDescGZIP() []byte {
 }
 
 var file_tierd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_tierd_proto_goTypes = []any{
 	(OffsetSpec)(0),                 // 0: tierd.v1.OffsetSpec
 	(*FetchRequest)(nil),            // 1: tierd.v1.FetchRequest
@@ -1404,40 +1658,50 @@ var file_tierd_proto_goTypes = []any{
 	(*SegmentMetadata)(nil),         // 7: tierd.v1.SegmentMetadata
 	(*ListSegmentsResponse)(nil),    // 8: tierd.v1.ListSegmentsResponse
 	(*OffsetRange)(nil),             // 9: tierd.v1.OffsetRange
-	(*DeleteTopicRequest)(nil),      // 10: tierd.v1.DeleteTopicRequest
-	(*RestorePartitionRequest)(nil), // 11: tierd.v1.RestorePartitionRequest
-	(*ListDeletionsRequest)(nil),    // 12: tierd.v1.ListDeletionsRequest
-	(*PartitionDeletion)(nil),       // 13: tierd.v1.PartitionDeletion
-	(*DeletionsResponse)(nil),       // 14: tierd.v1.DeletionsResponse
-	(*JournalRequest)(nil),          // 15: tierd.v1.JournalRequest
-	(*JournalEntry)(nil),            // 16: tierd.v1.JournalEntry
-	(*JournalResponse)(nil),         // 17: tierd.v1.JournalResponse
+	(*IdentityRequest)(nil),         // 10: tierd.v1.IdentityRequest
+	(*IdentityResponse)(nil),        // 11: tierd.v1.IdentityResponse
+	(*ListPartitionsRequest)(nil),   // 12: tierd.v1.ListPartitionsRequest
+	(*TopicPartition)(nil),          // 13: tierd.v1.TopicPartition
+	(*ListPartitionsResponse)(nil),  // 14: tierd.v1.ListPartitionsResponse
+	(*DeleteTopicRequest)(nil),      // 15: tierd.v1.DeleteTopicRequest
+	(*RestorePartitionRequest)(nil), // 16: tierd.v1.RestorePartitionRequest
+	(*ListDeletionsRequest)(nil),    // 17: tierd.v1.ListDeletionsRequest
+	(*PartitionDeletion)(nil),       // 18: tierd.v1.PartitionDeletion
+	(*DeletionsResponse)(nil),       // 19: tierd.v1.DeletionsResponse
+	(*JournalRequest)(nil),          // 20: tierd.v1.JournalRequest
+	(*JournalEntry)(nil),            // 21: tierd.v1.JournalEntry
+	(*JournalResponse)(nil),         // 22: tierd.v1.JournalResponse
 }
 var file_tierd_proto_depIdxs = []int32{
 	0,  // 0: tierd.v1.ListOffsetsRequest.spec:type_name -> tierd.v1.OffsetSpec
 	6,  // 1: tierd.v1.SegmentMetadata.leader_epochs:type_name -> tierd.v1.LeaderEpoch
 	7,  // 2: tierd.v1.ListSegmentsResponse.segments:type_name -> tierd.v1.SegmentMetadata
-	13, // 3: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
-	16, // 4: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
-	1,  // 5: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
-	3,  // 6: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
-	5,  // 7: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
-	10, // 8: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
-	11, // 9: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
-	12, // 10: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
-	15, // 11: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
-	2,  // 12: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
-	4,  // 13: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
-	8,  // 14: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
-	14, // 15: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
-	14, // 16: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
-	14, // 17: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
-	17, // 18: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
-	12, // [12:19] is the sub-list for method output_type
-	5,  // [5:12] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	13, // 3: tierd.v1.ListPartitionsResponse.partitions:type_name -> tierd.v1.TopicPartition
+	18, // 4: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
+	21, // 5: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
+	1,  // 6: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
+	3,  // 7: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
+	5,  // 8: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
+	15, // 9: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
+	16, // 10: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
+	17, // 11: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
+	20, // 12: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
+	10, // 13: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
+	12, // 14: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
+	2,  // 15: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
+	4,  // 16: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
+	8,  // 17: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
+	19, // 18: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
+	19, // 19: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
+	19, // 20: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
+	22, // 21: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
+	11, // 22: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
+	14, // 23: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
+	15, // [15:24] is the sub-list for method output_type
+	6,  // [6:15] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_tierd_proto_init() }
@@ -1451,7 +1715,7 @@ func file_tierd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tierd_proto_rawDesc), len(file_tierd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

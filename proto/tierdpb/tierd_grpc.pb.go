@@ -229,6 +229,8 @@ const (
 	Admin_RestorePartition_FullMethodName = "/tierd.v1.Admin/RestorePartition"
 	Admin_ListDeletions_FullMethodName    = "/tierd.v1.Admin/ListDeletions"
 	Admin_Journal_FullMethodName          = "/tierd.v1.Admin/Journal"
+	Admin_Identity_FullMethodName         = "/tierd.v1.Admin/Identity"
+	Admin_ListPartitions_FullMethodName   = "/tierd.v1.Admin/ListPartitions"
 )
 
 // AdminClient is the client API for Admin service.
@@ -257,6 +259,11 @@ type AdminClient interface {
 	ListDeletions(ctx context.Context, in *ListDeletionsRequest, opts ...grpc.CallOption) (*DeletionsResponse, error)
 	// Journal returns the deletion journal, oldest first.
 	Journal(ctx context.Context, in *JournalRequest, opts ...grpc.CallOption) (*JournalResponse, error)
+	// Identity says which tierd answers: tools compare it with their config
+	// before acting, so a command never reaches another tierd.
+	Identity(ctx context.Context, in *IdentityRequest, opts ...grpc.CallOption) (*IdentityResponse, error)
+	// ListPartitions returns the partitions with remote metadata.
+	ListPartitions(ctx context.Context, in *ListPartitionsRequest, opts ...grpc.CallOption) (*ListPartitionsResponse, error)
 }
 
 type adminClient struct {
@@ -307,6 +314,26 @@ func (c *adminClient) Journal(ctx context.Context, in *JournalRequest, opts ...g
 	return out, nil
 }
 
+func (c *adminClient) Identity(ctx context.Context, in *IdentityRequest, opts ...grpc.CallOption) (*IdentityResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(IdentityResponse)
+	err := c.cc.Invoke(ctx, Admin_Identity_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *adminClient) ListPartitions(ctx context.Context, in *ListPartitionsRequest, opts ...grpc.CallOption) (*ListPartitionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListPartitionsResponse)
+	err := c.cc.Invoke(ctx, Admin_ListPartitions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -333,6 +360,11 @@ type AdminServer interface {
 	ListDeletions(context.Context, *ListDeletionsRequest) (*DeletionsResponse, error)
 	// Journal returns the deletion journal, oldest first.
 	Journal(context.Context, *JournalRequest) (*JournalResponse, error)
+	// Identity says which tierd answers: tools compare it with their config
+	// before acting, so a command never reaches another tierd.
+	Identity(context.Context, *IdentityRequest) (*IdentityResponse, error)
+	// ListPartitions returns the partitions with remote metadata.
+	ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -354,6 +386,12 @@ func (UnimplementedAdminServer) ListDeletions(context.Context, *ListDeletionsReq
 }
 func (UnimplementedAdminServer) Journal(context.Context, *JournalRequest) (*JournalResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Journal not implemented")
+}
+func (UnimplementedAdminServer) Identity(context.Context, *IdentityRequest) (*IdentityResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Identity not implemented")
+}
+func (UnimplementedAdminServer) ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListPartitions not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -448,6 +486,42 @@ func _Admin_Journal_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_Identity_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IdentityRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).Identity(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_Identity_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).Identity(ctx, req.(*IdentityRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Admin_ListPartitions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListPartitionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ListPartitions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ListPartitions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ListPartitions(ctx, req.(*ListPartitionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -470,6 +544,14 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Journal",
 			Handler:    _Admin_Journal_Handler,
+		},
+		{
+			MethodName: "Identity",
+			Handler:    _Admin_Identity_Handler,
+		},
+		{
+			MethodName: "ListPartitions",
+			Handler:    _Admin_ListPartitions_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
