@@ -239,14 +239,14 @@ func (c *Copier) resolveTopicID(ctx context.Context, p *partition, off remotelog
 	detail := fmt.Sprintf("%s has topic id %s; tierd recorded %s", p.dir, p.topicID, off.TopicID)
 	if c.cl == nil {
 		return c.hold(p.tp, heldTopicIDChanged, detail+"; without a cluster to confirm the old topic is gone, "+
-			"delete its copies with 'tierd topics delete "+p.tp.Topic+" --topic-id "+off.TopicID+"'")
+			"delete its copies with 'tierd topics delete --config <tierd.yaml> --topic-id "+off.TopicID+" "+p.tp.Topic+"'")
 	}
 	if c.currentView() == nil {
 		return c.hold(p.tp, heldTopicIDChanged, detail+"; the cluster is unreachable")
 	}
 	if off.OperatorKept != "" {
 		return c.hold(p.tp, heldTopicIDChanged, detail+"; an operator restored the old incarnation's copies ("+off.OperatorKept+
-			"): delete them with 'tierd topics delete "+p.tp.Topic+" --topic-id "+off.TopicID+"'")
+			"): delete them with 'tierd topics delete --config <tierd.yaml> --topic-id "+off.TopicID+" "+p.tp.Topic+"'")
 	}
 	st, err := c.idStatus(ctx, off.TopicID)
 	if err != nil {

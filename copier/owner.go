@@ -30,7 +30,7 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 	for _, d := range pending {
 		if d.TopicID == id {
 			return c.hold(p.tp, heldDeletionPending, fmt.Sprintf("%s holds topic id %q, whose remote copies are scheduled for deletion (%s); "+
-				"'tierd partitions restore %s' cancels it", p.dir, id, d.Reason, p.tp))
+				"'tierd partitions restore --config <tierd.yaml> %s' cancels it", p.dir, id, d.Reason, p.tp))
 		}
 	}
 	if err := c.checkClusterTopicID(p); err != nil {
@@ -68,7 +68,7 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 	if stale {
 		c.m.incarnation.Inc()
 		return c.hold(p.tp, heldLogRestarted, fmt.Sprintf("local log starts at %d, below the local log start offset %d tierd recorded, "+
-			"with other contents (was the topic deleted and re-created?); resolve it with 'tierd topics delete' once the old data may go",
+			"with other contents (was the topic deleted and re-created?); resolve it with 'tierd topics delete --config <tierd.yaml> "+p.tp.Topic+"' once the old data may go",
 			p.segs[0].base, off.LocalLogStartOffset))
 	}
 	return nil

@@ -98,3 +98,29 @@ func TestLogStartOffsetFromBroker(t *testing.T) {
 		t.Fatalf("broker-owned local files touched: %v", got)
 	}
 }
+
+// A log-start-offset-checkpoint past what the log can hold (beyond the
+// high watermark, or without one beyond the active segment) is ignored:
+// it would delete every copy and never-copied local data.
+func TestImplausibleBrokerLogStartOffset(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.FileDeleteDelay = 0
+	r := newRig(t, cfg, nil)
+	fiveSegments(t, r)
+	r.sync()
+	objs := r.sortedObjects()
+	writeFile(t, r.logDir+"/log-start-offset-checkpoint", "0\n1\norders 0 5000\n")
+	r.sync()
+	writeFile(t, r.logDir+"/replication-offset-checkpoint", "0\n1\norders 0 30\n")
+	writeFile(t, r.logDir+"/log-start-offset-checkpoint", "0\n1\norders 0 99999\n")
+	r.sync()
+	if off := r.offsets(); off.LogStartOffset != 0 {
+		t.Fatalf("offsets %+v", off)
+	}
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
+		t.Fatal("copies deleted on an implausible log start offset")
+	}
+	if got := r.localBases(); len(got) != 6 {
+		t.Fatalf("local segments deleted: %v", got)
+	}
+}

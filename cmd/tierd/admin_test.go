@@ -106,7 +106,7 @@ func TestOperatorCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(o, "tierd not running") {
 		t.Fatalf("delete, tierd stopped: exit %d\n%s%s", code, o, e)
 	}
-	code, o, e = runCmd("partitions", "restore", "--config", cfgPath, "orders-9")
+	code, o, e = runCmd("partitions", "restore", "orders-9", "--config", cfgPath) // flags after the argument too
 	if code != 1 || !strings.Contains(e, "NotFound") {
 		t.Fatalf("restore of nothing: exit %d\n%s%s", code, o, e)
 	}

@@ -188,17 +188,27 @@ func configCommandArgs(name, usage string, args []string, stderr io.Writer, setu
 	if setup != nil {
 		setup(fs)
 	}
-	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return cfg, 0, false
-	} else if err != nil {
-		return cfg, 2, false
+	// Flags may come before and after positional arguments
+	// ("topics delete orders --config tierd.yaml").
+	var positional []string
+	for {
+		if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+			return cfg, 0, false
+		} else if err != nil {
+			return cfg, 2, false
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if *path == "" || (rest == nil && fs.NArg() > 0) {
+	if *path == "" || (rest == nil && len(positional) > 0) {
 		fmt.Fprintln(stderr, "usage: "+usage)
 		return cfg, 2, false
 	}
 	if rest != nil {
-		*rest = fs.Args()
+		*rest = positional
 	}
 	cfg, err := loadConfig(*path)
 	if err != nil {
