@@ -73,11 +73,15 @@ func (c *Copier) refreshCluster(ctx context.Context, parts []*partition) {
 			c.cs.errAt = c.now()
 		}
 		c.cs.err = err
-		since, age := c.cs.errAt, c.now().Sub(c.cs.viewAt)
+		since, never, age := c.cs.errAt, c.cs.view == nil, c.now().Sub(c.cs.viewAt)
 		c.stateMu.Unlock()
 		if c.once("cluster error " + err.Error()) {
-			c.log.Error("kafka cluster unusable: copying goes on under the last known leadership for at most ownership_lease; no partition deletions",
-				"err", err, "since", since, "last_view_age", age)
+			if never {
+				c.log.Error("kafka cluster unusable and never reached: nothing is tiered until it answers", "err", err)
+			} else {
+				c.log.Error("kafka cluster unusable: copying goes on under the last known leadership for at most ownership_lease; no partition deletions",
+					"err", err, "since", since, "last_view_age", age)
+			}
 		}
 		return
 	}
@@ -148,6 +152,9 @@ func (c *Copier) ClusterStatus() (ok bool, reason string) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
 	switch {
+	case c.cs.err != nil && c.cs.view == nil:
+		return false, fmt.Sprintf("kafka cluster unusable since %s, never reached: %v; nothing is tiered until it answers",
+			c.cs.errAt.UTC().Format(time.RFC3339), c.cs.err)
 	case c.cs.err != nil:
 		return false, fmt.Sprintf("kafka cluster unusable since %s: %v; copying under the last known leadership until %s, no partition deletions",
 			c.cs.errAt.UTC().Format(time.RFC3339), c.cs.err, c.cs.viewAt.Add(c.cfg.OwnershipLease).UTC().Format(time.RFC3339))

@@ -136,9 +136,19 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 func (c *Copier) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
+	last := ""
 	for {
+		// The same errors pass after pass (a held partition waiting for
+		// an operator) are logged once, then at debug level.
 		if _, err := c.Sync(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("sync pass had errors", "err", err)
+			if msg := err.Error(); msg != last {
+				c.log.Warn("sync pass had errors", "err", err)
+				last = msg
+			} else {
+				c.log.Debug("sync pass had the same errors as the last one", "err", err)
+			}
+		} else if err == nil {
+			last = ""
 		}
 		select {
 		case <-ctx.Done():

@@ -455,5 +455,6 @@ func (c *Copier) RestorePartition(ctx context.Context, tp remotelog.TopicPartiti
 	}
 	c.needSweep(tp)
 	c.log.Warn("scheduled deletion cancelled; the copies are live again", "partition", tp, "topic_id", d.TopicID, "by", who)
+	d.State = remotelog.DeletionCancelled
 	return d, nil
 }

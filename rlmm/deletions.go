@@ -306,3 +306,48 @@ func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, er
 	}
 	return out, it.Error()
 }
+
+// CarryOver copies the scheduled deletions, the deletion journal and the
+// recorded cluster id of another store (the metadata dir a rebuild set
+// aside) into this one, in one synced write, before rows are rebuilt:
+// copies scheduled for deletion then stay out of the rebuilt rows, and
+// the journal goes on. It returns how many deletions and journal entries
+// it copied.
+func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.db.NewBatch()
+	defer b.Close()
+	for _, tag := range []byte{deletionTag, journalTag} {
+		it, err := from.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
+		if err != nil {
+			return deletions, entries, err
+		}
+		for it.First(); it.Valid(); it.Next() {
+			if err := b.Set(append([]byte(nil), it.Key()...), append([]byte(nil), it.Value()...), nil); err != nil {
+				it.Close()
+				return deletions, entries, err
+			}
+			if tag == deletionTag {
+				deletions++
+			} else {
+				entries++
+			}
+		}
+		if err := it.Close(); err != nil {
+			return deletions, entries, err
+		}
+	}
+	if id, err := from.ClusterID(); err != nil {
+		return deletions, entries, err
+	} else if id != "" {
+		if err := b.Set(clusterIDKey, []byte(id), nil); err != nil {
+			return deletions, entries, err
+		}
+	}
+	if err := s.commit(b); err != nil {
+		return deletions, entries, err
+	}
+	s.journalSeq, err = s.lastJournalSeq()
+	return deletions, entries, err
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -164,6 +165,9 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			fs.Int64Var(&limit, "limit", 0, "print at most this many entries (0: all)")
 		},
 		func(ctx context.Context, a tierdpb.AdminClient, _ string, _ []string) error {
+			if after < 0 || limit < 0 || limit > math.MaxInt32 {
+				return fmt.Errorf("--after %d and --limit %d: want 0 or more, and a limit up to %d", after, limit, math.MaxInt32)
+			}
 			resp, err := a.Journal(ctx, &tierdpb.JournalRequest{AfterSeq: after, Limit: int32(limit)})
 			if err != nil {
 				return err

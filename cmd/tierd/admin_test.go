@@ -135,6 +135,19 @@ func TestOperatorCommands(t *testing.T) {
 	if code, _, e := runCmd("journal", "--config", cfgPath, "--after", "2"); code != 0 {
 		t.Fatalf("journal --after: %s", e)
 	}
+	// A rebuild keeps the scheduled deletion and the journal, and does not
+	// bring the copies scheduled for deletion back.
+	code, o, e = runCmd("rlmm", "rebuild", "--config", cfgPath, "--all")
+	if code != 0 || !strings.Contains(o, "carried over 1 scheduled deletion(s) and 3 journal entries") {
+		t.Fatalf("rebuild: exit %d\n%s%s", code, o, e)
+	}
+	code, o, e = runCmd("segments", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o, "PENDING") || strings.Contains(o, "COPY_SEGMENT_FINISHED") {
+		t.Fatalf("segments after the rebuild: exit %d\n%s%s", code, o, e)
+	}
+	if code, o, _ := runCmd("journal", "--config", cfgPath); code != 0 || strings.Count(o, "\n") != 3 {
+		t.Fatalf("journal after the rebuild:\n%s", o)
+	}
 }
 
 // With a Kafka cluster configured and unreachable, /-/ready says so.

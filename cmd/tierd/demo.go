@@ -256,9 +256,9 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 		return fmt.Errorf("only %d of %d records read back", good, demoRecords)
 	}
 	if o.keep != "" && o.s3Endpoint == "" {
-		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: tierd segments --config %s/tierd.yaml\n", o.keep, o.keep)
+		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n", o.keep, o.keep)
 	} else if o.keep != "" {
-		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: tierd segments --config %s/tierd.yaml\n",
+		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n",
 			o.keep, cfg.Bucket.Prefix, d.bucket.Name(), o.keep)
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rlmm"
 )
 
 // runRlmm is "tierd rlmm rebuild": restore the remote log metadata from
@@ -42,8 +43,9 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // "<dir>.old-<unix seconds>") and rebuilds it from the bucket. The new dir
 // keeps the old one's instance id: it is the same tierd.
 func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
+	old := ""
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
-		old := fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
+		old = fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
 		// A running tierd holds Pebble's lock; renaming under it would be
 		// wrong, so check by opening first.
 		if err := probeUnlocked(cfg); err != nil {
@@ -68,6 +70,20 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		return err
 	}
 	defer d.Close()
+	if old != "" {
+		// Scheduled deletions and the journal are not in the bucket: take
+		// them from the old dir when it still opens.
+		if prev, err := rlmm.Open(rlmm.Config{Dir: old}); err != nil {
+			fmt.Fprintf(stdout, "the old metadata does not open (%v): scheduled deletions and the deletion journal start afresh\n", err)
+		} else {
+			nd, ne, err := d.store.CarryOver(prev)
+			prev.Close()
+			if err != nil {
+				return fmt.Errorf("carry over scheduled deletions and the journal: %w", err)
+			}
+			fmt.Fprintf(stdout, "carried over %d scheduled deletion(s) and %d journal entries\n", nd, ne)
+		}
+	}
 	var extra []remotelog.TopicPartition
 	if all {
 		if extra, err = d.mgr.Partitions(ctx); err != nil {

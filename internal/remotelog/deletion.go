@@ -30,6 +30,9 @@ type DeletionState string
 const (
 	DeletionPending  DeletionState = "PENDING"
 	DeletionDeleting DeletionState = "DELETING"
+	// DeletionCancelled only describes a record just cancelled (restored):
+	// no stored record is in it.
+	DeletionCancelled DeletionState = "CANCELLED"
 )
 
 // PartitionDeletion is a scheduled deletion of every remote copy of one
