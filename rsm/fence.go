@@ -113,19 +113,3 @@ func (m *Manager) CheckFence(ctx context.Context, tp remotelog.TopicPartition, t
 	}
 	return nil
 }
-
-// MissingObjects checks, with one Attributes request each, that the
-// objects a read and a rebuild need of a copy are stored: its .log,
-// offset and time indexes and manifest. It returns the suffixes of those
-// missing (none: nil). Errors: transport errors.
-func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error) {
-	var missing []string
-	for _, suffix := range []string{logSuffix, remotelog.OffsetIndex.Suffix(), remotelog.TimeIndex.Suffix(), manifestSuffix} {
-		if _, err := m.b.Attributes(ctx, m.Key(meta, suffix)); errors.Is(err, ErrNotFound) {
-			missing = append(missing, suffix)
-		} else if err != nil {
-			return missing, fmt.Errorf("check %s: %w", m.Key(meta, suffix), err)
-		}
-	}
-	return missing, nil
-}

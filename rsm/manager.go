@@ -404,25 +404,6 @@ func (m *Manager) deleteObjects(ctx context.Context, mf *Manifest) {
 	}
 }
 
-// VerifyObject re-reads an object and checks its size and checksum against
-// the manifest; it returns ErrChecksum (wrapped) on a mismatch.
-func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
-	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, rc)
-	if err != nil {
-		return err
-	}
-	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
-		return fmt.Errorf("%w: %s (%d bytes)", ErrChecksum, o.Key, n)
-	}
-	return nil
-}
-
 // SweepPartition deletes the objects of a partition's copies that keep
 // rejects, and aborts the partition's incomplete multipart uploads. keep is
 // asked once per segment id found, with whether that copy's manifest is
@@ -490,20 +471,4 @@ func (m *Manager) Partitions(ctx context.Context) ([]remotelog.TopicPartition, e
 		return nil
 	})
 	return out, err
-}
-
-// VerifyPresent checks that every object of a copy is stored with the size
-// its manifest records: a copy is only recorded finished when it is whole,
-// even if something deleted part of it during the upload.
-func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
-	for suffix, o := range mf.Objects {
-		a, err := m.b.Attributes(ctx, o.Key)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", o.Key, err)
-		}
-		if a.Size != o.Size {
-			return fmt.Errorf("%w: %s object %s holds %d bytes, uploaded %d", ErrChecksum, suffix, o.Key, a.Size, o.Size)
-		}
-	}
-	return nil
 }
