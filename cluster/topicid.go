@@ -3,6 +3,8 @@ package cluster
 import (
 	"encoding/base64"
 	"fmt"
+
+	"github.com/tierd/tierd/internal/kafkalog"
 )
 
 // TopicIDLen is the length of a topic id's text form.
@@ -31,15 +33,11 @@ func FormatTopicID(id [16]byte) string {
 // user topic has them, and asking a cluster about them proves nothing.
 // The error wraps ErrBadTopicID.
 func ParseTopicID(s string) ([16]byte, error) {
-	var id [16]byte
-	if len(s) != TopicIDLen {
-		return id, fmt.Errorf("%w: %q is %d characters, want %d", ErrBadTopicID, s, len(s), TopicIDLen)
+	id, err := kafkalog.ParseTopicID(s)
+	if err != nil {
+		return [16]byte{}, fmt.Errorf("%w: %v", ErrBadTopicID, err)
 	}
-	n, err := topicIDEncoding.Decode(id[:], []byte(s))
-	if err != nil || n != len(id) {
-		return [16]byte{}, fmt.Errorf("%w: %q is not base64url without padding of 16 bytes", ErrBadTopicID, s)
-	}
-	if id == ([16]byte{}) || id == ([16]byte{15: 1}) {
+	if id == ([16]byte{15: 1}) {
 		return [16]byte{}, fmt.Errorf("%w: %q is one of Kafka's reserved ids", ErrBadTopicID, s)
 	}
 	return id, nil

@@ -311,12 +311,9 @@ const (
 // yet, known is false and the caller applies no retention this pass
 // (tierd.yaml's values might be far shorter than the cluster's).
 func (c *Copier) topicLimits(topic string) (l Limits, warns []string, disabled, known bool) {
-	r := DefaultRetention().over(c.cfg.Retention)
-	if o, ok := c.cfg.Topics[topic]; ok {
-		r = r.over(o)
-	}
+	r := c.cfg.retention(topic)
 	known = true
-	if v := c.currentOrFreshView(); v != nil && c.cfg.ClusterTopicConfigs {
+	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
 		var configs map[string]cluster.ConfigValue
 		if t, ok := v.Topics[topic]; ok {
 			configs = c.topicConfigs(topic, t)
@@ -360,16 +357,6 @@ func (c *Copier) topicConfigs(topic string, t cluster.Topic) map[string]cluster.
 		return t.Configs
 	}
 	return c.configs[topic]
-}
-
-// currentOrFreshView is the view topic configs come from: the last one
-// while it is fresh enough for ownership.
-func (c *Copier) currentOrFreshView() *cluster.View {
-	v, err := c.freshView()
-	if err != nil {
-		return nil
-	}
-	return v
 }
 
 // owns decides whether this tierd works on a partition now: by the

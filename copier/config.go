@@ -233,9 +233,15 @@ func (c Config) RemoteLogDeleteDelay() time.Duration {
 
 // LimitsFor resolves the retention of one topic from this config alone.
 func (c Config) LimitsFor(topic string) (Limits, []string) {
+	return c.retention(topic).resolve()
+}
+
+// retention is a topic's settings from this config: Kafka's defaults,
+// then Retention, then the topic's entry in Topics.
+func (c Config) retention(topic string) Retention {
 	r := DefaultRetention().over(c.Retention)
 	if o, ok := c.Topics[topic]; ok {
 		r = r.over(o)
 	}
-	return r.resolve()
+	return r
 }

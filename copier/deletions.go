@@ -157,13 +157,7 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 		if c.currentView() == nil {
 			return fmt.Errorf("%w: the deletion waits for the cluster to confirm its proof", ErrClusterUnreachable)
 		}
-		var note string
-		var err error
-		if d.TopicID == "" {
-			note, err = c.confirmNameGone(ctx, d.TopicPartition.Topic)
-		} else {
-			note, err = c.confirmIDGone(ctx, d.TopicID)
-		}
+		note, err := c.confirmGone(ctx, d.TopicPartition.Topic, d.TopicID)
 		switch {
 		case errors.Is(err, ErrTopicStillExists):
 			if _, cerr := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: "+err.Error(), false); cerr != nil {
@@ -364,9 +358,9 @@ func (c *Copier) stillDeletable(ctx context.Context, tp remotelog.TopicPartition
 	return nil
 }
 
-// confirmGone asks the cluster whether a topic is gone, for an
-// operator's deletion order: by its topic id, or by its name when the
-// copies have none.
+// confirmGone asks the cluster whether a topic is gone, for a deletion
+// when it is ordered and when it is due: by its topic id, or by its name
+// when the copies have none.
 func (c *Copier) confirmGone(ctx context.Context, topic, id string) (string, error) {
 	if id == "" {
 		return c.confirmNameGone(ctx, topic)

@@ -23,10 +23,13 @@
 //	                                                            log-start-offset-checkpoint: delete-records)
 //	                                                            lies past its end offset
 //	remote: a superseded copy         remoteRetention           a newer, undamaged finished copy covers its whole
-//	                                                            offset range
+//	                                                            offset range (so a damaged copy goes once its
+//	                                                            segment was copied again)
 //	remote: this tierd's failed or    copyOne, upload,          the attempt is this tierd's own (a row it wrote,
 //	  fenced copy attempt             rsm.CopySegment           new segment id) and failed, timed out, or was
-//	                                                            fenced by a newer leader epoch
+//	                                                            fenced by a newer leader epoch before its
+//	                                                            manifest was written (after it, the objects are
+//	                                                            left to the new leader and only the row goes)
 //	remote: a dead copy               cleanupUnfinished         a row this tierd wrote is in COPY_SEGMENT_STARTED
 //	                                                            or DELETE_SEGMENT_STARTED at the start of a pass
 //	                                                            (passes do not overlap: no copy is in flight)
@@ -34,26 +37,39 @@
 //	                                                            partition whose segment id has a dead row, or no
 //	                                                            row and no manifest (an interrupted upload);
 //	                                                            copies with a manifest are kept
-//	remote: a copy the previous       reconcile                 on a takeover, a finished row whose manifest the
-//	  owner deleted                                             bucket no longer lists (deletes go manifest first)
 //	remote: every copy of a           runDeletion               journaled with its proof, then a grace period
 //	  partition's incarnation                                   (remote.log.delete.delay.ms) during which
 //	                                                            "tierd partitions restore" cancels it, and then:
 //	                                                            the Kafka cluster answers UNKNOWN_TOPIC_ID for the
 //	                                                            topic id, when scheduled and again when due (a
-//	                                                            cluster of another id proves nothing); or an
-//	                                                            operator ordered it ("tierd topics delete") while
-//	                                                            no live directory held that incarnation, and the
-//	                                                            cluster, if configured, does not list it
+//	                                                            cluster of another id proves nothing), unless an
+//	                                                            operator restored it; or an operator ordered it
+//	                                                            ("tierd topics delete") and, when ordered and
+//	                                                            again when due, no live directory holds that
+//	                                                            incarnation, no other tierd holds its lease, and
+//	                                                            the cluster, if configured, confirms it gone
 //	remote rows: deleted copies'      rlmm.PurgeDeleted         DELETE_SEGMENT_FINISHED for deleted_row_retention
-//	local: a rolled segment           localRetention            an undamaged finished copy of exactly this file
-//	                                                            (offsets and size), or the segment lies wholly
-//	                                                            below the log start offset; and local retention
-//	                                                            breached; the new local log start offset is saved
-//	                                                            before the rename to .deleted (never with
+//	remote rows: a partition's        rlmm.ScheduleDeletion     moved, not dropped, into the scheduled deletion's
+//	  incarnation                                               record (restore puts them back); the record goes
+//	                                                            once every object is deleted (FinishDeletion)
+//	remote row: a copy fenced after   abandon,                  this tierd's own COPY_SEGMENT_STARTED row; the
+//	  its manifest                    rlmm.ForgetSegment        fence in the bucket is above the copy's epoch
+//	local: a rolled segment           localRetention            either an undamaged finished copy of exactly this
+//	                                                            file (offsets and size), checked present in the
+//	                                                            bucket right before, and local retention
+//	                                                            breached; or the segment lies wholly below the
+//	                                                            log start offset (moved by remote retention, or
+//	                                                            the broker's checkpoint when within its high
+//	                                                            watermark); the new local log start offset is
+//	                                                            saved before the rename to .deleted (never with
 //	                                                            broker_owned)
 //	local: .deleted files             removeDeleted             renamed by localRetention file_delete_delay ago
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
+//
+// A takeover (new lease holder or new leader) deletes nothing: a finished
+// row whose manifest the bucket no longer lists is marked damaged
+// (reconcile). Tools (demo, bench) delete only the keys they uploaded,
+// under a run prefix of their own that was empty (rsm.RecordingBucket).
 //
 // Never a proof, each with another explanation: a "<topic>-<p>.<uuid>-delete",
 // "-future" or "-stray" directory (a topic deletion, but also a move to

@@ -96,6 +96,22 @@ func (k *kafkaRig) tierdFor(t *testing.T, broker int32, b rsm.Bucket) *rig {
 	return r
 }
 
+// replicas returns brokers 1 and 2's tierds over bucket b, each with the
+// same log of topic id: rolled segments 0, 10 and 20, active 30.
+func (k *kafkaRig) replicas(t *testing.T, id string, b rsm.Bucket) (one, two *rig) {
+	t.Helper()
+	one, two = k.tierdFor(t, 1, b), k.tierdFor(t, 2, b)
+	ts := one.now.UnixMilli()
+	for _, r := range []*rig{one, two} {
+		topicID(t, r.dir(), id)
+		for base := int64(0); base < 30; base += 10 {
+			writeSegment(t, r.dir(), base, seq(base, 10), same(ts, 10), 10)
+		}
+		writeSegment(t, r.dir(), 30, nil, nil, 0)
+	}
+	return one, two
+}
+
 // A topic deleted in the cluster: its copies are scheduled (with the
 // cluster's UNKNOWN_TOPIC_ID answer as proof), kept through the grace
 // period, and deleted after it.
@@ -197,15 +213,8 @@ func TestKafkaLeadershipMove(t *testing.T) {
 	k := newKafkaRig(t)
 	id := k.create(t, 1)
 	shared := &blockingBucket{Bucket: memory.New(), reached: make(chan struct{}), release: make(chan struct{})}
-	one, two := k.tierdFor(t, 1, shared), k.tierdFor(t, 2, shared)
+	one, two := k.replicas(t, id, shared)
 	ts := one.now.UnixMilli()
-	for _, r := range []*rig{one, two} { // two replicas of the same log
-		topicID(t, r.dir(), id)
-		for b := int64(0); b < 30; b += 10 {
-			writeSegment(t, r.dir(), b, seq(b, 10), same(ts, 10), 10)
-		}
-		writeSegment(t, r.dir(), 30, nil, nil, 0)
-	}
 	if n := two.sync(); n != 0 {
 		t.Fatalf("broker 2's tierd copied %d while broker 1 leads", n)
 	}
@@ -312,15 +321,7 @@ func TestKafkaFencedAfterManifest(t *testing.T) {
 	k := newKafkaRig(t)
 	id := k.create(t, 1)
 	shared := &blockingBucket{Bucket: memory.New(), after: true, reached: make(chan struct{}), release: make(chan struct{})}
-	one, two := k.tierdFor(t, 1, shared), k.tierdFor(t, 2, shared)
-	ts := one.now.UnixMilli()
-	for _, r := range []*rig{one, two} {
-		topicID(t, r.dir(), id)
-		for b := int64(0); b < 30; b += 10 {
-			writeSegment(t, r.dir(), b, seq(b, 10), same(ts, 10), 10)
-		}
-		writeSegment(t, r.dir(), 30, nil, nil, 0)
-	}
+	one, two := k.replicas(t, id, shared)
 	shared.hold = "00000000000000000020-"
 	done := make(chan error, 1)
 	go func() { _, err := one.c.Sync(context.Background()); done <- err }()

@@ -190,15 +190,24 @@ func journalFromProto(e *tierdpb.JournalEntry) remotelog.JournalEntry {
 		Bytes: e.GetBytes(), Detail: e.GetDetail()}
 }
 
+// verb checks a command's first argument (its verb): ok when it is want;
+// otherwise the usage is printed and code is the exit status (0 after a
+// request for help).
+func verb(args []string, want, usage string, stderr io.Writer) (code int, ok bool) {
+	if len(args) > 0 && args[0] == want {
+		return 0, true
+	}
+	fmt.Fprintln(stderr, "usage: "+usage)
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return 0, false
+	}
+	return 2, false
+}
+
 func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const usage = "tierd topics delete --config tierd.yaml [--topic-id ID] TOPIC"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(stderr, "usage: "+usage)
-		return 0
-	}
-	if len(args) == 0 || args[0] != "delete" {
-		fmt.Fprintln(stderr, "usage: "+usage)
-		return 2
+	if code, ok := verb(args, "delete", usage, stderr); !ok {
+		return code
 	}
 	var topicID, who string
 	return adminCommand(ctx, "topics delete", usage, args[1:], stderr, 1,
@@ -219,13 +228,8 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 func runPartitions(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	const usage = "tierd partitions restore --config tierd.yaml [--topic-id ID] TOPIC-PARTITION"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(stderr, "usage: "+usage)
-		return 0
-	}
-	if len(args) == 0 || args[0] != "restore" {
-		fmt.Fprintln(stderr, "usage: "+usage)
-		return 2
+	if code, ok := verb(args, "restore", usage, stderr); !ok {
+		return code
 	}
 	var topicID, who string
 	return adminCommand(ctx, "partitions restore", usage, args[1:], stderr, 1,

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -38,13 +37,8 @@ func TestOperatorCommands(t *testing.T) {
 	l.Close()
 	fetchAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	stop := startServe(t, cfgPath)
+	ctx := context.Background()
 	c, err := fetch.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +91,7 @@ func TestOperatorCommands(t *testing.T) {
 	if resp, err := c.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 0}); err != nil || resp.HighestTieredOffset != 411 {
 		t.Fatalf("restored partition: %v %v", resp, err)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	// tierd stopped: the commands act on its metadata.
@@ -159,14 +152,7 @@ func TestReadyNamesTheCluster(t *testing.T) {
 	f, _ := os.OpenFile(cfgPath, os.O_APPEND|os.O_WRONLY, 0)
 	fmt.Fprintf(f, "kafka:\n  bootstrap_servers: [\"%s\"]\n  request_timeout: 1s\n", freeAddr(t))
 	f.Close()
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
-	defer func() { cancel(); <-done }()
+	startServe(t, cfgPath)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get("http://" + httpAddr + "/-/ready")

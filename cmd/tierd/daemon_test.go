@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -143,13 +144,8 @@ func TestDaemonOverMinIO(t *testing.T) {
 	l.Close()
 	fetchAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: %s\n    bucket: daemon\n    insecure: true", srv.Endpoint), fetchAddr, httpAddr)
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	stop := startServe(t, cfgPath)
+	ctx := context.Background()
 	c, err := fetch.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
@@ -180,15 +176,38 @@ func TestDaemonOverMinIO(t *testing.T) {
 	if !strings.Contains(body.String(), "tierd_copier_segments_copied_total 2") {
 		t.Errorf("metrics lack the copy count:\n%.2000s", body.String())
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("serve returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("daemon did not stop")
+	if err := stop(); err != nil {
+		t.Fatalf("serve returned %v", err)
 	}
+}
+
+// startServe runs serve for the config at cfgPath in the background, as
+// "tierd run" does. stop ends it and returns what serve returned; the
+// test fails if it does not stop within 10s. The test's end stops it too.
+func startServe(t *testing.T, cfgPath string) (stop func() error) {
+	t.Helper()
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	var once sync.Once
+	var res error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case res = <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("daemon did not stop")
+			}
+		})
+		return res
+	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // TestExampleConfig keeps tierd.example.yaml loadable and equal to the
@@ -253,14 +272,7 @@ func TestReadyWaitsForBucket(t *testing.T) {
 	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
 	httpAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, "minio:\n    endpoint: "+freeAddr(t)+"\n    bucket: nowhere\n    insecure: true\n    max_retries: 1", freeAddr(t), httpAddr)
-	cfg, err := loadConfig(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
-	defer func() { cancel(); <-done }()
+	startServe(t, cfgPath)
 	var code int
 	for i := 0; i < 100; i++ {
 		if resp, err := http.Get("http://" + httpAddr + "/-/ready"); err == nil {

@@ -28,9 +28,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	stop := startServe(t, cfgPath)
 	var id string
 	for i := 0; id == ""; i++ {
 		if i == 1000 {
@@ -50,8 +48,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stop(); err != nil {
 		t.Fatalf("first tierd: %v", err)
 	}
 	if got, _ := instance.Read(cfg.Metadata.Dir); got != id {

@@ -21,9 +21,8 @@ import (
 // runRlmm is "tierd rlmm rebuild": restore the remote log metadata from
 // the manifests in the bucket, with tierd stopped.
 func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] != "rebuild" {
-		fmt.Fprintln(stderr, "usage: tierd rlmm rebuild --config tierd.yaml [--all]")
-		return 2
+	if code, ok := verb(args, "rebuild", "tierd rlmm rebuild --config tierd.yaml [--all]", stderr); !ok {
+		return code
 	}
 	var all bool
 	cfg, code, ok := configCommand("rlmm rebuild", "tierd rlmm rebuild --config tierd.yaml [--all]", args[1:], stderr, func(fs *flag.FlagSet) {

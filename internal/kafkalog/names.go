@@ -1,7 +1,6 @@
 package kafkalog
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -202,15 +201,30 @@ func ParsePartitionMetadata(data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if len(id) != 22 {
-		return "", fmt.Errorf("%w: topic id %q has %d characters, want 22", ErrBadPartitionMetadata, id, len(id))
+	if _, err := ParseTopicID(id); err != nil {
+		return "", err
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(id)
-	if err != nil || len(raw) != 16 {
-		return "", fmt.Errorf("%w: topic id %q is not URL-safe base64 of 16 bytes", ErrBadPartitionMetadata, id)
+	return id, nil
+}
+
+// topicIDEncoding is Kafka's Uuid.toString: URL-safe base64 without
+// padding; strict, so each id has one spelling.
+var topicIDEncoding = base64.RawURLEncoding.Strict()
+
+// ParseTopicID parses a topic id as Kafka prints a Uuid (KIP-516): exactly
+// 22 characters of URL-safe base64 without padding, 16 bytes, and not the
+// all-zero Uuid Kafka reserves for "no id". Errors wrap
+// ErrBadPartitionMetadata.
+func ParseTopicID(s string) ([16]byte, error) {
+	var id [16]byte
+	if len(s) != 22 {
+		return id, fmt.Errorf("%w: topic id %q has %d characters, want 22", ErrBadPartitionMetadata, s, len(s))
 	}
-	if bytes.Equal(raw, make([]byte, 16)) {
-		return "", fmt.Errorf("%w: topic id %q is the all-zero Uuid", ErrBadPartitionMetadata, id)
+	if n, err := topicIDEncoding.Decode(id[:], []byte(s)); err != nil || n != len(id) {
+		return [16]byte{}, fmt.Errorf("%w: topic id %q is not URL-safe base64 of 16 bytes", ErrBadPartitionMetadata, s)
+	}
+	if id == ([16]byte{}) {
+		return id, fmt.Errorf("%w: topic id %q is the all-zero Uuid", ErrBadPartitionMetadata, s)
 	}
 	return id, nil
 }
