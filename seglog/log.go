@@ -67,6 +67,9 @@ type Log struct {
 	epochs []epoch.Entry
 	closed bool
 	buf    []byte
+	// producers are the transactional producers seen since Open (see
+	// txn.go).
+	producers map[int64]*producerState
 
 	remote      RemoteReader
 	lastRefresh int64 // unix ns of the last directory check
@@ -144,6 +147,12 @@ func (l *Log) Append(recs ...Record) (int64, error) {
 
 // AppendBatch is Append with a compression codec for the batch.
 func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
+	return l.appendWith(c, nil, recs)
+}
+
+// appendWith appends recs as one batch whose header set adjusts (nil: a
+// plain batch), after the base offset and codec are set.
+func (l *Log) appendWith(c batch.Codec, set func(*batch.Params), recs []Record) (int64, error) {
 	if len(recs) == 0 {
 		return 0, ErrNoRecords
 	}
@@ -163,6 +172,9 @@ func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
 	act := l.active()
 	p := batch.NewParams(act.nextOffset, l.cfg.LeaderEpoch)
 	p.Codec = c
+	if set != nil {
+		set(&p)
+	}
 	buf, err := batch.AppendBatch(l.buf[:0], p, stamped, codec.Kafka)
 	if err != nil {
 		return 0, err
