@@ -49,6 +49,10 @@ func (s *Server) RemotePartitions(ctx context.Context) ([]RemotePartition, error
 			out = append(out, RemotePartition{TopicPartition: tp, TopicID: offs.TopicID})
 		}
 	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].TopicPartition, out[j].TopicPartition
+		return a.Topic < b.Topic || (a.Topic == b.Topic && a.Partition < b.Partition)
+	})
 	return out, nil
 }
 

@@ -45,7 +45,8 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 func WithRegisterer(r prometheus.Registerer) Option { return func(s *Server) { s.reg = r } }
 
 // Server implements tierdpb.RemoteFetchServer over remote metadata and
-// remote storage, reading through a chunk cache.
+// remote storage, reading through a chunk cache; its Remote* methods and
+// ReadRemote are the same reads for callers in process.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
 	cfg   Config
