@@ -40,9 +40,11 @@ func WithAdmin(op Operator, dl DeletionLog, id Identity) Option {
 }
 
 // WithMissingCopyHook has fn told, after the answer, of every finished
-// copy a Fetch found an object of missing (answered DATA_LOSS): the
-// copier checks such a copy on its next pass (copier.SuspectCopy). fn
-// must not block.
+// copy a read (Fetch, ListOffsets, or the Go read API: ReadRemote and the
+// Remote* methods that read objects) found an object of missing, still
+// missing after the retries that rule out a retention delete (answered
+// DATA_LOSS, ErrDataLoss in Go): the copier checks such a copy on its next
+// pass (copier.SuspectCopy). fn must not block.
 func WithMissingCopyHook(fn func(remotelog.SegmentMetadata)) Option {
 	return func(s *Server) { s.onMissing = fn }
 }

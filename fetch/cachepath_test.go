@@ -341,3 +341,30 @@ func TestTightMemoryOneLoad(t *testing.T) {
 		t.Errorf("read %d bytes from the bucket for a %d-byte answer", r, len(resp.Records))
 	}
 }
+
+// BenchmarkReadRemoteWarm is BenchmarkFetchWarm through the Go API, as
+// the Kafka listener reads: it must cost no more than the Fetch RPC's
+// handler.
+func BenchmarkReadRemoteWarm(b *testing.B) {
+	e := newEnv(b, DefaultConfig())
+	referenceLog(b, e)
+	srv, err := NewServer(DefaultConfig(), e.store, e.mgr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	rr, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv.Settle()
+	b.SetBytes(int64(len(rr.Records)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // FetchResponse's records go to the transport as they are, not copied into
 // a marshal buffer first. Records are slices of immutable cached chunks
 // (or a response's own copy), so the transport may read them until it has
-// written them. The wire bytes are a valid FetchResponse: the small fields
+// written them. The wire bytes are a valid FetchResponse: every other field
 // first, then field 1 (proto fields may come in any order).
 type recordsCodec struct{ proto encoding.CodecV2 }
 
@@ -30,7 +30,7 @@ func (c recordsCodec) Marshal(v any) (mem.BufferSlice, error) {
 		return c.proto.Marshal(v)
 	}
 	head, err := proto.Marshal(&tierdpb.FetchResponse{LogStartOffset: r.LogStartOffset,
-		HighestTieredOffset: r.HighestTieredOffset, NextOffset: r.NextOffset})
+		HighestTieredOffset: r.HighestTieredOffset, NextOffset: r.NextOffset, AbortedTransactions: r.AbortedTransactions})
 	if err != nil {
 		return nil, err
 	}

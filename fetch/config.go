@@ -32,8 +32,8 @@ type Config struct {
 	// first has (its load goes on, so a retry finds it cached).
 	// Default 500.
 	MaxWaitMs int64 `yaml:"remote.fetch.max.wait.ms"`
-	// IndexCacheBytes is the memory budget of parsed remote offset and
-	// time indexes, bytes (after Kafka's
+	// IndexCacheBytes is the memory budget of parsed remote offset, time
+	// and transaction indexes, bytes (after Kafka's
 	// remote.log.index.file.cache.total.size.bytes). Default 67108864.
 	IndexCacheBytes int64 `yaml:"remote.log.index.file.cache.total.size.bytes"`
 	// RequestTimeout bounds one RPC, so a hung store cannot hold a request

@@ -1,21 +1,45 @@
-// Package fetch serves remote reads over gRPC: Fetch by offset, ListOffsets
-// by timestamp, ListSegments.
+// Package fetch serves the remote tier's reads: over gRPC (Fetch by
+// offset, ListOffsets, ListSegments), and in process through the Go read
+// API of *Server (ReadRemote, RemoteOffsets, RemotePartitions,
+// RemoteAbortedTxns, RemoteOffsetForTimestamp, RemoteMaxTimestamp,
+// RemoteLeaderEpochs), which the gRPC methods call: one implementation.
 //
 // # Read path
 //
-// Each RPC reads the partition's offsets and finished copies from one
-// rlmm snapshot. A Fetch finds the copy holding the offset, the scan start
-// in its offset index (parsed indexes are cached within
-// remote.log.index.file.cache.total.size.bytes; the time index is loaded
-// only for timestamp lookups) and reads through the chunk cache (package
+// Each read takes the partition's offsets and finished copies from one
+// rlmm snapshot. ReadRemote (and so Fetch) finds the copy holding the
+// offset, the scan start in its offset index (parsed indexes are cached
+// within remote.log.index.file.cache.total.size.bytes; the time index is
+// loaded only for timestamp lookups, the transaction index only for
+// aborted transactions) and reads through the chunk cache (package
 // cache): the bytes from the index position to the next index entry's
 // position + max_bytes are loaded at once with one ranged GET, and the
 // answer is a slice of the cached chunk (a copy only when it spans two
-// chunks), sent without a marshal copy (recordsCodec). A fetch that starts
+// chunks), sent without a marshal copy (recordsCodec). A read that starts
 // where an earlier one ended is sequential: whole chunks up to
 // remote.fetch.prefetch.max.bytes ahead are loaded, into the following
 // copies too, with their offset indexes. Loads run apart from requests, at
-// most remote.fetch.max.inflight.gets at once; a fetch waits for its first
-// batch at most remote.fetch.max.wait.ms, then answers UNAVAILABLE while
-// the load goes on.
+// most remote.fetch.max.inflight.gets at once; a read waits for its first
+// batch at most remote.fetch.max.wait.ms, then returns ErrStillLoading
+// (UNAVAILABLE over gRPC) while the load goes on.
+//
+// # Errors
+//
+// The Go API returns wrapped error classes (errors.go): ErrInvalidArgument,
+// ErrNotTiered, *RangeError, ErrStillLoading, ErrDataLoss (a finished
+// copy's object missing, a corrupt copy, offsets no copy covers; the cause
+// stays in the chain), ctx's errors; anything else is an object store or
+// disk failure. A read that finds an object missing starts over with a new
+// snapshot (the copy may have gone to retention meanwhile) up to three
+// times before it is data loss. toStatus, at the gRPC edge, is the only
+// place these become gRPC codes.
+//
+// # Transactions
+//
+// An aborted transaction's .txnindex entry is in the segment holding its
+// abort marker, which may come after the records a read returns. As
+// Kafka's fetch path does, RemoteAbortedTxns reads the transaction index of
+// the copy holding the first offset and of the copies after it until an
+// entry's last stable offset reaches the end of the range. Copies flagged
+// with no transaction index are skipped without a GET.
 package fetch

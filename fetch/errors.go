@@ -14,24 +14,44 @@ import (
 	"github.com/tierd/tierd/rsm"
 )
 
+// Error classes of the Go read API (ReadRemote and the other Remote*
+// methods), returned wrapped; test them with errors.Is and errors.As. An
+// error of none of these classes, and not ctx's, is an object store or disk
+// failure: retryable.
 var (
-	errInvalid   = errors.New("invalid argument")
-	errNotTiered = errors.New("nothing tiered for partition")
-	errHole      = errors.New("offsets missing from the tiered log")
+	// ErrInvalidArgument: an empty topic, or a negative partition, offset
+	// or byte count.
+	ErrInvalidArgument = errors.New("fetch: invalid argument")
+	// ErrNotTiered: the partition has nothing tiered (no remote metadata,
+	// or no finished copy and no highest tiered offset).
+	ErrNotTiered = errors.New("fetch: nothing tiered for partition")
+	// ErrStillLoading: the first batch of a read had not arrived from the
+	// object store within remote.fetch.max.wait.ms. Its load goes on, so a
+	// retry is likely served from the cache.
+	ErrStillLoading = errors.New("fetch: remote data still loading")
+	// ErrDataLoss: stored data that must exist is missing or corrupt: an
+	// object of a finished copy is gone (rsm.ErrNotFound), a copy fails its checks (kafkalog.ErrCorrupt),
+	// or offsets between the log start offset and the highest tiered
+	// offset have no copy. The cause stays in the chain and the message.
+	ErrDataLoss = errors.New("fetch: data loss")
 )
 
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
-// outOfRangeError carries the valid offset range to the client.
-type outOfRangeError struct{ offset, logStart, highest int64 }
+// RangeError is a read outside the tiered range [LogStartOffset,
+// HighestTieredOffset] of the partition's remote metadata.
+type RangeError struct {
+	Offset, LogStartOffset, HighestTieredOffset int64
+}
 
-func (e *outOfRangeError) Error() string {
-	return fmt.Sprintf("offset %d out of the tiered range [%d, %d]", e.offset, e.logStart, e.highest)
+func (e *RangeError) Error() string {
+	return fmt.Sprintf("fetch: offset %d out of the tiered range [%d, %d]", e.Offset, e.LogStartOffset, e.HighestTieredOffset)
 }
 
 // missingCopyError says which finished copy a missing object belongs to.
+// It wraps rsm.ErrNotFound.
 type missingCopyError struct {
 	meta remotelog.SegmentMetadata
 	err  error
@@ -43,35 +63,57 @@ func (e *missingCopyError) Error() string {
 
 func (e *missingCopyError) Unwrap() error { return e.err }
 
+// missing marks err as a missing object of meta when it is one.
+func missing(meta remotelog.SegmentMetadata, err error) error {
+	var mc *missingCopyError
+	if errors.Is(err, rsm.ErrNotFound) && !errors.As(err, &mc) {
+		return &missingCopyError{meta: meta, err: err}
+	}
+	return err
+}
+
+// classify returns err as the Go API returns it: a missing object (after
+// the retries that tell a retention delete apart), a corrupt copy or a hole
+// wrapped in ErrDataLoss; other errors as they are.
+func classify(err error) error {
+	if err == nil || errors.Is(err, ErrDataLoss) {
+		return err
+	}
+	if errors.Is(err, rsm.ErrNotFound) || errors.Is(err, kafkalog.ErrCorrupt) {
+		return fmt.Errorf("%w: %w", ErrDataLoss, err)
+	}
+	return err
+}
+
 // toStatus maps an error to a gRPC status; this package is the only place
 // where that mapping happens.
 //
-//	invalid argument         INVALID_ARGUMENT
-//	nothing tiered           NOT_FOUND
-//	offset out of range      OUT_OF_RANGE with an OffsetRange detail
-//	missing object, corrupt  DATA_LOSS (a finished copy must be readable;
+//	ErrInvalidArgument       INVALID_ARGUMENT
+//	ErrNotTiered             NOT_FOUND
+//	*RangeError              OUT_OF_RANGE with an OffsetRange detail
+//	ErrDataLoss (missing     DATA_LOSS (a finished copy must be readable)
+//	object, corrupt copy,
 //	offsets no copy covers)
 //	context ended            DEADLINE_EXCEEDED / CANCELED
-//	remote.fetch.max.wait.ms UNAVAILABLE (the load goes on; retry)
-//	passed, nothing arrived
+//	ErrStillLoading          UNAVAILABLE (the load goes on; retry)
 //	anything else            UNAVAILABLE (object store or disk; retryable)
 func toStatus(err error) *status.Status {
 	if err == nil {
 		return nil
 	}
-	var oor *outOfRangeError
+	var re *RangeError
 	switch {
-	case errors.Is(err, errInvalid):
+	case errors.Is(err, ErrInvalidArgument):
 		return status.New(codes.InvalidArgument, err.Error())
-	case errors.Is(err, errNotTiered):
+	case errors.Is(err, ErrNotTiered):
 		return status.New(codes.NotFound, err.Error())
-	case errors.As(err, &oor):
+	case errors.As(err, &re):
 		st := status.New(codes.OutOfRange, err.Error())
-		if d, derr := st.WithDetails(&tierdpb.OffsetRange{LogStartOffset: oor.logStart, HighestTieredOffset: oor.highest}); derr == nil {
+		if d, derr := st.WithDetails(&tierdpb.OffsetRange{LogStartOffset: re.LogStartOffset, HighestTieredOffset: re.HighestTieredOffset}); derr == nil {
 			return d
 		}
 		return st
-	case errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt), errors.Is(err, errHole):
+	case errors.Is(err, ErrDataLoss), errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt):
 		return status.New(codes.DataLoss, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, err.Error())

@@ -15,9 +15,9 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// indexCache keeps parsed remote offset and time indexes in memory, LRU
-// within a byte budget (remote.log.index.file.cache.total.size.bytes).
-// Copies are immutable and segment ids are never reused, so entries never
+// indexCache keeps parsed remote offset, time and transaction indexes in
+// memory, LRU within a byte budget
+// (remote.log.index.file.cache.total.size.bytes). Copies are immutable and segment ids are never reused, so entries never
 // go stale. Concurrent misses of one index make one GET.
 type indexCache struct {
 	mu     sync.Mutex
@@ -35,7 +35,7 @@ type indexKey struct {
 
 type indexItem struct {
 	key  indexKey
-	val  any // []index.OffsetEntry or []index.TimeEntry
+	val  any // []index.OffsetEntry, []index.TimeEntry or []index.AbortedTxn
 	size int64
 }
 

@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/tierd/tierd/fetch/cache"
@@ -10,11 +9,6 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 )
-
-// errStillLoading says the first batch of a fetch had not arrived from the
-// object store within remote.fetch.max.wait.ms; its load goes on, so a
-// retry is likely served from the cache.
-var errStillLoading = errors.New("remote data still loading")
 
 // segmentReader walks the entries of a remote .log from a byte position,
 // reading through the chunk cache.
@@ -89,7 +83,7 @@ func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
 // the segment has none (the offset is past its last batch). The bytes
 // [cur, touchEnd), where the answer most likely lies, load at once with
 // one GET and stay pinned for this read. The first entry is waited for
-// until wait ends (then errStillLoading); each later one is added only
+// until wait ends (then ErrStillLoading); each later one is added only
 // when all its bytes arrived before wait ended. end is the file position
 // after the last entry returned (or scanned, when none is).
 func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64) (out []byte, next, end int64, err error) {
@@ -103,7 +97,7 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 			return err
 		}
 		if start < 0 {
-			return fmt.Errorf("%w: %s at byte %d", errStillLoading, r.file(), r.cur)
+			return fmt.Errorf("%w: %s at byte %d", ErrStillLoading, r.file(), r.cur)
 		}
 		return nil
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"sort"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,16 +15,14 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tierd/tierd/fetch/cache"
-	"github.com/tierd/tierd/internal/codec"
-	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/rsm"
 )
 
 // Metadata is what the server needs from rlmm.Store.
 type Metadata interface {
+	// Partitions lists the partitions that have offsets recorded.
+	Partitions() ([]remotelog.TopicPartition, error)
 	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
 	// Snapshot returns offsets and finished rows as of one instant.
@@ -48,7 +45,8 @@ func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
 func WithRegisterer(r prometheus.Registerer) Option { return func(s *Server) { s.reg = r } }
 
 // Server implements tierdpb.RemoteFetchServer over remote metadata and
-// remote storage, reading through a chunk cache.
+// remote storage, reading through a chunk cache; its Remote* methods and
+// ReadRemote are the same reads for callers in process.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
 	cfg   Config
@@ -199,209 +197,77 @@ func (s *Server) observe(method string, err error) error {
 	return st.Err()
 }
 
-// partitionState loads, from one snapshot, what every RPC needs, and
-// rejects bad arguments and partitions tierd knows nothing of.
-func (s *Server) partitionState(topic string, partition int32) (remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
-	tp := remotelog.TopicPartition{Topic: topic, Partition: partition}
-	if topic == "" || partition < 0 {
-		return remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", topic, partition)
-	}
-	offs, ok, fin, err := s.md.Snapshot(tp)
-	if err != nil {
-		return offs, nil, err
-	}
-	if !ok || (offs.HighestTieredOffset < 0 && len(fin) == 0) {
-		return offs, nil, fmt.Errorf("%w: %s", errNotTiered, tp)
-	}
-	return offs, fin, nil
-}
-
-// retries is how often a read that raced a retention delete starts over
-// with fresh metadata.
-const retries = 3
-
-// Fetch implements tierdpb.RemoteFetchServer.
+// Fetch implements tierdpb.RemoteFetchServer over ReadRemote and, with
+// READ_COMMITTED, RemoteAbortedTxns.
 func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	var resp *tierdpb.FetchResponse
-	var err error
-	for i := 0; i < retries; i++ {
-		// A copy deleted by retention after the snapshot was taken reads as
-		// a missing object: start over, and the new snapshot says whether
-		// the offset is now below the log start offset.
-		if resp, err = s.fetch(ctx, req); !errors.Is(err, rsm.ErrNotFound) {
-			break
-		}
-	}
-	var mc *missingCopyError
-	if errors.As(err, &mc) && s.onMissing != nil {
-		s.log.Error("a finished copy's object is missing: answering DATA_LOSS", "partition", mc.meta.TopicPartition,
-			"offset", req.Offset, "segment", mc.meta.ID, "err", err)
-		s.onMissing(mc.meta)
-	}
+	resp, err := s.fetch(ctx, req)
 	return resp, s.observe("Fetch", err)
 }
 
 func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	if req.Offset < 0 || req.MaxBytes < 0 {
-		return nil, invalidf("offset and max_bytes must be >= 0 (got %d, %d)", req.Offset, req.MaxBytes)
+	iso := req.GetIsolationLevel()
+	if iso != tierdpb.IsolationLevel_READ_UNCOMMITTED && iso != tierdpb.IsolationLevel_READ_COMMITTED {
+		return nil, invalidf("unknown isolation level %v", iso)
 	}
-	offs, fin, err := s.partitionState(req.Topic, req.Partition)
+	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
+	rr, err := s.readRemote(ctx, tp, req.Offset, int64(req.MaxBytes))
 	if err != nil {
 		return nil, err
 	}
-	if req.Offset < offs.LogStartOffset || req.Offset > offs.HighestTieredOffset {
-		return nil, &outOfRangeError{offset: req.Offset, logStart: offs.LogStartOffset, highest: offs.HighestTieredOffset}
-	}
-	maxBytes := int64(min(req.MaxBytes, s.cfg.FetchMaxBytes))
-	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
-	defer cancel()
-	want := req.Offset // the first offset still to find
-	// Finished copies are in offset order: start at the first that reaches
-	// the offset.
-	first := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= want })
-	for i := first; i < len(fin); i++ {
-		meta := fin[i]
-		if meta.EndOffset < want {
-			continue
-		}
-		if meta.StartOffset > want {
-			// No copy covers these offsets (a segment deleted locally
-			// before it was copied): say so rather than skip them.
-			return nil, fmt.Errorf("%w: offsets %d to %d have no tiered copy", errHole, want, meta.StartOffset-1)
-		}
-		offsets, err := s.offsetIndex(wait, meta)
-		if errors.Is(err, rsm.ErrNotFound) {
-			err = &missingCopyError{meta: meta, err: err}
-		}
-		if err != nil {
-			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
-				return nil, fmt.Errorf("%w: offset index of %s", errStillLoading, meta.ID)
-			}
-			return nil, err
-		}
-		pos, bound := scanBounds(offsets, req.Offset, meta.SizeInBytes)
-		r := s.newSegmentReader(ctx, meta, pos)
-		data, next, end, err := r.readFrom(ctx, wait, req.Offset, maxBytes, bound+maxBytes+batch.HeaderSize)
-		if errors.Is(err, rsm.ErrNotFound) {
-			err = &missingCopyError{meta: meta, err: err}
-		}
+	resp := &tierdpb.FetchResponse{Records: rr.Records, LogStartOffset: rr.Offsets.LogStartOffset,
+		HighestTieredOffset: rr.Offsets.HighestTieredOffset, NextOffset: rr.Next}
+	if iso == tierdpb.IsolationLevel_READ_COMMITTED && len(rr.Records) > 0 {
+		txns, err := s.abortedTxns(ctx, tp, req.Offset, rr.Next)
 		if err != nil {
 			return nil, err
 		}
-		if len(data) > 0 {
-			s.afterFetch(meta, end-int64(len(data)), end, fin[i+1:])
-			return &tierdpb.FetchResponse{Records: data, LogStartOffset: offs.LogStartOffset,
-				HighestTieredOffset: offs.HighestTieredOffset, NextOffset: next}, nil
+		resp.AbortedTransactions = make([]*tierdpb.AbortedTransaction, len(txns))
+		for i, t := range txns {
+			resp.AbortedTransactions[i] = &tierdpb.AbortedTransaction{ProducerId: t.ProducerID, FirstOffset: t.FirstOffset}
 		}
-		want = meta.EndOffset + 1 // compacted away to the segment's end
 	}
-	// Only offsets compacted away at the very end of the tiered log remain.
-	return &tierdpb.FetchResponse{LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset,
-		NextOffset: offs.HighestTieredOffset + 1}, nil
+	return resp, nil
 }
 
-// scanBounds returns where the scan for offset starts (the position of
-// the largest index entry at or below it, or 0) and a bound on where the
-// first batch to return starts: the next entry's position (an entry names
-// a batch's last offset, so the batch holding offset starts at or before
-// the next entry's batch), or the segment's size.
-func scanBounds(offsets []index.OffsetEntry, offset, size int64) (pos, bound int64) {
-	i := sort.Search(len(offsets), func(i int) bool { return offsets[i].Offset > offset })
-	if i > 0 {
-		pos = int64(offsets[i-1].Position)
-	}
-	bound = size
-	if i < len(offsets) {
-		bound = int64(offsets[i].Position)
-	}
-	return pos, bound
-}
-
-// ListOffsets implements tierdpb.RemoteFetchServer.
+// ListOffsets implements tierdpb.RemoteFetchServer over the partition's
+// offsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	var resp *tierdpb.ListOffsetsResponse
-	var err error
-	for i := 0; i < retries; i++ {
-		if resp, err = s.listOffsets(ctx, req); !errors.Is(err, rsm.ErrNotFound) {
-			break
-		}
-	}
+	resp, err := s.listOffsets(ctx, req)
 	return resp, s.observe("ListOffsets", err)
 }
 
 func (s *Server) listOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
+	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
+	var r tsOffset
+	var err error
 	switch req.Spec {
-	case tierdpb.OffsetSpec_EARLIEST, tierdpb.OffsetSpec_LATEST_TIERED, tierdpb.OffsetSpec_TIMESTAMP:
-	default:
-		return nil, invalidf("unknown offset spec %v", req.Spec)
-	}
-	offs, fin, err := s.partitionState(req.Topic, req.Partition)
-	if err != nil {
-		return nil, err
-	}
-	switch req.Spec {
-	case tierdpb.OffsetSpec_EARLIEST:
-		return &tierdpb.ListOffsetsResponse{Offset: offs.LogStartOffset, Timestamp: -1}, nil
-	case tierdpb.OffsetSpec_LATEST_TIERED:
-		return &tierdpb.ListOffsetsResponse{Offset: offs.HighestTieredOffset, Timestamp: -1}, nil
-	}
-	for _, meta := range fin {
-		if meta.EndOffset < offs.LogStartOffset || meta.MaxTimestampMs < req.Timestamp {
-			continue
-		}
-		off, ts, found, err := s.offsetForTimestamp(ctx, meta, req.Timestamp, offs.LogStartOffset)
+	case tierdpb.OffsetSpec_EARLIEST, tierdpb.OffsetSpec_LATEST_TIERED:
+		offs, _, err := s.partitionState(tp)
 		if err != nil {
 			return nil, err
 		}
-		if found {
-			return &tierdpb.ListOffsetsResponse{Offset: off, Timestamp: ts}, nil
+		if req.Spec == tierdpb.OffsetSpec_EARLIEST {
+			return &tierdpb.ListOffsetsResponse{Offset: offs.LogStartOffset, Timestamp: -1}, nil
 		}
+		return &tierdpb.ListOffsetsResponse{Offset: offs.HighestTieredOffset, Timestamp: -1}, nil
+	case tierdpb.OffsetSpec_TIMESTAMP:
+		r, err = s.timestampLookup(ctx, tp, req.Timestamp)
+	case tierdpb.OffsetSpec_MAX_TIMESTAMP:
+		r, err = s.maxTimestamp(ctx, tp)
+	default:
+		return nil, invalidf("unknown offset spec %v", req.Spec)
 	}
-	return &tierdpb.ListOffsetsResponse{Offset: -1, Timestamp: -1}, nil // Kafka's "no such offset"
-}
-
-func (s *Server) offsetForTimestamp(ctx context.Context, meta remotelog.SegmentMetadata, ts, logStart int64) (int64, int64, bool, error) {
-	times, err := s.timeIndex(ctx, meta)
 	if err != nil {
-		return 0, 0, false, err
+		return nil, err
 	}
-	var pos int64
-	if te, ok := index.LookupTime(times, ts); ok {
-		offsets, err := s.offsetIndex(ctx, meta)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		if oe, ok := index.LookupOffset(offsets, max(te.Offset, logStart)); ok {
-			pos = int64(oe.Position)
-		}
+	if !r.found {
+		return &tierdpb.ListOffsetsResponse{Offset: -1, Timestamp: -1}, nil // Kafka's "no such offset"
 	}
-	r := s.newSegmentReader(ctx, meta, pos)
-	for {
-		b, ok, err := r.next()
-		if err != nil || !ok {
-			return 0, 0, false, err
-		}
-		if b.MaxTimestamp < ts || b.LastOffset < logStart {
-			continue
-		}
-		raw, err := r.entry(b)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		recs, err := batch.Records(raw, codec.Kafka)
-		if err != nil {
-			return 0, 0, false, err
-		}
-		for _, rec := range recs {
-			if rec.Timestamp >= ts && rec.Offset >= logStart {
-				return rec.Offset, rec.Timestamp, true, nil
-			}
-		}
-	}
+	return &tierdpb.ListOffsetsResponse{Offset: r.offset, Timestamp: r.timestamp}, nil
 }
 
 // ListSegments implements tierdpb.RemoteFetchServer.
@@ -420,7 +286,7 @@ func (s *Server) listSegments(req *tierdpb.ListSegmentsRequest) (*tierdpb.ListSe
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: %s", errNotTiered, tp)
+		return nil, fmt.Errorf("%w: %s", ErrNotTiered, tp)
 	}
 	rows, err := s.md.Segments(tp)
 	if err != nil {

@@ -27,18 +27,22 @@ import (
 	"github.com/tierd/tierd/seglog"
 )
 
-// countingBucket counts the GETs and bytes read from the bucket. With a
-// gate set, every GET waits for it (or its ctx).
+// countingBucket counts the GETs and bytes read from the bucket, and the
+// GETs of .log and .txnindex objects. With a gate set, every GET waits for
+// it (or its ctx).
 type countingBucket struct {
 	rsm.Bucket
-	read, gets, logGets atomic.Int64
-	gate                atomic.Pointer[chan struct{}]
+	read, gets, logGets, txnGets atomic.Int64
+	gate                         atomic.Pointer[chan struct{}]
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
 	c.gets.Add(1)
 	if strings.HasSuffix(key, ".log") {
 		c.logGets.Add(1)
+	}
+	if strings.HasSuffix(key, kafkalog.TxnIndexSuffix) {
+		c.txnGets.Add(1)
 	}
 	if g := c.gate.Load(); g != nil {
 		select {
@@ -61,6 +65,7 @@ type env struct {
 	t      testing.TB
 	store  *rlmm.Store
 	mgr    *rsm.Manager
+	srv    *Server
 	bucket *countingBucket
 	api    tierdpb.RemoteFetchClient
 	client *Client
@@ -87,6 +92,7 @@ func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.srv = srv
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +111,11 @@ func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 
 // tier copies every rolled segment of a partition directory as the copier
 // would: a COPY_SEGMENT_STARTED row, the objects, COPY_SEGMENT_FINISHED.
-func (e *env) tier(dir string) {
+func (e *env) tier(dir string) { e.tierEach(dir, nil) }
+
+// tierEach is tier with each, when set, adjusting every copy's row and
+// files before the copy.
+func (e *env) tierEach(dir string, each func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles)) {
 	e.t.Helper()
 	ents, _ := os.ReadDir(dir)
 	var bases []int64
@@ -122,11 +132,14 @@ func (e *env) tier(dir string) {
 		p := func(s string) string { return filepath.Join(dir, kafkalog.FileName(base, s)) }
 		meta := remotelog.SegmentMetadata{TopicPartition: e.tp, ID: remotelog.NewSegmentID(), StartOffset: base, EndOffset: end,
 			SizeInBytes: sizes[base], State: remotelog.CopySegmentStarted, MaxTimestampMs: maxTimestamp(e.t, p(kafkalog.LogSuffix))}
+		files := rsm.SegmentFiles{Log: p(kafkalog.LogSuffix), OffsetIndex: p(kafkalog.IndexSuffix), TimeIndex: p(kafkalog.TimeIndexSuffix)}
+		if each != nil {
+			each(&meta, &files)
+		}
 		if err := e.store.AddSegment(meta); err != nil {
 			e.t.Fatal(err)
 		}
-		if _, err := e.mgr.CopySegment(context.Background(), meta, rsm.SegmentFiles{Log: p(kafkalog.LogSuffix),
-			OffsetIndex: p(kafkalog.IndexSuffix), TimeIndex: p(kafkalog.TimeIndexSuffix)}); err != nil {
+		if _, err := e.mgr.CopySegment(context.Background(), meta, files); err != nil {
 			e.t.Fatal(err)
 		}
 		if _, err := e.store.UpdateState(e.tp, base, meta.ID, remotelog.CopySegmentFinished); err != nil {

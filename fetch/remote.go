@@ -1,0 +1,261 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/kafkalog/epoch"
+	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
+)
+
+// This file is the remote tier's Go read API: what the gRPC methods and
+// in-process readers (the Kafka listener) share. Each method bounds itself
+// by request_timeout and returns the error classes of errors.go.
+
+// RemotePartition is a partition with remote metadata.
+type RemotePartition struct {
+	TopicPartition remotelog.TopicPartition
+	// TopicID is the topic id (KIP-516) of the incarnation the metadata
+	// belongs to, in Kafka's base64 form; "" when unknown.
+	TopicID string
+}
+
+// RemotePartitions returns the partitions that have had something tiered
+// (a highest tiered offset >= 0; retention may have deleted every copy
+// since), ordered by topic and partition. It reads the metadata store's
+// partition list, as the Admin service's ListPartitions does. Errors: the
+// metadata store's, ctx's.
+func (s *Server) RemotePartitions(ctx context.Context) ([]RemotePartition, error) {
+	tps, err := s.md.Partitions()
+	if err != nil {
+		return nil, fmt.Errorf("fetch: list partitions: %w", err)
+	}
+	out := make([]RemotePartition, 0, len(tps))
+	for _, tp := range tps {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		offs, ok, err := s.md.Offsets(tp)
+		if err != nil {
+			return nil, fmt.Errorf("fetch: offsets of %s: %w", tp, err)
+		}
+		if ok && offs.HighestTieredOffset >= 0 {
+			out = append(out, RemotePartition{TopicPartition: tp, TopicID: offs.TopicID})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].TopicPartition, out[j].TopicPartition
+		return a.Topic < b.Topic || (a.Topic == b.Topic && a.Partition < b.Partition)
+	})
+	return out, nil
+}
+
+// RemoteOffsets returns a partition's offsets as its remote metadata
+// records them, and false when it records none (then nothing is tiered).
+// HighestTieredOffset is -1 while nothing is tiered. Errors: the metadata
+// store's.
+func (s *Server) RemoteOffsets(_ context.Context, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
+	offs, ok, err := s.md.Offsets(tp)
+	if err != nil {
+		return offs, false, fmt.Errorf("fetch: offsets of %s: %w", tp, err)
+	}
+	return offs, ok, nil
+}
+
+// RemoteRead is what ReadRemote returns.
+type RemoteRead struct {
+	// Records are whole record batches (v2 or legacy message sets), byte
+	// for byte as stored. They may be the chunk cache's own memory: read
+	// them, never modify them. Empty only for an offset compacted away at
+	// the very end of the tiered log.
+	Records []byte
+	// Next is the offset after the last returned batch, or
+	// HighestTieredOffset+1 when Records is empty.
+	Next int64
+	// Offsets are the partition's offsets from the metadata snapshot the
+	// read used.
+	Offsets remotelog.PartitionOffsets
+}
+
+// ReadRemote reads whole record batches from the finished copy holding
+// offset, as the Fetch RPC does: from the batch whose last offset is >=
+// offset (an offset in a compacted gap reads from the next batch), that
+// batch always, even when larger than maxBytes (bytes, capped at
+// fetch.max.bytes), then the copy's following batches while the total
+// stays within maxBytes and they arrive within remote.fetch.max.wait.ms.
+// A read starting where another ended is sequential and gets prefetch. A
+// read that raced a retention delete starts over with fresh metadata; a
+// finished copy found with an object missing is reported to the
+// WithMissingCopyHook function. The call is bounded by request_timeout.
+//
+// Errors (wrapped): ErrInvalidArgument; ErrNotTiered; *RangeError when
+// offset is below the log start offset or past the highest tiered offset;
+// ErrStillLoading; ErrDataLoss; ctx's; any other is an object store or
+// disk failure (retryable).
+func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	return s.readRemote(ctx, tp, offset, int64(maxBytes))
+}
+
+// retries is how often a read that raced a retention delete starts over
+// with fresh metadata.
+const retries = 3
+
+func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (RemoteRead, error) {
+	var rr RemoteRead
+	var err error
+	for i := 0; i < retries; i++ {
+		// A copy deleted by retention after the snapshot was taken reads as
+		// a missing object: start over, and the new snapshot says whether
+		// the offset is now below the log start offset.
+		if rr, err = s.read(ctx, tp, offset, maxBytes); !errors.Is(err, rsm.ErrNotFound) {
+			break
+		}
+	}
+	if err != nil {
+		s.noteMissing(err, tp, offset)
+		return RemoteRead{}, classify(err)
+	}
+	return rr, nil
+}
+
+// retrying runs fn until it does not fail with a missing object (a copy
+// retention deleted after fn's snapshot), at most retries times.
+func retrying[T any](fn func() (T, error)) (v T, err error) {
+	for i := 0; i < retries; i++ {
+		if v, err = fn(); !errors.Is(err, rsm.ErrNotFound) {
+			break
+		}
+	}
+	return v, err
+}
+
+// noteMissing tells the missing-copy hook of the copy err names, if any.
+func (s *Server) noteMissing(err error, tp remotelog.TopicPartition, offset int64) {
+	var mc *missingCopyError
+	if errors.As(err, &mc) && s.onMissing != nil {
+		s.log.Error("a finished copy's object is missing", "partition", tp, "offset", offset, "segment", mc.meta.ID, "err", err)
+		s.onMissing(mc.meta)
+	}
+}
+
+// partitionState loads, from one snapshot, what every read needs, and
+// rejects bad arguments and partitions with nothing tiered.
+func (s *Server) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
+	if tp.Topic == "" || tp.Partition < 0 {
+		return remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", tp.Topic, tp.Partition)
+	}
+	offs, ok, fin, err := s.md.Snapshot(tp)
+	if err != nil {
+		return offs, nil, err
+	}
+	if !ok || (offs.HighestTieredOffset < 0 && len(fin) == 0) {
+		return offs, nil, fmt.Errorf("%w: %s", ErrNotTiered, tp)
+	}
+	return offs, fin, nil
+}
+
+// read is one attempt of readRemote, on one metadata snapshot.
+func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (RemoteRead, error) {
+	if offset < 0 || maxBytes < 0 {
+		return RemoteRead{}, invalidf("offset and max_bytes must be >= 0 (got %d, %d)", offset, maxBytes)
+	}
+	offs, fin, err := s.partitionState(tp)
+	if err != nil {
+		return RemoteRead{}, err
+	}
+	if offset < offs.LogStartOffset || offset > offs.HighestTieredOffset {
+		return RemoteRead{}, &RangeError{Offset: offset, LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset}
+	}
+	maxBytes = min(maxBytes, int64(s.cfg.FetchMaxBytes))
+	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
+	defer cancel()
+	want := offset // the first offset still to find
+	// Finished copies are in offset order: start at the first that reaches
+	// the offset.
+	first := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= want })
+	for i := first; i < len(fin); i++ {
+		meta := fin[i]
+		if meta.EndOffset < want {
+			continue
+		}
+		if meta.StartOffset > want {
+			// No copy covers these offsets (a segment deleted locally
+			// before it was copied): say so rather than skip them.
+			return RemoteRead{}, fmt.Errorf("%w: offsets %d to %d have no tiered copy", ErrDataLoss, want, meta.StartOffset-1)
+		}
+		offsets, err := s.offsetIndex(wait, meta)
+		if err != nil {
+			if wait.Err() != nil && ctx.Err() == nil { // our wait ended, not the caller's
+				return RemoteRead{}, fmt.Errorf("%w: offset index of %s", ErrStillLoading, meta.ID)
+			}
+			return RemoteRead{}, missing(meta, err)
+		}
+		pos, bound := scanBounds(offsets, offset, meta.SizeInBytes)
+		r := s.newSegmentReader(ctx, meta, pos)
+		data, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize)
+		if err != nil {
+			return RemoteRead{}, missing(meta, err)
+		}
+		if len(data) > 0 {
+			s.afterFetch(meta, end-int64(len(data)), end, fin[i+1:])
+			return RemoteRead{Records: data, Next: next, Offsets: offs}, nil
+		}
+		want = meta.EndOffset + 1 // compacted away to the segment's end
+	}
+	// Only offsets compacted away at the very end of the tiered log remain.
+	return RemoteRead{Next: offs.HighestTieredOffset + 1, Offsets: offs}, nil
+}
+
+// scanBounds returns where the scan for offset starts (the position of
+// the largest index entry at or below it, or 0) and a bound on where the
+// first batch to return starts: the next entry's position (an entry names
+// a batch's last offset, so the batch holding offset starts at or before
+// the next entry's batch), or the segment's size.
+func scanBounds(offsets []index.OffsetEntry, offset, size int64) (pos, bound int64) {
+	i := sort.Search(len(offsets), func(i int) bool { return offsets[i].Offset > offset })
+	if i > 0 {
+		pos = int64(offsets[i-1].Position)
+	}
+	bound = size
+	if i < len(offsets) {
+		bound = int64(offsets[i].Position)
+	}
+	return pos, bound
+}
+
+// RemoteLeaderEpochs returns the leader-epoch lineage that the finished
+// copies' metadata records (their SegmentLeaderEpochs), merged: ascending
+// by epoch, each epoch once, with the smallest start offset seen. It reads
+// metadata only. Errors (wrapped): ErrInvalidArgument, ErrNotTiered, the
+// metadata store's.
+func (s *Server) RemoteLeaderEpochs(_ context.Context, tp remotelog.TopicPartition) ([]epoch.Entry, error) {
+	_, fin, err := s.partitionState(tp)
+	if err != nil {
+		return nil, err
+	}
+	var out []epoch.Entry
+	for _, m := range fin {
+		out = append(out, m.SegmentLeaderEpochs...)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Epoch != out[j].Epoch {
+			return out[i].Epoch < out[j].Epoch
+		}
+		return out[i].StartOffset < out[j].StartOffset
+	})
+	merged := out[:0]
+	for _, e := range out {
+		if len(merged) == 0 || merged[len(merged)-1].Epoch != e.Epoch {
+			merged = append(merged, e)
+		}
+	}
+	return merged, nil
+}
