@@ -63,13 +63,47 @@ func TestFixtures(t *testing.T) {
 	}
 }
 
+// TestFixturesRolled reads every fixture set again with its segments
+// rolled: a directory of symbolic links to the fixture files plus an empty
+// active segment at the end, so that reads go through the broker's own
+// .index and .timeindex files where the set has them.
+func TestFixturesRolled(t *testing.T) {
+	root := testfixtures.Dir(t)
+	for _, dir := range fixtureDirs(t) {
+		rel, _ := filepath.Rel(root, dir)
+		if _, ok := kafkalog.ParsePartitionDir(filepath.Base(dir)); !ok {
+			continue
+		}
+		ref := reference(t, dir)
+		if len(ref) == 0 {
+			continue
+		}
+		t.Run(rel, func(t *testing.T) {
+			link := filepath.Join(t.TempDir(), filepath.Base(dir))
+			if err := os.Mkdir(link, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if err := os.Symlink(filepath.Join(dir, e.Name()), filepath.Join(link, e.Name())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			next := ref[len(ref)-1].b.LastOffset + 1
+			if err := os.WriteFile(filepath.Join(link, kafkalog.FileName(next, kafkalog.LogSuffix)), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			checkFixture(t, link)
+		})
+	}
+}
+
 func checkFixture(t *testing.T, dir string) {
 	ref := reference(t, dir)
 	p := mustOpen(t, dir, Options{})
-	o, err := p.Offsets()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var want Offsets
 	if segs := p.cur.segs; len(segs) > 0 {
 		want.LocalLogStartOffset = segs[0].base
@@ -79,23 +113,54 @@ func checkFixture(t *testing.T, dir string) {
 		want.HighWatermark = ref[n-1].b.LastOffset + 1
 	}
 	want.LastStableOffset = want.HighWatermark
-	if o != want {
-		t.Fatalf("Offsets = %+v, want %+v", o, want)
-	}
-	t.Logf("%d entries, offsets %+v", len(ref), o)
-	for _, mb := range []int{1, 4096, 1 << 20} {
-		equalBytes(t, "sequential read", readAll(t, p, o.LocalLogStartOffset, mb), concat(ref))
-	}
+	// Reads and timestamp searches first, before Offsets scans the rolled
+	// segments: they go through the broker's indexes.
 	recs := records(t, ref)
 	step := max(1, len(recs)/2000)
 	for i := 0; i < len(recs); i += step {
 		r := recs[i]
-		data, err := p.Read(r.offset, 1, o.HighWatermark)
+		data, err := p.Read(r.offset, 1, want.HighWatermark)
 		if err != nil {
 			t.Fatalf("Read(%d): %v", r.offset, err)
 		}
 		equalBytes(t, "read at a record offset", data, ref[firstEntryFrom(ref, r.offset)].raw)
 	}
+	var rolled *segment
+	if len(p.cur.segs) > 1 {
+		rolled = p.cur.segs[0]
+		if data, _ := os.ReadFile(segPath(dir, rolled.base, kafkalog.IndexSuffix)); len(data) > 0 && (!rolled.fileIdxSet || len(rolled.fileIdx) == 0) {
+			t.Fatalf("the rolled segment's .index (%d bytes) was not used", len(data))
+		}
+		if rolled.cur.started {
+			t.Fatal("the rolled segment was scanned by reads")
+		}
+	}
+	checkOffsetForTimestamp(t, p, recs, want)
+	if rolled != nil {
+		// A usable .timeindex spares the scan; without one the segment is
+		// scanned once.
+		data, _ := os.ReadFile(segPath(dir, rolled.base, kafkalog.TimeIndexSuffix))
+		if usable := len(rolled.fileTidx) > 0; usable == rolled.cur.started || (len(data) > 0) != usable {
+			t.Fatalf(".timeindex of %d bytes, %d entries used; segment scanned: %v", len(data), len(rolled.fileTidx), rolled.cur.started)
+		}
+	}
+	o, err := p.Offsets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o != want {
+		t.Fatalf("Offsets = %+v, want %+v", o, want)
+	}
+	t.Logf("%d entries, offsets %+v", len(ref), o)
+	small := 1 // one entry per read
+	if len(ref) > 5000 {
+		small = 1000 // a few per read: the per-offset reads above cover single entries
+	}
+	for _, mb := range []int{small, 4096, 1 << 20} {
+		equalBytes(t, "sequential read", readAll(t, p, o.LocalLogStartOffset, mb), concat(ref))
+	}
+	checkOffsetForTimestamp(t, p, recs, o)
+	checkMaxTimestamp(t, p, recs, o)
 	if data, err := p.Read(o.HighWatermark, 1<<20, o.HighWatermark); err != nil || len(data) != 0 {
 		t.Fatalf("Read at the high watermark = %d bytes, %v; want none", len(data), err)
 	}
@@ -108,7 +173,6 @@ func checkFixture(t *testing.T, dir string) {
 			t.Fatalf("Read below the local log start: %v", err)
 		}
 	}
-	checkTimestamps(t, p, recs, o)
 	if a, err := p.AbortedTxns(o.LocalLogStartOffset, o.HighWatermark); err != nil || len(a) != 0 {
 		t.Fatalf("AbortedTxns = %v, %v; the fixtures have no .txnindex", a, err)
 	}
@@ -122,9 +186,9 @@ func checkFixture(t *testing.T, dir string) {
 	}
 }
 
-// checkTimestamps compares OffsetForTimestamp and MaxTimestamp with a
-// brute-force search over the decoded records.
-func checkTimestamps(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
+// checkOffsetForTimestamp compares OffsetForTimestamp with a brute-force
+// search over the decoded records.
+func checkOffsetForTimestamp(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
 	bruteFor := func(ts, from, limit int64) (int64, int64, bool) {
 		for _, r := range recs {
 			if r.offset >= from && r.offset < limit && r.ts >= ts {
@@ -134,7 +198,7 @@ func checkTimestamps(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
 		return 0, 0, false
 	}
 	var targets []int64
-	step := max(1, len(recs)/300)
+	step := max(1, len(recs)/60)
 	for i := 0; i < len(recs); i += step {
 		targets = append(targets, recs[i].ts, recs[i].ts+1)
 	}
@@ -152,6 +216,11 @@ func checkTimestamps(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
 			}
 		}
 	}
+}
+
+// checkMaxTimestamp compares MaxTimestamp with a brute-force search over
+// the decoded records, for the whole log and for a limit inside it.
+func checkMaxTimestamp(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
 	for _, limit := range []int64{o.HighWatermark, (o.LocalLogStartOffset + o.HighWatermark) / 2} {
 		wo, wt, wf := int64(0), int64(-1), false
 		for _, r := range recs {

@@ -58,6 +58,10 @@ type Partition struct {
 	mu     sync.Mutex
 	cur    *listing
 	closed bool
+
+	// testAcquired, when set (tests only), runs after Read took its
+	// listing, to change the directory between listing and reading.
+	testAcquired func()
 }
 
 // Open lists the directory's segments; it reads no segment data. Errors:

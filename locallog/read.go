@@ -36,6 +36,9 @@ func (p *Partition) Read(offset int64, maxBytes int, limit int64) ([]byte, error
 		if err != nil {
 			return nil, err
 		}
+		if p.testAcquired != nil {
+			p.testAcquired()
+		}
 		data, err := p.read(l, offset, maxBytes, limit, attempt > 0)
 		l.release()
 		if !errors.Is(err, errVanished) {

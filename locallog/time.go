@@ -56,6 +56,15 @@ func (s *segment) offsetForTimestamp(ts, from, limit int64, active bool) (int64,
 		return 0, 0, false, err
 	}
 	s.mu.Lock()
+	if !active && !s.cur.done && len(s.fileTimeIndexLocked()) == 0 {
+		// No usable .timeindex: scan the segment once instead of on
+		// every search.
+		s.mu.Unlock()
+		if _, err := s.advance(limit, false); err != nil {
+			return 0, 0, false, err
+		}
+		s.mu.Lock()
+	}
 	if active {
 		end = min(end, s.cur.pos)
 	}
