@@ -138,7 +138,7 @@ func (p *Partition) relistLocked() error {
 		}
 		s := old[f.BaseOffset]
 		if s == nil || !s.sameFile() {
-			s = newSegment(p.dir, f.BaseOffset)
+			s = newSegment(p.dir, f.BaseOffset, p.opts.HighWatermark == nil)
 		}
 		s.refs.Add(1)
 		nl.segs = append(nl.segs, s)

@@ -87,59 +87,100 @@ func (p *Partition) read(l *listing, offset int64, maxBytes int, limit int64, re
 // read serves Read from one segment; found is false when the segment holds
 // no entry whose last offset is >= offset.
 func (s *segment) read(offset int64, maxBytes int, limit int64, active bool, nextBase int64) (data []byte, found bool, err error) {
-	f, end, err := s.file()
-	if err != nil {
-		return nil, false, err
-	}
 	s.mu.Lock()
-	if active {
-		end = min(end, s.cur.pos) // the validated part only
+	f, err := s.fileLocked()
+	end := int64(-1)
+	switch {
+	case active:
+		end = s.cur.pos // the validated part only
+	case s.cur.done:
+		end = s.cur.size
 	}
+	exact := s.exactHintLocked(offset)
 	trusted := s.trustedStartLocked(offset)
 	untrusted := s.untrustedStartLocked(offset, trusted, active)
 	s.mu.Unlock()
-
-	if untrusted >= 0 {
-		data, found, err = s.readFrom(f, end, untrusted, true, offset, maxBytes, limit, nextBase)
-		if err == nil {
-			return data, found, nil
+	if err != nil {
+		return nil, false, err
+	}
+	if end < 0 {
+		st, err := f.Stat()
+		if err != nil {
+			return nil, false, fmt.Errorf("locallog: stat %s: %w", s.path, err)
 		}
-		if !isCorrupt(err) {
-			return nil, false, err
+		end = st.Size()
+	}
+	r := served{s: s, f: f, end: end, maxBytes: maxBytes, limit: limit, nextBase: nextBase}
+	if exact >= 0 {
+		// The previous read ended here: the entry at exact is the first
+		// whose last offset reaches offset.
+		if exact >= end {
+			return nil, false, nil
+		}
+		return r.read(exact, 0)
+	}
+	if untrusted >= 0 {
+		data, found, err = r.locateAndRead(untrusted, true, offset)
+		if err == nil || !isCorrupt(err) {
+			return data, found, err
 		}
 		// The .index misled the walk; start over from a trusted position.
 	}
-	return s.readFrom(f, end, trusted, false, offset, maxBytes, limit, nextBase)
+	return r.locateAndRead(trusted, false, offset)
 }
 
-// readFrom walks from byte from (an entry boundary) to the first entry
-// whose last offset is >= offset and reads the served entries with one
-// pread into one allocation. When untrusted, from came from the .index: a
-// landing that breaks the segment's rules is reported as corruption so the
-// caller retries from a trusted position.
-func (s *segment) readFrom(f *os.File, end, from int64, untrusted bool, offset int64, maxBytes int, limit int64, nextBase int64) ([]byte, bool, error) {
-	first, found, err := s.locate(f, end, from, untrusted, offset)
+// served is one segment read's bounds.
+type served struct {
+	s        *segment
+	f        *os.File
+	end      int64 // bytes of the segment that may be served
+	maxBytes int
+	limit    int64
+	nextBase int64
+}
+
+// locateAndRead walks from byte from (an entry boundary) to the first
+// entry whose last offset is >= offset and reads from there. When
+// untrusted, from came from the .index: a landing that breaks the
+// segment's rules is reported as corruption so the caller retries from a
+// trusted position.
+func (r served) locateAndRead(from int64, untrusted bool, offset int64) ([]byte, bool, error) {
+	first, found, err := r.s.locate(r.f, r.end, from, untrusted, offset)
 	if err != nil || !found {
 		return nil, found, err
 	}
-	if first.LastOffset >= limit {
+	if first.LastOffset >= r.limit {
 		return nil, true, nil
 	}
-	n := min(int64(max(maxBytes, 0)), end-first.Position)
-	n = max(n, int64(first.Size))
+	return r.read(first.Position, int64(first.Size))
+}
+
+// read reads the entries from byte pos, where the first served entry
+// starts (firstSize bytes long, 0 when not known yet), with one pread into
+// one allocation of at most maxBytes (the first entry's size when larger),
+// and checks each in memory: header rules, CRC, the limit.
+func (r served) read(pos, firstSize int64) ([]byte, bool, error) {
+	s := r.s
+	n := max(min(int64(max(r.maxBytes, 0)), r.end-pos), firstSize, min(batch.PrefixSize, r.end-pos))
 	out := make([]byte, n)
-	if err := readFull(f, out, first.Position); err != nil {
+	if err := readFull(r.f, out, pos); err != nil {
 		return nil, false, fmt.Errorf("locallog: read %s: %w", s.path, err)
 	}
-	chk := batch.NewChecker(s.base, nextBase-1)
-	if nextBase < 0 {
-		chk = batch.NewChecker(s.base, -1)
+	if firstSize == 0 && n >= batch.PrefixSize {
+		if size, _, err := batch.ParsePrefix(out, pos); err == nil && int64(size) > n && pos+int64(size) <= r.end {
+			out = make([]byte, size) // the first entry is larger than maxBytes
+			if err := readFull(r.f, out, pos); err != nil {
+				return nil, false, fmt.Errorf("locallog: read %s: %w", s.path, err)
+			}
+			n = int64(size)
+		}
 	}
+	chk := batch.NewChecker(s.base, r.nextBase-1)
 	var i int64
 	var last batch.Batch
 	for i < n {
-		b, err := parseServed(out[i:], first.Position+i)
-		if err == nil && b.LastOffset >= limit {
+		b, err := parseServed(out[i:], pos+i)
+		if err == nil && b.LastOffset >= r.limit {
 			break
 		}
 		if err == nil {
@@ -150,6 +191,14 @@ func (s *segment) readFrom(f *os.File, end, from int64, untrusted bool, offset i
 		}
 		if err != nil {
 			if i == 0 {
+				if firstSize == 0 {
+					if nz, zerr := batch.FirstNonZero(r.f, pos, r.end); zerr == nil && nz < 0 {
+						return nil, false, nil // preallocated zeros: the segment's end
+					}
+				}
+				if errors.Is(err, errDoesNotFit) {
+					err = kafkalog.Corruptf(pos, "truncated entry at the end of the segment (%d bytes)", r.end)
+				}
 				return nil, false, kafkalog.WithFile(err, s.path)
 			}
 			break // served up to here; the next read reports it
@@ -161,7 +210,7 @@ func (s *segment) readFrom(f *os.File, end, from int64, untrusted bool, offset i
 		return nil, true, nil
 	}
 	s.mu.Lock()
-	s.addHintLocked(last.LastOffset+1, first.Position+i)
+	s.addHintLocked(last.LastOffset+1, pos+i)
 	s.mu.Unlock()
 	return out[:i:i], true, nil
 }

@@ -27,7 +27,11 @@ type segment struct {
 	dir  string
 	path string
 	base int64
-	refs atomic.Int32
+	// crcTail: CRC failures end the active segment's served part (no
+	// Options.HighWatermark); otherwise only its structure does, and Read
+	// reports a bad CRC below the high watermark as corruption.
+	crcTail bool
+	refs    atomic.Int32
 
 	mu     sync.Mutex
 	f      *os.File
@@ -66,11 +70,12 @@ type cursor struct {
 	maxTsPos int64 // position of the first entry with maxTs
 	txns     map[int64]*txnState
 	done     bool  // a rolled segment scanned to its end
+	size     int64 // the file's size when done
 	err      error // a rolled segment's corruption, where the scan stopped
 }
 
-func newSegment(dir string, base int64) *segment {
-	return &segment{dir: dir, base: base, path: segPath(dir, base, kafkalog.LogSuffix)}
+func newSegment(dir string, base int64, crcTail bool) *segment {
+	return &segment{dir: dir, base: base, path: segPath(dir, base, kafkalog.LogSuffix), crcTail: crcTail}
 }
 
 func (s *segment) release() {
@@ -140,9 +145,9 @@ type scanState struct {
 }
 
 // advance scans entries from the cursor while their last offset is below
-// bound. The active segment's entries are also CRC-checked, and its scan
-// stops without error at the first torn, zero or invalid entry (a write in
-// progress or preallocated space; the next call looks again). A rolled
+// bound. The active segment's scan stops without error at the first torn,
+// zero or invalid entry (a write in progress or preallocated space; the
+// next call looks again), its entries also CRC-checked when crcTail is set. A rolled
 // segment's scan ends at the end of the file or at zero bytes reaching it;
 // anything else is kept as the segment's corruption. Errors: I/O.
 func (s *segment) advance(bound int64, active bool) (scanState, error) {
@@ -168,7 +173,7 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 		s.resetLocked() // truncated in place: start over
 	}
 	readAhead := hopRead
-	if active {
+	if active && s.crcTail {
 		readAhead = windowSize
 	}
 	w := getWalker(f, size, readAhead)
@@ -181,7 +186,7 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 		if err == nil {
 			err = c.chk.Check(b)
 		}
-		if err == nil && active {
+		if err == nil && active && s.crcTail {
 			var ok bool
 			if ok, err = w.crcValid(b); err == nil && !ok {
 				err = kafkalog.Corruptf(b.Position, "CRC mismatch")
@@ -199,7 +204,7 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 		s.consumeLocked(b)
 	}
 	if !active && c.pos >= size {
-		c.done = true
+		c.done, c.size = true, size
 	}
 	return scanState{pos: c.pos, next: c.next}, nil
 }
@@ -208,7 +213,7 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 // up to the end are preallocated space, anything else is corruption.
 func (s *segment) endRolledLocked(f *os.File, size int64, err error) {
 	c := &s.cur
-	c.done = true
+	c.done, c.size = true, size
 	if nz, zerr := batch.FirstNonZero(f, c.pos, size); zerr == nil && nz < 0 {
 		return
 	}
@@ -254,6 +259,17 @@ func (s *segment) trustedStartLocked(offset int64) int64 {
 		pos = idx[i-1].pos
 	}
 	return pos
+}
+
+// exactHintLocked returns the position where an earlier read ended when
+// that read's next offset is offset, else -1.
+func (s *segment) exactHintLocked(offset int64) int64 {
+	for _, h := range s.hints {
+		if h.next == offset && h.next > 0 {
+			return h.pos
+		}
+	}
+	return -1
 }
 
 func (s *segment) addHintLocked(next, pos int64) {

@@ -69,8 +69,11 @@ func (l *listing) lastStable(hw int64) (int64, error) {
 		if s.base >= hw {
 			break
 		}
-		if _, err := s.advance(hw, i == len(l.segs)-1); err != nil {
-			return 0, err
+		// The active segment was advanced to hw by highWatermark just now.
+		if i < len(l.segs)-1 {
+			if _, err := s.advance(hw, false); err != nil {
+				return 0, err
+			}
 		}
 		if s.hasTxns() {
 			if open == nil {
