@@ -135,7 +135,7 @@ func checkFixture(t *testing.T, dir string) {
 			t.Fatal("the rolled segment was scanned by reads")
 		}
 	}
-	checkOffsetForTimestamp(t, p, recs, want)
+	checkOffsetForTimestamp(t, p, recs, want, 60)
 	if rolled != nil {
 		// A usable .timeindex spares the scan; without one the segment is
 		// scanned once.
@@ -151,6 +151,9 @@ func checkFixture(t *testing.T, dir string) {
 	if o != want {
 		t.Fatalf("Offsets = %+v, want %+v", o, want)
 	}
+	if tp, _ := kafkalog.ParsePartitionDir(filepath.Base(dir)); p.TopicPartition() != tp || p.Dir() != dir {
+		t.Fatalf("TopicPartition, Dir = %v, %s", p.TopicPartition(), p.Dir())
+	}
 	t.Logf("%d entries, offsets %+v", len(ref), o)
 	small := 1 // one entry per read
 	if len(ref) > 5000 {
@@ -159,7 +162,7 @@ func checkFixture(t *testing.T, dir string) {
 	for _, mb := range []int{small, 4096, 1 << 20} {
 		equalBytes(t, "sequential read", readAll(t, p, o.LocalLogStartOffset, mb), concat(ref))
 	}
-	checkOffsetForTimestamp(t, p, recs, o)
+	checkOffsetForTimestamp(t, p, recs, o, 60)
 	checkMaxTimestamp(t, p, recs, o)
 	if data, err := p.Read(o.HighWatermark, 1<<20, o.HighWatermark); err != nil || len(data) != 0 {
 		t.Fatalf("Read at the high watermark = %d bytes, %v; want none", len(data), err)
@@ -188,7 +191,7 @@ func checkFixture(t *testing.T, dir string) {
 
 // checkOffsetForTimestamp compares OffsetForTimestamp with a brute-force
 // search over the decoded records.
-func checkOffsetForTimestamp(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
+func checkOffsetForTimestamp(t *testing.T, p *Partition, recs []refRecord, o Offsets, targets int) {
 	bruteFor := func(ts, from, limit int64) (int64, int64, bool) {
 		for _, r := range recs {
 			if r.offset >= from && r.offset < limit && r.ts >= ts {
@@ -197,18 +200,18 @@ func checkOffsetForTimestamp(t *testing.T, p *Partition, recs []refRecord, o Off
 		}
 		return 0, 0, false
 	}
-	var targets []int64
-	step := max(1, len(recs)/60)
+	var tss []int64
+	step := max(1, len(recs)/targets)
 	for i := 0; i < len(recs); i += step {
-		targets = append(targets, recs[i].ts, recs[i].ts+1)
+		tss = append(tss, recs[i].ts, recs[i].ts+1)
 	}
-	targets = append(targets, 0, 1<<62)
+	tss = append(tss, 0, 1<<62)
 	froms := []int64{o.LocalLogStartOffset}
 	if len(recs) > 2 {
 		froms = append(froms, recs[len(recs)/2].offset)
 	}
 	for _, from := range froms {
-		for _, ts := range targets {
+		for _, ts := range tss {
 			wo, wt, wf := bruteFor(ts, from, o.HighWatermark)
 			go_, gt, gf, err := p.OffsetForTimestamp(ts, from, o.HighWatermark)
 			if err != nil || gf != wf || (wf && (go_ != wo || gt != wt)) {

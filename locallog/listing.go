@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -26,6 +27,10 @@ type listing struct {
 	// swaps are base offsets of ".log.swap" files: a log cleaner swap in
 	// progress, whose offsets no live segment may hold for a moment.
 	swaps []int64
+	// names are the directory's .log file names, live or not, as listed;
+	// mtime and racy are about the directory, and change (under
+	// Partition.mu) when a new listing finds the same names.
+	names []string
 	mtime time.Time
 	racy  bool
 	refs  atomic.Int32
@@ -117,7 +122,19 @@ func (p *Partition) relistLocked() error {
 	if err != nil {
 		return fmt.Errorf("locallog: list %s: %w", p.dir, err)
 	}
-	nl := &listing{mtime: st.ModTime(), racy: now.Sub(st.ModTime()) < racyWindow}
+	mtime, racy := st.ModTime(), now.Sub(st.ModTime()) < racyWindow
+	var names []string // the .log files, live or not
+	for _, e := range ents {
+		if f, ok := kafkalog.ParseFileName(e.Name()); ok && f.Suffix == kafkalog.LogSuffix && !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	if p.cur != nil && slices.Equal(names, p.cur.names) {
+		// Only other files changed (indexes, snapshots, checkpoints).
+		p.cur.mtime, p.cur.racy = mtime, racy
+		return nil
+	}
+	nl := &listing{mtime: mtime, racy: racy, names: names}
 	nl.refs.Store(1)
 	old := map[int64]*segment{}
 	if p.cur != nil {
@@ -125,11 +142,8 @@ func (p *Partition) relistLocked() error {
 			old[s.base] = s
 		}
 	}
-	for _, e := range ents {
-		f, ok := kafkalog.ParseFileName(e.Name())
-		if !ok || f.Suffix != kafkalog.LogSuffix || e.IsDir() {
-			continue
-		}
+	for _, name := range names {
+		f, _ := kafkalog.ParseFileName(name)
 		if !f.Live {
 			if f.Pending == kafkalog.SwapSuffix {
 				nl.swaps = append(nl.swaps, f.BaseOffset)

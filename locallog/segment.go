@@ -69,6 +69,11 @@ type cursor struct {
 	maxTs    int64 // largest batch max timestamp seen; -1 when none
 	maxTsPos int64 // position of the first entry with maxTs
 	txns     map[int64]*txnState
+	// peekPos and peekLast remember the entry at pos that stopped the
+	// scan at its bound (last offset peekLast), so that the next call
+	// with a bound not past it reads nothing; peekPos is -1 when none.
+	peekPos  int64
+	peekLast int64
 	done     bool  // a rolled segment scanned to its end
 	size     int64 // the file's size when done
 	err      error // a rolled segment's corruption, where the scan stopped
@@ -164,6 +169,9 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 	if !active && c.done {
 		return scanState{pos: c.pos, next: c.next}, nil
 	}
+	if c.peekPos == c.pos && c.peekLast >= bound {
+		return scanState{pos: c.pos, next: c.next, byBound: true}, nil
+	}
 	st, err := f.Stat()
 	if err != nil {
 		return scanState{}, fmt.Errorf("locallog: stat %s: %w", s.path, err)
@@ -181,6 +189,7 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 	for c.pos < size {
 		b, err := w.header(c.pos)
 		if err == nil && b.LastOffset >= bound {
+			c.peekPos, c.peekLast = c.pos, b.LastOffset
 			return scanState{pos: c.pos, next: c.next, byBound: true}, nil
 		}
 		if err == nil {
@@ -221,7 +230,7 @@ func (s *segment) endRolledLocked(f *os.File, size int64, err error) {
 }
 
 func (s *segment) resetLocked() {
-	s.cur = cursor{started: true, next: s.base, chk: batch.NewChecker(s.base, -1), maxTs: -1, maxTsPos: -1}
+	s.cur = cursor{started: true, next: s.base, chk: batch.NewChecker(s.base, -1), maxTs: -1, maxTsPos: -1, peekPos: -1}
 	s.hints = [hintSlots]hint{}
 }
 
