@@ -37,15 +37,16 @@ type segment struct {
 	f      *os.File
 	closed bool
 	cur    cursor
-	// fileIdx is the parsed .index (nil when absent or unusable); loaded
-	// once, for rolled segments only.
-	fileIdx    []index.OffsetEntry
-	fileIdxSet bool
-	fileTidx   []index.TimeEntry
-	fileTidxOK bool
-	txnCache   txnFile
-	hints      [hintSlots]hint
-	hintNext   int
+	// fileIdx and fileTidx are the parsed .index and .timeindex (nil when
+	// absent or unusable), loaded once for a rolled segment not scanned
+	// yet and dropped when its scan is done.
+	fileIdx     []index.OffsetEntry
+	fileIdxSet  bool
+	fileTidx    []index.TimeEntry
+	fileTidxSet bool
+	txnCache    txnFile
+	hints       [hintSlots]hint
+	hintNext    int
 }
 
 // hint says: every batch before byte pos ends below offset next.
@@ -214,6 +215,9 @@ func (s *segment) advance(bound int64, active bool) (scanState, error) {
 	}
 	if !active && c.pos >= size {
 		c.done, c.size = true, size
+	}
+	if c.done {
+		s.fileIdx, s.fileTidx = nil, nil // the own index replaces them
 	}
 	return scanState{pos: c.pos, next: c.next}, nil
 }

@@ -98,8 +98,8 @@ func (s *segment) offsetForTimestamp(ts, from, limit int64, active bool) (int64,
 // fileTimeIndexLocked returns the parsed .timeindex of a rolled segment,
 // nil when it is absent or does not parse cleanly.
 func (s *segment) fileTimeIndexLocked() []index.TimeEntry {
-	if !s.fileTidxOK {
-		s.fileTidxOK = true
+	if !s.fileTidxSet {
+		s.fileTidxSet = true
 		if data, err := os.ReadFile(segPath(s.dir, s.base, kafkalog.TimeIndexSuffix)); err == nil {
 			if e, err := index.ParseTimeIndex(data, s.base); err == nil {
 				s.fileTidx = e
