@@ -153,9 +153,10 @@ type scanState struct {
 // advance scans entries from the cursor while their last offset is below
 // bound. The active segment's scan stops without error at the first torn,
 // zero or invalid entry (a write in progress or preallocated space; the
-// next call looks again), its entries also CRC-checked when crcTail is set. A rolled
-// segment's scan ends at the end of the file or at zero bytes reaching it;
-// anything else is kept as the segment's corruption. Errors: I/O.
+// next call looks again), its entries also CRC-checked when crcTail is
+// set. A rolled segment's scan ends at the end of the file or at zero
+// bytes reaching it; anything else is kept as the segment's corruption.
+// Errors: I/O.
 func (s *segment) advance(bound int64, active bool) (scanState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -31,6 +31,8 @@ type walker struct {
 	wlen      int   // valid bytes in buf
 }
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 var walkers = sync.Pool{New: func() any { return &walker{buf: make([]byte, windowSize)} }}
 
 func getWalker(r io.ReaderAt, end int64, readAhead int) *walker {
@@ -108,7 +110,7 @@ func (w *walker) crcValid(b batch.Batch) (bool, error) {
 		}
 		return batch.CheckCRC(raw), nil
 	}
-	table, from := crc32.MakeTable(crc32.Castagnoli), int64(21)
+	table, from := castagnoli, int64(21)
 	if b.Magic < 2 {
 		table, from = crc32.IEEETable, 16
 	}
