@@ -1,0 +1,50 @@
+// Package logview joins tierd's two tiers into the one log per partition
+// that the Kafka listener serves (it implements listener.Log): the remote
+// tier through package fetch's in-process read API (the same chunk cache,
+// prefetch and index cache as the gRPC API), the local tier through
+// package locallog's read-only view of the Kafka log dirs.
+//
+// # Which partitions
+//
+// A partition is served when tierd has remote metadata for it (rlmm) or a
+// live "<topic>-<partition>" directory in one of the log dirs (internal
+// topics included; "-delete", "-future" and "-stray" directories are
+// not). The log dirs are listed again at most every Config.RescanInterval,
+// and at once when a read misses. A partition live in two log dirs is
+// served from the one whose log reaches further.
+//
+// # Topic ids
+//
+// Metadata v10+ and Fetch v13+ name topics by id (KIP-516). A topic's id
+// is, in order: the topic_id of a partition.metadata file, the topic id
+// the remote copies were recorded under, or, when neither exists (logs
+// written by brokers before 2.8 or by tierd's own segment log), an id
+// derived from the name: the first 16 bytes of SHA-256("tierd-topic-id:" +
+// name) with the version-4 and variant bits of a random Uuid set, so it
+// never collides with the all-zero id and stays the same across restarts.
+//
+// # Offsets
+//
+// The log start offset is the remote tier's (rlmm's, which follows the
+// broker's log-start-offset-checkpoint and retention) when something is
+// tiered, else the oldest local segment's base offset. The high watermark
+// is the end locallog serves (the broker's high watermark from
+// replication-offset-checkpoint in a broker-owned log dir, else the end of
+// the last whole batch), or the highest tiered offset + 1 when no local
+// data reaches further. The last stable offset is locallog's (open
+// transactions in the local log), never above the high watermark.
+//
+// # Reads
+//
+// An offset at or above the local log start offset reads the local
+// segment; one below it, or one whose segment local retention deleted
+// under the reader, reads the remote copy; a remote read that finds only
+// offsets compacted away at the end of the tiered log continues in the
+// local log. Offsets that neither tier holds (a segment deleted locally
+// before it was copied) are ErrDataLoss, never skipped. With
+// read_committed the aborted transactions come from the transaction
+// indexes of the segments at and after the read's first offset, remote and
+// local, as Kafka collects them (LocalLog.collectAbortedTransactions: the
+// index entry sits in the segment of the abort marker, which may come
+// after the read's range).
+package logview
