@@ -43,7 +43,15 @@ func (v *View) state(ctx context.Context, ltp listener.TopicPartition) (*state, 
 	st.remote = roffs
 	st.hasRemote = rok && roffs.HighestTieredOffset >= roffs.LogStartOffset
 	if st.local != nil {
-		if st.lo, err = st.local.Offsets(); err != nil {
+		st.lo, err = st.local.Offsets()
+		if errors.Is(err, locallog.ErrClosed) { // listed again meanwhile: take the new one
+			if st.local = v.localPartition(st.tp); st.local != nil {
+				st.lo, err = st.local.Offsets()
+			} else if err = nil; !st.hasRemote {
+				return nil, fmt.Errorf("%w: %s", listener.ErrUnknownPartition, ltp)
+			}
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%w: local log of %s: %v", listener.ErrUnavailable, ltp, err)
 		}
 	} else if !st.hasRemote {

@@ -16,6 +16,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
@@ -31,10 +32,12 @@ type config struct {
 	Metadata rlmm.Config   `yaml:"metadata"`
 	Fetch    fetch.Config  `yaml:"fetch"`
 	HTTP     httpConfig    `yaml:"http"`
-	// Kafka is the cluster tierd asks for the facts a broker's disk
-	// cannot give (see package cluster and copier.WithCluster): partition
-	// leadership, topic ids, topic configs. Off without bootstrap_servers.
-	Kafka cluster.Config `yaml:"kafka"`
+	// Kafka holds, side by side in one section, the cluster tierd asks
+	// for the facts a broker's disk cannot give (see package cluster and
+	// copier.WithCluster: partition leadership, topic ids, topic configs;
+	// off without bootstrap_servers) and tierd's own read-only Kafka
+	// protocol listener (package listener; off without listen).
+	Kafka kafkaConfig `yaml:"kafka"`
 	// LogLevel is debug, info, warn or error. Default info.
 	LogLevel string `yaml:"log_level"`
 	// MemoryLimitBytes is the Go soft memory limit tierd run sets, bytes,
@@ -42,6 +45,12 @@ type config struct {
 	// the fetch caches' budgets + the copier's upload buffers + 64 MiB
 	// (see memoryLimit); -1 sets none.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
+}
+
+// kafkaConfig is the kafka: section: two packages' settings inline.
+type kafkaConfig struct {
+	Cluster  cluster.Config  `yaml:",inline"`
+	Listener listener.Config `yaml:",inline"`
 }
 
 type httpConfig struct {
@@ -62,7 +71,8 @@ type bucketConfig struct {
 
 func defaultConfig() config {
 	return config{
-		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info", Kafka: cluster.DefaultConfig(),
+		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info",
+		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"},
 	}
@@ -116,8 +126,11 @@ func noFloats(n *yaml.Node) error {
 
 func (c config) validate() error {
 	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
-	if c.Kafka.Enabled() {
-		if err := c.Kafka.Validate(); err != nil {
+	if err := c.Kafka.Listener.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("kafka: %w", err))
+	}
+	if c.Kafka.Cluster.Enabled() {
+		if err := c.Kafka.Cluster.Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("kafka: %w", err))
 		}
 		if c.Copier.BrokerID < 0 {

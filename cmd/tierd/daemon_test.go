@@ -221,8 +221,8 @@ func TestExampleConfig(t *testing.T) {
 	if cfg.Fetch != def.Fetch || cfg.Copier.Interval != def.Copier.Interval || cfg.Copier.FileDeleteDelay != def.Copier.FileDeleteDelay ||
 		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP ||
 		cfg.Copier.RemoteLogDeleteDelayMs != def.Copier.RemoteLogDeleteDelayMs || cfg.Copier.ClusterTopicConfigs != def.Copier.ClusterTopicConfigs ||
-		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Enabled() ||
-		cfg.Kafka.ClientID != def.Kafka.ClientID || cfg.Kafka.RequestTimeout != def.Kafka.RequestTimeout {
+		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Cluster.Enabled() ||
+		cfg.Kafka.Cluster.ClientID != def.Kafka.Cluster.ClientID || cfg.Kafka.Cluster.RequestTimeout != def.Kafka.Cluster.RequestTimeout {
 		t.Errorf("example differs from the defaults it documents: %+v", cfg)
 	}
 	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 3600000 || l.RetentionMs != 604800000 {

@@ -44,6 +44,9 @@ type demoOptions struct {
 	s3Prefix   string
 	verbose    bool
 	runID      string // names the run's own prefix; "" = random (tests set it)
+	serve      bool   // keep serving after the checks, until interrupted
+	kafka      string // the Kafka listener's address
+	grpc       string // the gRPC API's address
 }
 
 // demoRunPrefix is the key prefix of one demo run: "tierd-demo-<id>",
@@ -73,6 +76,9 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.s3Region, "s3-region", "us-east-1", "bucket region, with --s3-endpoint")
 	fs.StringVar(&o.s3Prefix, "s3-prefix", "", "key prefix, with --s3-endpoint; the demo writes under <prefix>/tierd-demo-<random>/ and, without --keep, deletes exactly the objects it wrote there")
 	fs.BoolVar(&o.verbose, "v", false, "log what tierd does")
+	fs.BoolVar(&o.serve, "serve", false, "after the checks, keep serving the demo log (Kafka listener and gRPC API) until interrupted")
+	fs.StringVar(&o.kafka, "kafka-listen", "127.0.0.1:9192", "address of the Kafka listener (with --serve; otherwise a free port)")
+	fs.StringVar(&o.grpc, "grpc-listen", "127.0.0.1:7450", "address of the gRPC API (with --serve; otherwise a free port)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
 	} else if err != nil {
@@ -185,8 +191,9 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return err
 	}
+	baseMs := time.Now().UnixMilli() - demoRecords // recent: within retention.ms
 	for i := int64(0); i < demoRecords; i++ {
-		if _, err := w.Append(seglog.Record{Value: demoValue(i)}); err != nil {
+		if _, err := w.Append(demoRecord(i, baseMs)); err != nil {
 			return err
 		}
 	}
@@ -200,9 +207,13 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
 
 	// 2. Serve remote fetches on a real socket.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	grpcAddr, kafkaAddr := "127.0.0.1:0", "127.0.0.1:0"
+	if o.serve {
+		grpcAddr, kafkaAddr = o.grpc, o.kafka
+	}
+	lis, err := net.Listen("tcp", grpcAddr)
 	if err != nil {
-		return err
+		return fmt.Errorf("gRPC API: %w", err)
 	}
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -248,12 +259,39 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 		return err
 	}
 	fmt.Fprintf(stdout, "%d/%d records read back\n", good, demoRecords)
-	stop()
-	if err := <-served; err != nil {
-		return err
-	}
 	if good != demoRecords {
 		return fmt.Errorf("only %d of %d records read back", good, demoRecords)
+	}
+
+	// 5. Read them again as any Kafka consumer would, through the Kafka
+	// listener.
+	klis, err := net.Listen("tcp", kafkaAddr)
+	if err != nil {
+		return fmt.Errorf("kafka listener: %w", err)
+	}
+	kl, err := d.kafkaListener(cfg, log, klis.Addr().String())
+	if err != nil {
+		klis.Close()
+		return err
+	}
+	kserved := make(chan error, 1)
+	go func() { kserved <- kl.Serve(sctx, klis) }()
+	kgood, err := kafkaReadBack(ctx, klis.Addr().String(), baseMs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d/%d records read back through the Kafka listener (franz-go): offsets, keys, values, headers, timestamps\n", kgood, demoRecords)
+	if kgood != demoRecords {
+		return fmt.Errorf("only %d of %d records read back through the Kafka listener", kgood, demoRecords)
+	}
+	if o.serve {
+		fmt.Fprintf(stdout, "\nserving the demo log until interrupted (Ctrl-C):\n  Kafka listener %s: kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%T %%h\\n'\n  gRPC API %s\n",
+			klis.Addr(), klis.Addr(), demoTopic, lis.Addr())
+		<-ctx.Done()
+	}
+	stop()
+	if err := errors.Join(<-served, <-kserved); err != nil {
+		return err
 	}
 	if o.keep != "" && o.s3Endpoint == "" {
 		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n", o.keep, o.keep)
@@ -290,7 +328,7 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 				return good, err
 			}
 			for _, rec := range recs {
-				if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) {
+				if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) && bytes.Equal(rec.Key, demoKey(off)) {
 					good++
 				}
 				off = rec.Offset + 1

@@ -24,6 +24,8 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 )
@@ -35,7 +37,9 @@ type daemon struct {
 	mgr    *rsm.Manager
 	copier *copier.Copier
 	fetch  *fetch.Server
+	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
+	reg    prometheus.Registerer
 
 	instanceID string // kept in the metadata dir
 }
@@ -58,7 +62,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{store: store}
+	d := &daemon{store: store, reg: reg}
 	// The instance id lives in the metadata dir; when that was lost, the
 	// log dirs' lock files still name it.
 	id, source, err := instance.Load(cfg.Metadata.Dir, instance.Recorded(cfg.Copier.LogDirs))
@@ -85,8 +89,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg)}
-	if cfg.Kafka.Enabled() {
-		if d.kafka, err = cluster.New(cfg.Kafka, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
+	if cfg.Kafka.Cluster.Enabled() {
+		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -101,7 +105,34 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
+	vcfg := logview.DefaultConfig()
+	vcfg.LogDirs, vcfg.BrokerOwned = cfg.Copier.LogDirs, cfg.Copier.BrokerOwned
+	if d.view, err = logview.New(vcfg, d.fetch, logview.WithLogger(log.With("component", "logview"))); err != nil {
+		d.Close()
+		return nil, err
+	}
 	return d, nil
+}
+
+// kafkaListener returns the Kafka protocol listener over both tiers, its
+// node id tierd's broker_id (0 when unset) and its cluster id the Kafka
+// cluster's recorded one, else one naming this tierd. advertised, when
+// set, replaces the configured advertised address.
+func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string) (*listener.Server, error) {
+	lc := cfg.Kafka.Listener
+	if advertised != "" {
+		lc.Advertised = advertised
+	}
+	node := max(cfg.Copier.BrokerID, 0)
+	clusterID, err := d.store.ClusterID()
+	if err != nil {
+		return nil, err
+	}
+	if clusterID == "" {
+		clusterID = "tierd-" + d.instanceID
+	}
+	return listener.New(lc, d.view, listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
+		listener.WithNodeID(node), listener.WithClusterID(clusterID))
 }
 
 func (d *daemon) Close() error {
@@ -223,7 +254,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
-		"fetch", cfg.Fetch.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
+		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var ready atomic.Bool
@@ -240,6 +271,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return d.copier.Run(ctx)
 	}, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
+	if cfg.Kafka.Listener.Listen != "" {
+		kl, err := d.kafkaListener(cfg, log, "")
+		if err != nil {
+			return err
+		}
+		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
+	}
 	if cfg.HTTP.Listen != "" {
 		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier)) }, func(error) { cancel() })
 	}
