@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -197,3 +198,8 @@ func servePartitionLog(t testing.TB, l *fakeLog, tp TopicPartition, path string)
 func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 
 var errTestStorage = errors.New("test storage failure")
+
+// counterValue returns tierd_kafka_requests_total{api, version}.
+func counterValue(ts *testServer, api string, version int) float64 {
+	return testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(api, strconv.Itoa(version)))
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -101,4 +102,17 @@ func apiVersions(v int16) *kmsg.ApiVersionsRequest {
 	r.Version = v
 	r.ClientSoftwareName, r.ClientSoftwareVersion = "tierd-test", "1.0"
 	return r
+}
+
+// skipTags drops a flexible response header's tagged fields.
+func skipTags(body []byte) []byte {
+	r := kbin.Reader{Src: body}
+	kmsg.SkipTags(&r)
+	return r.Src
+}
+
+// goroutines returns every goroutine's stack.
+func goroutines() string {
+	buf := make([]byte, 1<<20)
+	return string(buf[:runtime.Stack(buf, true)])
 }
