@@ -101,7 +101,7 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 		for i, p := range t.Partitions {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewFetchResponseTopicPartition()
-			rp.Partition, rp.HighWatermark = p.Partition, -1
+			rp.Partition, rp.HighWatermark, rp.RecordBatches = p.Partition, -1, []byte{}
 			if code != 0 {
 				rp.ErrorCode = code
 				continue
@@ -204,7 +204,9 @@ func (s *Server) fetchRound(ctx context.Context, req *kmsg.FetchRequest, parts [
 func (s *Server) readPart(ctx context.Context, p *fetchPart, budget int64, minOne bool, iso Isolation, version int16) int64 {
 	rp := p.rp
 	*rp = kmsg.NewFetchResponseTopicPartition()
-	rp.Partition, rp.HighWatermark = p.tp.Partition, -1
+	// Records are never null: Kafka sends an empty record set, and
+	// librdkafka rejects a null one.
+	rp.Partition, rp.HighWatermark, rp.RecordBatches = p.tp.Partition, -1, []byte{}
 	if !minOne && budget == 0 {
 		// Nothing may be returned: check the request against the offsets.
 		off, err := s.log.Offsets(ctx, p.tp)
@@ -233,8 +235,8 @@ func (s *Server) readPart(ctx context.Context, p *fetchPart, budget int64, minOn
 		return 0
 	}
 	recs := res.Records
-	if !minOne && int64(len(recs)) > budget {
-		recs = nil // the first batch does not fit: Kafka returns none
+	if recs == nil || (!minOne && int64(len(recs)) > budget) {
+		recs = []byte{} // none, or the first batch does not fit: Kafka returns none
 	}
 	if version < 10 && hasZstd(recs) {
 		rp.ErrorCode = kerr.UnsupportedCompressionType.Code
