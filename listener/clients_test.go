@@ -361,3 +361,26 @@ func TestPythonClients(t *testing.T) {
 		})
 	}
 }
+
+// TestKcatRetriesUnavailable: librdkafka retries a partition whose storage
+// does not answer (KAFKA_STORAGE_ERROR) and reads it once it does.
+func TestKcatRetriesUnavailable(t *testing.T) {
+	kcat := needKcat(t)
+	l := smallLog(t)
+	l.set("t", 0, func(p *fakePart) { p.err = fmt.Errorf("bucket timeout: %w", ErrUnavailable) })
+	ts := startServer(t, l, nil)
+	go func() {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end) &&
+			counterErr(ts, "Fetch", "KAFKA_STORAGE_ERROR")+counterErr(ts, "ListOffsets", "KAFKA_STORAGE_ERROR") < 2; {
+			time.Sleep(5 * time.Millisecond)
+		}
+		l.set("t", 0, func(p *fakePart) { p.err = nil })
+	}()
+	recs, err := kcatConsume(kcat, ts.addr, TopicPartition{"t", 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 6 || recs[5].offset != 5 {
+		t.Fatalf("kcat read %+v", recs)
+	}
+}

@@ -135,7 +135,9 @@ func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *clos
 	ar, ok := servedRange(h.key)
 	if !ok || h.version < ar.min || h.version > ar.max {
 		if h.key == int16(kmsg.ApiVersions) {
-			return c.respond(&h, api, unsupportedApiVersions(), start)
+			resp := unsupportedApiVersions()
+			countErrors(c.s.m, api, resp)
+			return c.respond(&h, api, resp, start)
 		}
 		return c.unsupported(&h, fmt.Errorf("%s v%d is not served", kmsg.NameForKey(h.key), h.version))
 	}
@@ -174,9 +176,6 @@ func (c *conn) unsupported(h *header, err error) *closeErr {
 // id) or, for flexible versions other than ApiVersions (KIP-511), v1 (an
 // empty tagged-field section), then the body kmsg encodes.
 func (c *conn) respond(h *header, api string, resp kmsg.Response, start time.Time) *closeErr {
-	if cap(c.out) > keepBuffer {
-		c.out = nil
-	}
 	b := append(c.out[:0], 0, 0, 0, 0)
 	b = kbin.AppendInt32(b, h.corr)
 	if resp.IsFlexible() && resp.Key() != int16(kmsg.ApiVersions) {
@@ -185,6 +184,11 @@ func (c *conn) respond(h *header, api string, resp kmsg.Response, start time.Tim
 	b = resp.AppendTo(b)
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	c.out = b
+	defer func() {
+		if cap(c.out) > keepBuffer { // a large Fetch response is not kept
+			c.out = nil
+		}
+	}()
 	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.idle())); err != nil {
 		return &closeErr{reason: reasonWriteFailed, err: err, h: h}
 	}

@@ -203,3 +203,8 @@ var errTestStorage = errors.New("test storage failure")
 func counterValue(ts *testServer, api string, version int) float64 {
 	return testutil.ToFloat64(ts.srv.m.requests.WithLabelValues(api, strconv.Itoa(version)))
 }
+
+// counterErr returns tierd_kafka_errors_total{api, code}.
+func counterErr(ts *testServer, api, code string) float64 {
+	return testutil.ToFloat64(ts.srv.m.errors.WithLabelValues(api, code))
+}

@@ -261,3 +261,60 @@ func TestKgoProduceFails(t *testing.T) {
 		t.Fatalf("%d entries after producing, want 3", n)
 	}
 }
+
+// TestKgoStorageErrors: a partition whose storage is unavailable is
+// retried by the consumer without surfacing an error, and read once it
+// recovers; data loss is reported to the application.
+func TestKgoStorageErrors(t *testing.T) {
+	l := smallLog(t)
+	l.set("t", 0, func(p *fakePart) { p.err = fmt.Errorf("bucket timeout: %w", ErrUnavailable) })
+	ts := startServer(t, l, nil)
+	cl := newKgo(t, ts.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtStart()}}),
+		kgo.FetchMaxWait(100*time.Millisecond))
+	storageErrs := func(code string) float64 {
+		return counterErr(ts, "Fetch", code) + counterErr(ts, "ListOffsets", code)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recovered := make(chan struct{})
+	go func() { // the storage comes back after the client met it failing twice
+		defer close(recovered)
+		for storageErrs("KAFKA_STORAGE_ERROR") < 2 && ctx.Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+		l.set("t", 0, func(p *fakePart) { p.err = nil })
+	}()
+	var got []*kgo.Record
+	for len(got) < 6 {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("gave up: %d records", len(got))
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			t.Fatalf("a retriable error reached the application: %v", errs)
+		}
+		got = append(got, fs.Records()...)
+	}
+	<-recovered
+	if storageErrs("KAFKA_STORAGE_ERROR") < 2 || got[0].Offset != 0 || got[5].Offset != 5 {
+		t.Fatalf("storage errors %v, records %v", storageErrs("KAFKA_STORAGE_ERROR"), got)
+	}
+
+	l.set("t", 0, func(p *fakePart) { p.err = fmt.Errorf("copy object gone: %w", ErrDataLoss) })
+	cl2 := newKgo(t, ts.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().At(2)}}))
+	for {
+		fs := cl2.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatal("data loss never reported")
+		}
+		if errs := fs.Errors(); len(errs) > 0 {
+			if !errors.Is(errs[0].Err, kerr.UnknownServerError) {
+				t.Fatalf("data loss reported as %v", errs[0].Err)
+			}
+			break
+		}
+		if len(fs.Records()) > 0 {
+			t.Fatalf("records read through data loss: %v", fs.Records())
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"strconv"
@@ -244,4 +245,46 @@ func TestConfigValidate(t *testing.T) {
 	if _, err := New(Config{Listen: "x"}, newFakeLog()); err == nil {
 		t.Fatal("New accepted a bad config")
 	}
+}
+
+// TestRun: Run refuses an empty listen address and one already taken, and
+// serves until its context ends.
+func TestRun(t *testing.T) {
+	srv, err := New(DefaultConfig(), smallLog(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "listen is empty") {
+		t.Fatalf("Run with the listener off: %v", err)
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := DefaultConfig()
+	cfg.Listen = taken.Addr().String()
+	srv, _ = New(cfg, smallLog(t))
+	if err := srv.Run(context.Background()); err == nil {
+		t.Fatal("Run on a taken port succeeded")
+	}
+	// A free port: find one, then let Run bind it.
+	free, _ := net.Listen("tcp", "127.0.0.1:0")
+	cfg.Listen = free.Addr().String()
+	free.Close()
+	srv, _ = New(cfg, smallLog(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	var c net.Conn
+	waitFor(t, "Run to listen", func() bool { c, err = net.Dial("tcp", cfg.Listen); return err == nil })
+	rc := &rawClient{t: t, c: c, id: "run"}
+	if resp := rc.roundTrip(kmsg.NewPtrMetadataRequest()).(*kmsg.MetadataResponse); resp.Brokers[0].Port == 0 {
+		t.Fatalf("advertised %+v", resp.Brokers)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rc.expectClosed()
 }
