@@ -98,8 +98,9 @@ func (c *conn) frameCloseErr(err error) *closeErr {
 }
 
 // closing counts and logs why the connection ends. Problems of the
-// client's making are logged once per client at warn; ordinary ends
-// (client closed, idle, shutdown) at debug.
+// client's making are logged once per client at warn, tierd's own
+// failures once per client at error; ordinary ends (client closed, idle,
+// shutdown) at debug.
 func (c *conn) closing(ce *closeErr) {
 	c.s.m.closed.WithLabelValues(ce.reason).Inc()
 	attrs := []any{"remote", c.remote, "client_id", c.clientID, "reason", ce.reason, "err", ce.err.Error()}
@@ -115,9 +116,14 @@ func (c *conn) closing(ce *closeErr) {
 	if ce.h != nil {
 		key += "/" + strconv.Itoa(int(ce.h.key)) + "/" + strconv.Itoa(int(ce.h.version))
 	}
-	if c.s.once.first(key, hostOf(c.nc.RemoteAddr()), c.clientID) {
-		c.s.logger.Warn("Kafka connection closed (logged once per client)", attrs...)
+	if !c.s.once.first(key, hostOf(c.nc.RemoteAddr()), c.clientID) {
+		return
 	}
+	if ce.reason == reasonServerFailed { // tierd's failure, not the client's
+		c.s.logger.Error("Kafka connection closed (logged once per client)", attrs...)
+		return
+	}
+	c.s.logger.Warn("Kafka connection closed (logged once per client)", attrs...)
 }
 
 // request parses, handles and answers one frame; a non-nil result closes
@@ -142,7 +148,7 @@ func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *clos
 		return c.unsupported(&h, fmt.Errorf("%s v%d is not served", kmsg.NameForKey(h.key), h.version))
 	}
 	if err := kreq.ReadFrom(body); err != nil {
-		return &closeErr{reason: reasonMalformed, err: fmt.Errorf("%w: %s v%d body: %v", errMalformed, kmsg.NameForKey(h.key), h.version, err), h: &h}
+		return &closeErr{reason: reasonMalformed, err: fmt.Errorf("%w: %s v%d body: %w", errMalformed, kmsg.NameForKey(h.key), h.version, err), h: &h}
 	}
 	resp, err := c.s.dispatch(ctx, c, &h, kreq)
 	if err != nil {
@@ -168,7 +174,6 @@ func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *clos
 
 func (c *conn) unsupported(h *header, err error) *closeErr {
 	c.s.m.requests.WithLabelValues(apiOther, "").Inc()
-	c.s.m.countError(apiOther, 35) // UNSUPPORTED_VERSION, what Kafka's clients make of it
 	return &closeErr{reason: reasonUnsupported, err: err, h: h}
 }
 

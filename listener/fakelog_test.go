@@ -18,8 +18,9 @@ import (
 // (log start, local log start, highest tiered, high watermark, last stable
 // offset), a leader-epoch lineage and aborted transactions.
 type fakeLog struct {
-	mu     sync.Mutex
-	topics map[string]*fakeTopic
+	mu        sync.Mutex
+	topics    map[string]*fakeTopic
+	topicsErr error // returned by Topics when set
 }
 
 type fakeTopic struct {
@@ -135,6 +136,9 @@ func (fp *fakePart) offsets() Offsets {
 func (l *fakeLog) Topics(context.Context) ([]Topic, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.topicsErr != nil {
+		return nil, l.topicsErr
+	}
 	var out []Topic
 	for name, t := range l.topics {
 		tp := Topic{Name: name, ID: t.id, Internal: t.internal}

@@ -58,7 +58,9 @@ type fetchRound struct {
 //     start offset, preferred read replica -1 and, for read_committed, the
 //     aborted transactions of the range (an empty list when none; null for
 //     read_uncommitted, as Kafka). OFFSET_OUT_OF_RANGE carries the log
-//     start offset and high watermark; other errors -1.
+//     start offset and high watermark; other errors -1. A partition
+//     without records gets an empty record set, never a null one (Kafka
+//     sends empty; librdkafka rejects null).
 //   - current_leader_epoch (v9+) is checked (FENCED_LEADER_EPOCH,
 //     UNKNOWN_LEADER_EPOCH); v16 adds the current leader and its endpoint.
 //     last_fetched_epoch (followers only) is not checked.

@@ -62,6 +62,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		return nil, fmt.Errorf("listener: list topics: %w", err)
 	}
 	s.topics.set(topics)
+	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	byName := make(map[string]*Topic, len(topics))
 	byID := make(map[[16]byte]*Topic, len(topics))
 	for i := range topics {
@@ -75,7 +76,6 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		resp.Topics = append(resp.Topics, t)
 	}
 	if all {
-		sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 		for i := range topics {
 			t, err := s.topicMetadata(ctx, &topics[i])
 			if err != nil {

@@ -1,6 +1,7 @@
 package listener
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -137,5 +138,26 @@ func TestKgoReadsPartitionsAroundHoles(t *testing.T) {
 				t.Fatalf("partition %d: %v", p, err)
 			}
 		}
+	}
+}
+
+// TestTopicsFailure: when the Log cannot list its topics, Metadata closes
+// the connection (no Metadata version before v13 carries an error) and
+// logs the failure; Fetch by topic id answers KAFKA_STORAGE_ERROR.
+func TestTopicsFailure(t *testing.T) {
+	l := smallLog(t)
+	l.topicsErr = errTestStorage
+	ts := startServer(t, l, nil)
+	rc := dialRaw(t, ts.addr, "meta-fail")
+	rc.write(rc.frame(metadataReq(12)))
+	rc.expectClosed()
+	waitFor(t, "the close counted", func() bool { return ts.closed(reasonServerFailed) == 1 })
+	if !strings.Contains(ts.logs.String(), "level=ERROR") || !strings.Contains(ts.logs.String(), "test storage failure") {
+		t.Fatalf("failure not logged:\n%s", ts.logs.String())
+	}
+	rc = dialRaw(t, ts.addr, "fetch-fail")
+	r := fetchReq{version: 13, maxBytes: 1 << 20, partMax: 1 << 20, topic: "t", offsets: map[int32]int64{0: 0}}
+	if c := rc.roundTrip(r.build()).(*kmsg.FetchResponse).Topics[0].Partitions[0]; c.ErrorCode != kerr.KafkaStorageError.Code {
+		t.Fatalf("fetch by id without topics: %+v", c)
 	}
 }
