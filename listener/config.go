@@ -1,0 +1,155 @@
+package listener
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+)
+
+// Config configures the Kafka protocol listener. The yaml names follow
+// Kafka's broker settings where one exists (socket.request.max.bytes,
+// max.connections, connections.max.idle.ms, fetch.max.bytes); tierd's
+// configuration file embeds them inline in its kafka: section, next to the
+// cluster client's keys (bootstrap_servers, client_id, request_timeout,
+// cluster_id, sasl, tls), which no key here reuses.
+type Config struct {
+	// Listen is the host:port to accept Kafka clients on; "" turns the
+	// listener off. Default "" (off), so several tierds can share a host;
+	// tierd's example configuration uses 127.0.0.1:9192.
+	Listen string `yaml:"listen"`
+	// Advertised is the host:port that Metadata gives clients for the one
+	// broker tierd presents. Default "": the listen address as bound (so
+	// port 0 becomes the port chosen), with an unspecified host (empty,
+	// 0.0.0.0 or ::) replaced by 127.0.0.1; set it whenever clients on
+	// other hosts connect.
+	Advertised string `yaml:"advertised"`
+	// SocketRequestMaxBytes is the largest request frame accepted, bytes
+	// (after the 4-byte size); a larger frame closes the connection.
+	// Default 104857600 (Kafka's socket.request.max.bytes).
+	SocketRequestMaxBytes int32 `yaml:"socket.request.max.bytes"`
+	// MaxConnections is the most client connections open at once; a
+	// connection past it is accepted and closed at once. Default 1000.
+	MaxConnections int `yaml:"max.connections"`
+	// ConnectionsMaxIdleMs closes a connection that sends nothing for this
+	// long between requests, or stalls this long inside a request frame,
+	// ms; it also bounds how long writing one response may take.
+	// Default 600000 (Kafka's connections.max.idle.ms).
+	ConnectionsMaxIdleMs int64 `yaml:"connections.max.idle.ms"`
+	// FetchMaxBytes caps a Fetch request's max_bytes, bytes (Kafka's
+	// fetch.max.bytes). Default 52428800.
+	FetchMaxBytes int32 `yaml:"fetch.max.bytes"`
+	// FetchPollIntervalMs is how often a Fetch waiting for min_bytes
+	// (long polling, up to the request's max_wait_ms) looks for new data,
+	// ms: Kafka wakes waiting fetches when data is appended, tierd serves
+	// logs that others write and checks their offsets on this interval
+	// instead. Default 50.
+	FetchPollIntervalMs int64 `yaml:"fetch.poll.interval.ms"`
+}
+
+// DefaultConfig returns the defaults: the listener off.
+func DefaultConfig() Config {
+	return Config{
+		SocketRequestMaxBytes: 104857600,
+		MaxConnections:        1000,
+		ConnectionsMaxIdleMs:  600000,
+		FetchMaxBytes:         52428800,
+		FetchPollIntervalMs:   50,
+	}
+}
+
+// Enabled reports whether the listener is on (Listen is set).
+func (c Config) Enabled() bool { return c.Listen != "" }
+
+// Validate reports every problem at once. An empty Listen is valid (the
+// listener is off); the other fields are checked either way.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Listen != "" {
+		if err := checkHostPort(c.Listen, true); err != nil {
+			errs = append(errs, fmt.Errorf("listener: listen: %w", err))
+		}
+	}
+	if c.Advertised != "" {
+		if err := checkHostPort(c.Advertised, false); err != nil {
+			errs = append(errs, fmt.Errorf("listener: advertised: %w", err))
+		} else if host, _, _ := net.SplitHostPort(c.Advertised); unspecifiedHost(host) {
+			errs = append(errs, fmt.Errorf("listener: advertised %q: clients cannot connect to an unspecified host", c.Advertised))
+		}
+	}
+	if c.SocketRequestMaxBytes < 64 {
+		errs = append(errs, fmt.Errorf("listener: socket.request.max.bytes %d must be at least 64", c.SocketRequestMaxBytes))
+	}
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("listener: max.connections %d must be positive", c.MaxConnections))
+	}
+	if c.ConnectionsMaxIdleMs < 1 {
+		errs = append(errs, fmt.Errorf("listener: connections.max.idle.ms %d must be positive", c.ConnectionsMaxIdleMs))
+	}
+	if c.FetchMaxBytes < 1 {
+		errs = append(errs, fmt.Errorf("listener: fetch.max.bytes %d must be positive", c.FetchMaxBytes))
+	}
+	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
+		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))
+	}
+	return errors.Join(errs...)
+}
+
+func (c Config) idle() time.Duration { return time.Duration(c.ConnectionsMaxIdleMs) * time.Millisecond }
+
+func (c Config) pollInterval() time.Duration {
+	return time.Duration(c.FetchPollIntervalMs) * time.Millisecond
+}
+
+// checkHostPort checks a host:port; port 0 is allowed only for a listen
+// address (the system picks one).
+func checkHostPort(addr string, listen bool) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p < 0 || p > 65535 || (!listen && p == 0) {
+		lo := 1
+		if listen {
+			lo = 0
+		}
+		return fmt.Errorf("%q: port must be a number from %d to 65535", addr, lo)
+	}
+	return nil
+}
+
+func unspecifiedHost(host string) bool {
+	if host == "" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// advertisedAddr resolves the address Metadata gives: cfg.Advertised, or
+// the bound address with an unspecified host replaced by 127.0.0.1. It
+// returns the host and port split for the Metadata response.
+func advertisedAddr(cfg Config, bound net.Addr) (host string, port int32, replaced bool, err error) {
+	addr := cfg.Advertised
+	if addr == "" {
+		h, p, err := net.SplitHostPort(bound.String())
+		if err != nil {
+			return "", 0, false, fmt.Errorf("listener: bound address %q: %w", bound, err)
+		}
+		if unspecifiedHost(h) {
+			h, replaced = "127.0.0.1", true
+		}
+		addr = net.JoinHostPort(h, p)
+	}
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, false, fmt.Errorf("listener: advertised %q: %w", addr, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return "", 0, false, fmt.Errorf("listener: advertised %q: bad port", addr)
+	}
+	return h, int32(n), replaced, nil
+}

@@ -1,0 +1,105 @@
+// Package listener is tierd's read-only Kafka protocol listener: a TCP
+// server that speaks the Kafka wire protocol and answers from a Log, so any
+// Kafka consumer (franz-go, librdkafka and kcat, sarama, kafka-python, the
+// Java client) reads the whole history of a partition, tiered and local,
+// from tierd. tierd presents itself as a one-broker cluster (node id
+// tierd's broker_id) that leads every partition its Log serves.
+//
+// Every request and response is decoded and encoded by franz-go's kmsg;
+// the package itself frames requests (a 4-byte size), reads the request
+// header (v1, or v2 with tagged fields for flexible versions) and writes
+// the response header (v0, or v1 for flexible versions except ApiVersions,
+// which is always v0, KIP-511).
+//
+// # APIs served
+//
+// ApiVersions advertises exactly these; each handler's doc comment lists
+// its behavior in full.
+//
+//	API                   versions  Kafka semantics kept
+//	ApiVersions (18)      0-4       all served APIs; a higher version gets a
+//	                                v0 UNSUPPORTED_VERSION answer with the
+//	                                ApiVersions range (KIP-511)
+//	Metadata (3)          0-12      one broker, leader of every held
+//	                                partition; partitions 0..highest held,
+//	                                holes LEADER_NOT_AVAILABLE; topic ids
+//	                                (v10+), lookup by id (v12); internal
+//	                                topics flagged; no auto creation
+//	ListOffsets (2)       0-9       EARLIEST -2 (log start), LATEST -1 (high
+//	                                watermark, or last stable offset for
+//	                                read_committed), MAX_TIMESTAMP -3 (v7+),
+//	                                EARLIEST_LOCAL -4 (v8+), LATEST_TIERED -5
+//	                                (v9+, -1 when nothing is tiered), by
+//	                                timestamp; leader epochs (v4+)
+//	Fetch (1)             4-16      records byte for byte; max_bytes (capped
+//	                                by fetch.max.bytes), partition_max_bytes,
+//	                                at least one batch; min_bytes/max_wait_ms
+//	                                long polling; read_committed aborted
+//	                                transactions; no sessions (id 0); topic
+//	                                ids (v13+)
+//	OffsetForLeaderEpoch  0-4       LeaderEpochFileCache.endOffsetFor over
+//	(23)                            the lineage, the high watermark as the
+//	                                log end
+//	Produce (0)           3-13      advertised for librdkafka's feature
+//	                                detection, never written: every
+//	                                partition TOPIC_AUTHORIZATION_FAILED;
+//	                                acks=0 gets no response
+//
+// A request for any other API key or version closes the connection (Kafka
+// closes a connection whose request it cannot parse), is logged once per
+// client (remote host and client id) with the API and version, and counted
+// (tierd_kafka_connections_closed_total{reason="unsupported_request"}).
+// Consumer groups are not served: consumers use assign-style consumption
+// (franz-go ConsumePartitions, librdkafka assign, sarama ConsumePartition).
+//
+// # Error mapping
+//
+// The Log's error classes become Kafka error codes here and nowhere else
+// (errorCode):
+//
+//	Log error                  Kafka code                    client reaction
+//	ErrUnknownPartition        UNKNOWN_TOPIC_OR_PARTITION 3  metadata refresh, retry
+//	*OffsetOutOfRangeError     OFFSET_OUT_OF_RANGE 1         (Fetch) offset reset per
+//	                           with log start offset and     the client's policy
+//	                           high watermark
+//	ErrUnavailable, I/O errors KAFKA_STORAGE_ERROR 56        retry (retriable)
+//	                           (Fetch v4-v5:
+//	                           NOT_LEADER_OR_FOLLOWER 6, as
+//	                           Kafka down-converts it)
+//	ErrDataLoss                UNKNOWN_SERVER_ERROR -1       reported to the
+//	                                                         application (not
+//	                                                         retriable)
+//	current epoch older        FENCED_LEADER_EPOCH 74        metadata refresh
+//	current epoch newer        UNKNOWN_LEADER_EPOCH 75       retry
+//
+// tierd's own failures (storage, data loss) are logged once per partition
+// and code. A Log that cannot list its topics closes the Metadata request's
+// connection (no Metadata version before v13 can carry an error).
+//
+// # Limits
+//
+//   - A frame's size is checked against socket.request.max.bytes before
+//     anything is allocated for it, and the body buffer then grows with the
+//     bytes that actually arrive (never more than twice them); kmsg bounds
+//     every array by the bytes left in the frame. A size above the limit, a
+//     negative size, a header or body kmsg cannot decode, or a frame stalled
+//     for connections.max.idle.ms closes the connection; so does a
+//     connection idle that long between requests.
+//   - At most max.connections are open; one more is accepted and closed at
+//     once.
+//   - Requests on a connection are handled one at a time, responses in
+//     order; a Fetch holds at most its budget (max_bytes capped by
+//     fetch.max.bytes, plus the one batch that may exceed it) and a
+//     response buffer of the same size.
+//   - Connections are closed, counted by reason
+//     (tierd_kafka_connections_closed_total) and logged once per client when
+//     the client is at fault.
+//
+// # Metrics
+//
+// tierd_kafka_requests_total{api,version}, tierd_kafka_errors_total{api,
+// code} (error names), tierd_kafka_bytes_out_total{api},
+// tierd_kafka_request_duration_seconds{api}, tierd_kafka_connections and
+// tierd_kafka_connections_closed_total{reason}. Requests for APIs not
+// served count under api="other".
+package listener
