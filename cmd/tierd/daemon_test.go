@@ -35,8 +35,8 @@ func TestDemoEmbedded(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	for _, row := range [][]string{{"0", "205", "1044420", "no", "COPY_SEGMENT_FINISHED"}, {"206", "411", "1044420", "no", "COPY_SEGMENT_FINISHED"},
-		{"412", "599", "953160", "no", "COPY_SEGMENT_FINISHED"}, {"600", "-", "0", "yes", "-"}} {
+	for _, row := range [][]string{{"0", "204", "1045075", "no", "COPY_SEGMENT_FINISHED"}, {"205", "409", "1045295", "no", "COPY_SEGMENT_FINISHED"},
+		{"410", "599", "968810", "no", "COPY_SEGMENT_FINISHED"}, {"600", "-", "0", "yes", "-"}} {
 		if !strings.Contains(s, strings.Join(row, " ")) && !containsFields(s, row) {
 			t.Errorf("output lacks row %v:\n%s", row, s)
 		}
