@@ -77,15 +77,15 @@ func New(cfg Config, remote Remote, opts ...Option) (*View, error) {
 	return v, nil
 }
 
-// hwFile is one log dir's replication-offset-checkpoint, re-read when its
-// modification time or size changes.
+// hwFile is one log dir's replication-offset-checkpoint, re-read when the
+// file was replaced (the broker writes a new file and renames it over the
+// old one) or its modification time or size changed.
 type hwFile struct {
-	mu      sync.Mutex
-	path    string
-	modTime time.Time
-	size    int64
-	hws     map[kafkalog.TopicPartition]int64
-	err     error
+	mu   sync.Mutex
+	path string
+	last os.FileInfo
+	hws  map[kafkalog.TopicPartition]int64
+	err  error
 }
 
 func (h *hwFile) get(tp kafkalog.TopicPartition) (int64, bool) {
@@ -95,7 +95,7 @@ func (h *hwFile) get(tp kafkalog.TopicPartition) (int64, bool) {
 	if err != nil {
 		return 0, false // no checkpoint yet: nothing is known to be replicated
 	}
-	if !st.ModTime().Equal(h.modTime) || st.Size() != h.size || h.hws == nil {
+	if h.last == nil || !os.SameFile(h.last, st) || !st.ModTime().Equal(h.last.ModTime()) || st.Size() != h.last.Size() {
 		hws, err := checkpoint.ReadFile(h.path)
 		if err != nil {
 			// A checkpoint being replaced reads whole on the next try
@@ -105,7 +105,7 @@ func (h *hwFile) get(tp kafkalog.TopicPartition) (int64, bool) {
 				return 0, false
 			}
 		} else {
-			h.hws, h.modTime, h.size, h.err = hws, st.ModTime(), st.Size(), nil
+			h.hws, h.last, h.err = hws, st, nil
 		}
 	}
 	off, ok := h.hws[tp]
