@@ -91,9 +91,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
-	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes = c.SegmentBytes, 0, -time.Second, 100
+	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes, c.Rounds = c.SegmentBytes, 0, -time.Second, 100, 0
 	err := c.Validate()
-	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes"} {
+	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes", "rounds"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

@@ -40,8 +40,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		{"local_read", func() (err error) { local, err = e.local(ss); return err }},
 		{"grpc_floor", func() (err error) { floorR, err = e.floorCase(ctx, ss); return err }},
 		{"raw_seq_get", func() (err error) { seq, err = e.rawSeqGet(ctx); return err }},
-		{"replay", func() (err error) { replay, err = e.replay(ctx); return err }},
-		{"kafka_replay", func() (err error) { kreplay, err = e.kafkaReplay(ctx); return err }},
+		{fmt.Sprintf("replay + kafka_replay (x%d)", cfg.Rounds), func() (err error) { replay, kreplay, err = e.replays(ctx); return err }},
 		{fmt.Sprintf("replay_%d (memory)", cfg.Readers), func() (err error) { mem, err = e.memory(ctx, cfg.DaemonBin); return err }},
 	}
 	for _, s := range steps {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestBench(t *testing.T) {
 	jsonPath, png, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
 	args := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "6291456", "--count", "30", "--readers", "3",
 		"--max-bytes", "65536", "--chunk-bytes", "262144", "--cache-memory-bytes", "1048576", "--prefetch-bytes", "524288",
-		"--json", jsonPath, "--plot", png}
+		"--rounds", "2", "--json", jsonPath, "--plot", png}
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -44,6 +45,11 @@ func TestBench(t *testing.T) {
 		"kafka_replay MiB/s / replay MiB/s = "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, c := range []string{"replay", "kafka_replay"} { // the two replays took turns, twice each
+		if !regexp.MustCompile(`(?m)^` + c + `: MiB/s by round \d+, \d+$`).MatchString(out.String()) {
+			t.Errorf("no two rounds of %s in the notes:\n%s", c, out.String())
 		}
 	}
 	raw, err := os.ReadFile(jsonPath)
