@@ -67,19 +67,21 @@ func (e *env) localBytes(s sample, buf []byte) ([]byte, error) {
 	return buf, err
 }
 
-// checkLocal compares a fetch's answer with the local file's bytes.
-func (e *env) checkLocal(name string, s sample, resp *tierdpb.FetchResponse, buf []byte) error {
+// checkLocal compares a fetch's answer (its records and the offset after
+// them) with the local file's bytes.
+func (e *env) checkLocal(name string, s sample, records []byte, next int64, buf []byte) error {
 	want, err := e.localBytes(s, buf)
 	if err != nil {
 		return err
 	}
-	return check(name, s, resp, want)
+	return check(name, s, records, next, want)
 }
 
-// check compares a fetch's answer with the expected bytes.
-func check(name string, s sample, resp *tierdpb.FetchResponse, want []byte) error {
-	if int64(len(resp.Records)) != s.len || resp.NextOffset != s.next || (want != nil && !bytes.Equal(resp.Records, want)) {
-		return fmt.Errorf("%s of offset %d: %d bytes up to %d, want %d bytes up to %d", name, s.offset, len(resp.Records), resp.NextOffset, s.len, s.next)
+// check compares a fetch's answer (its records and the offset after them)
+// with the expected bytes; want nil checks the size and next offset only.
+func check(name string, s sample, records []byte, next int64, want []byte) error {
+	if int64(len(records)) != s.len || next != s.next || (want != nil && !bytes.Equal(records, want)) {
+		return fmt.Errorf("%s of offset %d: %d bytes up to %d, want %d bytes up to %d", name, s.offset, len(records), next, s.len, s.next)
 	}
 	return nil
 }
@@ -97,59 +99,47 @@ func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) 
 	return buf, err
 }
 
-// coldAndRaw measures raw_get and fetch_cold on the same samples, in
-// turn (which goes first alternates), with the chunk cache emptied before
-// every cold fetch; the remote indexes stay cached, as they do for a
-// partition being read. fetch_cold_all then reads a third of the samples
-// again with the index cache emptied too.
-func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *Result, err error) {
-	raw, cold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("fetch_cold_all")
+// coldAndRaw measures raw_get, fetch_cold and kafka_fetch_cold on the
+// same samples, in turn (which goes first rotates), with the chunk cache
+// emptied before every cold fetch; the remote indexes stay cached, as they
+// do for a partition being read. fetch_cold_all then reads a third of the
+// samples again with the index cache emptied too.
+func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, coldAll *Result, err error) {
+	raw, cold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
 	for _, m := range e.fin { // load every offset index
 		if _, err := e.client.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 	}
-	buf := make([]byte, int(e.cfg.MaxBytes)+1<<20)
+	kc, err := e.dialKafka(ctx)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	defer kc.close()
+	rawBuf, buf := make([]byte, int(e.cfg.MaxBytes)+1<<20), make([]byte, int(e.cfg.MaxBytes)+1<<20)
 	for i, s := range ss {
 		var want []byte
 		doRaw := func() error {
 			t := time.Now()
-			v, err := e.rawGet(ctx, s, buf)
+			v, err := e.rawGet(ctx, s, rawBuf)
 			raw.add(time.Since(t), s.len)
 			want = v
 			return err
 		}
-		doCold := func(r *Result) error {
-			e.server.DropCaches(false)
-			bl, bi := e.getsBy()
-			t := time.Now()
-			resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
-			r.add(time.Since(t), s.len)
-			e.server.Settle()
-			al, ai := e.getsBy()
-			r.gets += al - bl
-			r.indexGets += ai - bi
-			if err != nil {
-				return fmt.Errorf("%s: %w", r.Name, err)
-			}
-			if err := check(r.Name, s, resp, want); err != nil { // the bucket's bytes
-				return err
-			}
-			return e.checkLocal(r.Name, s, resp, buf) // and the local file's
+		doCold := func() error {
+			return e.coldOne(cold, s, want, buf, func() ([]byte, int64, error) {
+				resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
+				return resp.GetRecords(), resp.GetNextOffset(), err
+			})
 		}
-		if i%2 == 0 {
-			err = doRaw()
-			if err == nil {
-				err = doCold(cold)
-			}
-		} else {
-			err = doCold(cold)
-			if err == nil {
-				err = doRaw()
-			}
+		doKafka := func() error {
+			return e.coldOne(kcold, s, want, buf, func() ([]byte, int64, error) { return kc.fetch(ctx, s.offset) })
 		}
-		if err != nil {
-			return nil, nil, nil, err
+		ops := []func() error{doRaw, doCold, doKafka}
+		for k := range ops {
+			if err := ops[(i+k)%len(ops)](); err != nil {
+				return nil, nil, nil, nil, err
+			}
 		}
 	}
 	for i, s := range ss { // a third of the samples again, indexes dropped too
@@ -162,21 +152,44 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, coldAll *
 		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
 		coldAll.add(time.Since(t), s.len)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
+			return nil, nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
 		}
 		e.server.Settle()
 		al, ai := e.getsBy()
 		coldAll.gets += al - bl
 		coldAll.indexGets += ai - bi
-		if err := e.checkLocal(coldAll.Name, s, resp, buf); err != nil {
-			return nil, nil, nil, err
+		if err := e.checkLocal(coldAll.Name, s, resp.Records, resp.NextOffset, buf); err != nil {
+			return nil, nil, nil, nil, err
 		}
 	}
-	for _, r := range []*Result{cold, coldAll} {
+	for _, r := range []*Result{cold, kcold, coldAll} {
 		n := float64(r.hist.TotalCount())
 		r.Note = fmt.Sprintf("%.2f GETs per fetch (%.2f of .log, %.2f of indexes)", (r.gets+r.indexGets)/n, r.gets/n, r.indexGets/n)
 	}
-	return raw, cold, coldAll, nil
+	return raw, cold, kcold, coldAll, nil
+}
+
+// coldOne measures one fetch of s (fetch returns its records and the
+// offset after them) with the chunk cache emptied first, counts the GETs
+// it made, and checks its answer against want (the raw GET's bytes when
+// that ran first) and the local file.
+func (e *env) coldOne(r *Result, s sample, want, buf []byte, fetch func() ([]byte, int64, error)) error {
+	e.server.DropCaches(false)
+	bl, bi := e.getsBy()
+	t := time.Now()
+	records, next, err := fetch()
+	r.add(time.Since(t), s.len)
+	e.server.Settle()
+	al, ai := e.getsBy()
+	r.gets += al - bl
+	r.indexGets += ai - bi
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
+	}
+	if err := check(r.Name, s, records, next, want); err != nil { // the bucket's bytes
+		return err
+	}
+	return e.checkLocal(r.Name, s, records, next, buf) // and the local file's
 }
 
 // warm measures the same fetches cached: in groups that fit in half the
@@ -205,7 +218,7 @@ func (e *env) warm(ctx context.Context, ss []sample) (*Result, error) {
 			if err != nil {
 				return nil, err
 			}
-			if err := e.checkLocal(r.Name, s, resp, buf); err != nil {
+			if err := e.checkLocal(r.Name, s, resp.Records, resp.NextOffset, buf); err != nil {
 				return nil, err
 			}
 		}

@@ -49,6 +49,11 @@ type Config struct {
 	// Readers is how many concurrent consumers the memory case runs.
 	// Default 8.
 	Readers int
+	// Rounds is how many times replay and kafka_replay each read the whole
+	// log, taking turns (which goes first alternates), so that their ratio
+	// is measured over the same stretch of time on a shared machine; their
+	// MiB/s are over all rounds. Default 3.
+	Rounds int
 	// ChunkBytes, CacheMemoryBytes, IndexCacheBytes, PrefetchBytes and
 	// MaxInflightGets configure tierd's fetch server as in tierd.yaml.
 	// Defaults 4 MiB, 128 MiB (half the data, so the cache must evict),
@@ -87,7 +92,7 @@ func (c Config) runPrefix() (string, error) {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
-		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, ChunkBytes: 4 << 20,
+		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: 4 << 20,
 		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: 16 << 20, MaxInflightGets: 8, Seed: 1}
 }
 
@@ -123,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.Readers < 1 {
 		errs = append(errs, fmt.Errorf("readers %d must be positive", c.Readers))
+	}
+	if c.Rounds < 1 {
+		errs = append(errs, fmt.Errorf("rounds %d must be positive", c.Rounds))
 	}
 	if c.StoreLatency < 0 {
 		errs = append(errs, fmt.Errorf("store latency %s must not be negative", c.StoreLatency))

@@ -46,11 +46,12 @@ func (rep *Report) WritePlot(path string) error {
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
-	p.Y.Min = 10 // room for the legend below the curves
+	p.Y.Min = 1 // room for the legend (11 cases) below the curves
 	p.Legend.Top = false
 	p.Legend.Left = false
 	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
-		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255}}
+		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255},
+		{188, 189, 34, 255}, {0, 0, 0, 255}}
 	for i, r := range rep.Results {
 		if r.hist == nil || r.hist.TotalCount() < 2 {
 			continue

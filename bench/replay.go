@@ -95,8 +95,40 @@ func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Resul
 	return total, read(first, from)
 }
 
+// replays runs replay and kafka_replay cfg.Rounds times each, taking
+// turns (which goes first alternates), and sums each one's rounds: MiB/s
+// over all of them, GETs per MiB, every Fetch's latency; the note lists
+// each round's MiB/s.
+func (e *env) replays(ctx context.Context) (replay, kafka *Result, err error) {
+	replay, kafka = newResult("replay"), newResult("kafka_replay")
+	kinds := []struct {
+		total *Result
+		run   func(context.Context) (*Result, error)
+		rates []string
+	}{{total: replay, run: e.replay}, {total: kafka, run: e.kafkaReplay}}
+	for i := 0; i < e.cfg.Rounds; i++ {
+		for k := range kinds {
+			kd := &kinds[(i+k)%len(kinds)]
+			r, err := kd.run(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			kd.total.merge(r)
+			kd.total.wall += r.wall
+			kd.total.gets += r.gets
+			kd.rates = append(kd.rates, fmt.Sprintf("%.0f", float64(r.bytes)/(1<<20)/r.wall.Seconds()))
+		}
+	}
+	for _, kd := range kinds {
+		g := kd.total.gets / (float64(kd.total.bytes) / (1 << 20))
+		kd.total.GetsPerMiB = &g
+		kd.total.Note = fmt.Sprintf("MiB/s by round %s", strings.Join(kd.rates, ", "))
+	}
+	return replay, kafka, nil
+}
+
 // replay is one consumer reading the whole tiered log from offset 0 with
-// empty caches; it reports MiB/s and GETs per MiB.
+// empty caches; it records the time taken (wall) and the GETs made.
 func (e *env) replay(ctx context.Context) (*Result, error) {
 	e.server.DropCaches(true)
 	r := newResult("replay")
@@ -110,8 +142,7 @@ func (e *env) replay(ctx context.Context) (*Result, error) {
 	if n != e.tieredBytes() {
 		return nil, fmt.Errorf("replay read %d bytes, the tiered log holds %d", n, e.tieredBytes())
 	}
-	g := (e.gets() - before) / (float64(n) / (1 << 20))
-	r.GetsPerMiB = &g
+	r.gets = e.gets() - before
 	return r, nil
 }
 

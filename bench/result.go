@@ -188,6 +188,13 @@ func (rep *Report) Targets() []Target {
 			out = append(out, t)
 		}
 	}
+	// The Kafka listener against the gRPC API, over the same fetch server.
+	if k, c := rep.get("kafka_fetch_cold"), rep.get("fetch_cold"); k != nil && c != nil {
+		ratio(k.P50, c.P50, 1.1, true, "kafka_fetch_cold p50 / fetch_cold p50 = %.2f (<= %.2f)")
+	}
+	if k, p := rep.get("kafka_replay"), rep.get("replay"); k != nil && p != nil {
+		ratio(k.MiBPerS, p.MiBPerS, 0.9, false, "kafka_replay MiB/s / replay MiB/s = %.2f (>= %.2f)")
+	}
 	for _, r := range rep.Results {
 		if r.PeakRSSMiB != nil {
 			out = append(out, Target{Text: fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), Met: *r.PeakRSSMiB <= *r.LimitMiB})

@@ -26,18 +26,23 @@ func TestTargets(t *testing.T) {
 	replay.GetsPerMiB = &gets
 	seq := result("raw_seq_get", 40*time.Millisecond, 1, 40<<20)
 	seq.wall = 40 * time.Millisecond // 1000 MiB/s
+	kreplay := result("kafka_replay", time.Millisecond, 10, 1<<20)
+	kreplay.wall = 12 * time.Millisecond // 833 MiB/s: 0.83 of replay's
+	kreplay.GetsPerMiB = &gets
 	mem := result("replay_8", time.Millisecond, 1, 1)
 	mem.PeakRSSMiB, mem.PeakTotalRSSMiB, mem.LimitMiB = &peak, &total, &limit
 	rep := &Report{SegmentBytes: 32 << 20, ChunkBytes: 4 << 20, Results: []*Result{
 		result("raw_get", 2*time.Millisecond, 5, 1<<20), result("fetch_cold", 3*time.Millisecond, 5, 1<<20),
+		result("kafka_fetch_cold", 3300*time.Microsecond, 5, 1<<20),
 		result("fetch_warm", 1100*time.Microsecond, 5, 1<<20), result("grpc_floor", time.Millisecond, 5, 1<<20),
-		replay, seq, mem,
+		replay, kreplay, seq, mem,
 	}}
 	for _, r := range rep.Results {
 		r.finish()
 	}
 	want := map[string]bool{"fetch_cold p50 / raw_get p50 = 1.50": false, "fetch_warm p50 / grpc_floor p50 = 1.10": true,
-		"replay MiB/s / raw_seq_get MiB/s = 1.00": true, "replay GETs per MiB = 0.280": true, "replay_8 peak anonymous RSS 150 MiB": true}
+		"replay MiB/s / raw_seq_get MiB/s = 1.00": true, "replay GETs per MiB = 0.280": true, "replay_8 peak anonymous RSS 150 MiB": true,
+		"kafka_fetch_cold p50 / fetch_cold p50 = 1.10": true, "kafka_replay MiB/s / replay MiB/s = 0.83": false}
 	got := rep.Targets()
 	if len(got) != len(want) {
 		t.Fatalf("%d targets, want %d: %v", len(got), len(want), got)
@@ -58,7 +63,8 @@ func TestTargets(t *testing.T) {
 	}
 	var sb strings.Builder
 	rep.WriteTable(&sb)
-	if !strings.Contains(sb.String(), "MISS fetch_cold") || !strings.Contains(sb.String(), "where the time goes") {
+	if !strings.Contains(sb.String(), "MISS fetch_cold") || !strings.Contains(sb.String(), "MISS kafka_replay") ||
+		!strings.Contains(sb.String(), "where the time goes") {
 		t.Errorf("table:\n%s", sb.String())
 	}
 	path := filepath.Join(t.TempDir(), "r.json")
@@ -71,7 +77,8 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	// HDR histograms keep 3 significant digits.
-	if math.Abs(m["fetch_cold"]["p50_us"]-3000) > 3 || m["replay"]["gets_per_mib"] != 0.28 || m["replay"]["mib_per_s"] != 1000 || m["replay_8"]["peak_anon_rss_mib"] != 150 {
+	if math.Abs(m["fetch_cold"]["p50_us"]-3000) > 3 || m["replay"]["gets_per_mib"] != 0.28 || m["replay"]["mib_per_s"] != 1000 || m["replay_8"]["peak_anon_rss_mib"] != 150 ||
+		m["kafka_replay"]["gets_per_mib"] != 0.28 || math.Abs(m["kafka_fetch_cold"]["p50_us"]-3300) > 4 {
 		t.Errorf("json: %s", raw)
 	}
 	if _, ok := m["raw_get"]["gets_per_mib"]; ok {
@@ -84,9 +91,9 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := DefaultConfig()
-	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes = c.SegmentBytes, 0, -time.Second, 100
+	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes, c.Rounds = c.SegmentBytes, 0, -time.Second, 100, 0
 	err := c.Validate()
-	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes"} {
+	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes", "rounds"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}

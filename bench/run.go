@@ -8,8 +8,9 @@ import (
 )
 
 // Run sets up a bucket (starting MinIO when cfg.S3Endpoint is empty), a
-// partition of cfg.TotalBytes tiered by the copier, tierd's fetch server
-// and a transport-floor server on real sockets, then measures every case
+// partition of cfg.TotalBytes tiered by the copier, tierd's fetch server,
+// its Kafka listener and a transport-floor server on real sockets, then
+// measures every case
 // in turn. Progress lines go to progress. Errors: a bad config, a setup
 // step that failed, or a read that failed or answered wrong bytes.
 func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
@@ -29,17 +30,17 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return err
 	}
 	ss := e.samples()
-	var raw, cold, coldAll, warm, local, floorR, replay, seq, mem *Result
+	var raw, cold, kcold, coldAll, warm, local, floorR, replay, kreplay, seq, mem *Result
 	steps := []struct {
 		name string
 		f    func() error
 	}{
-		{"raw_get + fetch_cold", func() (err error) { raw, cold, coldAll, err = e.coldAndRaw(ctx, ss); return err }},
+		{"raw_get + fetch_cold + kafka_fetch_cold", func() (err error) { raw, cold, kcold, coldAll, err = e.coldAndRaw(ctx, ss); return err }},
 		{"fetch_warm", func() (err error) { warm, err = e.warm(ctx, ss); return err }},
 		{"local_read", func() (err error) { local, err = e.local(ss); return err }},
 		{"grpc_floor", func() (err error) { floorR, err = e.floorCase(ctx, ss); return err }},
 		{"raw_seq_get", func() (err error) { seq, err = e.rawSeqGet(ctx); return err }},
-		{"replay", func() (err error) { replay, err = e.replay(ctx); return err }},
+		{fmt.Sprintf("replay + kafka_replay (x%d)", cfg.Rounds), func() (err error) { replay, kreplay, err = e.replays(ctx); return err }},
 		{fmt.Sprintf("replay_%d (memory)", cfg.Readers), func() (err error) { mem, err = e.memory(ctx, cfg.DaemonBin); return err }},
 	}
 	for _, s := range steps {
@@ -47,7 +48,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			return nil, err
 		}
 	}
-	rep.Results = []*Result{raw, cold, coldAll, warm, local, floorR, seq, replay, mem}
+	rep.Results = []*Result{raw, cold, kcold, coldAll, warm, local, floorR, seq, replay, kreplay, mem}
 	for _, r := range rep.Results {
 		r.finish()
 	}

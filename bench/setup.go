@@ -32,8 +32,8 @@ import (
 const topic = "bench"
 
 // env is one run's parts: the bucket, tierd's metadata and fetch server
-// on a real socket, the local copy of the partition, and the transport
-// floor server.
+// on a real socket (gRPC, and Kafka through the listener), the local copy
+// of the partition, and the transport floor server.
 type env struct {
 	cfg      Config
 	dir      string
@@ -53,6 +53,8 @@ type env struct {
 	tp       remotelog.TopicPartition
 	fin      []remotelog.SegmentMetadata
 	batches  [][]batch.Batch // per segment, from the local files
+	values   []byte          // the pool record values were cut from (see value)
+	kafka    string          // the Kafka listener's host:port
 	stops    []func()
 }
 
@@ -133,7 +135,7 @@ func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err err
 	start := time.Now()
 	logDir := filepath.Join(e.dir, "logs")
 	e.partDir = filepath.Join(logDir, topic+"-0")
-	if err := writePartition(e.partDir, cfg); err != nil {
+	if e.values, err = writePartition(e.partDir, cfg); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(progress, "wrote %d MiB in %d MiB segments in %s\n", cfg.TotalBytes>>20, cfg.SegmentBytes>>20, time.Since(start).Round(time.Millisecond))
@@ -149,35 +151,43 @@ func setup(ctx context.Context, cfg Config, progress io.Writer) (_ *env, err err
 }
 
 // writePartition writes records of random (incompressible) bytes, 16 to a
-// batch, until the partition holds cfg.TotalBytes, then rolls.
-func writePartition(dir string, cfg Config) error {
+// batch, until the partition holds cfg.TotalBytes, then rolls. The record
+// at offset o (the log starts at 0) has the value valueAt(values, o,
+// cfg.RecordBytes); it returns values.
+func writePartition(dir string, cfg Config) ([]byte, error) {
 	lcfg := seglog.DefaultConfig()
 	lcfg.SegmentBytes = cfg.SegmentBytes
 	l, err := seglog.Open(dir, lcfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	values := make([]byte, 1<<20+cfg.RecordBytes)
 	rand.Read(values)
 	var written int64
 	recs := make([]seglog.Record, 16)
 	now := time.Now().UnixMilli() // recent: inside retention.ms
-	for i := 0; written < cfg.TotalBytes; i++ {
+	for i := int64(0); written < cfg.TotalBytes; i++ {
 		for j := range recs {
-			o := (i*16 + j) * 4099 % (1 << 20)
-			recs[j] = seglog.Record{Value: values[o : o+cfg.RecordBytes], Timestamp: now}
+			recs[j] = seglog.Record{Value: valueAt(values, i*16+int64(j), cfg.RecordBytes), Timestamp: now}
 		}
 		if _, err := l.AppendBatch(batch.CodecNone, recs...); err != nil {
 			l.Close()
-			return err
+			return nil, err
 		}
 		written += int64(16 * (cfg.RecordBytes + 20))
 	}
 	if err := l.Roll(); err != nil {
 		l.Close()
-		return err
+		return nil, err
 	}
-	return l.Close()
+	return values, l.Close()
+}
+
+// valueAt is the value writePartition gives the record at offset: n bytes
+// of values from a position that moves 4099 bytes per offset.
+func valueAt(values []byte, offset int64, n int) []byte {
+	o := offset * 4099 % (1 << 20)
+	return values[o : o+int64(n)]
 }
 
 // tier runs copier passes until every rolled segment is copied; local
@@ -247,8 +257,8 @@ func (e *env) closeServer() {
 
 func listen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
 
-// serve starts tierd's fetch server and the floor server, each on its own
-// socket, and dials both.
+// serve starts tierd's fetch server, its Kafka listener and the floor
+// server, each on its own socket, and dials the gRPC ones.
 func (e *env) serve() error {
 	fcfg := e.cfg.FetchConfig()
 	e.reg = prometheus.NewRegistry()
@@ -265,13 +275,22 @@ func (e *env) serve() error {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis) }()
-	if e.client, err = fetch.Dial(lis.Addr().String()); err != nil {
+	stopKafka, err := e.serveKafka()
+	if err != nil {
 		cancel()
+		<-done
+		return err
+	}
+	if e.client, err = fetch.Dial(lis.Addr().String()); err != nil {
+		stopKafka()
+		cancel()
+		<-done
 		return err
 	}
 	var once sync.Once
 	e.closeSrv = func() {
 		once.Do(func() {
+			stopKafka() // it reads through the fetch server
 			e.client.Close()
 			cancel()
 			<-done

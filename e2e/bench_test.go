@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -13,9 +14,10 @@ import (
 )
 
 // TestBench runs "tierd bench" as a user would, at small sizes, against
-// a MinIO it starts itself: every case runs and checks the bytes it reads,
-// the memory case runs against a "tierd run" child, and the table, the
-// JSON and both plot formats come out.
+// a MinIO it starts itself: every case runs and checks the bytes it reads
+// (the Kafka cases through tierd's Kafka listener), the memory case runs
+// against a "tierd run" child, and the table, the JSON, the Kafka targets
+// and both plot formats come out.
 func TestBench(t *testing.T) {
 	if rsmtest.FindMinIO() == "" {
 		rsmtest.StartMinIO(t) // skips, or fails under CI, with the reason
@@ -25,21 +27,30 @@ func TestBench(t *testing.T) {
 	jsonPath, png, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
 	args := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "6291456", "--count", "30", "--readers", "3",
 		"--max-bytes", "65536", "--chunk-bytes", "262144", "--cache-memory-bytes", "1048576", "--prefetch-bytes", "524288",
-		"--json", jsonPath, "--plot", png}
+		"--rounds", "2", "--json", jsonPath, "--plot", png}
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tierd bench: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	cases := []string{"raw_get", "fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get", "replay", "replay_3"}
+	cases := []string{"raw_get", "fetch_cold", "kafka_fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get",
+		"replay", "kafka_replay", "replay_3"}
 	for _, c := range cases {
 		if !strings.Contains(out.String(), c) {
 			t.Errorf("table has no %s row:\n%s", c, out.String())
 		}
 	}
-	if !strings.Contains(out.String(), "tierd run child") || !strings.Contains(out.String(), "targets (ratios from this run)") {
-		t.Errorf("table lacks the memory case's child or the targets:\n%s", out.String())
+	for _, want := range []string{"tierd run child", "targets (ratios from this run)", "kafka_fetch_cold p50 / fetch_cold p50 = ",
+		"kafka_replay MiB/s / replay MiB/s = "} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, c := range []string{"replay", "kafka_replay"} { // the two replays took turns, twice each
+		if !regexp.MustCompile(`(?m)^` + c + `: MiB/s by round \d+, \d+$`).MatchString(out.String()) {
+			t.Errorf("no two rounds of %s in the notes:\n%s", c, out.String())
+		}
 	}
 	raw, err := os.ReadFile(jsonPath)
 	if err != nil {
@@ -55,9 +66,12 @@ func TestBench(t *testing.T) {
 			t.Errorf("--json %s = %v", c, r)
 		}
 	}
-	if g := got["replay"]["gets_per_mib"]; g <= 0 || g > 10 {
-		t.Errorf("replay gets_per_mib = %v", g)
+	for _, c := range []string{"replay", "kafka_replay"} {
+		if g := got[c]["gets_per_mib"]; g <= 0 || g > 10 {
+			t.Errorf("%s gets_per_mib = %v", c, g)
+		}
 	}
+
 	if m := got["replay_3"]["peak_anon_rss_mib"]; m <= 0 {
 		t.Errorf("replay_3 peak_anon_rss_mib = %v", m)
 	}
