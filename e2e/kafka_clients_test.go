@@ -116,14 +116,21 @@ var errStop = errors.New("stop reading")
 // runKcat runs "kcat -C -b addr -q -f kcatFormat args..." and hands each
 // record to each as kcat prints it (nothing is kept, so a run may read
 // hundreds of MiB). each returning errStop kills kcat and ends the run
-// without error.
-func runKcat(ctx context.Context, kcat, addr string, args []string, each func(crec) error) error {
+// without error. With notes set, kcat runs without -q and its stderr
+// (informational lines such as "Reached end of topic") goes there too.
+func runKcat(ctx context.Context, kcat, addr string, args []string, each func(crec) error, notes io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	all := append([]string{"-C", "-b", addr, "-q", "-f", kcatFormat}, args...)
+	all := append([]string{"-C", "-b", addr, "-f", kcatFormat}, args...)
+	var stderr lockedBuffer
 	cmd := exec.CommandContext(ctx, kcat, all...)
-	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
+	if notes == nil {
+		all = append(all, "-q")
+		cmd.Args = append(cmd.Args, "-q")
+	} else {
+		cmd.Stderr = io.MultiWriter(&stderr, notes)
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -198,7 +205,7 @@ func kcatAll(kcat, addr string, tp tpKey, extra ...string) ([]crec, error) {
 	defer cancel()
 	var got []crec
 	args := append([]string{"-t", tp.Topic, "-p", strconv.Itoa(int(tp.Partition)), "-o", "beginning", "-e"}, extra...)
-	err := runKcat(ctx, kcat, addr, args, func(c crec) error { got = append(got, c); return nil })
+	err := runKcat(ctx, kcat, addr, args, func(c crec) error { got = append(got, c); return nil }, nil)
 	return got, err
 }
 
