@@ -268,10 +268,13 @@ func kgoRead(addr string, last map[tpKey]int64, opts ...kgo.Opt) (map[tpKey][]cr
 	return got, nil
 }
 
-// saramaRead reads one partition with sarama's partition consumer (its
-// defaults; no group) from the oldest offset until the record at last.
-func saramaRead(addr string, tp tpKey, last int64) ([]crec, error) {
-	cfg := sarama.NewConfig()
+// saramaRead reads one partition with sarama's partition consumer (cfg,
+// or sarama's defaults when nil; no group) from the oldest offset until
+// the record at last.
+func saramaRead(addr string, tp tpKey, last int64, cfg *sarama.Config) ([]crec, error) {
+	if cfg == nil {
+		cfg = sarama.NewConfig()
+	}
 	cfg.Consumer.Return.Errors = true
 	c, err := sarama.NewConsumer([]string{addr}, cfg)
 	if err != nil {
