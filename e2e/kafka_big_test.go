@@ -9,8 +9,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/rsm/minio"
@@ -53,8 +56,9 @@ func checkBig(c crec, want, base int64) error {
 }
 
 // TestKafkaKcatBigTieredPartition: a 256 MiB partition written by the
-// segment log in 4 MiB segments, most of them tiered to MinIO and deleted
-// locally, read by kcat through a whole tierd: from the beginning to the
+// segment log in 4 MiB segments, copied to MinIO, is read by franz-go
+// from the start while local retention deletes most of its segments under
+// it, then by kcat through the whole tierd: from the beginning to the
 // end with every key, value and timestamp checked; from a timestamp (-o
 // s@TS) inside a tiered segment; the last 10 records (-o -10); and from the
 // end (-o end) while new records are appended.
@@ -84,14 +88,35 @@ func TestKafkaKcatBigTieredPartition(t *testing.T) {
 		}
 	}
 	wrote := time.Since(start)
+	// The copier copies every rolled segment, keeping them locally; a
+	// franz-go consumer starts reading from the start (local segments),
+	// and local retention then deletes the segments under it.
+	w.tier(copier.Retention{LocalRetentionMs: ptr(-1), LocalRetentionBytes: ptr(-1)})
+	copied := time.Since(start) - wrote
+	var progress atomic.Int64
+	scanned := make(chan error, 1)
+	go func() { scanned <- kgoScanBig(w.addr, base, &progress) }()
+	for progress.Load() < 300 {
+		select {
+		case err := <-scanned:
+			t.Fatalf("franz-go: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	before := progress.Load()
 	w.tier(copier.Retention{LocalRetentionBytes: ptr(8 << 20)})
+	after := progress.Load()
+	if err := <-scanned; err != nil {
+		t.Fatalf("franz-go reading while local retention deleted the segments: %v", err)
+	}
+	t.Logf("franz-go had read %d to %d records while local retention deleted the segments; it read on to offset %d remotely", before, after, bigRecords/2)
 	o := w.offsets("big", 0)
 	locals := localLogs(t, l.Dir())
 	if o.LocalLogStartOffset < bigRecords*3/4 || o.HighestTieredOffset+1 < o.LocalLogStartOffset || len(locals) > 4 {
 		t.Fatalf("not mostly tiered: remote offsets %+v, local segments %v", o, locals)
 	}
-	t.Logf("256 MiB written in %v, %d segments tiered in %v; local segments from offset %d: %v", wrote, len(l.Segments())-len(locals),
-		time.Since(start)-wrote, o.LocalLogStartOffset, locals)
+	t.Logf("256 MiB written in %v, %d segments copied in %v; local segments from offset %d: %v", wrote, len(l.Segments())-len(locals),
+		copied, o.LocalLogStartOffset, locals)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -146,6 +171,35 @@ func TestKafkaKcatBigTieredPartition(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+}
+
+// kgoScanBig reads the first half of the big partition with franz-go,
+// checking each record, and counts the records read in progress.
+func kgoScanBig(addr string, base int64, progress *atomic.Int64) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"big": {0: kgo.NewOffset().AtStart()}}))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for next := int64(0); next < bigRecords/2; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return fmt.Errorf("stopped at offset %d: %w", next, ctx.Err())
+		}
+		for _, fe := range fs.Errors() {
+			return fmt.Errorf("at offset %d: %w", next, fe.Err)
+		}
+		for _, r := range fs.Records() {
+			if err := checkBig(kgoRecord(r), next, base); err != nil {
+				return err
+			}
+			next++
+			progress.Store(next)
+		}
+	}
+	return nil
 }
 
 // watchWriter closes seen once the text written to it contains want.
