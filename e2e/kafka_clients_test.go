@@ -110,25 +110,22 @@ func needPython(t *testing.T, module string) {
 // (-1 for null) and headers on one line, then the key and value bytes.
 const kcatFormat = "%o %T %K %S %h\n%k%s\n"
 
-// errStop ends a kcat run early without failing it.
-var errStop = errors.New("stop reading")
-
 // runKcat runs "kcat -C -b addr -q -f kcatFormat args..." and hands each
 // record to each as kcat prints it (nothing is kept, so a run may read
-// hundreds of MiB). each returning errStop kills kcat and ends the run
-// without error. With notes set, kcat runs without -q and its stderr
+// hundreds of MiB). An error from each kills kcat and is returned. With
+// notes set, kcat runs without -q and its stderr
 // (informational lines such as "Reached end of topic") goes there too.
 func runKcat(ctx context.Context, kcat, addr string, args []string, each func(crec) error, notes io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	all := append([]string{"-C", "-b", addr, "-f", kcatFormat}, args...)
+	if notes == nil {
+		all = append(all, "-q")
+	}
 	var stderr lockedBuffer
 	cmd := exec.CommandContext(ctx, kcat, all...)
 	cmd.Stderr = &stderr
-	if notes == nil {
-		all = append(all, "-q")
-		cmd.Args = append(cmd.Args, "-q")
-	} else {
+	if notes != nil {
 		cmd.Stderr = io.MultiWriter(&stderr, notes)
 	}
 	out, err := cmd.StdoutPipe()
@@ -139,11 +136,6 @@ func runKcat(ctx context.Context, kcat, addr string, args []string, each func(cr
 		return err
 	}
 	perr := parseKcat(bufio.NewReaderSize(out, 1<<20), each)
-	if errors.Is(perr, errStop) {
-		cancel()
-		cmd.Wait()
-		return nil
-	}
 	if perr != nil {
 		cancel()
 	}

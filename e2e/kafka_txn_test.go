@@ -254,7 +254,7 @@ func TestKafkaCompactedScanAcrossTiers(t *testing.T) {
 			t.Errorf("key %s: rebuilt %s, want %s", k, short(state[k]), short(v))
 		}
 	}
-	t.Logf("%d updates of %d keys compacted to %d records (%d offsets held by neither: gaps); %d live keys, %d tombstoned",
+	t.Logf("%d updates of %d keys compacted to %d records (%d offsets compacted away: gaps); %d live keys, %d tombstoned",
 		cl.updates, cl.keys, len(cl.stored), cl.end-int64(len(cl.stored)), len(cl.latest), cl.keys-len(cl.latest))
 }
 
