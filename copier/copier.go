@@ -120,11 +120,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
-		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
+	c := newCopier(cfg, store, rs)
 	for _, o := range opts {
 		o(c)
 	}
@@ -134,6 +130,15 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	c.m = newMetrics(c.reg)
 	c.initStatus()
 	return c, nil
+}
+
+// newCopier returns a copier with its defaults and no metrics.
+func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
+	return &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
+		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
+		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged

@@ -88,7 +88,7 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 		for oi < len(offs) && int64(offs[oi].Position) <= b.Position {
 			e := offs[oi]
 			if int64(e.Position) != b.Position {
-				fail("offset index entry %d (offset %d) points at byte %d, not at the start of a batch (the batch there starts at byte %d)",
+				fail("offset index entry %d (offset %d) points at byte %d, not at the start of a batch (the next batch starts at byte %d)",
 					oi, e.Offset, e.Position, b.Position)
 			} else if e.Offset <= prevLast {
 				fail("offset index entry %d names offset %d, not after the previous batch's last offset %d", oi, e.Offset, prevLast)

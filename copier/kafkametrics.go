@@ -76,8 +76,9 @@ func (c *Copier) initStatus() {
 func (c *Copier) countCopy(tp remotelog.TopicPartition, size int64, d time.Duration, err error) {
 	t, p := c.labels.Labels(tp.Topic, tp.Partition)
 	c.rm.copyRequests.WithLabelValues(t, p).Inc()
+	errs := c.rm.copyErrors.WithLabelValues(t, p) // present from the first request on
 	if err != nil {
-		c.rm.copyErrors.WithLabelValues(t, p).Inc()
+		errs.Inc()
 		return
 	}
 	c.rm.copyBytes.WithLabelValues(t, p).Add(float64(size))
@@ -88,8 +89,9 @@ func (c *Copier) countCopy(tp remotelog.TopicPartition, size int64, d time.Durat
 func (c *Copier) countDelete(tp remotelog.TopicPartition, err error) {
 	t, p := c.labels.Labels(tp.Topic, tp.Partition)
 	c.rm.deleteRequests.WithLabelValues(t, p).Inc()
+	errs := c.rm.deleteErrors.WithLabelValues(t, p)
 	if err != nil {
-		c.rm.deleteErrors.WithLabelValues(t, p).Inc()
+		errs.Inc()
 	}
 }
 

@@ -319,6 +319,8 @@ func blockedBy(err error, todo []localSegment) (remotelog.WaitReason, string) {
 			next, ce.Position, ce.Reason)
 	case errors.Is(err, errCorruptSegment):
 		return remotelog.WaitCorruptSegment, fmt.Sprintf("%s is corrupt (%v): it is kept locally and not copied, and the later segments wait behind it", next, err)
+	case errors.Is(err, context.Canceled):
+		return remotelog.WaitNextPass, fmt.Sprintf("the pass was cancelled (tierd is stopping) before %s was copied", next)
 	case errors.Is(err, errInstanceConflict):
 		return remotelog.WaitLeaseHeld, err.Error()
 	case unreachable(err):
