@@ -17,10 +17,10 @@ var errCorruptSegment = errors.New("copier: corrupt segment")
 
 // inspection is what a full scan of a rolled segment's .log tells.
 type inspection struct {
-	size         int64 // bytes to copy: the staged .log up to the end of its last batch
-	fileSize     int64 // bytes of the staged .log; more than size when it ends in zeros
-	maxTimestamp int64 // -1 when no batch has one
-	indexesOK    bool  // the local .index/.timeindex are usable as they are
+	size         int64  // bytes to copy: the staged .log up to the end of its last batch
+	fileSize     int64  // bytes of the staged .log; more than size when it ends in zeros
+	maxTimestamp int64  // -1 when no batch has one
+	indexesOK    bool   // the local .index/.timeindex are usable as they are
 	indexProblem string // otherwise, the first check they failed
 	rebuilt      *index.Builder
 }

@@ -47,8 +47,8 @@ type logRecorder struct {
 }
 
 func (l *logRecorder) Enabled(context.Context, slog.Level) bool { return true }
-func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *logRecorder) WithGroup(string) slog.Handler           { return l }
+func (l *logRecorder) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *logRecorder) WithGroup(string) slog.Handler            { return l }
 func (l *logRecorder) Handle(_ context.Context, r slog.Record) error {
 	rec := logRec{level: r.Level, msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
