@@ -336,22 +336,22 @@ func (c *Copier) tiered(tp remotelog.TopicPartition) bool { return !strings.HasP
 
 // partition is one partition directory during a pass.
 type partition struct {
-	tp      remotelog.TopicPartition
-	dir     string
-	hw      int64 // high watermark from replication-offset-checkpoint
-	hwKnown bool
-	// inCheckpoint: the partition has an entry in the checkpoint.
-	inCheckpoint bool
-	brokerLSO    int64 // from log-start-offset-checkpoint, -1 if unknown
-	topicID      string
-	segs         []localSegment
-	limits       Limits
+	tp        remotelog.TopicPartition
+	dir       string
+	hw        int64 // high watermark from replication-offset-checkpoint
+	hwKnown   bool
+	brokerLSO int64 // from log-start-offset-checkpoint, -1 if unknown
+	topicID   string
+	segs      []localSegment
+	limits    Limits
 	// leaderEpoch is the partition's leader epoch when the cluster makes
 	// this broker its leader; -1 without a cluster.
 	leaderEpoch int32
 	// copyDone: the pass reached copyRolled, which returned copyErr.
 	copyDone bool
 	copyErr  error
+	// inCheckpoint: the partition has an entry in the checkpoint.
+	inCheckpoint bool
 }
 
 // localSegment is a live .log of a partition directory.
