@@ -136,7 +136,6 @@ func retrying[T any](fn func() (T, error)) (v T, err error) {
 	return v, err
 }
 
-
 // partitionState loads, from one snapshot, what every read needs, and
 // rejects bad arguments and partitions with nothing tiered.
 func (s *Server) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
