@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -286,8 +287,8 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 		st.Reason, st.Detail = blockedBy(blocking, todo)
 	case len(todo) > 0 && p.hwKnown && todo[0].end >= p.hw && !p.inCheckpoint:
 		st.Reason = remotelog.WaitNotInCheckpoint
-		st.Detail = fmt.Sprintf("the partition has no entry in %s's %s, so none of its offsets counts as committed: %d rolled segments (%d bytes) wait until the broker checkpoints it",
-			p.logDir(), kafkalog.ReplicationOffsetCheckpointFile, st.PendingSegments, st.PendingBytes)
+		st.Detail = fmt.Sprintf("the partition has no entry in the log dir's %s, so none of its offsets counts as committed: %d rolled segments (%d bytes) wait until the broker checkpoints it",
+			filepath.Join(p.logDir(), kafkalog.ReplicationOffsetCheckpointFile), st.PendingSegments, st.PendingBytes)
 	case len(todo) > 0 && p.hwKnown && todo[0].end >= p.hw:
 		st.Reason = remotelog.WaitHighWatermark
 		st.Detail = fmt.Sprintf("the high watermark %d (%s) does not pass the last offset %d of the next segment (base offset %d): it is copied once the broker commits its offsets",

@@ -129,7 +129,7 @@ func TestStatusSaysWhyItWaits(t *testing.T) {
 		r.sync()
 		st := r.status(r.tp)
 		if st.State != remotelog.TierWaiting || st.Reason != remotelog.WaitNotInCheckpoint || st.PendingSegments != 2 || st.PendingBytes != s0+s1 ||
-			st.HighWatermark != 0 || !strings.Contains(st.Detail, "no entry in "+r.logDir) {
+			st.HighWatermark != 0 || !strings.Contains(st.Detail, "no entry in the log dir's "+filepath.Join(r.logDir, kafkalog.ReplicationOffsetCheckpointFile)) {
 			t.Fatalf("pass %d: status %+v", pass, st)
 		}
 	}
