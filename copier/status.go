@@ -121,6 +121,7 @@ func (c *Copier) endPass(parts []*partition, failed bool) {
 	}
 	for tp, st := range extra {
 		c.st.parts[tp] = st
+		c.log.Debug("partition pass decided", "partition", tp, "state", st.State, "reason", st.Reason, "detail", st.Detail)
 	}
 	c.st.passes++
 	c.st.lastPassMs = nowMs
