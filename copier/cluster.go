@@ -175,6 +175,7 @@ func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 	}
 	t, ok := v.Topics[p.tp.Topic]
 	if !ok {
+		c.wait(p.tp, remotelog.WaitNotLeader, "the topic is not in the kafka cluster's metadata: not tiering it")
 		if c.once("notincluster " + p.tp.String()) {
 			c.log.Info("topic is not in the cluster's metadata: not tiering it; its copies are deleted only once the cluster confirms its topic id gone",
 				"partition", p.tp)
@@ -186,6 +187,12 @@ func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 		c.stateMu.Lock()
 		delete(c.led, p.tp)
 		c.stateMu.Unlock()
+		if ok {
+			c.wait(p.tp, remotelog.WaitNotLeader, fmt.Sprintf("the kafka cluster names broker %d the partition's leader (this tierd is broker_id %d): its tierd tiers it",
+				part.Leader, c.cfg.BrokerID))
+		} else {
+			c.wait(p.tp, remotelog.WaitNotLeader, "the kafka cluster's metadata has no such partition of the topic: not tiering it")
+		}
 		if c.once(fmt.Sprintf("follower %s %d", p.tp, part.Leader)) {
 			c.log.Info("partition is led by another broker: its tierd tiers it", "partition", p.tp, "leader", part.Leader, "broker_id", c.cfg.BrokerID)
 		}
@@ -368,6 +375,7 @@ func (c *Copier) owns(ctx context.Context, p *partition) (bool, error) {
 	}
 	own, err := c.leads(ctx, p)
 	if errors.Is(err, ErrClusterUnreachable) {
+		c.wait(p.tp, remotelog.WaitClusterUnreachable, "no fresh leadership from the kafka cluster: "+err.Error())
 		if c.once("unowned " + err.Error()) {
 			c.log.Warn("not tiering: no fresh leadership from the kafka cluster", "err", err)
 		}
@@ -385,6 +393,7 @@ func (c *Copier) renew(ctx context.Context, p *partition) (bool, error) {
 	epoch := p.leaderEpoch
 	own, err := c.owns(ctx, p)
 	if own && p.leaderEpoch != epoch {
+		c.wait(p.tp, remotelog.WaitNextPass, fmt.Sprintf("the partition's leader epoch moved from %d to %d during the pass: it starts over on the next one", epoch, p.leaderEpoch))
 		return false, nil // a new epoch: start the partition over next pass
 	}
 	return own, err

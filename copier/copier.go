@@ -17,6 +17,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
@@ -94,8 +95,7 @@ type Copier struct {
 	times       map[string]int64 // max timestamp by segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
 	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
-	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason
-	lastHeld    map[remotelog.TopicPartition]string               // the last pass's
+	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
 	cl          Cluster                                           // nil: no Kafka cluster configured
 	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at
 	owned       []remotelog.TopicPartition                        // partitions this pass worked on
@@ -104,6 +104,11 @@ type Copier struct {
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+
+	st            *statusState    // per-partition status (status.go)
+	labels        *partlabels.Set // per-partition metric labels, bounded
+	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration   // how often a long copy logs its progress
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -115,11 +120,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
-		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
+	c := newCopier(cfg, store, rs)
 	for _, o := range opts {
 		o(c)
 	}
@@ -127,7 +128,17 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	c.initStatus()
 	return c, nil
+}
+
+// newCopier returns a copier with its defaults and no metrics.
+func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
+	return &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
+		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
+		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
@@ -167,6 +178,7 @@ func (c *Copier) Run(ctx context.Context) error {
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginPass()
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)
 	var (
@@ -180,7 +192,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, err := c.syncPartition(ctx, p)
+			n, err := c.syncReported(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			copied += n
@@ -206,6 +218,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		errs = append(errs, err)
 	}
 	c.publishHeld()
+	c.endPass(parts, len(errs) > 0)
 	c.m.passes.Inc()
 	if len(errs) > 0 {
 		c.m.passErrors.Inc()
@@ -224,6 +237,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 	var errs []error
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
+	internal := map[string]bool{}
 	for _, dir := range c.cfg.LogDirs {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -240,6 +254,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 			errs = append(errs, err)
 			continue
 		}
+		found := 0
 		for _, e := range ents {
 			if !e.IsDir() {
 				continue
@@ -252,13 +267,16 @@ func (c *Copier) scan() ([]*partition, []error) {
 				}
 				continue
 			}
+			found++
 			if !c.tiered(tp) {
+				internal[tp.Topic] = true
 				continue
 			}
 			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1}
 			if hw != nil {
-				p.hw = hw[tp] // a partition missing from the file has nothing committed
+				p.hw, p.inCheckpoint = hw[tp] // a partition missing from the file has nothing committed
 				p.hwKnown = true
+				c.warnNotInCheckpoint(p)
 			}
 			if v, ok := lsos[tp]; ok {
 				p.brokerLSO = v
@@ -269,7 +287,9 @@ func (c *Copier) scan() ([]*partition, []error) {
 			}
 			byTP[tp] = p
 		}
+		c.warnEmptyLogDir(dir, found)
 	}
+	c.noteSkipped(internal)
 	parts := make([]*partition, 0, len(byTP))
 	for tp, p := range byTP {
 		if dirs, ok := dup[tp]; ok {
@@ -327,6 +347,11 @@ type partition struct {
 	// leaderEpoch is the partition's leader epoch when the cluster makes
 	// this broker its leader; -1 without a cluster.
 	leaderEpoch int32
+	// copyDone: the pass reached copyRolled, which returned copyErr.
+	copyDone bool
+	copyErr  error
+	// inCheckpoint: the partition has an entry in the checkpoint.
+	inCheckpoint bool
 }
 
 // localSegment is a live .log of a partition directory.
@@ -399,6 +424,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		}
 	}
 	if disabled {
+		c.wait(p.tp, remotelog.WaitTieringDisabled, "tiering is off for the topic: the cluster sets remote.storage.enable=false")
 		if c.once("disabled " + p.tp.Topic) {
 			c.log.Info("tiering is off for the topic: the cluster sets remote.storage.enable=false", "topic", p.tp.Topic)
 		}
@@ -422,6 +448,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	copied, copyErr := c.copyRolled(ctx, p)
+	p.copyDone, p.copyErr = true, copyErr
 	var errs []error
 	if copyErr != nil {
 		errs = append(errs, copyErr)

@@ -198,7 +198,9 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 	n := 0
 	done := map[remotelog.SegmentID]bool{}
 	for i, r := range d.Segments {
-		if err := c.rs.DeleteSegment(ctx, r); err != nil {
+		err := c.rs.DeleteSegment(ctx, r)
+		c.countDelete(r.TopicPartition, err)
+		if err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", r.ID, err)
 		}
 		if i == 0 {
@@ -219,7 +221,9 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		if mf.TopicID != d.TopicID || done[mf.SegmentID] {
 			continue
 		}
-		if err := c.rs.DeleteSegment(ctx, mf.Metadata()); err != nil {
+		err := c.rs.DeleteSegment(ctx, mf.Metadata())
+		c.countDelete(d.TopicPartition, err)
+		if err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", mf.SegmentID, err)
 		}
 		n++

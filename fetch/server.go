@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tierd/tierd/fetch/cache"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -61,6 +62,9 @@ type Server struct {
 
 	admin     *adminServer                    // nil: no Admin service
 	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
+	losses    lossLog                         // data-loss answers logged
+	labels    *partlabels.Set                 // per-partition metric labels, bounded
+	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
@@ -91,6 +95,10 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		indexGets:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_gets_total", Help: "GETs of remote index objects."}),
 		indexBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_bytes_total", Help: "Bytes of remote index objects read."}),
 		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
+	}
+	s.km = newKafkaMetrics(f)
+	if s.labels == nil {
+		s.labels = partlabels.New(partlabels.DefaultMax)
 	}
 	var err error
 	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {

@@ -45,7 +45,7 @@ func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartitio
 		}
 		return tsOffset{}, nil
 	})
-	s.noteMissing(err, tp, -1)
+	s.noteMissing(err, tp, "timestamp", ts)
 	return r, classify(err)
 }
 
@@ -151,7 +151,7 @@ func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) 
 		}
 		return best, nil
 	})
-	s.noteMissing(err, tp, -1)
+	s.noteMissing(err, tp, "lookup", "max_timestamp")
 	return r, classify(err)
 }
 

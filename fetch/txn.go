@@ -70,7 +70,7 @@ func (s *Server) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, f
 		})
 		return dedupTxns(out), nil
 	})
-	s.noteMissing(err, tp, from)
+	s.noteMissing(err, tp, "offset", from)
 	return out, classify(err)
 }
 

@@ -151,6 +151,10 @@ type SegmentFiles struct {
 	// stored and before the manifest is written; an error aborts the copy
 	// (a leader-epoch fence check, see Fence).
 	BeforeManifest func(context.Context) error
+	// Progress, when set, is called with the number of bytes of the .log
+	// read for upload so far, each time more are read (from the
+	// goroutine that uploads; it must not block).
+	Progress func(bytes int64)
 }
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
@@ -177,9 +181,9 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			m.deleteObjects(context.WithoutCancel(ctx), mf)
 		}
 	}()
-	logPart := part{n: -1}
+	logPart := part{n: -1, progress: files.Progress}
 	if meta.LocalSizeInBytes > 0 {
-		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes}
+		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes, progress: files.Progress}
 	}
 	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart); err != nil {
 		return nil, err
@@ -249,7 +253,11 @@ func realIndex(p string, base int64, suffix string) ([]byte, error) {
 
 // part says how much of a file to upload: n bytes from its start, from a
 // file of fileSize bytes; n -1 uploads the whole file, whatever its size.
-type part struct{ n, fileSize int64 }
+// progress, when set, is told the bytes read so far.
+type part struct {
+	n, fileSize int64
+	progress    func(int64)
+}
 
 func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part) error {
 	f, err := os.Open(p)
@@ -271,7 +279,7 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	h := sha256.New()
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
-	cr := &countingReader{r: io.TeeReader(io.LimitReader(f, size), h)}
+	cr := &countingReader{r: io.TeeReader(io.LimitReader(f, size), h), progress: pt.progress}
 	if err := m.b.Upload(ctx, key, cr, size); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
@@ -294,13 +302,17 @@ func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	progress func(int64) // nil: none
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if n > 0 && c.progress != nil {
+		c.progress(c.n)
+	}
 	return n, err
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -45,6 +46,16 @@ type config struct {
 	// the fetch caches' budgets + the copier's upload buffers + 64 MiB
 	// (see memoryLimit); -1 sets none.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
+	// Metrics bounds the per-partition metric series.
+	Metrics metricsConfig `yaml:"metrics"`
+}
+
+type metricsConfig struct {
+	// PartitionLabelsMax is how many partitions get series of their own
+	// in the per-partition metrics (tierd_remote_*{topic,partition}): the
+	// first ones seen since start; every later one shares
+	// {topic="_other",partition="-1"}. Default 1000; 0 aggregates all.
+	PartitionLabelsMax int `yaml:"partition.labels.max"`
 }
 
 // kafkaConfig is the kafka: section: two packages' settings inline.
@@ -74,7 +85,7 @@ func defaultConfig() config {
 		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info",
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
-		HTTP:   httpConfig{Listen: "127.0.0.1:7451"},
+		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
 	}
 }
 
@@ -136,6 +147,9 @@ func (c config) validate() error {
 		if c.Copier.BrokerID < 0 {
 			errs = append(errs, errors.New("copier: broker_id is required with kafka.bootstrap_servers: tierd tiers the partitions this broker leads"))
 		}
+	}
+	if c.Metrics.PartitionLabelsMax < 0 {
+		errs = append(errs, fmt.Errorf("metrics: partition.labels.max %d must be 0 or more", c.Metrics.PartitionLabelsMax))
 	}
 	if c.MemoryLimitBytes < -1 {
 		errs = append(errs, fmt.Errorf("memory_limit_bytes %d must be -1 (none), 0 (automatic) or a size", c.MemoryLimitBytes))

@@ -24,6 +24,7 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -88,7 +89,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg)}
+	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's and fetch's series
+	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels)}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
 			d.Close()
@@ -101,7 +103,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
-		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy)); err != nil {
+		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy),
+		fetch.WithPartitionLabels(labels)); err != nil {
 		d.Close()
 		return nil, err
 	}
