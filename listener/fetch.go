@@ -54,6 +54,9 @@ type fetchRound struct {
 //     the fetch waits up to max_wait_ms, checking the partitions' offsets
 //     every fetch.poll.interval.ms and reading again when they move; it
 //     answers early once min_bytes are there, or when the listener stops.
+//     A client that closes its connection meanwhile ends the wait and the
+//     connection at once (Kafka drops such a connection's pending fetch
+//     too), rather than holding both until max_wait_ms.
 //   - Each partition carries the high watermark, last stable offset, log
 //     start offset, preferred read replica -1 and, for read_committed, the
 //     aborted transactions of the range (an empty list when none; null for
@@ -68,7 +71,7 @@ type fetchRound struct {
 //     UNSUPPORTED_COMPRESSION_TYPE (zstd needs v10, KIP-110).
 //   - Any replica id is served as a consumer: nothing past the high
 //     watermark.
-func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	start := time.Now()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	var iso Isolation
@@ -115,7 +118,10 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 	}
 	round := s.fetchRound(ctx, req, parts, iso)
 	if req.MaxWaitMillis > 0 && round.bytes < int64(req.MinBytes) && !round.failed && round.waiting > 0 {
-		round = s.longPoll(ctx, stopping, req, parts, iso, start, round)
+		var err error
+		if round, err = s.longPoll(ctx, c, req, parts, iso, start, round); err != nil {
+			return nil, err
+		}
 	}
 	if round.fenced && req.Version >= 16 {
 		resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: s.nodeID, Host: s.advHost, Port: s.advPort}}
@@ -124,9 +130,10 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 }
 
 // longPoll waits for min_bytes (see handleFetch) and returns the last
-// round read.
-func (s *Server) longPoll(ctx context.Context, stopping <-chan struct{}, req *kmsg.FetchRequest, parts []*fetchPart,
-	iso Isolation, start time.Time, round fetchRound) fetchRound {
+// round read. Its error, a *closeErr, says the client closed the
+// connection meanwhile: nobody is left to answer.
+func (s *Server) longPoll(ctx context.Context, c *conn, req *kmsg.FetchRequest, parts []*fetchPart,
+	iso Isolation, start time.Time, round fetchRound) (fetchRound, error) {
 	deadline := time.NewTimer(time.Until(start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)))
 	defer deadline.Stop()
 	tick := time.NewTicker(s.cfg.pollInterval())
@@ -135,21 +142,24 @@ func (s *Server) longPoll(ctx context.Context, stopping <-chan struct{}, req *km
 		last := false
 		select {
 		case <-ctx.Done():
-			return round
-		case <-stopping:
-			return round
+			return round, nil
+		case <-c.stopping:
+			return round, nil
 		case <-tick.C:
 		case <-deadline.C:
 			last = true
 		}
+		if c.peerClosed() {
+			return round, &closeErr{reason: reasonClient, err: fmt.Errorf("%w during a long-polling Fetch", errClientClosed)}
+		}
 		if s.moved(ctx, parts, iso) {
 			round = s.fetchRound(ctx, req, parts, iso)
 			if round.bytes >= int64(req.MinBytes) || round.failed || round.waiting == 0 {
-				return round
+				return round, nil
 			}
 		}
 		if last {
-			return round
+			return round, nil
 		}
 	}
 }
