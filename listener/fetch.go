@@ -25,6 +25,14 @@ type fetchPart struct {
 	end, start int64
 }
 
+// fetchKey names a partition as a Fetch request does: by topic name (v4-v12)
+// or topic id (v13+; the other field is empty).
+type fetchKey struct {
+	topic string
+	id    [16]byte
+	p     int32
+}
+
 // fetchRound is the outcome of reading every partition once.
 type fetchRound struct {
 	bytes   int64
@@ -44,19 +52,24 @@ type fetchRound struct {
 //     to full fetches.
 //   - v13+ name topics by id; an id the Log does not hold gets
 //     UNKNOWN_TOPIC_ID.
+//   - A partition named more than once is answered once, where it was
+//     first named, from the position named last (Kafka's FetchRequest
+//     keeps one entry per partition), so repeating a partition costs
+//     nothing.
 //   - Partitions are read in request order from the Log, byte for byte.
 //     The response budget is max_bytes capped by fetch.max.bytes; each
 //     partition reads up to min(partition_max_bytes, what is left). Until
 //     a partition returns records, the first batch is returned even when
 //     larger than both ("at least one batch"); after that, a partition
 //     whose first batch does not fit returns none.
-//   - When the records are fewer than min_bytes and no partition failed,
+//   - When the records are fewer than min_bytes (at most max_bytes and
+//     fetch.max.bytes, as Kafka caps it) and no partition failed,
 //     the fetch waits up to max_wait_ms, checking the partitions' offsets
 //     every fetch.poll.interval.ms and reading again when they move; it
 //     answers early once min_bytes are there, or when the listener stops.
-//     A client that closes its connection meanwhile ends the wait and the
-//     connection at once (Kafka drops such a connection's pending fetch
-//     too), rather than holding both until max_wait_ms.
+//     A client that closes its connection meanwhile ends the wait and
+//     frees the connection at once, rather than holding both until
+//     max_wait_ms.
 //   - Each partition carries the high watermark, last stable offset, log
 //     start offset, preferred read replica -1 and, for read_committed, the
 //     aborted transactions of the range (an empty list when none; null for
@@ -87,8 +100,28 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	// A partition named more than once is read once, at the position named
+	// last, and answered where it was first named.
+	last := map[fetchKey]*kmsg.FetchRequestTopicPartition{}
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		for pi := range t.Partitions {
+			last[fetchKey{t.Topic, t.TopicID, t.Partitions[pi].Partition}] = &t.Partitions[pi]
+		}
+	}
 	var parts []*fetchPart
 	for _, t := range req.Topics {
+		var named []kmsg.FetchRequestTopicPartition
+		for _, p := range t.Partitions {
+			k := fetchKey{t.Topic, t.TopicID, p.Partition}
+			if lp, ok := last[k]; ok {
+				named = append(named, *lp)
+				delete(last, k)
+			}
+		}
+		if len(named) == 0 && len(t.Partitions) > 0 {
+			continue // every partition was named before
+		}
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, code := t.Topic, int16(0)
@@ -102,8 +135,8 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 			}
 			name = n
 		}
-		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
-		for i, p := range t.Partitions {
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(named))
+		for i, p := range named {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.HighWatermark, rp.RecordBatches = p.Partition, -1, []byte{}
@@ -116,6 +149,9 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// As Kafka (KafkaApis.handleFetchRequest), min_bytes is at most the
+	// response budget: a fetch whose budget is full answers.
+	req.MinBytes = min(req.MinBytes, req.MaxBytes, s.cfg.FetchMaxBytes)
 	round := s.fetchRound(ctx, req, parts, iso)
 	if req.MaxWaitMillis > 0 && round.bytes < int64(req.MinBytes) && !round.failed && round.waiting > 0 {
 		var err error

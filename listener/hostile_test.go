@@ -1,11 +1,14 @@
 package listener
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/internal/kafkalog/batch"
 )
 
 // TestFetchLongPollClientGone: a client that closes its connection while
@@ -50,5 +53,67 @@ func TestFetchLongPollPipelined(t *testing.T) {
 	}
 	if got := ts.closed(reasonClient); got != 0 {
 		t.Fatalf("closed by the client: %v", got)
+	}
+}
+
+// TestFetchRepeatedPartition: a partition named several times, in one
+// topic entry or in a repeated one, is answered once, where it was first
+// named, from the position named last (Kafka keeps one entry per
+// partition); a topic entry left with no partition is not answered.
+func TestFetchRepeatedPartition(t *testing.T) {
+	l, _ := budgetLog(t)
+	ts := startServer(t, l, nil)
+	rc := dialRaw(t, ts.addr, "dup")
+	for _, version := range []int16{12, 13} {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.ReplicaID, req.MaxBytes, req.SessionEpoch = version, -1, 1<<20, -1
+		entry := func(parts ...int64) kmsg.FetchRequestTopic { // partition, offset pairs
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic, rt.TopicID = "big", topicID("big")
+			for i := 0; i < len(parts); i += 2 {
+				rp := kmsg.NewFetchRequestTopicPartition()
+				rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes, rp.CurrentLeaderEpoch = int32(parts[i]), parts[i+1], 1<<20, -1
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			return rt
+		}
+		req.Topics = []kmsg.FetchRequestTopic{entry(0, 0, 1, 0, 0, 1), entry(0, 2), entry(2, 1, 1, 2)}
+		resp := rc.roundTrip(req).(*kmsg.FetchResponse)
+		type answer struct {
+			p     int32
+			first int64
+			n     int
+		}
+		var got []answer
+		for _, rt := range resp.Topics {
+			for _, p := range rt.Partitions {
+				if p.ErrorCode != 0 {
+					t.Fatalf("v%d partition %d: error %d", version, p.Partition, p.ErrorCode)
+				}
+				b, err := batch.ParseHeader(p.RecordBatches, 0)
+				if err != nil {
+					t.Fatalf("v%d partition %d: %v", version, p.Partition, err)
+				}
+				got = append(got, answer{p.Partition, b.BaseOffset, batchesIn(t, p.RecordBatches)})
+			}
+		}
+		want := []answer{{0, 2, 1}, {1, 2, 1}, {2, 1, 2}}
+		if len(resp.Topics) != 2 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("v%d: %d topic entries, partitions %v; want 2 entries, %v", version, len(resp.Topics), got, want)
+		}
+	}
+}
+
+// TestFetchMinBytesCappedByBudget: min_bytes above max_bytes is capped by
+// it, as Kafka does: a fetch whose budget is full answers at once instead
+// of waiting max_wait_ms (here far beyond the test's guard).
+func TestFetchMinBytesCappedByBudget(t *testing.T) {
+	l, size := budgetLog(t)
+	ts := startServer(t, l, nil)
+	rc := dialRaw(t, ts.addr, "minbytes")
+	req := fetchReq{maxBytes: int32(size), partMax: int32(size), minBytes: 1 << 30, maxWait: 1<<31 - 1, offsets: map[int32]int64{0: 0}}
+	p := rc.roundTrip(req.build()).(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 || batchesIn(t, p.RecordBatches) != 1 {
+		t.Fatalf("got %+v", p)
 	}
 }
