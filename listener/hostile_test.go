@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -115,5 +116,28 @@ func TestFetchMinBytesCappedByBudget(t *testing.T) {
 	p := rc.roundTrip(req.build()).(*kmsg.FetchResponse).Topics[0].Partitions[0]
 	if p.ErrorCode != 0 || batchesIn(t, p.RecordBatches) != 1 {
 		t.Fatalf("got %+v", p)
+	}
+}
+
+// TestMetadataRepeatedTopicID: a topic id named many times (v12) is
+// answered once, as a repeated name is, so a small request cannot ask for
+// the same topic's every partition thousands of times over.
+func TestMetadataRepeatedTopicID(t *testing.T) {
+	l, _ := offsetsTopicLog(t)
+	ts := startServer(t, l, nil)
+	rc := dialRaw(t, ts.addr, "meta")
+	req := metadataReq(12)
+	req.Topics = []kmsg.MetadataRequestTopic{}
+	for i := 0; i < 1000; i++ {
+		for _, id := range [][16]byte{topicID("__consumer_offsets"), {1}} {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.TopicID = id
+			req.Topics = append(req.Topics, rt)
+		}
+	}
+	resp := rc.roundTrip(req).(*kmsg.MetadataResponse)
+	if len(resp.Topics) != 2 || resp.Topics[0].ErrorCode != 0 || len(resp.Topics[0].Partitions) != 18 ||
+		resp.Topics[1].ErrorCode != kerr.UnknownTopicID.Code {
+		t.Fatalf("%d topics answered, want __consumer_offsets then an unknown id once each", len(resp.Topics))
 	}
 }

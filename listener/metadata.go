@@ -24,7 +24,8 @@ const (
 //     controller (v1+) and the cluster id is the one given (v2+, null when
 //     none).
 //   - All topics when the request's list is null (v1+) or empty (v0),
-//     sorted by name; otherwise the topics asked for, in order, once each.
+//     sorted by name; otherwise the topics asked for, in order, once each
+//     (a name or id repeated is answered once, as Kafka does).
 //     v12 may name topics by id: an unknown id gets UNKNOWN_TOPIC_ID;
 //     names or ids where the version does not allow them get
 //     INVALID_REQUEST. An invalid topic name gets INVALID_TOPIC_EXCEPTION,
@@ -86,6 +87,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		return resp, nil
 	}
 	seen := map[string]bool{}
+	seenID := map[[16]byte]bool{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
@@ -94,6 +96,10 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		case rt.TopicID != [16]byte{} && req.Version < 12, rt.Topic == nil && req.Version < 12:
 			t.ErrorCode = kerr.InvalidRequest.Code
 		case rt.Topic == nil:
+			if seenID[rt.TopicID] {
+				continue
+			}
+			seenID[rt.TopicID] = true
 			if held = byID[rt.TopicID]; held == nil {
 				t.ErrorCode = kerr.UnknownTopicID.Code
 			}
