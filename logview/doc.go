@@ -22,6 +22,10 @@
 // derived from the name: the first 16 bytes of SHA-256("tierd-topic-id:" +
 // name) with the version-4 and variant bits of a random Uuid set, so it
 // never collides with the all-zero id and stays the same across restarts.
+// Ids are unique: when several topics claim the same recorded id (a
+// partition directory copied under another name with its
+// partition.metadata), each of them is served under its derived id, with
+// a warning, so that a fetch by id never reads another topic.
 //
 // # Offsets
 //
