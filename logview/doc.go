@@ -27,6 +27,15 @@
 // partition.metadata), each of them is served under its derived id, with
 // a warning, so that a fetch by id never reads another topic.
 //
+// # Incarnations
+//
+// The remote copies and the local directory are joined only when they
+// belong to the same incarnation of the topic: when both record a topic
+// id and the ids differ (the topic was deleted and created again under the
+// same name, and the old copies wait for their deletion), the partition is
+// served from the local log alone, with a warning. The local id is read
+// again at most every Config.CacheTTL.
+//
 // # Offsets
 //
 // The log start offset is the remote tier's (rlmm's, which follows the

@@ -40,6 +40,9 @@ func (v *View) state(ctx context.Context, ltp listener.TopicPartition) (*state, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: remote offsets of %s: %v", listener.ErrUnavailable, ltp, err)
 	}
+	if rok && !v.sameIncarnation(st.local, roffs) {
+		rok, roffs = false, remotelog.PartitionOffsets{}
+	}
 	st.remote = roffs
 	st.hasRemote = rok && roffs.HighestTieredOffset >= roffs.LogStartOffset
 	if st.local != nil {

@@ -55,6 +55,7 @@ type View struct {
 	topics   []listener.Topic
 	topicsAt time.Time
 	epochs   map[kafkalog.TopicPartition]cachedEpochs
+	ids      map[kafkalog.TopicPartition]cachedTopicID
 	warned   map[string]bool
 }
 
