@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -137,13 +138,41 @@ func retrying[T any](fn func() (T, error)) (v T, err error) {
 	return v, err
 }
 
-// noteMissing tells the missing-copy hook of the copy err names, if any.
+// noteMissing tells the missing-copy hook of the copy err names, if any,
+// and logs it once per copy: clients retry such reads in a tight loop
+// (franz-go thousands of times a second), and each would log again.
 func (s *Server) noteMissing(err error, tp remotelog.TopicPartition, offset int64) {
 	var mc *missingCopyError
 	if errors.As(err, &mc) && s.onMissing != nil {
-		s.log.Error("a finished copy's object is missing", "partition", tp, "offset", offset, "segment", mc.meta.ID, "err", err)
+		if s.missingLogged.first(mc.meta.ID) {
+			s.log.Error("a finished copy's object is missing (logged once per copy)", "partition", tp, "offset", offset,
+				"segment", mc.meta.ID, "err", err)
+		}
 		s.onMissing(mc.meta)
 	}
+}
+
+// onceSet remembers the copies already logged. It holds at most
+// onceSetMax and starts over when full.
+type onceSet struct {
+	mu   sync.Mutex
+	seen map[remotelog.SegmentID]struct{}
+}
+
+const onceSetMax = 4096
+
+// first reports whether id is seen for the first time.
+func (o *onceSet) first(id remotelog.SegmentID) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.seen[id]; ok {
+		return false
+	}
+	if o.seen == nil || len(o.seen) >= onceSetMax {
+		o.seen = map[remotelog.SegmentID]struct{}{}
+	}
+	o.seen[id] = struct{}{}
+	return true
 }
 
 // partitionState loads, from one snapshot, what every read needs, and

@@ -61,6 +61,8 @@ type Server struct {
 
 	admin     *adminServer                    // nil: no Admin service
 	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
+	// missingLogged are the copies whose missing object was logged.
+	missingLogged onceSet
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
