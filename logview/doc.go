@@ -53,8 +53,10 @@
 // segment; one below it, or one whose segment local retention deleted
 // under the reader, reads the remote copy; a remote read that finds only
 // offsets compacted away at the end of the tiered log continues in the
-// local log. Offsets that neither tier holds (a segment deleted locally
-// before it was copied) are ErrDataLoss, never skipped. With
+// local log; a local segment found corrupt reads the remote copy of the
+// offsets when one is finished (warned once per partition). Offsets that
+// neither tier holds (a segment deleted locally before it was copied) and
+// corrupt local offsets without a copy are ErrDataLoss, never skipped. With
 // read_committed the aborted transactions come from the transaction
 // indexes of the segments at and after the read's first offset, remote and
 // local, as Kafka collects them (LocalLog.collectAbortedTransactions: the
