@@ -141,3 +141,25 @@ func TestMetadataRepeatedTopicID(t *testing.T) {
 		t.Fatalf("%d topics answered, want __consumer_offsets then an unknown id once each", len(resp.Topics))
 	}
 }
+
+// TestMetadataPartitionNumberTooHigh: a held partition numbered beyond
+// any real topic (a stray "<topic>-<huge>" directory) is not listed, nor
+// are the holes up to it; it is logged once; the topic's other partitions
+// are listed as before.
+func TestMetadataPartitionNumberTooHigh(t *testing.T) {
+	l := smallLog(t)
+	for _, p := range []int32{150000, 1 << 20} {
+		l.appendRaw(t, "t", p, v2(t, batch.NewParams(0, 0), rec("k", "v", 1)))
+	}
+	ts := startServer(t, l, nil)
+	rc := dialRaw(t, ts.addr, "meta")
+	for i := 0; i < 2; i++ {
+		resp := rc.roundTrip(metadataReq(12)).(*kmsg.MetadataResponse)
+		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 || resp.Topics[0].Partitions[0].ErrorCode != 0 {
+			t.Fatalf("topics %d, partitions %d; want t with partition 0 only", len(resp.Topics), len(resp.Topics[0].Partitions))
+		}
+	}
+	if n := strings.Count(ts.logs.String(), "partition number too high"); n != 1 {
+		t.Fatalf("logged %d times, want once", n)
+	}
+}

@@ -31,7 +31,10 @@ const (
 //     INVALID_REQUEST. An invalid topic name gets INVALID_TOPIC_EXCEPTION,
 //     a valid one tierd does not hold UNKNOWN_TOPIC_OR_PARTITION (as
 //     Kafka with auto creation off: allow_auto_topic_creation is ignored).
-//   - A held topic lists partitions 0..highest held. A held partition is
+//   - A held topic lists partitions 0..highest held, up to 99999 (a
+//     higher number, as a stray directory may have, is not listed, so
+//     that it cannot make every Metadata answer billions of entries long;
+//     logged once). A held partition is
 //     led by the node, with replicas and ISR [node], leader epoch the
 //     Log's latest (v7+; -1 when its lineage is empty). A number tierd
 //     does not hold is listed with LEADER_NOT_AVAILABLE, leader -1 and no
@@ -129,14 +132,29 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	return resp, nil
 }
 
-// topicMetadata describes one held topic: partitions 0..highest held.
+// maxListedPartition bounds the partition numbers Metadata lists: every
+// number up to the highest held is listed, so one stray directory named
+// "<topic>-2147483646" would otherwise make each Metadata request build
+// two billion entries. No Kafka topic has this many partitions (clusters
+// hold some hundred thousand in all).
+const maxListedPartition = 100000
+
+// topicMetadata describes one held topic: partitions 0..highest held
+// (below maxListedPartition; a higher one is not served, logged once per
+// topic).
 func (s *Server) topicMetadata(ctx context.Context, tp *Topic) (kmsg.MetadataResponseTopic, error) {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic, t.TopicID, t.IsInternal = kmsg.StringPtr(tp.Name), tp.ID, tp.Internal
 	held := make(map[int32]bool, len(tp.Partitions))
 	var highest int32 = -1
 	for _, p := range tp.Partitions {
-		if p >= 0 {
+		switch {
+		case p >= maxListedPartition:
+			if s.once.first("partition_too_high", "", tp.Name) {
+				s.logger.Warn("partition number too high to list in Metadata; not served (logged once per topic)",
+					"topic", tp.Name, "partition", p, "max", maxListedPartition-1)
+			}
+		case p >= 0:
 			held[p] = true
 			highest = max(highest, p)
 		}
