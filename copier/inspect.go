@@ -41,6 +41,10 @@ type inspection struct {
 func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error) {
 	in := inspection{maxTimestamp: batch.NoTimestamp}
 	logPath := st.log
+	// Errors name the segment's own file: the staged link's name holds a
+	// new segment id each pass, and the same error pass after pass is
+	// logged once (Run).
+	name := s.path
 	offs, offErr := readOffsets(st.offsetIdx, s.base)
 	times, timeErr := readTimes(st.timeIdx, s.base)
 	problem := "" // the first check the indexes failed
@@ -73,14 +77,14 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 	for sc.Next() {
 		b := sc.Batch()
 		if !sc.CRCValid() {
-			return in, fmt.Errorf("%w: %w", errCorruptSegment, &kafkalog.CorruptionError{File: logPath, Position: b.Position, Reason: "CRC mismatch in the batch"})
+			return in, fmt.Errorf("%w: %w", errCorruptSegment, &kafkalog.CorruptionError{File: name, Position: b.Position, Reason: "CRC mismatch in the batch"})
 		}
 		err := rules.Check(b)
 		if err == nil {
 			err = sc.CheckRecords()
 		}
 		if errors.Is(err, kafkalog.ErrCorrupt) {
-			return in, fmt.Errorf("%w: %w", errCorruptSegment, kafkalog.WithFile(err, logPath))
+			return in, fmt.Errorf("%w: %w", errCorruptSegment, kafkalog.WithFile(err, name))
 		} else if err != nil {
 			return in, err
 		}
@@ -116,7 +120,7 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 		}
 		if nonZero >= 0 {
 			return in, fmt.Errorf("%w: %w; the last whole batch ends at byte %d and the first non-zero byte after it is at byte %d",
-				errCorruptSegment, kafkalog.WithFile(err, logPath), in.size, nonZero)
+				errCorruptSegment, kafkalog.WithFile(err, name), in.size, nonZero)
 		}
 	}
 	in.rebuilt.Seal()
