@@ -17,6 +17,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
@@ -80,7 +81,8 @@ func WithClock(now func() time.Time) Option { return func(c *Copier) { c.now = n
 // reads local files and remote metadata afresh, so a crash between any two
 // steps is repaired by the next pass.
 type Copier struct {
-	cfg   Config
+	cfg   Config // dynamic fields change between passes (applyPending)
+	base  Config // as given to New; never written
 	store MetadataStore
 	rs    RemoteStorage
 	log   *slog.Logger
@@ -104,6 +106,8 @@ type Copier struct {
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	pending     *Config                                   // from Reconfigure, for the next pass
+	copyQuota   *quota.Limiter
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -115,7 +119,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+	c := &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
 		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
@@ -127,6 +131,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	c.initDynamic()
 	return c, nil
 }
 
@@ -134,7 +139,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 // and counted, and the next pass retries. When ctx is done it releases the
 // ownership leases it holds (best effort) and returns.
 func (c *Copier) Run(ctx context.Context) error {
-	t := time.NewTicker(c.cfg.Interval)
+	t := time.NewTicker(c.cfg.Interval())
 	defer t.Stop()
 	last := ""
 	for {
@@ -167,13 +172,14 @@ func (c *Copier) Run(ctx context.Context) error {
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.applyPending()
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
 		copied int
 		wg     sync.WaitGroup
-		sem    = make(chan struct{}, c.cfg.Concurrency)
+		sem    = make(chan struct{}, c.cfg.CopierThreadPoolSize)
 	)
 	for _, p := range parts {
 		wg.Add(1)
@@ -382,27 +388,29 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if p.segs, err = listSegments(p.dir); err != nil {
 		return 0, err
 	}
+	st := c.settings(p.tp.Topic)
+	if !st.tiering.Enabled && !st.tiering.deletesRemote() {
+		c.leftAlone(p.tp, st.tiering)
+		return 0, nil
+	}
 	if own, err := c.owns(ctx, p); err != nil || !own {
+		return 0, err
+	}
+	if !st.tiering.Enabled {
+		return 0, c.deleteOnDisable(p, st)
+	}
+	c.forget("disabled " + p.tp.Topic + "\x00")
+	if err := c.reenabled(p, st); err != nil {
 		return 0, err
 	}
 	c.stateMu.Lock()
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
-	var (
-		warns           []string
-		disabled, known bool
-	)
-	p.limits, warns, disabled, known = c.topicLimits(p.tp.Topic)
-	for _, w := range warns {
+	p.limits = st.limits
+	for _, w := range st.warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
-	}
-	if disabled {
-		if c.once("disabled " + p.tp.Topic) {
-			c.log.Info("tiering is off for the topic: the cluster sets remote.storage.enable=false", "topic", p.tp.Topic)
-		}
-		return 0, nil
 	}
 	if err := c.checkIncarnation(ctx, p); err != nil {
 		return 0, err
@@ -421,12 +429,24 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if err := c.cleanupUnfinished(ctx, p.tp); err != nil {
 		return 0, err
 	}
-	copied, copyErr := c.copyRolled(ctx, p)
-	var errs []error
+	var (
+		copied  int
+		copyErr error
+		errs    []error
+	)
+	if st.tiering.CopyDisabled {
+		if c.once("copy-disabled " + p.tp.Topic + "\x00") {
+			c.log.Info("copying is off for the topic (remote.log.copy.disable): its copies stay readable, retention follows retention.ms/bytes",
+				"topic", p.tp.Topic, "policy", st.tiering.String())
+		}
+	} else {
+		c.forget("copy-disabled " + p.tp.Topic + "\x00")
+		copied, copyErr = c.copyRolled(ctx, p)
+	}
 	if copyErr != nil {
 		errs = append(errs, copyErr)
 	}
-	if !known {
+	if !st.known {
 		if c.once("noconfigs " + p.tp.Topic) {
 			c.log.Warn("the topic's configs could not be read from the cluster yet: no retention applied until they are", "partition", p.tp)
 		}

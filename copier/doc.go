@@ -63,7 +63,7 @@
 //	                                                            watermark); the new local log start offset is
 //	                                                            saved before the rename to .deleted (never with
 //	                                                            broker_owned)
-//	local: .deleted files             removeDeleted             renamed by localRetention file_delete_delay ago
+//	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms ago
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
 //
 // A takeover (new lease holder or new leader) deletes nothing: a finished

@@ -211,7 +211,7 @@ func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic
 // server in one run group until ctx ends or one of them fails.
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
 // configured one, or the fetch caches' budgets + the copier's multipart
-// upload buffers (copy_concurrency x part_size x part_concurrency) +
+// upload buffers (remote.log.manager.copier.thread.pool.size x part_size x part_concurrency) +
 // 64 MiB for the rest. Without it the garbage collector lets the heap
 // grow to twice what is live, so a full cache would double the footprint.
 func memoryLimit(cfg config) int64 {
@@ -228,7 +228,7 @@ func memoryLimit(cfg config) int64 {
 	case "minio":
 		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
 	}
-	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.Concurrency)*upload + 64<<20
+	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.CopierThreadPoolSize)*upload + 64<<20
 }
 
 func serve(ctx context.Context, cfg config, log *slog.Logger) error {
@@ -264,7 +264,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	var g oklog.Group
 	g.Add(func() error {
 		if !ready.Load() { // the first probe failed: wait for the bucket
-			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval); err != nil || ctx.Err() != nil {
+			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval()); err != nil || ctx.Err() != nil {
 				return err
 			}
 		}

@@ -1,0 +1,200 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// Topic configs that override tierd.yaml when the cluster has them set
+// (from any source but Kafka's built-in default).
+const (
+	cfgRetentionMs           = "retention.ms"
+	cfgRetentionBytes        = "retention.bytes"
+	cfgLocalRetentionMs      = "local.retention.ms"
+	cfgLocalRetentionBytes   = "local.retention.bytes"
+	cfgRemoteStorageEnable   = "remote.storage.enable"
+	cfgRemoteLogCopyDisable  = "remote.log.copy.disable"
+	cfgRemoteLogDeleteOnDis  = "remote.log.delete.on.disable"
+	configSourceDefaultKafka = "DEFAULT_CONFIG"
+)
+
+// topicSettings is what a pass applies to one topic.
+type topicSettings struct {
+	limits  Limits
+	warns   []string // clamped retention values
+	tiering Tiering
+	// known is false when a cluster is configured and none of the
+	// topic's configs were read yet: then no retention runs and no
+	// deletion is ordered (tierd.yaml's values might be far shorter than
+	// the cluster's).
+	known bool
+}
+
+// settings returns a topic's retention and tiering policy: tierd.yaml's,
+// with the cluster's topic configs over them (when ClusterTopicConfigs is
+// on and the cluster's value is set, not Kafka's built-in default). Each
+// override is logged once. When this pass could not read the topic's
+// configs, the last ones read stand in. With remote.log.copy.disable on,
+// local.retention.* no longer applies: local data follows the total
+// retention, as KIP-950 has it.
+func (c *Copier) settings(topic string) topicSettings {
+	r := c.cfg.retention(topic)
+	st := topicSettings{tiering: c.cfg.tiering(topic), known: true}
+	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
+		var configs map[string]cluster.ConfigValue
+		if t, ok := v.Topics[topic]; ok {
+			configs = c.topicConfigs(topic, t)
+			st.known = configs != nil
+		}
+		set := func(name string) (cluster.ConfigValue, bool) {
+			cv, ok := configs[name]
+			return cv, ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka
+		}
+		for _, f := range []struct {
+			name string
+			dst  **int64
+		}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
+			{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
+			cv, ok := set(f.name)
+			if !ok {
+				continue
+			}
+			n, err := strconv.ParseInt(cv.Value, 10, 64)
+			if err != nil {
+				continue
+			}
+			if *f.dst == nil || **f.dst != n {
+				c.logOverride(topic, f.name, cv)
+			}
+			*f.dst = &n
+		}
+		for _, f := range []struct {
+			name string
+			dst  *bool
+			from *string
+		}{{cfgRemoteStorageEnable, &st.tiering.Enabled, &st.tiering.EnabledFrom},
+			{cfgRemoteLogCopyDisable, &st.tiering.CopyDisabled, &st.tiering.CopyDisabledFrom},
+			{cfgRemoteLogDeleteOnDis, &st.tiering.DeleteOnDisable, &st.tiering.DeleteOnFrom}} {
+			cv, ok := set(f.name)
+			if !ok {
+				continue
+			}
+			b, err := strconv.ParseBool(cv.Value)
+			if err != nil {
+				continue
+			}
+			if b != *f.dst {
+				c.logOverride(topic, f.name, cv)
+			}
+			*f.dst, *f.from = b, "cluster "+cv.Source
+		}
+	}
+	st.limits, st.warns = r.resolve()
+	if st.tiering.CopyDisabled {
+		st.limits.LocalRetentionMs, st.limits.LocalRetentionBytes = st.limits.RetentionMs, st.limits.RetentionBytes
+	}
+	return st
+}
+
+func (c *Copier) logOverride(topic, name string, cv cluster.ConfigValue) {
+	if c.once(fmt.Sprintf("override %s %s %s", topic, name, cv.Value)) {
+		c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", name, "value", cv.Value, "source", cv.Source)
+	}
+}
+
+// leftAlone reports a topic whose tiering is off and whose copies stay:
+// nothing is copied or deleted, locally or remotely; its copies stay
+// readable.
+func (c *Copier) leftAlone(tp remotelog.TopicPartition, t Tiering) {
+	if c.once("disabled " + tp.Topic + "\x00") {
+		c.log.Info("tiering is off for the topic: left alone (no copy, no retention); its remote copies stay and are served. "+
+			"Set remote.log.delete.on.disable=true to delete them", "topic", tp.Topic, "policy", t.String())
+	}
+}
+
+// deleteOnDisable schedules the deletion of every remote copy of a
+// partition whose topic's configuration turns tiering off and orders its
+// remote data deleted (KIP-950). That explicit configuration is the
+// proof; it is journaled with the values and their sources, the deletion
+// waits out remote.log.delete.delay.ms like every whole-partition
+// deletion, and runs only if the configuration still says so then
+// (turning tiering back on cancels it). A partition whose directory holds
+// another incarnation than the recorded one is left to the incarnation
+// checks: the configuration speaks for the topic as it is now.
+func (c *Copier) deleteOnDisable(p *partition, st topicSettings) error {
+	if !st.known {
+		return nil
+	}
+	off, ok, err := c.store.Offsets(p.tp)
+	if err != nil || !ok {
+		return err // nothing recorded: nothing to delete
+	}
+	if id, err := kafkalog.ReadTopicID(p.dir); err == nil && id != "" && off.TopicID != "" && id != off.TopicID {
+		if c.once("disable-incarnation " + p.tp.String()) {
+			c.log.Warn("tiering is off with remote.log.delete.on.disable, but the directory's topic id is not the recorded one: not deleting",
+				"partition", p.tp, "dir_topic_id", id, "recorded_topic_id", off.TopicID)
+		}
+		return nil
+	}
+	from := "tierd.yaml"
+	if c.cfg.Source != "" {
+		from = c.cfg.Source
+	}
+	proof := fmt.Sprintf("configuration orders it: topic %s has %s (file %s; cluster values as read by this pass) at %s",
+		p.tp.Topic, st.tiering, from, c.now().UTC().Format(time.RFC3339))
+	_, err = c.schedule(p.tp, off.TopicID, remotelog.ReasonTieringDisabled, proof)
+	return err
+}
+
+// reenabled cancels a pending deletion that a tiering-disabled policy
+// ordered, now that the topic is tiered again: its copies are live again
+// before the partition is tiered.
+func (c *Copier) reenabled(p *partition, st topicSettings) error {
+	ds, err := c.store.Deletions(&p.tp)
+	if err != nil {
+		return err
+	}
+	for _, d := range ds {
+		if d.Reason != remotelog.ReasonTieringDisabled || d.State != remotelog.DeletionPending {
+			continue
+		}
+		detail := "cancelled: the topic is tiered again: " + st.tiering.String()
+		if _, err := c.store.CancelDeletion(p.tp, d.TopicID, detail, false); err != nil {
+			return err
+		}
+		c.needSweep(p.tp)
+		c.log.Warn("scheduled deletion cancelled: tiering is on again for the topic; its copies are live again",
+			"partition", p.tp, "topic_id", d.TopicID, "policy", st.tiering.String())
+	}
+	return nil
+}
+
+// errPolicyChanged: a due tiering-disabled deletion whose policy no
+// longer orders it.
+var errPolicyChanged = errors.New("copier: the topic's tiering policy no longer orders the deletion")
+
+// recheckPolicy is a due tiering-disabled deletion's proof, checked
+// again: the configuration must still turn tiering off and order the
+// deletion. It returns the policy for the journal, errPolicyChanged when
+// it no longer orders it, or an error to wait on (the cluster's configs
+// for the topic unknown).
+func (c *Copier) recheckPolicy(ctx context.Context, d remotelog.PartitionDeletion) (string, error) {
+	if c.cl != nil && c.currentView() == nil {
+		return "", fmt.Errorf("%w: the deletion waits for the cluster's topic configs", ErrClusterUnreachable)
+	}
+	st := c.settings(d.TopicPartition.Topic)
+	switch {
+	case !st.known:
+		return "", fmt.Errorf("%w: the topic's configs were not read from the cluster; the deletion waits", ErrClusterUnreachable)
+	case !st.tiering.deletesRemote():
+		return "", fmt.Errorf("%w: %s", errPolicyChanged, st.tiering)
+	}
+	return "the configuration still orders it: " + st.tiering.String(), ctx.Err()
+}
