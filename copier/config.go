@@ -187,10 +187,7 @@ func (c Config) LimitsFor(topic string) (Limits, []string) {
 // retention is a topic's settings from this config: Kafka's defaults,
 // then Retention, then the topic's entry in Topics.
 func (c Config) retention(topic string) Retention {
-	r := DefaultRetention().over(Retention(c.Retention))
-	if o, ok := c.Topics[topic]; ok {
-		r = r.over(o.Retention)
-	}
+	r, _, _ := c.resolveTopic(topic, nil)
 	return r
 }
 

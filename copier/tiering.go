@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tierd/tierd/cluster"
@@ -45,68 +46,126 @@ type topicSettings struct {
 // local.retention.* no longer applies: local data follows the total
 // retention, as KIP-950 has it.
 func (c *Copier) settings(topic string) topicSettings {
-	r := c.cfg.retention(topic)
-	st := topicSettings{tiering: c.cfg.tiering(topic), known: true}
+	st := topicSettings{known: true}
+	var configs map[string]cluster.ConfigValue
 	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
-		var configs map[string]cluster.ConfigValue
 		if t, ok := v.Topics[topic]; ok {
 			configs = c.topicConfigs(topic, t)
 			st.known = configs != nil
 		}
-		set := func(name string) (cluster.ConfigValue, bool) {
-			cv, ok := configs[name]
-			return cv, ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka
-		}
-		for _, f := range []struct {
-			name string
-			dst  **int64
-		}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
-			{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
-			cv, ok := set(f.name)
-			if !ok {
-				continue
+	}
+	r, t, from := c.cfg.resolveTopic(topic, configs)
+	if configs != nil {
+		own, _, _ := c.cfg.resolveTopic(topic, nil)
+		for _, v := range c.cfg.explain(topic, r, t, from) {
+			if cv, ok := configs[v.Name]; ok && strings.HasPrefix(v.From, "cluster ") && v.Value != explainOne(own, v.Name) {
+				if c.once(fmt.Sprintf("override %s %s %s", topic, v.Name, cv.Value)) {
+					c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", v.Name, "value", cv.Value, "source", cv.Source)
+				}
 			}
-			n, err := strconv.ParseInt(cv.Value, 10, 64)
-			if err != nil {
-				continue
-			}
-			if *f.dst == nil || **f.dst != n {
-				c.logOverride(topic, f.name, cv)
-			}
-			*f.dst = &n
-		}
-		for _, f := range []struct {
-			name string
-			dst  *bool
-			from *string
-		}{{cfgRemoteStorageEnable, &st.tiering.Enabled, &st.tiering.EnabledFrom},
-			{cfgRemoteLogCopyDisable, &st.tiering.CopyDisabled, &st.tiering.CopyDisabledFrom},
-			{cfgRemoteLogDeleteOnDis, &st.tiering.DeleteOnDisable, &st.tiering.DeleteOnFrom}} {
-			cv, ok := set(f.name)
-			if !ok {
-				continue
-			}
-			b, err := strconv.ParseBool(cv.Value)
-			if err != nil {
-				continue
-			}
-			if b != *f.dst {
-				c.logOverride(topic, f.name, cv)
-			}
-			*f.dst, *f.from = b, "cluster "+cv.Source
 		}
 	}
+	st.tiering = t
 	st.limits, st.warns = r.resolve()
-	if st.tiering.CopyDisabled {
+	if t.CopyDisabled {
 		st.limits.LocalRetentionMs, st.limits.LocalRetentionBytes = st.limits.RetentionMs, st.limits.RetentionBytes
 	}
 	return st
 }
 
-func (c *Copier) logOverride(topic, name string, cv cluster.ConfigValue) {
-	if c.once(fmt.Sprintf("override %s %s %s", topic, name, cv.Value)) {
-		c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", name, "value", cv.Value, "source", cv.Source)
+// resolveTopic resolves a topic's settings from this config (Kafka's
+// defaults, the copier's log.* and remote.storage.enable, the topic's
+// entry) and then the cluster's topic configs set in the cluster (not
+// Kafka's built-in defaults; nil configs: none). from names the source of
+// each retention setting, by Kafka's topic-level name.
+func (c Config) resolveTopic(topic string, configs map[string]cluster.ConfigValue) (r Retention, t Tiering, from map[string]string) {
+	from = map[string]string{}
+	d, lr := DefaultRetention(), Retention(c.Retention)
+	tc := c.Topics[topic]
+	r = d
+	for _, f := range []struct {
+		name           string
+		dst, log, mine **int64
+	}{{cfgRetentionMs, &r.RetentionMs, &lr.RetentionMs, &tc.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes, &lr.RetentionBytes, &tc.RetentionBytes},
+		{cfgLocalRetentionMs, &r.LocalRetentionMs, &lr.LocalRetentionMs, &tc.LocalRetentionMs},
+		{cfgLocalRetentionBytes, &r.LocalRetentionBytes, &lr.LocalRetentionBytes, &tc.LocalRetentionBytes}} {
+		from[f.name] = "default"
+		if *f.log != nil {
+			*f.dst, from[f.name] = *f.log, "copier.log."+f.name
+		}
+		if *f.mine != nil {
+			*f.dst, from[f.name] = *f.mine, "copier.topics."+topic
+		}
+		if cv, ok := setInCluster(configs, f.name); ok {
+			if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil {
+				*f.dst, from[f.name] = &n, "cluster "+cv.Source
+			}
+		}
 	}
+	t = c.tiering(topic)
+	for _, f := range []struct {
+		name string
+		dst  *bool
+		from *string
+	}{{cfgRemoteStorageEnable, &t.Enabled, &t.EnabledFrom}, {cfgRemoteLogCopyDisable, &t.CopyDisabled, &t.CopyDisabledFrom},
+		{cfgRemoteLogDeleteOnDis, &t.DeleteOnDisable, &t.DeleteOnFrom}} {
+		if cv, ok := setInCluster(configs, f.name); ok {
+			if b, err := strconv.ParseBool(cv.Value); err == nil {
+				*f.dst, *f.from = b, "cluster "+cv.Source
+			}
+		}
+	}
+	return r, t, from
+}
+
+// setInCluster returns a topic config the cluster has set (from any
+// source but Kafka's built-in default).
+func setInCluster(configs map[string]cluster.ConfigValue, name string) (cluster.ConfigValue, bool) {
+	cv, ok := configs[name]
+	return cv, ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka
+}
+
+// TopicValue is one of a topic's settings as a pass applies it, with
+// where it came from: "default", a copier key ("copier.log.retention.ms",
+// "copier.remote.storage.enable"), the topic's entry
+// ("copier.topics.orders") or the cluster ("cluster
+// DYNAMIC_TOPIC_CONFIG").
+type TopicValue struct {
+	Name, Value, From string
+}
+
+// Explain lists a topic's seven settings (retention.ms, retention.bytes,
+// local.retention.ms, local.retention.bytes, remote.storage.enable,
+// remote.log.copy.disable, remote.log.delete.on.disable) as a pass
+// resolves them from this config and the cluster's topic configs (nil:
+// none; ignored when ClusterTopicConfigs is off). Values are as set:
+// -2 and -1 keep their meaning.
+func (c Config) Explain(topic string, configs map[string]cluster.ConfigValue) []TopicValue {
+	if !c.ClusterTopicConfigs {
+		configs = nil
+	}
+	r, t, from := c.resolveTopic(topic, configs)
+	return c.explain(topic, r, t, from)
+}
+
+func (c Config) explain(topic string, r Retention, t Tiering, from map[string]string) []TopicValue {
+	var out []TopicValue
+	for _, n := range []string{cfgRetentionMs, cfgRetentionBytes, cfgLocalRetentionMs, cfgLocalRetentionBytes} {
+		out = append(out, TopicValue{n, explainOne(r, n), from[n]})
+	}
+	return append(out, TopicValue{cfgRemoteStorageEnable, strconv.FormatBool(t.Enabled), t.EnabledFrom},
+		TopicValue{cfgRemoteLogCopyDisable, strconv.FormatBool(t.CopyDisabled), t.CopyDisabledFrom},
+		TopicValue{cfgRemoteLogDeleteOnDis, strconv.FormatBool(t.DeleteOnDisable), t.DeleteOnFrom})
+}
+
+// explainOne returns one retention value as text.
+func explainOne(r Retention, name string) string {
+	p := map[string]*int64{cfgRetentionMs: r.RetentionMs, cfgRetentionBytes: r.RetentionBytes,
+		cfgLocalRetentionMs: r.LocalRetentionMs, cfgLocalRetentionBytes: r.LocalRetentionBytes}[name]
+	if p == nil {
+		return "-"
+	}
+	return strconv.FormatInt(*p, 10)
 }
 
 // leftAlone reports a topic whose tiering is off and whose copies stay:
@@ -143,12 +202,12 @@ func (c *Copier) deleteOnDisable(p *partition, st topicSettings) error {
 		}
 		return nil
 	}
-	from := "tierd.yaml"
+	file := "tierd.yaml"
 	if c.cfg.Source != "" {
-		from = c.cfg.Source
+		file = c.cfg.Source
 	}
-	proof := fmt.Sprintf("configuration orders it: topic %s has %s (file %s; cluster values as read by this pass) at %s",
-		p.tp.Topic, st.tiering, from, c.now().UTC().Format(time.RFC3339))
+	proof := fmt.Sprintf("configuration orders it: topic %s has %s (copier.* keys from %s, cluster values as read by the pass at %s)",
+		p.tp.Topic, st.tiering, file, c.now().UTC().Format(time.RFC3339))
 	_, err = c.schedule(p.tp, off.TopicID, remotelog.ReasonTieringDisabled, proof)
 	return err
 }

@@ -64,8 +64,9 @@ type Limits struct {
 
 // Tiering is a topic's resolved tiering policy (KIP-405, KIP-950) and
 // where each of its three values came from: "default", the copier's
-// "copier.remote.storage.enable", the topic's entry ("tierd.yaml"), or the
-// cluster with its config source ("cluster DYNAMIC_TOPIC_CONFIG").
+// "copier.remote.storage.enable", the topic's entry
+// ("copier.topics.orders"), or the cluster with its config source
+// ("cluster DYNAMIC_TOPIC_CONFIG").
 type Tiering struct {
 	Enabled, CopyDisabled, DeleteOnDisable      bool
 	EnabledFrom, CopyDisabledFrom, DeleteOnFrom string
@@ -86,19 +87,6 @@ func (t Tiering) deletesRemote() bool { return !t.Enabled && t.DeleteOnDisable }
 func DefaultRetention() Retention {
 	ms, bytes, local := int64(7*24*3600*1000), int64(-1), int64(-2)
 	return Retention{RetentionMs: &ms, RetentionBytes: &bytes, LocalRetentionMs: &local, LocalRetentionBytes: &local}
-}
-
-// over returns r with the fields set in o replacing its own.
-func (r Retention) over(o Retention) Retention {
-	for _, f := range []struct{ dst, src **int64 }{
-		{&r.RetentionMs, &o.RetentionMs}, {&r.RetentionBytes, &o.RetentionBytes},
-		{&r.LocalRetentionMs, &o.LocalRetentionMs}, {&r.LocalRetentionBytes, &o.LocalRetentionBytes},
-	} {
-		if *f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	return r
 }
 
 func val(p *int64, def int64) int64 {
@@ -162,7 +150,7 @@ func (c Config) tiering(topic string) Tiering {
 	}{{tc.RemoteStorageEnable, &t.Enabled, &t.EnabledFrom}, {tc.RemoteLogCopyDisable, &t.CopyDisabled, &t.CopyDisabledFrom},
 		{tc.RemoteLogDeleteOnDisable, &t.DeleteOnDisable, &t.DeleteOnFrom}} {
 		if f.src != nil {
-			*f.dst, *f.from = *f.src, "tierd.yaml"
+			*f.dst, *f.from = *f.src, "copier.topics."+topic
 		}
 	}
 	return t
