@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 
@@ -130,7 +131,8 @@ func loadConfig(path string) (config, error) {
 	if err := noFloats(&root); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
-	warnings, errs := migrate(&root)
+	renamed := map[string]string{}
+	warnings, errs := migrate(&root, renamed)
 	if len(root.Content) == 1 {
 		errs = append(errs, checkKeys(root.Content[0], reflect.TypeFor[config](), "")...)
 	}
@@ -148,9 +150,13 @@ func loadConfig(path string) (config, error) {
 	if err := strict.Decode(&cfg); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
-	cfg.meta = &configMeta{path: path, warnings: warnings, set: map[string]bool{}}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	cfg.meta = &configMeta{path: abs, warnings: warnings, set: map[string]bool{}, renamed: renamed}
 	fileKeys(&root, "", cfg.meta.set)
-	cfg.Copier.Source = path
+	cfg.Copier.Source = abs
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}

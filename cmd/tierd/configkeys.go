@@ -231,7 +231,17 @@ func suggest(key, path string, names []string) string {
 			best, bestD = n, d
 		}
 	}
+	for _, r := range renames { // an old spelling, misspelt
+		if r.section == path {
+			if d := editDistance(strings.ToLower(key), r.old); d < bestD {
+				best, bestD = fmt.Sprintf("%s (formerly %s)", r.new, r.old), d
+			}
+		}
+	}
 	if best != "" {
+		if strings.Contains(best, " (formerly ") {
+			return fmt.Sprintf("; did you mean %s?", best)
+		}
 		return fmt.Sprintf("; did you mean %q?", best)
 	}
 	for _, p := range allKeys() {
@@ -288,10 +298,15 @@ func allKeys() []string {
 	return out
 }
 
-// setting is one leaf setting and its value, as text.
+// setting is one leaf setting and its value, as text. A secret's value
+// is not shown (value says whether it is set); cmp, compared to tell a
+// change, is the value itself.
 type setting struct {
-	key, value string
+	key, value, cmp string
 }
+
+// secret reports whether a key's value must never be printed or logged.
+func secret(key string) bool { return strings.HasSuffix(key, "password") }
 
 // flatten lists every setting of cfg with its value, in the order of the
 // structs (map entries sorted).
@@ -314,7 +329,12 @@ func flatten(cfg config) []setting {
 					walk(fv.MapIndex(k), join(key, k.String()))
 				}
 			default:
-				out = append(out, setting{key, text(fv)})
+				v := text(fv)
+				shown := v
+				if secret(key) && v != `""` {
+					shown = "(set, not shown)"
+				}
+				out = append(out, setting{key, shown, v})
 			}
 		}
 	}

@@ -39,24 +39,31 @@ var hoisted = map[string]string{
 const untilNext = "the old spelling is accepted until the next release"
 
 // migrate rewrites old spellings in a parsed tierd.yaml (a document node)
-// to the current ones and returns a warning for each.
-func migrate(doc *yaml.Node) (warnings []string, errs []error) {
+// to the current ones and returns a warning for each. renamed, when not
+// nil, gets the old spelling of each key rewritten, by its full new key.
+func migrate(doc *yaml.Node, renamed map[string]string) (warnings []string, errs []error) {
+	if renamed == nil {
+		renamed = map[string]string{}
+	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, nil
 	}
 	root := doc.Content[0]
 	if copier := child(root, "copier"); copier != nil && copier.Kind == yaml.MappingNode {
 		for _, r := range renames {
-			w, err := rename(copier, r)
+			w, err := rename(copier, r, renamed)
 			warnings, errs = appendIf(warnings, w), appendErr(errs, err)
 		}
-		w, e := hoistRetention(copier)
+		w, e := hoistRetention(copier, renamed)
 		warnings, errs = append(warnings, w...), append(errs, e...)
 	}
 	if bucket := child(root, "bucket"); bucket != nil && bucket.Kind == yaml.MappingNode {
 		if m := child(bucket, "minio"); m != nil && m.Kind == yaml.MappingNode {
 			w, err := minioEndpoint(m)
 			warnings, errs = appendIf(warnings, w), appendErr(errs, err)
+			if w != "" && !strings.Contains(w, "not needed") {
+				renamed["bucket.minio.endpoint"] = "bucket.minio.endpoint host:port (+ insecure)"
+			}
 		}
 	}
 	return warnings, errs
@@ -97,7 +104,7 @@ func remove(m *yaml.Node, key string) {
 }
 
 // rename renames one key of section node m.
-func rename(m *yaml.Node, r renamed) (string, error) {
+func rename(m *yaml.Node, r renamed, done map[string]string) (string, error) {
 	var k, v *yaml.Node
 	for i := 0; i+1 < len(m.Content); i += 2 {
 		if m.Content[i].Value == r.old {
@@ -124,12 +131,13 @@ func rename(m *yaml.Node, r renamed) (string, error) {
 		v.Tag, v.Value, v.Style = "!!int", val, 0
 	}
 	k.Value = r.new
+	done[r.section+"."+r.new] = where
 	return fmt.Sprintf("line %d: %s is now %s.%s (Kafka's name): write %s: %s; %s", k.Line, where, r.section, r.new, r.new, val, untilNext), nil
 }
 
 // hoistRetention moves the keys of copier.retention up into copier with
 // Kafka's broker-level names.
-func hoistRetention(copier *yaml.Node) (warnings []string, errs []error) {
+func hoistRetention(copier *yaml.Node, done map[string]string) (warnings []string, errs []error) {
 	var at int
 	var sec *yaml.Node
 	for i := 0; i+1 < len(copier.Content); i += 2 {
@@ -158,6 +166,7 @@ func hoistRetention(copier *yaml.Node) (warnings []string, errs []error) {
 			k.Line, k.Value, nk, nk, sec.Content[i+1].Value, untilNext))
 		nkNode := *k
 		nkNode.Value = nk
+		done["copier."+nk] = "copier.retention." + k.Value
 		moved = append(moved, &nkNode, sec.Content[i+1])
 	}
 	if len(errs) > 0 {
