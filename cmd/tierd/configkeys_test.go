@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/tierd/tierd/copier"
 )
 
@@ -206,4 +208,28 @@ func changeSetting(v reflect.Value, key, path string) bool {
 		return true
 	}
 	return false
+}
+
+// TestMarshalledConfigLoads: a config written by yaml.Marshal (as "tierd
+// demo --keep" writes one) loads back equal, in today's spelling (no
+// warnings).
+func TestMarshalledConfigLoads(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Copier.LogDirs, cfg.Copier.BrokerID, cfg.Metadata.Dir, cfg.Bucket.Filesystem.Dir = []string{"/x"}, 1, "/m", "/b"
+	lr := int64(60000)
+	cfg.Copier.Topics = map[string]copier.TopicConfig{"orders": {Retention: copier.Retention{LocalRetentionMs: &lr}}}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := loadYAML(t, string(data))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if len(back.warnings()) != 0 {
+		t.Errorf("warnings %v", back.warnings())
+	}
+	if d, s := diff(cfg, back); len(d)+len(s) != 0 {
+		t.Errorf("loaded back with changes: %v %v", d, s)
+	}
 }

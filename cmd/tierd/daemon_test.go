@@ -227,6 +227,14 @@ func TestExampleConfig(t *testing.T) {
 	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 3600000 || l.RetentionMs != 604800000 {
 		t.Errorf("example topic override: %+v", l)
 	}
+	c, d := cfg.Copier, def.Copier
+	if c.CopierThreadPoolSize != d.CopierThreadPoolSize || c.CopyMaxBytesPerSecond != d.CopyMaxBytesPerSecond || c.RemoteStorageEnable != d.RemoteStorageEnable ||
+		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes {
+		t.Errorf("example copier differs from the defaults it documents: %+v", c)
+	}
+	if w := cfg.warnings(); len(w) != 0 {
+		t.Errorf("the example uses old spellings: %v", w)
+	}
 }
 
 func TestConfigRejects(t *testing.T) {
