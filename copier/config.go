@@ -102,6 +102,7 @@ type Config struct {
 	Topics map[string]TopicConfig `yaml:"topics"`
 	// Source names where this config came from (the file's path), quoted
 	// in the proof of deletions a config orders. Not read from the file.
+	// Default "" (proofs then say "tierd.yaml").
 	Source string `yaml:"-"`
 }
 

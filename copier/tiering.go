@@ -186,7 +186,9 @@ func (c *Copier) leftAlone(tp remotelog.TopicPartition, t Tiering) {
 // deletion, and runs only if the configuration still says so then
 // (turning tiering back on cancels it). A partition whose directory holds
 // another incarnation than the recorded one is left to the incarnation
-// checks: the configuration speaks for the topic as it is now.
+// checks: the configuration speaks for the topic as it is now. Copies an
+// operator restored ("tierd partitions restore") are not scheduled again
+// on the configuration alone.
 func (c *Copier) deleteOnDisable(p *partition, st topicSettings) error {
 	if !st.known {
 		return nil
@@ -194,6 +196,13 @@ func (c *Copier) deleteOnDisable(p *partition, st topicSettings) error {
 	off, ok, err := c.store.Offsets(p.tp)
 	if err != nil || !ok {
 		return err // nothing recorded: nothing to delete
+	}
+	if off.OperatorKept != "" {
+		if c.once("disable-kept " + p.tp.String()) {
+			c.log.Warn("tiering is off with remote.log.delete.on.disable, but an operator restored the copies: not deleting them on the configuration alone; "+
+				"'tierd topics delete' orders it", "partition", p.tp, "restored", off.OperatorKept)
+		}
+		return nil
 	}
 	if id, err := kafkalog.ReadTopicID(p.dir); err == nil && id != "" && off.TopicID != "" && id != off.TopicID {
 		if c.once("disable-incarnation " + p.tp.String()) {

@@ -181,6 +181,30 @@ func TestDeleteOnDisable(t *testing.T) {
 	}
 }
 
+// TestDeleteOnDisableRestored: copies an operator restored from a
+// tiering-disabled deletion are not scheduled again on the configuration
+// alone.
+func TestDeleteOnDisableRestored(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.RemoteLogDeleteDelayMs = 3600_000
+	r := newRig(t, cfg, nil)
+	objs := tieredTwo(t, r, idA)
+	r.c.cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
+	r.sync()
+	if _, err := r.c.RestorePartition(context.Background(), r.tp, "", "ops@test"); err != nil {
+		t.Fatal(err)
+	}
+	r.sync()
+	r.now = r.now.Add(2 * time.Hour)
+	r.sync()
+	if ds, _ := r.store.Deletions(nil); len(ds) != 0 {
+		t.Fatalf("scheduled again after a restore: %+v", ds)
+	}
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
+		t.Fatal("restored copies deleted")
+	}
+}
+
 // TestDeleteOnDisableRecheck: a due deletion whose configuration no longer
 // orders it is cancelled, not run. The policy is changed behind the
 // copier's back (the partition directory gone, so no pass re-enables it).
