@@ -155,11 +155,18 @@ func (r *reloader) Register(name string, fn func(cfg config) error) {
 	r.parts = append(r.parts, reloadPart{name, fn})
 }
 
-// run reloads on every SIGHUP until ctx ends. While it runs, SIGHUP never
-// ends the process.
-func (r *reloader) run(ctx context.Context) error {
+// notifyHUP starts catching SIGHUP into a channel for run, so that from
+// then on SIGHUP never ends the process; one arriving before run starts
+// is kept and reloads then.
+func notifyHUP() chan os.Signal {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
+	return ch
+}
+
+// run reloads on every SIGHUP caught in ch (from notifyHUP) until ctx
+// ends, then stops catching them.
+func (r *reloader) run(ctx context.Context, ch chan os.Signal) error {
 	defer signal.Stop(ch)
 	for {
 		select {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -236,6 +237,8 @@ func memoryLimit(cfg config) int64 {
 // or one of them fails. level, when given, is the log handler's level,
 // which a reload sets.
 func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.LevelVar) error {
+	hup := notifyHUP() // from here on SIGHUP reloads, never kills
+	defer signal.Stop(hup)
 	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		log.Info("go soft memory limit", "bytes", limit)
@@ -277,7 +280,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		return nil
 	})
-	g.Add(func() error { return rl.run(ctx) }, func(error) { cancel() })
+	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error {
 		if !ready.Load() { // the first probe failed: wait for the bucket
 			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval()); err != nil || ctx.Err() != nil {
