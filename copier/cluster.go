@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tierd/tierd/cluster"
@@ -296,62 +295,6 @@ func (c *Copier) idStatuses(ctx context.Context, ids []string) (map[string]clust
 		return nil, err
 	}
 	return res, nil
-}
-
-// Topic configs that override tierd.yaml when the cluster has them set
-// (from any source but Kafka's built-in default).
-const (
-	cfgRetentionMs           = "retention.ms"
-	cfgRetentionBytes        = "retention.bytes"
-	cfgLocalRetentionMs      = "local.retention.ms"
-	cfgLocalRetentionBytes   = "local.retention.bytes"
-	cfgRemoteStorageEnable   = "remote.storage.enable"
-	configSourceDefaultKafka = "DEFAULT_CONFIG"
-)
-
-// topicLimits returns a topic's retention: tierd.yaml's, with the
-// cluster's topic configs over it (when ClusterTopicConfigs is on and the
-// cluster's value is set, not Kafka's built-in default), and whether the
-// cluster turned tiering off for the topic (remote.storage.enable=false
-// set explicitly). Each override is logged once. When this pass could not
-// read the topic's configs, the last ones read stand in; with none read
-// yet, known is false and the caller applies no retention this pass
-// (tierd.yaml's values might be far shorter than the cluster's).
-func (c *Copier) topicLimits(topic string) (l Limits, warns []string, disabled, known bool) {
-	r := c.cfg.retention(topic)
-	known = true
-	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
-		var configs map[string]cluster.ConfigValue
-		if t, ok := v.Topics[topic]; ok {
-			configs = c.topicConfigs(topic, t)
-			known = configs != nil
-		}
-		for _, f := range []struct {
-			name string
-			dst  **int64
-		}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
-			{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
-			cv, ok := configs[f.name]
-			if !ok || cv.IsDefault || cv.Source == configSourceDefaultKafka {
-				continue
-			}
-			n, err := strconv.ParseInt(cv.Value, 10, 64)
-			if err != nil {
-				continue
-			}
-			if *f.dst == nil || **f.dst != n {
-				if c.once(fmt.Sprintf("override %s %s %d", topic, f.name, n)) {
-					c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", f.name, "value", n, "source", cv.Source)
-				}
-			}
-			*f.dst = &n
-		}
-		if cv, ok := configs[cfgRemoteStorageEnable]; ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka && cv.Value == "false" {
-			disabled = true
-		}
-	}
-	l, warns = r.resolve()
-	return l, warns, disabled, known
 }
 
 // topicConfigs returns the configs of a topic as this pass read them, or

@@ -18,6 +18,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
@@ -81,7 +82,8 @@ func WithClock(now func() time.Time) Option { return func(c *Copier) { c.now = n
 // reads local files and remote metadata afresh, so a crash between any two
 // steps is repaired by the next pass.
 type Copier struct {
-	cfg   Config
+	cfg   Config // dynamic fields change between passes (applyPending)
+	base  Config // as given to New; never written
 	store MetadataStore
 	rs    RemoteStorage
 	log   *slog.Logger
@@ -104,6 +106,8 @@ type Copier struct {
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	pending     *Config                                   // from Reconfigure, for the next pass
+	copyQuota   *quota.Limiter
 
 	st            *statusState    // per-partition status (status.go)
 	labels        *partlabels.Set // per-partition metric labels, bounded
@@ -129,12 +133,13 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	}
 	c.m = newMetrics(c.reg)
 	c.initStatus()
+	c.initDynamic()
 	return c, nil
 }
 
 // newCopier returns a copier with its defaults and no metrics.
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
-	return &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
 		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
@@ -145,7 +150,7 @@ func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 // and counted, and the next pass retries. When ctx is done it releases the
 // ownership leases it holds (best effort) and returns.
 func (c *Copier) Run(ctx context.Context) error {
-	t := time.NewTicker(c.cfg.Interval)
+	t := time.NewTicker(c.cfg.Interval())
 	defer t.Stop()
 	last := ""
 	for {
@@ -179,13 +184,14 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.beginPass()
+	c.applyPending()
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
 		copied int
 		wg     sync.WaitGroup
-		sem    = make(chan struct{}, c.cfg.Concurrency)
+		sem    = make(chan struct{}, c.cfg.CopierThreadPoolSize)
 	)
 	for _, p := range parts {
 		wg.Add(1)
@@ -407,28 +413,29 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if p.segs, err = listSegments(p.dir); err != nil {
 		return 0, err
 	}
+	st := c.settings(p.tp.Topic)
+	if !st.tiering.Enabled && !st.tiering.deletesRemote() {
+		c.leftAlone(p.tp, st.tiering)
+		return 0, nil
+	}
 	if own, err := c.owns(ctx, p); err != nil || !own {
+		return 0, err
+	}
+	if !st.tiering.Enabled {
+		return 0, c.deleteOnDisable(p, st)
+	}
+	c.forget("disabled " + p.tp.Topic + "\x00")
+	if err := c.reenabled(p, st); err != nil {
 		return 0, err
 	}
 	c.stateMu.Lock()
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
-	var (
-		warns           []string
-		disabled, known bool
-	)
-	p.limits, warns, disabled, known = c.topicLimits(p.tp.Topic)
-	for _, w := range warns {
+	p.limits = st.limits
+	for _, w := range st.warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
-	}
-	if disabled {
-		c.wait(p.tp, remotelog.WaitTieringDisabled, "tiering is off for the topic: the cluster sets remote.storage.enable=false")
-		if c.once("disabled " + p.tp.Topic) {
-			c.log.Info("tiering is off for the topic: the cluster sets remote.storage.enable=false", "topic", p.tp.Topic)
-		}
-		return 0, nil
 	}
 	if err := c.checkIncarnation(ctx, p); err != nil {
 		return 0, err
@@ -447,13 +454,26 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if err := c.cleanupUnfinished(ctx, p.tp); err != nil {
 		return 0, err
 	}
-	copied, copyErr := c.copyRolled(ctx, p)
-	p.copyDone, p.copyErr = true, copyErr
-	var errs []error
+	var (
+		copied  int
+		copyErr error
+		errs    []error
+	)
+	if st.tiering.CopyDisabled {
+		c.wait(p.tp, remotelog.WaitTieringDisabled, "copying is off: "+st.tiering.String())
+		if c.once("copy-disabled " + p.tp.Topic + "\x00") {
+			c.log.Info("copying is off for the topic (remote.log.copy.disable): its copies stay readable, retention follows retention.ms/bytes",
+				"topic", p.tp.Topic, "policy", st.tiering.String())
+		}
+	} else {
+		c.forget("copy-disabled " + p.tp.Topic + "\x00")
+		copied, copyErr = c.copyRolled(ctx, p)
+		p.copyDone, p.copyErr = true, copyErr
+	}
 	if copyErr != nil {
 		errs = append(errs, copyErr)
 	}
-	if !known {
+	if !st.known {
 		if c.once("noconfigs " + p.tp.Topic) {
 			c.log.Warn("the topic's configs could not be read from the cluster yet: no retention applied until they are", "partition", p.tp)
 		}

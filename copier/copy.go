@@ -203,7 +203,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		return err
 	}
 	files := rsm.SegmentFiles{Log: st.log, OffsetIndex: st.offsetIdx, TimeIndex: st.timeIdx,
-		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end)}
+		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end), Throttle: c.throttle}
 	meta := remotelog.SegmentMetadata{
 		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,

@@ -158,7 +158,7 @@ func TestDuplicatePartitionDirHeld(t *testing.T) {
 // copy; tiering resumes when the file is whole again.
 func TestPartitionMetadataDamageHolds(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	objs := tieredTwo(t, r, idA)
 	pm := filepath.Join(r.dir(), kafkalog.PartitionMetadataFile)
@@ -251,7 +251,7 @@ func TestRecreatedTopicWithoutCluster(t *testing.T) {
 // is held: nothing of it is deleted as if it were tiered.
 func TestLogRestartedLowerHeld(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.LocalRetentionMs = ptr(0)
 	r := newRig(t, cfg, nil)
 	ts := r.now.Add(-time.Hour).UnixMilli()
@@ -333,7 +333,7 @@ func TestOperatorDeleteAndRestore(t *testing.T) {
 // damaged copy then goes as superseded.
 func TestDamagedCopyRecopied(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	tieredTwo(t, r, idA)
 	fin, _ := r.store.FinishedSegments(r.tp)
@@ -458,7 +458,7 @@ func TestOperatorDeleteRefusedUnderOthersLease(t *testing.T) {
 // again, and goes only on the new copy.
 func TestLocalDeleteChecksTheCopy(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay, cfg.CopyChecksPerPass = 0, 0 // no sampled checks: only the one before the delete
+	cfg.FileDeleteDelayMs, cfg.CopyChecksPerPass = 0, 0 // no sampled checks: only the one before the delete
 	r := newRig(t, cfg, nil)
 	tieredTwo(t, r, idA)
 	fin, _ := r.store.FinishedSegments(r.tp)

@@ -99,7 +99,7 @@ type RemoteRead struct {
 // ErrStillLoading; ErrDataLoss; ctx's; any other is an object store or
 // disk failure (retryable).
 func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	return s.readRemote(ctx, tp, offset, int64(maxBytes))
 }
@@ -164,8 +164,8 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 	if offset < offs.LogStartOffset || offset > offs.HighestTieredOffset {
 		return RemoteRead{}, &RangeError{Offset: offset, LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset}
 	}
-	maxBytes = min(maxBytes, int64(s.cfg.FetchMaxBytes))
-	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
+	maxBytes = min(maxBytes, int64(s.conf().FetchMaxBytes))
+	wait, cancel := context.WithTimeout(ctx, time.Duration(s.conf().MaxWaitMs)*time.Millisecond)
 	defer cancel()
 	want := offset // the first offset still to find
 	// Finished copies are in offset order: start at the first that reaches

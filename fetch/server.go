@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -68,6 +70,9 @@ type Server struct {
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
+
+	dyn        atomic.Pointer[Config] // cfg with the dynamic settings of the last Reconfigure
+	fetchQuota *quota.Limiter
 }
 
 type serverMetrics struct {
@@ -88,6 +93,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
+	s.initDynamic()
 	f := promauto.With(s.reg)
 	s.m = serverMetrics{
 		gets:       f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_gets_total", Help: "Ranged GETs of remote .log objects (reads and prefetch)."}),
@@ -135,14 +141,18 @@ func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
 		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
 			s.m.gets.Inc()
 			s.m.bytes.Add(float64(end - start))
-			return s.rs.FetchLogSegment(ctx, meta, start, end)
+			rc, err := s.rs.FetchLogSegment(ctx, meta, start, end)
+			if err != nil {
+				return nil, err
+			}
+			return s.throttled(ctx, rc), nil
 		}}
 }
 
 // Run listens on cfg.Listen and serves until ctx is done, then stops
 // gracefully.
 func (s *Server) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", s.cfg.Listen)
+	lis, err := net.Listen("tcp", s.conf().Listen)
 	if err != nil {
 		return fmt.Errorf("fetch: listen: %w", err)
 	}
@@ -208,7 +218,7 @@ func (s *Server) observe(method string, err error) error {
 // Fetch implements tierdpb.RemoteFetchServer over ReadRemote and, with
 // READ_COMMITTED, RemoteAbortedTxns.
 func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	resp, err := s.fetch(ctx, req)
 	return resp, s.observe("Fetch", err)
@@ -242,7 +252,7 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 // ListOffsets implements tierdpb.RemoteFetchServer over the partition's
 // offsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	resp, err := s.listOffsets(ctx, req)
 	return resp, s.observe("ListOffsets", err)

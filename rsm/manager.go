@@ -155,6 +155,18 @@ type SegmentFiles struct {
 	// read for upload so far, each time more are read (from the
 	// goroutine that uploads; it must not block).
 	Progress func(bytes int64)
+	// Throttle, when set, wraps the reader of every object's bytes on
+	// their way up (the copy quota, package quota); the manifest is not
+	// throttled.
+	Throttle func(ctx context.Context, r io.Reader) io.Reader
+}
+
+// throttled applies files.Throttle to r.
+func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader {
+	if files.Throttle == nil {
+		return r
+	}
+	return files.Throttle(ctx, r)
 }
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
@@ -185,7 +197,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 	if meta.LocalSizeInBytes > 0 {
 		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes, progress: files.Progress}
 	}
-	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart); err != nil {
+	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart, files); err != nil {
 		return nil, err
 	}
 	for _, ix := range []struct {
@@ -196,7 +208,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		if err != nil {
 			return nil, err
 		}
-		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data); err != nil {
+		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data, files); err != nil {
 			return nil, err
 		}
 	}
@@ -206,11 +218,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		if opt.path == "" {
 			continue
 		}
-		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}); err != nil {
+		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}, files); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs)); err != nil {
+	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs), files); err != nil {
 		return nil, err
 	}
 	if files.BeforeManifest != nil {
@@ -259,7 +271,7 @@ type part struct {
 	progress    func(int64)
 }
 
-func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part) error {
+func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part, files SegmentFiles) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
@@ -279,7 +291,7 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	h := sha256.New()
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
-	cr := &countingReader{r: io.TeeReader(io.LimitReader(f, size), h), progress: pt.progress}
+	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, io.LimitReader(f, size)), h), progress: pt.progress}
 	if err := m.b.Upload(ctx, key, cr, size); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
@@ -290,10 +302,10 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	return nil
 }
 
-func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte) error {
+func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte, files SegmentFiles) error {
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key}
-	if err := m.b.Upload(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
 	sum := sha256.Sum256(data)

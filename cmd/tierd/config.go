@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -48,6 +50,10 @@ type config struct {
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 	// Metrics bounds the per-partition metric series.
 	Metrics metricsConfig `yaml:"metrics"`
+
+	// meta is what loading the file learned; nil for a config built in
+	// code.
+	meta *configMeta
 }
 
 type metricsConfig struct {
@@ -56,6 +62,25 @@ type metricsConfig struct {
 	// first ones seen since start; every later one shares
 	// {topic="_other",partition="-1"}. Default 1000; 0 aggregates all.
 	PartitionLabelsMax int `yaml:"partition.labels.max"`
+}
+
+// configMeta is where a loaded config came from.
+type configMeta struct {
+	path string
+	// warnings name old spellings the file used (see migrate).
+	warnings []string
+	// set holds the keys the file sets, by full key ("copier.log_dirs").
+	set map[string]bool
+	// renamed maps a key set under an old spelling to that spelling.
+	renamed map[string]string
+}
+
+// warnings returns the file's warnings (old spellings).
+func (c config) warnings() []string {
+	if c.meta == nil {
+		return nil
+	}
+	return c.meta.warnings
 }
 
 // kafkaConfig is the kafka: section: two packages' settings inline.
@@ -89,9 +114,11 @@ func defaultConfig() config {
 	}
 }
 
-// loadConfig reads a YAML file strictly: unknown keys, fractional numbers
+// loadConfig reads a YAML file strictly: unknown keys (with the nearest
+// known one suggested), values of the wrong kind, fractional numbers
 // (tierd has no fractional settings, and truncating one would silently
-// change its meaning) and extra documents are errors.
+// change its meaning) and extra documents are errors, all reported at
+// once. Old spellings are converted, with warnings (see migrate).
 func loadConfig(path string) (config, error) {
 	cfg := defaultConfig()
 	data, err := os.ReadFile(path)
@@ -101,22 +128,46 @@ func loadConfig(path string) (config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, fmt.Errorf("%s: the config file is empty (see tierd.example.yaml)", path)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := noFloats(&root); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	var root yaml.Node
+	if err := dec.Decode(&root); errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("%s: the config file holds no settings (see tierd.example.yaml)", path)
+	} else if err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("%s: more than one YAML document; tierd reads one", path)
 	}
+	if err := noFloats(&root); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	renamed := map[string]string{}
+	warnings, errs := migrate(&root, renamed)
+	if len(root.Content) == 1 {
+		errs = append(errs, checkKeys(root.Content[0], reflect.TypeFor[config](), "")...)
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("%s: %w", path, errors.Join(errs...))
+	}
+	// Decoded strictly once more from the converted file: a safety net
+	// for anything checkKeys let through.
+	converted, err := yaml.Marshal(&root)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(converted))
+	strict.KnownFields(true)
+	if err := strict.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	cfg.meta = &configMeta{path: abs, warnings: warnings, set: map[string]bool{}, renamed: renamed}
+	fileKeys(&root, "", cfg.meta.set)
+	cfg.Copier.Source = abs
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
@@ -241,6 +292,9 @@ func configCommandArgs(name, usage string, args []string, stderr io.Writer, setu
 	if err != nil {
 		fmt.Fprintf(stderr, "tierd %s: %v\n", name, err)
 		return cfg, 1, false
+	}
+	for _, w := range cfg.warnings() {
+		fmt.Fprintf(stderr, "tierd %s: warning: %s: %s\n", name, *path, w)
 	}
 	return cfg, 0, true
 }

@@ -32,6 +32,7 @@ func commands() []command {
 		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
 		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
 		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},
+		{"config", "config show: every setting and its source; config reload: apply a running tierd's dynamic settings", runConfig, false},
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -158,9 +159,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
-	level, _ := parseLevel(cfg.LogLevel)
+	level := new(slog.LevelVar) // a reload sets it
+	l, _ := parseLevel(cfg.LogLevel)
+	level.Set(l)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, cfg, log); err != nil {
+	if err := serve(ctx, cfg, log, level); err != nil {
 		log.Error("tierd stopped", "err", err)
 		return 1
 	}
@@ -210,12 +213,10 @@ func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic
 	}
 }
 
-// serve runs the copier loop, the gRPC fetch server and the HTTP metrics
-// server in one run group until ctx ends or one of them fails.
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
 // configured one, or the fetch caches' budgets + the copier's multipart
-// upload buffers (copy_concurrency x part_size x part_concurrency) +
-// 64 MiB for the rest. Without it the garbage collector lets the heap
+// upload buffers (remote.log.manager.copier.thread.pool.size x
+// part_size x part_concurrency) + 64 MiB for the rest. Without it the garbage collector lets the heap
 // grow to twice what is live, so a full cache would double the footprint.
 func memoryLimit(cfg config) int64 {
 	switch {
@@ -231,10 +232,16 @@ func memoryLimit(cfg config) int64 {
 	case "minio":
 		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
 	}
-	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.Concurrency)*upload + 64<<20
+	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.CopierThreadPoolSize)*upload + 64<<20
 }
 
-func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+// serve runs the copier loop, the gRPC fetch server, the HTTP metrics
+// server and the config reloader (SIGHUP) in one run group until ctx ends
+// or one of them fails. level, when given, is the log handler's level,
+// which a reload sets.
+func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.LevelVar) error {
+	hup := notifyHUP() // from here on SIGHUP reloads, never kills
+	defer signal.Stop(hup)
 	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		log.Info("go soft memory limit", "bytes", limit)
@@ -265,9 +272,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	var g oklog.Group
+	rl := newReloader(cfg, log, append(level, nil)[0])
+	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
+	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch) })
+	limit := memoryLimit(cfg)
+	rl.Register("memory limit", func(c config) error {
+		if l := memoryLimit(c); l != limit {
+			limit = l
+			log.Info("go soft memory limit", "bytes", applyMemoryLimit(c))
+		}
+		return nil
+	})
+	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error {
 		if !ready.Load() { // the first probe failed: wait for the bucket
-			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval); err != nil || ctx.Err() != nil {
+			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval()); err != nil || ctx.Err() != nil {
 				return err
 			}
 		}
