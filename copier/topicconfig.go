@@ -85,8 +85,10 @@ func (t Tiering) deletesRemote() bool { return !t.Enabled && t.DeleteOnDisable }
 
 // DefaultRetention returns Kafka's defaults.
 func DefaultRetention() Retention {
-	ms, bytes, local := int64(7*24*3600*1000), int64(-1), int64(-2)
-	return Retention{RetentionMs: &ms, RetentionBytes: &bytes, LocalRetentionMs: &local, LocalRetentionBytes: &local}
+	// One variable per field: a config decoder writes through these
+	// pointers, so a shared one would set both local limits at once.
+	ms, bytes, localMs, localBytes := int64(7*24*3600*1000), int64(-1), int64(-2), int64(-2)
+	return Retention{RetentionMs: &ms, RetentionBytes: &bytes, LocalRetentionMs: &localMs, LocalRetentionBytes: &localBytes}
 }
 
 func val(p *int64, def int64) int64 {
