@@ -90,7 +90,8 @@ type kafkaConfig struct {
 }
 
 type httpConfig struct {
-	// Listen serves /metrics, /-/healthy and /-/ready. Default
+	// Listen serves /metrics, /-/healthy, /-/ready and the status page
+	// at / (package statuspage). Default
 	// "127.0.0.1:7451"; "" turns it off.
 	Listen string `yaml:"listen"`
 }

@@ -301,7 +301,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier)) }, func(error) { cancel() })
+		page, err := statusPage(cfg, d, log, readiness(&ready, d.copier))
+		if err != nil {
+			return err
+		}
+		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier), page) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
@@ -319,8 +323,13 @@ func readiness(bucketUp *atomic.Bool, c *copier.Copier) func() (bool, string) {
 	}
 }
 
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string)) error {
+// serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not
+// nil, the status page at "/".
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler) error {
 	mux := http.NewServeMux()
+	if page != nil {
+		mux.Handle("/{$}", page)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
