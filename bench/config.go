@@ -104,6 +104,10 @@ func (c Config) FetchConfig() fetch.Config {
 	f.Cache.ChunkBytes, f.Cache.MemoryBytes, f.Cache.MaxInflightGets = c.ChunkBytes, c.CacheMemoryBytes, c.MaxInflightGets
 	f.IndexCacheBytes, f.PrefetchBytes = c.IndexCacheBytes, c.PrefetchBytes
 	f.FetchMaxBytes = max(f.FetchMaxBytes, c.MaxBytes)
+	// A read waits for its GET however long the store takes: the bench
+	// measures that wait, where the default 500 ms would answer
+	// UNAVAILABLE (retry) on a slow or loaded store and end the run.
+	f.MaxWaitMs = 25000 // below request_timeout (30 s)
 	return f
 }
 

@@ -64,8 +64,22 @@ func TestCopyProgressAndAbandon(t *testing.T) {
 		st.Copying.EndOffset != 9 {
 		t.Fatalf("status during the copy: %+v %+v", st, st.Copying)
 	}
+	// Cancel and wait for the pass on every way out, so cleanup never
+	// closes the store under it.
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		cancel()
+		return <-done
+	}
+	defer stop()
 	for rec := range logs.notify {
-		if rec.msg != "copy in progress" {
+		// The ticker may fire before the upload read its first 1000
+		// bytes: wait for the line that has them.
+		if rec.msg != "copy in progress" || rec.attrs["sent_bytes"] == "0" {
 			continue
 		}
 		if rec.attrs["partition"] != "orders-0" || rec.attrs["base_offset"] != "0" || rec.attrs["sent_bytes"] != "1000" ||
@@ -74,8 +88,7 @@ func TestCopyProgressAndAbandon(t *testing.T) {
 		}
 		break
 	}
-	cancel()
-	if err := <-done; err == nil {
+	if err := stop(); err == nil {
 		t.Fatal("the cancelled pass had no error")
 	}
 	ab := logs.with("copy abandoned")
