@@ -156,7 +156,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	level, _ := parseLevel(cfg.LogLevel)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, flush := newLogger(stderr, level)
+	defer flush()
 	if err := serve(ctx, cfg, log); err != nil {
 		log.Error("tierd stopped", "err", err)
 		return 1
