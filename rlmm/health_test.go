@@ -279,7 +279,7 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// On a real 1 MiB tmpfs: a full one at start, a read-only one at start,
+// On a real tmpfs: a full one at start, a read-only one at start,
 // and one filling while the store runs, then given space back.
 func TestTmpfs(t *testing.T) {
 	t.Run("full at start", func(t *testing.T) {
@@ -301,7 +301,8 @@ func TestTmpfs(t *testing.T) {
 		}
 	})
 	t.Run("fills while running", func(t *testing.T) {
-		mnt := tmpfs.Mount(t, "1m")
+		mnt := tmpfs.Mount(t, "16m") // Pebble preallocates its WAL: a few MiB
+
 		s, err := Open(Config{Dir: filepath.Join(mnt, "db")})
 		if err != nil {
 			t.Fatal(err)
