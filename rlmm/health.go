@@ -284,6 +284,7 @@ func (s *Store) recoverLoop(dead *instance) {
 		s.recMu.Lock()
 		s.recErr = nil
 		s.recMu.Unlock()
+		s.log.Info("metadata store takes writes again", "dir", s.cfg.Dir, "after", time.Since(since).Round(time.Millisecond))
 		s.mu.Lock()
 		s.install(in)
 		s.gen.Add(1)
@@ -294,7 +295,6 @@ func (s *Store) recoverLoop(dead *instance) {
 			s.journalSeq = seq
 		}
 		s.mu.Unlock()
-		s.log.Info("metadata store takes writes again", "dir", s.cfg.Dir, "after", time.Since(since).Round(time.Millisecond))
 		return
 	}
 }
