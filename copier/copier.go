@@ -104,6 +104,7 @@ type Copier struct {
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	gate        func() error                              // nil: every pass runs (see WithGate)
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -167,6 +168,9 @@ func (c *Copier) Run(ctx context.Context) error {
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.gateErr(); err != nil {
+		return 0, err
+	}
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)
 	var (

@@ -61,6 +61,7 @@ type Server struct {
 
 	admin     *adminServer                    // nil: no Admin service
 	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
+	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
