@@ -77,7 +77,20 @@ func (s *Store) checkDir() error {
 	if err != nil {
 		return &DirError{Dir: dir, Err: err}
 	}
-	return s.spaceError(true)
+	return s.lowSpace()
+}
+
+// lowSpace returns a *DirError when the directory's filesystem has less
+// than MinFreeBytes free, nil when it has enough or cannot tell (an FS
+// without disk usage).
+func (s *Store) lowSpace() error {
+	if s.cfg.MinFreeBytes <= 0 {
+		return nil
+	}
+	if u, err := s.fs.GetDiskUsage(s.existingDir()); err == nil && u.AvailBytes < uint64(s.cfg.MinFreeBytes) {
+		return &DirError{Dir: s.cfg.Dir, Err: &lowSpaceError{free: int64(u.AvailBytes), min: s.cfg.MinFreeBytes}}
+	}
+	return nil
 }
 
 // withContext runs fn, returning early with ctx's error (wrapped) when ctx
@@ -94,23 +107,19 @@ func withContext(ctx context.Context, fn func() error) error {
 	}
 }
 
-// spaceError returns a *DirError when the directory's filesystem has less
-// than MinFreeBytes free (checked at most once per spaceTTL unless fresh),
-// nil when it has enough or cannot tell (an FS without disk usage).
-func (s *Store) spaceError(fresh bool) error {
+// spaceError is lowSpace for a running store: checked at most once per
+// spaceTTL, and a change is logged.
+func (s *Store) spaceError() error {
 	if s.cfg.MinFreeBytes <= 0 {
 		return nil
 	}
 	s.spaceMu.Lock()
 	defer s.spaceMu.Unlock()
-	if !fresh && !s.spaceAt.IsZero() && time.Since(s.spaceAt) < s.spaceTTL {
+	if !s.spaceAt.IsZero() && time.Since(s.spaceAt) < s.spaceTTL {
 		return s.spaceErr
 	}
 	s.spaceAt = time.Now()
-	var err error
-	if u, uerr := s.fs.GetDiskUsage(s.existingDir()); uerr == nil && u.AvailBytes < uint64(s.cfg.MinFreeBytes) {
-		err = &DirError{Dir: s.cfg.Dir, Err: &lowSpaceError{free: int64(u.AvailBytes), min: s.cfg.MinFreeBytes}}
-	}
+	err := s.lowSpace()
 	switch {
 	case err != nil && s.spaceErr == nil:
 		s.log.Error("metadata store refuses writes until space returns; reads go on", "err", err)
@@ -148,7 +157,7 @@ func (s *Store) Health() error {
 		}
 		return &DirError{Dir: s.cfg.Dir, Err: in.cause}
 	}
-	return s.spaceError(false)
+	return s.spaceError()
 }
 
 // openInstance opens Pebble on the directory, through a guardFS. It
@@ -309,7 +318,7 @@ func (s *Store) commit(b *pebble.Batch) error {
 	if in.isDead() {
 		return s.Health()
 	}
-	if err := s.spaceError(false); err != nil {
+	if err := s.spaceError(); err != nil {
 		return err
 	}
 	nb := in.db.NewBatch()

@@ -124,16 +124,21 @@ func (b *Bucket) explain(err error) error {
 	return e
 }
 
-// CreateBucket implements rsm.Creator, in the configured region.
+// CreateBucket implements rsm.Creator, in the configured region. A
+// MinIO still starting (XMinioServerNotInitialized) is asked again for up
+// to 30 s.
 func (b *Bucket) CreateBucket(ctx context.Context) (bool, error) {
-	ok, err := b.c.BucketExists(ctx, b.cfg.Bucket)
+	var ok bool
+	err := whileStarting(ctx, func() (err error) { ok, err = b.c.BucketExists(ctx, b.cfg.Bucket); return err })
 	if err != nil {
 		return false, b.explain(err)
 	}
 	if ok {
 		return false, nil
 	}
-	err = b.c.MakeBucket(ctx, b.cfg.Bucket, miniogo.MakeBucketOptions{Region: b.cfg.Region})
+	err = whileStarting(ctx, func() error {
+		return b.c.MakeBucket(ctx, b.cfg.Bucket, miniogo.MakeBucketOptions{Region: b.cfg.Region})
+	})
 	switch miniogo.ToErrorResponse(err).Code {
 	case "":
 		return err == nil, err
@@ -144,4 +149,23 @@ func (b *Bucket) CreateBucket(ctx context.Context) (bool, error) {
 			Fix: "choose another name for bucket.minio.bucket"}
 	}
 	return false, b.explain(err)
+}
+
+// whileStarting runs fn again, with backoff, while it fails because the
+// MinIO server has not finished starting, for at most 30 s.
+func whileStarting(ctx context.Context, fn func() error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	wait := 100 * time.Millisecond
+	for {
+		err := fn()
+		if miniogo.ToErrorResponse(err).Code != "XMinioServerNotInitialized" || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, time.Second)
+	}
 }
