@@ -97,22 +97,28 @@ func (w *bucketWatch) set(err error) {
 	}
 }
 
-// Run probes every interval and on Kick (at most once per kickGap)
-// until ctx ends.
+// Run probes every interval and on Kick (within kickGap of the last
+// probe) until ctx ends.
 func (w *bucketWatch) Run(ctx context.Context) error {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
 	last := time.Now()
+	var soon <-chan time.Time // a kick's probe, put off to kickGap after the last
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		case <-soon:
 		case <-w.kick:
-			if time.Since(last) < kickGap {
+			if d := kickGap - time.Since(last); d > 0 {
+				if soon == nil {
+					soon = time.After(d)
+				}
 				continue
 			}
 		}
+		soon = nil
 		w.Probe(ctx)
 		last = time.Now()
 	}
