@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -50,6 +51,9 @@ func (e *lowSpaceError) Error() string {
 
 func (e *lowSpaceError) Unwrap() error { return syscall.ENOSPC }
 
+// probeSeq numbers the probe files of this process.
+var probeSeq atomic.Int64
+
 // Retry pacing of a store whose directory stopped taking writes.
 const (
 	retryMin = 250 * time.Millisecond
@@ -64,7 +68,9 @@ func (s *Store) checkDir() error {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return &DirError{Dir: dir, Err: err}
 	}
-	probe := s.fs.PathJoin(dir, ".tierd-write-probe")
+	// A name of this process's own: tierd segments may probe the dir of a
+	// running tierd.
+	probe := s.fs.PathJoin(dir, fmt.Sprintf(".tierd-write-probe-%d-%d", os.Getpid(), probeSeq.Add(1)))
 	f, err := s.fs.Create(probe, vfs.WriteCategoryUnspecified)
 	if err == nil {
 		_, err = f.Write(make([]byte, 4096))
