@@ -196,7 +196,7 @@ func (s *Store) openInstance(ctx context.Context) (*instance, error) {
 		in.db = r.db
 		return in, nil
 	case <-in.dead:
-		s.abandon(in)
+		go s.abandon(in) // a write under way may take its time
 		return nil, &DirError{Dir: s.cfg.Dir, Err: in.cause}
 	case <-ctx.Done():
 		go func() {
