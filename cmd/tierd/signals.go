@@ -31,8 +31,9 @@ func watchSIGHUP(stderr io.Writer) (stop func()) {
 	}
 }
 
-// onSIGHUP is what tierd does on SIGHUP. Until configuration reload
-// lands here, it says the signal arrived and changed nothing.
+// onSIGHUP is what a long-running subcommand does on SIGHUP: it says the
+// signal arrived and changed nothing. A subcommand that reloads its
+// configuration on SIGHUP replaces this.
 func onSIGHUP(stderr io.Writer) {
-	fmt.Fprintln(stderr, "tierd: SIGHUP received: configuration reload is not implemented yet; nothing changed, tierd goes on")
+	fmt.Fprintln(stderr, "tierd: SIGHUP received: nothing to reload here; going on")
 }
