@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -51,9 +50,6 @@ func (e *lowSpaceError) Error() string {
 
 func (e *lowSpaceError) Unwrap() error { return syscall.ENOSPC }
 
-// probeSeq numbers the probe files of this process.
-var probeSeq atomic.Int64
-
 // Retry pacing of a store whose directory stopped taking writes.
 const (
 	retryMin = 250 * time.Millisecond
@@ -68,9 +64,10 @@ func (s *Store) checkDir() error {
 	if err := s.fs.MkdirAll(dir, 0o755); err != nil {
 		return &DirError{Dir: dir, Err: err}
 	}
-	// A name of this process's own: tierd segments may probe the dir of a
-	// running tierd.
-	probe := s.fs.PathJoin(dir, fmt.Sprintf(".tierd-write-probe-%d-%d", os.Getpid(), probeSeq.Add(1)))
+	// A name of this process's own (tierd segments may probe the dir of a
+	// running tierd), the same at every retry so that their errors read
+	// the same and are logged once.
+	probe := s.fs.PathJoin(dir, fmt.Sprintf(".tierd-write-probe-%d", os.Getpid()))
 	f, err := s.fs.Create(probe, vfs.WriteCategoryUnspecified)
 	if err == nil {
 		_, err = f.Write(make([]byte, 4096))
