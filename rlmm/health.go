@@ -53,7 +53,7 @@ func (e *lowSpaceError) Unwrap() error { return syscall.ENOSPC }
 // Retry pacing of a store whose directory stopped taking writes.
 const (
 	retryMin = 250 * time.Millisecond
-	retryMax = 30 * time.Second
+	retryMax = 10 * time.Second
 )
 
 // checkDir tells whether the directory takes writes now: it is created if
