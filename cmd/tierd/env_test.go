@@ -21,6 +21,7 @@ import (
 	"github.com/tierd/tierd/internal/tmpfs"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rlmm"
+	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
@@ -255,6 +256,17 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 // once.
 func TestRunMisconfiguredBucket(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
+	// A MinIO that answers its health check may still refuse bucket
+	// requests for a moment (XMinioServerNotInitialized, which tierd
+	// rightly waits out): CreateBucket waits for it.
+	warm, err := minio.New(minio.Config{Endpoint: srv.Endpoint, Bucket: "warm-up", Region: "us-east-1", Insecure: true, PathStyle: true,
+		PartSize: 5 << 20, PartConcurrency: 1, MaxRetries: 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := warm.CreateBucket(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	cfgFor := func(t *testing.T, bucket string) string {
 		root := t.TempDir()
 		os.MkdirAll(filepath.Join(root, "logs"), 0o755)
