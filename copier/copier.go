@@ -113,6 +113,7 @@ type Copier struct {
 	labels        *partlabels.Set // per-partition metric labels, bounded
 	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
 	progressEvery time.Duration   // how often a long copy logs its progress
+	gate          func() error    // nil: every pass runs (see WithGate)
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -183,6 +184,9 @@ func (c *Copier) Run(ctx context.Context) error {
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.gateErr(); err != nil {
+		return 0, err
+	}
 	c.beginPass()
 	c.applyPending()
 	parts, errs := c.scan()

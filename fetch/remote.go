@@ -120,7 +120,7 @@ func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, of
 	}
 	if err != nil {
 		s.noteMissing(err, tp, "offset", offset)
-		return RemoteRead{}, classify(err)
+		return RemoteRead{}, s.unreachable(classify(err))
 	}
 	return rr, nil
 }

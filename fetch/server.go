@@ -67,6 +67,7 @@ type Server struct {
 	losses    lossLog                         // data-loss answers logged
 	labels    *partlabels.Set                 // per-partition metric labels, bounded
 	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
+	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc

@@ -46,7 +46,7 @@ func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartitio
 		return tsOffset{}, nil
 	})
 	s.noteMissing(err, tp, "timestamp", ts)
-	return r, classify(err)
+	return r, s.unreachable(classify(err))
 }
 
 // offsetForTimestamp returns the first record of one copy at or after
@@ -152,7 +152,7 @@ func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) 
 		return best, nil
 	})
 	s.noteMissing(err, tp, "lookup", "max_timestamp")
-	return r, classify(err)
+	return r, s.unreachable(classify(err))
 }
 
 // maxFrom scans one copy from offset from to its end for the first record

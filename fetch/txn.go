@@ -71,7 +71,7 @@ func (s *Server) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, f
 		return dedupTxns(out), nil
 	})
 	s.noteMissing(err, tp, "offset", from)
-	return out, classify(err)
+	return out, s.unreachable(classify(err))
 }
 
 // dedupTxns drops repeated entries of a sorted list (the same abort seen

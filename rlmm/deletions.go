@@ -42,7 +42,7 @@ func journalKey(seq int64) []byte {
 
 // lastJournalSeq returns the highest journal sequence number, 0 when empty.
 func (s *Store) lastJournalSeq() (int64, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
+	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
 	if err != nil {
 		return 0, err
 	}
@@ -101,12 +101,12 @@ func (s *Store) ScheduleDeletion(tp remotelog.TopicPartition, topicID string, re
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return d, err
 	}
-	rows, err := scanRows(s.db, segmentPrefix(tp))
+	rows, err := scanRows(s.db(), segmentPrefix(tp))
 	if err != nil {
 		return d, err
 	}
 	d.Offsets = off
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	for _, r := range rows {
 		if r.State != remotelog.DeleteSegmentFinished {
@@ -154,7 +154,7 @@ func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail stri
 		return d, err
 	}
 	if ok {
-		rows, err := scanRows(s.db, segmentPrefix(tp))
+		rows, err := scanRows(s.db(), segmentPrefix(tp))
 		if err != nil {
 			return d, err
 		}
@@ -169,7 +169,7 @@ func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail stri
 				ErrRestoreConflict, tp, off.TopicID, live, d.TopicID)
 		}
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	for _, r := range d.Segments {
 		if err := putJSON(b, segmentKey(tp, r.StartOffset, r.ID), r); err != nil {
@@ -209,7 +209,7 @@ func (s *Store) StartDeletion(tp remotelog.TopicPartition, topicID, detail strin
 		return d, err
 	}
 	d.State = remotelog.DeletionDeleting
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, deletionKey(tp, topicID), d); err != nil {
 		return d, err
@@ -233,7 +233,7 @@ func (s *Store) FinishDeletion(tp remotelog.TopicPartition, topicID, detail stri
 	if d.State != remotelog.DeletionDeleting {
 		return fmt.Errorf("rlmm: finish of a deletion in state %s: %s", d.State, d)
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := b.Delete(deletionKey(tp, topicID), nil); err != nil {
 		return err
@@ -268,7 +268,7 @@ func (s *Store) Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDe
 		lower = deletionPrefix(*tp)
 		upper = successor(lower)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func (s *Store) Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDe
 // above afterSeq, oldest first (limit <= 0: all).
 func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, error) {
 	afterSeq = max(afterSeq, 0)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: journalKey(afterSeq + 1), UpperBound: []byte{journalTag + 1}})
+	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: journalKey(afterSeq + 1), UpperBound: []byte{journalTag + 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -316,10 +316,10 @@ func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, er
 func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	for _, tag := range []byte{deletionTag, journalTag} {
-		it, err := from.db.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
+		it, err := from.db().NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
 		if err != nil {
 			return deletions, entries, err
 		}

@@ -11,7 +11,7 @@ import (
 
 // Partitions lists the partitions that have offsets recorded.
 func (s *Store) Partitions() ([]remotelog.TopicPartition, error) {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{partitionTag}, UpperBound: []byte{partitionTag + 1}})
+	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: []byte{partitionTag}, UpperBound: []byte{partitionTag + 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +34,7 @@ func (s *Store) Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets
 }
 
 func (s *Store) offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
-	return readOffsets(s.db, tp)
+	return readOffsets(s.db(), tp)
 }
 
 func readOffsets(r reader, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
@@ -57,7 +57,7 @@ func readOffsets(r reader, tp remotelog.TopicPartition) (remotelog.PartitionOffs
 func (s *Store) EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := s.ensurePartition(b, tp, logStartOffset); err != nil {
 		return err
@@ -88,7 +88,7 @@ func (s *Store) AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogSt
 	}
 	off.LogStartOffset = max(off.LogStartOffset, logStart)
 	off.LocalLogStartOffset = max(off.LocalLogStartOffset, localLogStart)
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, partitionKey(tp), off); err != nil {
 		return off, err
@@ -108,7 +108,7 @@ func (s *Store) Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffset
 	if hit && c.gen == gen {
 		return c.off, c.ok, c.fin, nil
 	}
-	snap := s.db.NewSnapshot()
+	snap := s.db().NewSnapshot()
 	defer snap.Close()
 	off, ok, err := readOffsets(snap, tp)
 	if err != nil {
@@ -135,7 +135,7 @@ func (s *Store) SetTopicID(tp remotelog.TopicPartition, id string) error {
 		return err
 	}
 	off.TopicID = id
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, partitionKey(tp), off); err != nil {
 		return err
@@ -150,7 +150,7 @@ func (s *Store) SetTopicID(tp remotelog.TopicPartition, id string) error {
 func (s *Store) ResetPartition(tp remotelog.TopicPartition, logStartOffset int64, topicID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, partitionKey(tp), remotelog.PartitionOffsets{TopicID: topicID, LogStartOffset: logStartOffset,
 		HighestTieredOffset: -1, LocalLogStartOffset: logStartOffset}); err != nil {
@@ -177,7 +177,7 @@ func (s *Store) ClusterID() (string, error) {
 func (s *Store) SetClusterID(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := b.Set(clusterIDKey, []byte(id), nil); err != nil {
 		return err

@@ -28,7 +28,7 @@ func (s *Store) AddSegment(meta remotelog.SegmentMetadata) error {
 		return err
 	}
 	meta.EventTimestampMs = s.now().UnixMilli()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, k, meta); err != nil {
 		return err
@@ -58,7 +58,7 @@ func (s *Store) ImportSegment(meta remotelog.SegmentMetadata) error {
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return err
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, k, meta); err != nil {
 		return err
@@ -99,7 +99,7 @@ func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotel
 		return meta, fmt.Errorf("%s segment %s: %w", tp, id, err)
 	}
 	meta.State, meta.EventTimestampMs = to, s.now().UnixMilli()
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, k, meta); err != nil {
 		return meta, err
@@ -154,14 +154,14 @@ func (s *Store) segment(k []byte) (remotelog.SegmentMetadata, error) {
 // Segments returns every row of a partition, in any state, ordered by start
 // offset (then segment id).
 func (s *Store) Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	return scanRows(s.db, segmentPrefix(tp))
+	return scanRows(s.db(), segmentPrefix(tp))
 }
 
 // FinishedSegments returns the COPY_SEGMENT_FINISHED rows a reader should
 // use, ordered by start offset: a row whose offsets a newer finished copy
 // covers entirely is superseded and left out (see Supersede).
 func (s *Store) FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	return finishedSegments(s.db, tp)
+	return finishedSegments(s.db(), tp)
 }
 
 // reader is what *pebble.DB and *pebble.Snapshot share.
@@ -203,7 +203,7 @@ func (s *Store) PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, 
 	if err != nil {
 		return 0, err
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	n := 0
 	for _, r := range rows {
@@ -240,7 +240,7 @@ func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotel
 		return meta, fmt.Errorf("rlmm: mark damaged a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
 	}
 	meta.Damaged = reason
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := putJSON(b, k, meta); err != nil {
 		return meta, err
@@ -267,7 +267,7 @@ func (s *Store) ForgetSegment(tp remotelog.TopicPartition, start int64, id remot
 	if meta.State != remotelog.CopySegmentStarted {
 		return fmt.Errorf("rlmm: forget a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	if err := b.Delete(k, nil); err != nil {
 		return err

@@ -2,11 +2,13 @@ package rlmm
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,14 +32,26 @@ var (
 type Config struct {
 	// Dir is the Pebble directory. Required.
 	Dir string `yaml:"dir"`
+	// MinFreeBytes is the free space, bytes, below which the store
+	// refuses writes (with a *DirError, until space returns) rather than
+	// let Pebble meet a full disk, and refuses to open. Default 64 MiB
+	// (DefaultConfig); 0 turns the check off.
+	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 
-// Validate checks the config.
+// DefaultConfig returns the defaults; Dir has none.
+func DefaultConfig() Config { return Config{MinFreeBytes: 64 << 20} }
+
+// Validate reports every problem at once.
 func (c Config) Validate() error {
+	var errs []error
 	if c.Dir == "" {
-		return errors.New("rlmm: dir is required")
+		errs = append(errs, errors.New("rlmm: dir is required"))
 	}
-	return nil
+	if c.MinFreeBytes < 0 {
+		errs = append(errs, fmt.Errorf("rlmm: min_free_bytes %d must be 0 (off) or a size in bytes", c.MinFreeBytes))
+	}
+	return errors.Join(errs...)
 }
 
 // Option sets an optional collaborator.
@@ -61,12 +75,13 @@ func WithClock(now func() time.Time) Option { return func(s *Store) { s.now = no
 // concurrent use; state changes are serialised so that each transition is
 // checked against the state it replaces.
 type Store struct {
-	db  *pebble.DB
-	fs  vfs.FS
-	reg prometheus.Registerer
-	now func() time.Time
-	log *slog.Logger
-	mu  sync.Mutex // serialises read-modify-write
+	cfg  Config
+	inst atomic.Pointer[instance] // the Pebble instance in use; replaced after a failure
+	fs   vfs.FS
+	reg  prometheus.Registerer
+	now  func() time.Time
+	log  *slog.Logger
+	mu   sync.Mutex // serialises read-modify-write
 
 	transitions *prometheus.CounterVec
 
@@ -75,7 +90,18 @@ type Store struct {
 	gen    atomic.Uint64 // bumped by every write
 	snapMu sync.Mutex
 	snaps  map[remotelog.TopicPartition]snapshot
+
+	failures prometheus.Counter
+	spaceMu  sync.Mutex // guards the three below
+	spaceAt  time.Time  // when free space was last checked
+	spaceErr error      // its verdict
+	spaceTTL time.Duration
+	retryMin time.Duration
+	lifecycle
 }
+
+// db returns the Pebble instance in use.
+func (s *Store) db() *pebble.DB { return s.inst.Load().db }
 
 // snapshot is a cached Snapshot result, valid while gen is unchanged.
 type snapshot struct {
@@ -85,47 +111,66 @@ type snapshot struct {
 	fin []remotelog.SegmentMetadata
 }
 
-// commit writes a batch durably and invalidates cached snapshots.
-func (s *Store) commit(b *pebble.Batch) error {
-	err := b.Commit(pebble.Sync)
-	s.gen.Add(1)
-	return err
+// Open opens (creating) the store; see OpenContext.
+func Open(cfg Config, opts ...Option) (*Store, error) {
+	return OpenContext(context.Background(), cfg, opts...)
 }
 
-// Open opens (creating) the store.
-func Open(cfg Config, opts ...Option) (*Store, error) {
+// OpenContext opens (creating) the store. It first checks that the
+// directory takes writes (a probe file written and synced) and has
+// MinFreeBytes free, and returns at once when it does not, or when a
+// write fails while Pebble opens, or when ctx ends. Errors: *DirError
+// (wrapping ErrUnavailable and the cause: syscall.ENOSPC, syscall.EROFS,
+// ...), Pebble's (wrapped; syscall.EAGAIN when another process holds the
+// directory), ctx's (wrapped), a bad cfg.
+func OpenContext(ctx context.Context, cfg Config, opts ...Option) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler), snaps: map[remotelog.TopicPartition]snapshot{}}
+	s := &Store{cfg: cfg, fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler), snaps: map[remotelog.TopicPartition]snapshot{},
+		spaceTTL: time.Second, retryMin: retryMin}
+	s.closing = make(chan struct{})
 	for _, o := range opts {
 		o(s)
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
-	s.transitions = promauto.With(s.reg).NewCounterVec(prometheus.CounterOpts{
+	f := promauto.With(s.reg)
+	s.transitions = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "tierd_rlmm_segment_transitions_total",
 		Help: "Remote log segment metadata rows written, by the state they entered.",
 	}, []string{"state"})
 	for st := remotelog.CopySegmentStarted; st <= remotelog.DeleteSegmentFinished; st++ {
 		s.transitions.WithLabelValues(st.String())
 	}
-	// Metadata rows are small and few: a small memtable and block cache
-	// keep the store's memory (allocated outside the Go heap) to a few MiB.
-	cache := pebble.NewCache(2 << 20)
-	defer cache.Unref()
-	db, err := pebble.Open(cfg.Dir, &pebble.Options{FS: s.fs, Logger: pebbleLogger{s.log}, Cache: cache, MemTableSize: 2 << 20})
-	if err != nil {
-		return nil, fmt.Errorf("rlmm: open %s: %w", cfg.Dir, err)
+	s.failures = f.NewCounter(prometheus.CounterOpts{
+		Name: "tierd_rlmm_write_failures_total",
+		Help: "Times the metadata store stopped taking writes because its directory failed a write (full, read-only, I/O error).",
+	})
+	f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "tierd_rlmm_writable",
+		Help: "1 when the metadata store takes writes, 0 when its directory is full, read-only or failing.",
+	}, func() float64 {
+		if s.Health() != nil {
+			return 0
+		}
+		return 1
+	})
+	if err := withContext(ctx, s.checkDir); err != nil {
+		return nil, err
 	}
-	s.db = db
+	in, err := s.openInstance(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.install(in)
 	if err := s.migrate(); err != nil {
-		db.Close()
+		s.Close()
 		return nil, err
 	}
 	if s.journalSeq, err = s.lastJournalSeq(); err != nil {
-		db.Close()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -143,11 +188,11 @@ func (s *Store) migrate() error {
 	} else if err != nil && !errors.Is(err, pebble.ErrNotFound) {
 		return err
 	}
-	rows, err := scanRows(s.db, []byte{segmentTag})
+	rows, err := scanRows(s.db(), []byte{segmentTag})
 	if err != nil {
 		return err
 	}
-	b := s.db.NewBatch()
+	b := s.db().NewBatch()
 	defer b.Close()
 	for _, r := range rows {
 		if r.State == remotelog.CopySegmentFinished {
@@ -162,8 +207,14 @@ func (s *Store) migrate() error {
 	return s.commit(b)
 }
 
-// pebbleLogger adapts slog to Pebble's logger. Fatalf must not return.
-type pebbleLogger struct{ l *slog.Logger }
+// pebbleLogger adapts slog to Pebble's logger for one instance. Fatalf
+// must not return: it marks the instance dead and parks the goroutine
+// (see guardFS), so that the process goes on and the store reopens the
+// directory.
+type pebbleLogger struct {
+	l  *slog.Logger
+	in *instance
+}
 
 func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
@@ -172,15 +223,36 @@ func (p pebbleLogger) Errorf(format string, args ...any) {
 	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 func (p pebbleLogger) Fatalf(format string, args ...any) {
-	msg := "pebble: " + fmt.Sprintf(format, args...)
-	p.l.Error(msg)
-	panic(msg)
+	msg := fmt.Sprintf(format, args...)
+	if !strings.HasPrefix(msg, "pebble:") {
+		msg = "pebble: " + msg
+	}
+	if p.in.fail(errors.New(msg)) {
+		p.l.Error(msg)
+	}
+	select {}
 }
 
-// Close closes the store.
-func (s *Store) Close() error { return s.db.Close() }
+// Close closes the store. A store whose directory failed is left as a
+// crash would leave it: every acknowledged write is in the WAL. Errors:
+// Pebble's; ErrClosed on a second call.
+func (s *Store) Close() error {
+	first := false
+	s.closeOnce.Do(func() {
+		first = true
+		s.recMu.Lock()
+		s.closed = true
+		close(s.closing)
+		s.recMu.Unlock()
+	})
+	if !first {
+		return ErrClosed
+	}
+	s.wg.Wait()
+	return s.closeInstance()
+}
 
-func (s *Store) get(k []byte) ([]byte, error) { return getFrom(s.db, k) }
+func (s *Store) get(k []byte) ([]byte, error) { return getFrom(s.db(), k) }
 
 func getFrom(r reader, k []byte) ([]byte, error) {
 	v, closer, err := r.Get(k)

@@ -230,8 +230,8 @@ func TestMigrationBackfillsFinished(t *testing.T) {
 	s.AddSegment(m)
 	s.UpdateState(tp, 0, m.ID, remotelog.CopySegmentFinished)
 	// Make it look like the old layout: no 'f' keys, no schema version.
-	s.db.Delete(finishedKey(tp, 0, m.ID), nil)
-	s.db.Delete(schemaKey, nil)
+	s.db().Delete(finishedKey(tp, 0, m.ID), nil)
+	s.db().Delete(schemaKey, nil)
 	s.Close()
 	s, err = Open(Config{Dir: "db"}, WithFS(fs))
 	if err != nil {

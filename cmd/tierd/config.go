@@ -108,7 +108,7 @@ type bucketConfig struct {
 
 func defaultConfig() config {
 	return config{
-		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info",
+		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info", Metadata: rlmm.DefaultConfig(),
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},

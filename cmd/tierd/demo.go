@@ -148,7 +148,9 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	}
 	log := slog.New(slog.DiscardHandler)
 	if o.verbose {
-		log = slog.New(slog.NewTextHandler(stderr, nil))
+		var flush func()
+		log, flush = newLogger(stderr, slog.LevelInfo)
+		defer flush()
 	}
 	var rec *rsm.RecordingBucket
 	d, err := newDaemon(ctx, cfg, log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {

@@ -16,7 +16,8 @@ type command struct {
 	name    string
 	summary string
 	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) int
-	// graceful: SIGINT/SIGTERM cancel ctx instead of ending the process.
+	// graceful: SIGINT/SIGTERM cancel ctx instead of ending the process,
+	// and SIGHUP does not end it (see watchSIGHUP).
 	graceful bool
 }
 
@@ -31,6 +32,7 @@ func commands() []command {
 		{"partitions", "partitions restore TOPIC-P: cancel a scheduled deletion within its grace period", runPartitions, true},
 		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
 		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
+		{"bucket", "bucket create: create the configured bucket (a directory, or a bucket on MinIO or S3)", runBucket, true},
 		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},
 		{"config", "config show: every setting and its source; config reload: apply a running tierd's dynamic settings", runConfig, false},
 	}
@@ -68,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				var stop context.CancelFunc
 				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
+				defer watchSIGHUP(stderr)()
 			}
 			return c.run(ctx, args[1:], stdout, stderr)
 		}

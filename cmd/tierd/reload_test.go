@@ -165,17 +165,6 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, what string, ok func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited 30s for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestReloadWithoutTierd: with no tierd holding the log dirs, "config
 // reload" says so and signals nothing; a file that does not load is
 // refused before anything is sent.

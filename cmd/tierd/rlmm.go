@@ -47,7 +47,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		old = fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
 		// A running tierd holds Pebble's lock; renaming under it would be
 		// wrong, so check by opening first.
-		if err := probeUnlocked(cfg); err != nil {
+		if err := probeUnlocked(ctx, cfg); err != nil {
 			return err
 		}
 		id, err := instance.Read(cfg.Metadata.Dir)
@@ -104,8 +104,8 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 // probeUnlocked fails when a running tierd holds the metadata store. A
 // store that does not open for another reason (damage: the reason to
 // rebuild) passes.
-func probeUnlocked(cfg config) error {
-	s, err := openStore(cfg)
+func probeUnlocked(ctx context.Context, cfg config) error {
+	s, err := openStore(ctx, cfg)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return err
 	}

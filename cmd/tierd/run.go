@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,14 +41,15 @@ type daemon struct {
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
+	watch  *bucketWatch // the object store's verdict
 
 	instanceID string // kept in the metadata dir
 }
 
 // openStore opens the metadata store, saying so when another tierd holds
-// it.
-func openStore(cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
-	s, err := rlmm.Open(cfg.Metadata, opts...)
+// it; it gives up when ctx ends (SIGINT, SIGTERM).
+func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
+	s, err := rlmm.OpenContext(ctx, cfg.Metadata, opts...)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("metadata dir %s is locked: another tierd is using it (%w)", cfg.Metadata.Dir, err)
 	}
@@ -60,7 +60,7 @@ func openStore(cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
 // bucket before anything uses it (the demo confines itself to its own
 // prefix this way).
 func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
-	store, err := openStore(cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
+	store, err := openStore(ctx, cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +86,15 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		}
 		d.bucket = b
 	}
+	d.watch = newBucketWatch(d.bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
+	d.bucket = d.watch.wrap(d.bucket)
 	if d.mgr, err = rsm.NewManager(d.bucket, rsm.Config{Prefix: cfg.Bucket.Prefix}); err != nil {
 		d.Close()
 		return nil, err
 	}
 	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's and fetch's series
-	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels)}
+	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
+		copier.WithGate(d.environment)}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
 			d.Close()
@@ -105,7 +108,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	}
 	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
 		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy),
-		fetch.WithPartitionLabels(labels)); err != nil {
+		fetch.WithPartitionLabels(labels), fetch.WithStoreHealth(d.watch.Err)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -162,7 +165,8 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	level := new(slog.LevelVar) // a reload sets it
 	l, _ := parseLevel(cfg.LogLevel)
 	level.Set(l)
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, flush := newLogger(stderr, level)
+	defer flush()
 	if err := serve(ctx, cfg, log, level); err != nil {
 		log.Error("tierd stopped", "err", err)
 		return 1
@@ -186,31 +190,6 @@ func checkLogDirs(dirs []string) error {
 		}
 	}
 	return nil
-}
-
-// probeBucket checks that the bucket answers (a missing probe object is
-// fine), every interval until it does or ctx ends (once when every is 0),
-// and marks the daemon ready.
-func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic.Bool, every time.Duration) error {
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_, err := d.bucket.Attributes(pctx, "_tierd_probe")
-		cancel()
-		if err == nil || errors.Is(err, rsm.ErrNotFound) {
-			ready.Store(true)
-			log.Info("bucket reachable", "bucket", d.bucket.Name())
-			return nil
-		}
-		log.Error("bucket not usable; not ready", "bucket", d.bucket.Name(), "err", err)
-		if every == 0 {
-			return nil // one try only
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(every):
-		}
-	}
 }
 
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
@@ -267,10 +246,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var ready atomic.Bool
-	if err := probeBucket(ctx, d, log, &ready, 0); err != nil {
+	// A bucket that does not exist or credentials the store refuses will
+	// not mend by themselves: say so and stop. An unreachable store may:
+	// wait for it, not ready.
+	if err := d.watch.check(ctx); errors.Is(err, rsm.ErrMisconfigured) {
 		return err
 	}
+	d.watch.Probe(ctx)
 	var g oklog.Group
 	rl := newReloader(cfg, log, append(level, nil)[0])
 	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
@@ -284,14 +266,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return nil
 	})
 	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
-	g.Add(func() error {
-		if !ready.Load() { // the first probe failed: wait for the bucket
-			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval()); err != nil || ctx.Err() != nil {
-				return err
-			}
-		}
-		return d.copier.Run(ctx)
-	}, func(error) { cancel() })
+	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
+	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
 	if cfg.Kafka.Listener.Listen != "" {
 		kl, err := d.kafkaListener(cfg, log, "")
@@ -301,26 +277,36 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
-		page, err := statusPage(cfg, d, log, readiness(&ready, d.copier), rl)
+		page, err := statusPage(cfg, d, log, d.readiness, rl)
 		if err != nil {
 			return err
 		}
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier), page) }, func(error) { cancel() })
+		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
 }
 
-// readiness says whether tierd is ready, and why not: the bucket has not
-// answered yet, or the Kafka cluster (when configured) did not answer the
-// last pass.
-func readiness(bucketUp *atomic.Bool, c *copier.Copier) func() (bool, string) {
-	return func() (bool, string) {
-		if !bucketUp.Load() {
-			return false, "bucket not reachable yet"
-		}
-		return c.ClusterStatus()
+// readiness says whether tierd is ready, and why not: the metadata store
+// takes no writes, the object store did not answer its last probe, or
+// the Kafka cluster (when configured) did not answer the last pass.
+func (d *daemon) readiness() (bool, string) {
+	if err := d.store.Health(); err != nil {
+		return false, err.Error()
 	}
+	if ok, why := d.watch.Ready(); !ok {
+		return false, why
+	}
+	return d.copier.ClusterStatus()
+}
+
+// environment returns why copying must wait, nil when it may go on: the
+// metadata store takes no writes, or the object store does not answer.
+func (d *daemon) environment() error {
+	if err := d.store.Health(); err != nil {
+		return err
+	}
+	return d.watch.Err()
 }
 
 // serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not

@@ -247,7 +247,7 @@ func remoteLister(ctx context.Context, cfg config) (lister, string, func(), erro
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
 	}
-	s, err := openStore(cfg)
+	s, err := openStore(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

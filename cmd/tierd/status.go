@@ -76,7 +76,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return s, "", fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
 	}
-	store, err := openStore(cfg)
+	store, err := openStore(ctx, cfg)
 	if err != nil {
 		return s, "", fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

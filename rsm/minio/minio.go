@@ -112,9 +112,7 @@ func New(cfg Config, transport http.RoundTripper) (*Bucket, error) {
 			return nil, err
 		}
 	}
-	creds := credentials.NewChainCredentials([]credentials.Provider{
-		&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{}, &credentials.IAM{},
-	})
+	creds := credentials.NewChainCredentials(providers())
 	lookup := miniogo.BucketLookupAuto
 	if cfg.PathStyle {
 		lookup = miniogo.BucketLookupPath

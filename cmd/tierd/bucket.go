@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tierd/tierd/rsm"
+)
+
+const bucketUsage = "tierd bucket create --config tierd.yaml"
+
+// runBucket is "tierd bucket create": it creates the configured bucket
+// (the directory of a filesystem bucket; the bucket on MinIO or S3, in the
+// configured region), says so, or says it exists already (not an error),
+// then checks that tierd's credentials can list it.
+func runBucket(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "create" {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
+			fmt.Fprintln(stdout, "usage: "+bucketUsage)
+			return 0
+		}
+		fmt.Fprintln(stderr, "usage: "+bucketUsage)
+		return 2
+	}
+	cfg, code, ok := configCommand("bucket create", bucketUsage, args[1:], stderr, nil)
+	if !ok {
+		return code
+	}
+	if err := createBucket(ctx, cfg.Bucket, stdout); err != nil {
+		fmt.Fprintf(stderr, "tierd bucket create: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func createBucket(ctx context.Context, c bucketConfig, stdout io.Writer) error {
+	if c.Type == "filesystem" {
+		dir := c.Filesystem.Dir
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			fmt.Fprintf(stdout, "filesystem bucket %s exists already; nothing to do\n", dir)
+			return nil
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "created filesystem bucket %s\n", dir)
+		return nil
+	}
+	b, err := openBucket(ctx, c)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	cr, ok := b.(rsm.Creator)
+	if !ok {
+		return fmt.Errorf("%s: this bucket type cannot create buckets", b.Name())
+	}
+	created, err := cr.CreateBucket(ctx)
+	if err != nil {
+		return err
+	}
+	if created {
+		fmt.Fprintf(stdout, "created bucket %s\n", b.Name())
+	} else {
+		fmt.Fprintf(stdout, "bucket %s exists already; nothing to do\n", b.Name())
+	}
+	if ch, ok := b.(rsm.Checker); ok {
+		if err := ch.Check(ctx, c.Prefix); err != nil {
+			var be *rsm.BucketError
+			if errors.As(err, &be) {
+				return err
+			}
+			return fmt.Errorf("%s: listing it failed: %w", b.Name(), err)
+		}
+		fmt.Fprintf(stdout, "tierd's credentials can list it\n")
+	}
+	return nil
+}

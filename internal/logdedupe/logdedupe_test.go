@@ -1,0 +1,137 @@
+package logdedupe
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clock is a settable time for the handler.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+func newClock() *clock                   { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
+func lines(b *bytes.Buffer) []string     { return strings.Split(strings.TrimSpace(b.String()), "\n") }
+func text(w *bytes.Buffer) slog.Handler {
+	return slog.NewTextHandler(w, &slog.HandlerOptions{ReplaceAttr: dropTime})
+}
+func dropTime(_ []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.TimeKey {
+		return slog.Attr{}
+	}
+	return a
+}
+
+func newLogger(t *testing.T, w *bytes.Buffer, c *clock) (*slog.Logger, *Handler) {
+	t.Helper()
+	h, err := New(text(w), Config{Window: time.Minute, MaxKinds: 8}, WithClock(c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slog.New(h), h
+}
+
+// A loop logging one error 10,000 times within a window writes it once;
+// the next one after the window carries the count.
+func TestRepeatsWithinWindowWrittenOnce(t *testing.T) {
+	var buf bytes.Buffer
+	c := newClock()
+	log, _ := newLogger(t, &buf, c)
+	for i := 0; i < 10000; i++ {
+		log.Error("pebble: background error: write 00000" + string(rune('0'+i%10)) + ".sst: no space left on device")
+		c.advance(time.Millisecond)
+	}
+	if got := lines(&buf); len(got) != 1 {
+		t.Fatalf("within the window: %d lines, want 1:\n%s", len(got), buf.String())
+	}
+	c.advance(time.Minute)
+	log.Error("pebble: background error: write 000011.sst: no space left on device")
+	got := lines(&buf)
+	if len(got) != 2 || !strings.Contains(got[1], "repeated=9999") || !strings.Contains(got[1], "000011.sst") {
+		t.Fatalf("after the window: want the record with repeated=9999, got:\n%s", buf.String())
+	}
+}
+
+func TestDistinctRecordsPass(t *testing.T) {
+	cases := []struct {
+		name string
+		log  func(*slog.Logger)
+	}{
+		{"level", func(l *slog.Logger) { l.Warn("x", "err", "e") }},
+		{"message", func(l *slog.Logger) { l.Error("y", "err", "e") }},
+		{"attr value", func(l *slog.Logger) { l.Error("x", "err", "f") }},
+		{"attr key", func(l *slog.Logger) { l.Error("x", "cause", "e") }},
+		{"logger attrs", func(l *slog.Logger) { l.With("component", "rlmm").Error("x", "err", "e") }},
+		{"group", func(l *slog.Logger) { l.WithGroup("g").Error("x", "err", "e") }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			log, _ := newLogger(t, &buf, newClock())
+			log.Error("x", "err", "e")
+			tc.log(log)
+			if got := lines(&buf); len(got) != 2 {
+				t.Fatalf("%d lines, want 2:\n%s", len(got), buf.String())
+			}
+		})
+	}
+}
+
+// A burst that stops is reported by the next record of another kind once
+// its window has ended, and by Flush.
+func TestSuppressedBurstReported(t *testing.T) {
+	var buf bytes.Buffer
+	c := newClock()
+	log, h := newLogger(t, &buf, c)
+	for i := 0; i < 5; i++ {
+		log.Warn("bucket not usable", "err", "dial tcp: connection refused")
+	}
+	c.advance(30 * time.Second)
+	log.Info("something else")
+	if got := lines(&buf); len(got) != 2 {
+		t.Fatalf("inside the window: %d lines, want 2:\n%s", len(got), buf.String())
+	}
+	c.advance(31 * time.Second)
+	log.Info("something else, later")
+	got := lines(&buf)
+	if len(got) != 4 || !strings.Contains(got[2], "bucket not usable") || !strings.Contains(got[2], "repeated=4") {
+		t.Fatalf("want the burst's summary before the new record:\n%s", buf.String())
+	}
+
+	buf.Reset()
+	log.Warn("again")
+	log.Warn("again")
+	log.Warn("again")
+	if err := h.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := lines(&buf); len(got) != 2 || !strings.Contains(got[1], "repeated=2") {
+		t.Fatalf("Flush: want the summary with repeated=2:\n%s", buf.String())
+	}
+}
+
+// Levels below the next handler's are neither written nor remembered.
+func TestEnabledFollowsNext(t *testing.T) {
+	var buf bytes.Buffer
+	h, err := New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}), DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(h)
+	log.Info("hidden")
+	log.Warn("shown")
+	if h.Enabled(context.Background(), slog.LevelInfo) || !strings.Contains(buf.String(), "shown") || strings.Contains(buf.String(), "hidden") {
+		t.Fatalf("got %q", buf.String())
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	err := Config{}.Validate()
+	if err == nil || !strings.Contains(err.Error(), "window") || !strings.Contains(err.Error(), "max kinds") {
+		t.Fatalf("Validate() = %v, want both problems", err)
+	}
+}
