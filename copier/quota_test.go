@@ -30,7 +30,13 @@ func TestCopyQuota(t *testing.T) {
 	rate := float64(total) / time.Since(start).Seconds()
 	ratio := rate / limit
 	t.Logf("copied %d bytes at %.0f bytes/s: %.3f of the limit; waited %s in all", total, rate, ratio, r.c.copyQuota.Waited())
-	if ratio < 0.8 || ratio > 1.2 {
-		t.Fatalf("copy rate %.0f bytes/s is %.2fx the quota %d; want 0.8-1.2x", rate, ratio, limit)
+	// The quota's promise is the upper bound (the burst lets it run a
+	// little over); a loaded machine may copy slower than the limit, so
+	// the lower side only checks that the limiter made the copies wait.
+	if ratio > 1.2 {
+		t.Fatalf("copy rate %.0f bytes/s is %.2fx the quota %d; want at most 1.2x", rate, ratio, limit)
+	}
+	if w, want := r.c.copyQuota.Waited(), time.Duration(float64(total)/limit*float64(time.Second))/4; w < want {
+		t.Fatalf("the copies waited %s for the quota, want at least %s (a quarter of the time the bytes take at the limit)", w, want)
 	}
 }

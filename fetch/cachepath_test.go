@@ -290,7 +290,7 @@ func TestMaxWaitPartialAnswer(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	referenceLog(t, e)
 	cfg := DefaultConfig()
-	cfg.MaxWaitMs = 200
+	cfg.MaxWaitMs = 1000 // the first 20000 bytes must arrive within it, on a loaded machine too
 	for _, tc := range []struct {
 		stallAt int64
 		want    int // batches; 0: UNAVAILABLE
@@ -304,8 +304,8 @@ func TestMaxWaitPartialAnswer(t *testing.T) {
 		resp, err := srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 1 << 20})
 		took := time.Since(start)
 		srv.Close()
-		if took > 2*time.Second {
-			t.Errorf("stall at %d: answered after %s, want about 200ms", tc.stallAt, took)
+		if took > 10*time.Second {
+			t.Errorf("stall at %d: answered after %s, want about 1s", tc.stallAt, took)
 		}
 		if tc.want == 0 {
 			if status.Code(err) != codes.Unavailable {

@@ -37,8 +37,11 @@ func within(t *testing.T, what string, got float64, limit int64) {
 	t.Helper()
 	ratio := got / float64(limit)
 	t.Logf("%s: %.0f bytes/s against a limit of %d: ratio %.3f", what, got, limit, ratio)
-	if ratio < 0.8 || ratio > 1.2 {
-		t.Errorf("%s: achieved %.0f bytes/s, %.2fx the limit %d; want 0.8-1.2x", what, got, ratio, limit)
+	// The limit's promise is the upper bound; a loaded machine may run
+	// well under it (sleeps overshoot), so the lower side is loose: at
+	// least half the limit, which a limiter that over-throttles misses.
+	if ratio < 0.5 || ratio > 1.2 {
+		t.Errorf("%s: achieved %.0f bytes/s, %.2fx the limit %d; want 0.5-1.2x", what, got, ratio, limit)
 	}
 }
 
