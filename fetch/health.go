@@ -36,6 +36,16 @@ func WithReadiness(ready func() (ok bool, why string)) Option {
 // GetConfigForClient, so a certificate can be replaced while serving.
 func WithTLS(c *tls.Config) Option { return func(s *Server) { s.tls = c } }
 
+// Configure applies options after NewServer and before Run or Serve:
+// tierd run gives the health service its readiness, and the server its
+// TLS, once the rest of the daemon is wired. Options that act inside
+// NewServer (WithRegisterer) have no effect here.
+func (s *Server) Configure(opts ...Option) {
+	for _, o := range opts {
+		o(s)
+	}
+}
+
 // healthServer is grpc's health server with its status refreshed from a
 // readiness function before every Check and List, and every
 // healthPollInterval for Watch streams.

@@ -32,6 +32,9 @@ type config struct {
 	Metadata rlmm.Config   `yaml:"metadata"`
 	Fetch    fetch.Config  `yaml:"fetch"`
 	HTTP     httpConfig    `yaml:"http"`
+	// TLS is TLS for tierd's own endpoints (gRPC, HTTP, Kafka listener)
+	// and its tools' gRPC client; see tlsConfig. Default: all plaintext.
+	TLS tlsConfig `yaml:"tls"`
 	// Kafka holds, side by side in one section, the cluster tierd asks
 	// for the facts a broker's disk cannot give (see package cluster and
 	// copier.WithCluster: partition leadership, topic ids, topic configs;
@@ -161,6 +164,7 @@ func (c config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.TLS.validate())
 	return errors.Join(errs...)
 }
 

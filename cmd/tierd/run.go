@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -118,7 +119,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 // node id tierd's broker_id (0 when unset) and its cluster id the Kafka
 // cluster's recorded one, else one naming this tierd. advertised, when
 // set, replaces the configured advertised address.
-func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string) (*listener.Server, error) {
+func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
 	lc := cfg.Kafka.Listener
 	if advertised != "" {
 		lc.Advertised = advertised
@@ -131,8 +132,8 @@ func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string) 
 	if clusterID == "" {
 		clusterID = "tierd-" + d.instanceID
 	}
-	return listener.New(lc, d.view, listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
-		listener.WithNodeID(node), listener.WithClusterID(clusterID))
+	return listener.New(lc, d.view, append([]listener.Option{listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
+		listener.WithNodeID(node), listener.WithClusterID(clusterID)}, extra...)...)
 }
 
 func (d *daemon) Close() error {
@@ -245,6 +246,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		return err
 	}
 	defer lock.Close()
+	tlsH, err := tlsHolder(cfg.TLS, log) // nil when every endpoint is plaintext
+	if err != nil {
+		return err
+	}
 	d, err := newDaemon(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -261,6 +266,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	if err := probeBucket(ctx, d, log, &ready, 0); err != nil {
 		return err
 	}
+	d.fetch.Configure(fetch.WithReadiness(readiness(&ready, d.copier)), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)))
 	var g oklog.Group
 	g.Add(func() error {
 		if !ready.Load() { // the first probe failed: wait for the bucket
@@ -272,15 +278,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
 	if cfg.Kafka.Listener.Listen != "" {
-		kl, err := d.kafkaListener(cfg, log, "")
+		kl, err := d.kafkaListener(cfg, log, "", listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
 		if err != nil {
 			return err
 		}
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier)) }, func(error) { cancel() })
+		g.Add(func() error {
+			return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier), serverTLS(tlsH, cfg.TLS.HTTP), log)
+		}, func(error) { cancel() })
 	}
+	g.Add(func() error { return reloadTLSOnHangup(ctx, tlsH, log) }, func(error) { cancel() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
 }
@@ -297,7 +306,10 @@ func readiness(bucketUp *atomic.Bool, c *copier.Copier) func() (bool, string) {
 	}
 }
 
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string)) error {
+// serveHTTP serves /metrics, /-/healthy and /-/ready on addr until ctx
+// ends, over TLS when tc is not nil. The server's own errors (refused TLS
+// handshakes among them) go to log at debug level.
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), tc *tls.Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
@@ -312,7 +324,11 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 	if err != nil {
 		return fmt.Errorf("http: listen: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if tc != nil {
+		lis = tls.NewListener(lis, tc)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug)}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
