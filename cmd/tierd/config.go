@@ -205,6 +205,10 @@ func configCommandArgs(name, usage string, args []string, stderr io.Writer, setu
 	if setup != nil {
 		setup(fs)
 	}
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		fs.PrintDefaults()
+	}
 	// Flags may come before and after positional arguments
 	// ("topics delete orders --config tierd.yaml").
 	var positional []string
