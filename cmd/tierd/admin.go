@@ -60,7 +60,7 @@ func dialRunning(ctx context.Context, cfg config) (*fetch.Client, error) {
 	cancel()
 	if !up {
 		c.Close()
-		return nil, nil
+		return nil, tlsRefusal(cfg) // nil: nothing answers
 	}
 	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -165,6 +166,36 @@ func reloadTLSOnHangup(ctx context.Context, h *tlsreload.Holder, log *slog.Logge
 			reloadTLS(h, log)
 		}
 	}
+}
+
+// tlsRefusal explains why a tool's TLS connection to the gRPC API failed:
+// it returns nil when tls.grpc is off or nothing listens at
+// cfg.Fetch.Listen (no tierd runs), and otherwise the error of one TLS
+// handshake with the tools' settings, naming them.
+func tlsRefusal(cfg config) error {
+	if mode(cfg.TLS.GRPC) == tlsOff {
+		return nil
+	}
+	t := cfg.TLS
+	tc, err := tlsreload.ClientConfig(tlsreload.ClientFiles{CAFile: t.CAFile, CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, ServerName: t.ServerName})
+	if err != nil {
+		return fmt.Errorf("tls: the tools' client settings: %w", err)
+	}
+	if tc.ServerName == "" {
+		tc.ServerName, _, _ = net.SplitHostPort(cfg.Fetch.Listen)
+	}
+	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second}, Config: tc}
+	conn, err := d.Dial("tcp", cfg.Fetch.Listen)
+	var opErr *net.OpError
+	if errors.As(err, &opErr) && opErr.Op == "dial" {
+		return nil // nothing listens: tierd is not running
+	}
+	if err != nil {
+		return fmt.Errorf("a server answers at %s (fetch.listen) but the TLS handshake failed; check tls.ca_file, tls.client_cert_file, tls.client_key_file and tls.server_name: %w",
+			cfg.Fetch.Listen, err)
+	}
+	conn.Close()
+	return nil
 }
 
 // dialTierd connects a tool to the gRPC API at cfg.Fetch.Listen, over TLS

@@ -75,6 +75,15 @@ func tlsPeer(t *testing.T, addr string, c *tls.Config) (string, error) {
 	}
 }
 
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
@@ -107,6 +116,14 @@ func TestRunTLS(t *testing.T) {
 	code, out, errOut := runCmd("segments", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "remote metadata from the running tierd at "+grpcAddr) {
 		t.Errorf("tierd segments over mTLS: exit %d\n%s%s", code, out, errOut)
+	}
+	// A tool that does not trust the server's CA says why it cannot
+	// connect, instead of taking tierd for stopped.
+	untrusting := strings.Replace(readFile(t, cfgPath), "  ca_file: "+ca.CAFile+"\n", "", 1)
+	os.WriteFile(cfgPath+".untrusting.yaml", []byte(untrusting), 0o644)
+	code, out, errOut = runCmd("segments", "--config", cfgPath+".untrusting.yaml")
+	if code != 1 || !strings.Contains(errOut, "but the TLS handshake failed") || !strings.Contains(errOut, "tls.ca_file") {
+		t.Errorf("tierd segments not trusting the CA: exit %d\n%s%s", code, out, errOut)
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
 	resp, err := hc.Get("https://" + httpAddr + "/-/ready")
