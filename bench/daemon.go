@@ -57,8 +57,8 @@ func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
 	lis.Close()
 	yaml := fmt.Sprintf(`copier:
   log_dirs: [%q]
-  interval: 1h
-  copy_concurrency: 1
+  remote.log.manager.task.interval.ms: 3600000
+  remote.log.manager.copier.thread.pool.size: 1
   ownership_lease: 0s
 bucket:
   type: s3

@@ -10,13 +10,16 @@ import (
 )
 
 // TopicConfigKeys are the topic configs Describe asks the cluster for, with
-// Kafka's names (Kafka's TopicConfig and KIP-405's RemoteLogManagerConfig).
+// Kafka's names (Kafka's TopicConfig, KIP-405's RemoteLogManagerConfig and KIP-950's
+// disable settings).
 var TopicConfigKeys = []string{
 	"retention.ms",
 	"retention.bytes",
 	"local.retention.ms",
 	"local.retention.bytes",
 	"remote.storage.enable",
+	"remote.log.copy.disable",
+	"remote.log.delete.on.disable",
 	"cleanup.policy",
 }
 

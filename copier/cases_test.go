@@ -19,7 +19,7 @@ import (
 // remotely by retention.
 func TestCaseIdlePartitionRolledByTime(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.RetentionMs = ptr(2 * 3600 * 1000)
 	cfg.Retention.LocalRetentionMs = ptr(3600 * 1000)
 	r := newRig(t, cfg, nil)
@@ -68,7 +68,7 @@ func hundred(t *testing.T, r *rig, base int64) {
 // really is over retention.bytes.
 func TestCaseStuckCopyNotCounted(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.RetentionBytes = ptr(400)
 	cfg.Retention.LocalRetentionBytes = ptr(0)
 	r := newRig(t, cfg, nil)
@@ -159,7 +159,7 @@ func TestCaseNoSnapshotNoTxnIndex(t *testing.T) {
 // the remote copy past retention.ms (the copy time is used).
 func TestCaseFutureTimestamp(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.RetentionMs = ptr(2 * 3600 * 1000)
 	cfg.Retention.LocalRetentionMs = ptr(3600 * 1000)
 	r := newRig(t, cfg, nil)
@@ -187,7 +187,7 @@ func TestCaseFutureTimestamp(t *testing.T) {
 // above retention.ms is clamped to it.
 func TestCaseLocalBytesAndClamp(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.BrokerOwned = false
 	cfg.Retention.RetentionBytes = ptr(1000)
 	cfg.Retention.RetentionMs = ptr(-1)
@@ -213,7 +213,7 @@ func TestCaseLocalBytesAndClamp(t *testing.T) {
 	}
 	// Clamp: local.retention.ms 10h with retention.ms 2h acts as 2h.
 	cfg2 := DefaultConfig()
-	cfg2.FileDeleteDelay = 0
+	cfg2.FileDeleteDelayMs = 0
 	cfg2.Retention.RetentionMs = ptr(2 * 3600 * 1000)
 	cfg2.Retention.LocalRetentionMs = ptr(10 * 3600 * 1000)
 	r2 := newRig(t, cfg2, nil)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/tierd/tierd/cluster"
@@ -175,6 +174,7 @@ func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 	}
 	t, ok := v.Topics[p.tp.Topic]
 	if !ok {
+		c.wait(p.tp, remotelog.WaitNotLeader, "the topic is not in the kafka cluster's metadata: not tiering it")
 		if c.once("notincluster " + p.tp.String()) {
 			c.log.Info("topic is not in the cluster's metadata: not tiering it; its copies are deleted only once the cluster confirms its topic id gone",
 				"partition", p.tp)
@@ -186,6 +186,12 @@ func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
 		c.stateMu.Lock()
 		delete(c.led, p.tp)
 		c.stateMu.Unlock()
+		if ok {
+			c.wait(p.tp, remotelog.WaitNotLeader, fmt.Sprintf("the kafka cluster names broker %d the partition's leader (this tierd is broker_id %d): its tierd tiers it",
+				part.Leader, c.cfg.BrokerID))
+		} else {
+			c.wait(p.tp, remotelog.WaitNotLeader, "the kafka cluster's metadata has no such partition of the topic: not tiering it")
+		}
 		if c.once(fmt.Sprintf("follower %s %d", p.tp, part.Leader)) {
 			c.log.Info("partition is led by another broker: its tierd tiers it", "partition", p.tp, "leader", part.Leader, "broker_id", c.cfg.BrokerID)
 		}
@@ -291,62 +297,6 @@ func (c *Copier) idStatuses(ctx context.Context, ids []string) (map[string]clust
 	return res, nil
 }
 
-// Topic configs that override tierd.yaml when the cluster has them set
-// (from any source but Kafka's built-in default).
-const (
-	cfgRetentionMs           = "retention.ms"
-	cfgRetentionBytes        = "retention.bytes"
-	cfgLocalRetentionMs      = "local.retention.ms"
-	cfgLocalRetentionBytes   = "local.retention.bytes"
-	cfgRemoteStorageEnable   = "remote.storage.enable"
-	configSourceDefaultKafka = "DEFAULT_CONFIG"
-)
-
-// topicLimits returns a topic's retention: tierd.yaml's, with the
-// cluster's topic configs over it (when ClusterTopicConfigs is on and the
-// cluster's value is set, not Kafka's built-in default), and whether the
-// cluster turned tiering off for the topic (remote.storage.enable=false
-// set explicitly). Each override is logged once. When this pass could not
-// read the topic's configs, the last ones read stand in; with none read
-// yet, known is false and the caller applies no retention this pass
-// (tierd.yaml's values might be far shorter than the cluster's).
-func (c *Copier) topicLimits(topic string) (l Limits, warns []string, disabled, known bool) {
-	r := c.cfg.retention(topic)
-	known = true
-	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
-		var configs map[string]cluster.ConfigValue
-		if t, ok := v.Topics[topic]; ok {
-			configs = c.topicConfigs(topic, t)
-			known = configs != nil
-		}
-		for _, f := range []struct {
-			name string
-			dst  **int64
-		}{{cfgRetentionMs, &r.RetentionMs}, {cfgRetentionBytes, &r.RetentionBytes},
-			{cfgLocalRetentionMs, &r.LocalRetentionMs}, {cfgLocalRetentionBytes, &r.LocalRetentionBytes}} {
-			cv, ok := configs[f.name]
-			if !ok || cv.IsDefault || cv.Source == configSourceDefaultKafka {
-				continue
-			}
-			n, err := strconv.ParseInt(cv.Value, 10, 64)
-			if err != nil {
-				continue
-			}
-			if *f.dst == nil || **f.dst != n {
-				if c.once(fmt.Sprintf("override %s %s %d", topic, f.name, n)) {
-					c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", f.name, "value", n, "source", cv.Source)
-				}
-			}
-			*f.dst = &n
-		}
-		if cv, ok := configs[cfgRemoteStorageEnable]; ok && !cv.IsDefault && cv.Source != configSourceDefaultKafka && cv.Value == "false" {
-			disabled = true
-		}
-	}
-	l, warns = r.resolve()
-	return l, warns, disabled, known
-}
-
 // topicConfigs returns the configs of a topic as this pass read them, or
 // the last ones read when this pass could not (nil when none ever was).
 func (c *Copier) topicConfigs(topic string, t cluster.Topic) map[string]cluster.ConfigValue {
@@ -368,6 +318,7 @@ func (c *Copier) owns(ctx context.Context, p *partition) (bool, error) {
 	}
 	own, err := c.leads(ctx, p)
 	if errors.Is(err, ErrClusterUnreachable) {
+		c.wait(p.tp, remotelog.WaitClusterUnreachable, "no fresh leadership from the kafka cluster: "+err.Error())
 		if c.once("unowned " + err.Error()) {
 			c.log.Warn("not tiering: no fresh leadership from the kafka cluster", "err", err)
 		}
@@ -385,6 +336,7 @@ func (c *Copier) renew(ctx context.Context, p *partition) (bool, error) {
 	epoch := p.leaderEpoch
 	own, err := c.owns(ctx, p)
 	if own && p.leaderEpoch != epoch {
+		c.wait(p.tp, remotelog.WaitNextPass, fmt.Sprintf("the partition's leader epoch moved from %d to %d during the pass: it starts over on the next one", epoch, p.leaderEpoch))
 		return false, nil // a new epoch: start the partition over next pass
 	}
 	return own, err

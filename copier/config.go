@@ -3,103 +3,18 @@ package copier
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
-
-// Retention holds a topic's retention settings with Kafka's names; nil
-// means "not set here" (inherit). Times are ms, sizes bytes.
-//
-//   - retention.ms: remote and local data older than this goes. Default
-//     604800000 (7 days); -1 unlimited.
-//   - retention.bytes: the whole log (local + remote, each offset counted
-//     once) is kept within this size. Default -1 (unlimited).
-//   - local.retention.ms / local.retention.bytes: the same for the local
-//     copy of tiered segments. Default -2: "same as the total setting";
-//     -1 unlimited. A local value larger than the total one is clamped to
-//     the total (with a warning), as Kafka does.
-type Retention struct {
-	RetentionMs         *int64 `yaml:"retention.ms"`
-	RetentionBytes      *int64 `yaml:"retention.bytes"`
-	LocalRetentionMs    *int64 `yaml:"local.retention.ms"`
-	LocalRetentionBytes *int64 `yaml:"local.retention.bytes"`
-}
-
-// Limits are resolved retention settings of one topic: -1 is unlimited.
-type Limits struct {
-	RetentionMs, RetentionBytes           int64
-	LocalRetentionMs, LocalRetentionBytes int64
-}
-
-// DefaultRetention returns Kafka's defaults.
-func DefaultRetention() Retention {
-	ms, bytes, local := int64(7*24*3600*1000), int64(-1), int64(-2)
-	return Retention{RetentionMs: &ms, RetentionBytes: &bytes, LocalRetentionMs: &local, LocalRetentionBytes: &local}
-}
-
-// over returns r with the fields set in o replacing its own.
-func (r Retention) over(o Retention) Retention {
-	for _, f := range []struct{ dst, src **int64 }{
-		{&r.RetentionMs, &o.RetentionMs}, {&r.RetentionBytes, &o.RetentionBytes},
-		{&r.LocalRetentionMs, &o.LocalRetentionMs}, {&r.LocalRetentionBytes, &o.LocalRetentionBytes},
-	} {
-		if *f.src != nil {
-			*f.dst = *f.src
-		}
-	}
-	return r
-}
-
-func val(p *int64, def int64) int64 {
-	if p == nil {
-		return def
-	}
-	return *p
-}
-
-// resolve applies -2 and the local <= total clamp. warnings say what was
-// clamped.
-func (r Retention) resolve() (l Limits, warnings []string) {
-	d := DefaultRetention()
-	l = Limits{
-		RetentionMs: val(r.RetentionMs, *d.RetentionMs), RetentionBytes: val(r.RetentionBytes, *d.RetentionBytes),
-		LocalRetentionMs: val(r.LocalRetentionMs, -2), LocalRetentionBytes: val(r.LocalRetentionBytes, -2),
-	}
-	clamp := func(name string, local *int64, total int64) {
-		switch {
-		case *local == -2:
-			*local = total
-		case total >= 0 && (*local == -1 || *local > total):
-			warnings = append(warnings, fmt.Sprintf("%s %d is larger than the total %d; using %d", name, *local, total, total))
-			*local = total
-		}
-	}
-	clamp("local.retention.ms", &l.LocalRetentionMs, l.RetentionMs)
-	clamp("local.retention.bytes", &l.LocalRetentionBytes, l.RetentionBytes)
-	return l, warnings
-}
-
-func (r Retention) validate(where string) []error {
-	var errs []error
-	for name, p := range map[string]*int64{"retention.ms": r.RetentionMs, "retention.bytes": r.RetentionBytes} {
-		if p != nil && *p < -1 {
-			errs = append(errs, fmt.Errorf("%s%s %d: must be -1 or more", where, name, *p))
-		}
-	}
-	for name, p := range map[string]*int64{"local.retention.ms": r.LocalRetentionMs, "local.retention.bytes": r.LocalRetentionBytes} {
-		if p != nil && *p < -2 {
-			errs = append(errs, fmt.Errorf("%s%s %d: must be -2 or more", where, name, *p))
-		}
-	}
-	return errs
-}
 
 // Config configures the copier. Defaults are in DefaultConfig.
 type Config struct {
 	// LogDirs are Kafka log directories holding "<topic>-<partition>"
 	// partition directories. Required.
 	LogDirs []string `yaml:"log_dirs"`
-	// Interval is the time between sync passes. Default 10s.
-	Interval time.Duration `yaml:"interval"`
+	// TaskIntervalMs is the time between sync passes, ms (Kafka's
+	// remote.log.manager.task.interval.ms). Default 30000.
+	TaskIntervalMs int64 `yaml:"remote.log.manager.task.interval.ms"`
 	// CopyTimeout bounds one segment copy. Default 5m.
 	CopyTimeout time.Duration `yaml:"copy_timeout"`
 	// BrokerOwned turns local deletion off, for log dirs a running broker
@@ -107,10 +22,10 @@ type Config struct {
 	// and reports segments that vanished before their copy as gaps.
 	// Default false.
 	BrokerOwned bool `yaml:"broker_owned"`
-	// FileDeleteDelay is how long a local segment renamed to .deleted is
-	// kept before it is removed, so open readers finish (Kafka's
-	// file.delete.delay.ms). Default 60s.
-	FileDeleteDelay time.Duration `yaml:"file_delete_delay"`
+	// FileDeleteDelayMs is how long a local segment renamed to .deleted
+	// is kept before it is removed, ms, so open readers finish (Kafka's
+	// file.delete.delay.ms). Default 60000.
+	FileDeleteDelayMs int64 `yaml:"file.delete.delay.ms"`
 	// BrokerID is the broker's id (Kafka's broker.id or node.id), recorded
 	// in the ownership lease and in every metadata row; each tierd sharing
 	// a bucket prefix needs its own. Default -1: unset, which is an error
@@ -133,9 +48,17 @@ type Config struct {
 	// DeletedRowRetention is how long rows of deleted copies
 	// (DELETE_SEGMENT_FINISHED) are kept for inspection. Default 1h.
 	DeletedRowRetention time.Duration `yaml:"deleted_row_retention"`
-	// Concurrency is how many partitions sync at once, so one slow or
-	// stuck partition does not hold up the others. Default 4.
-	Concurrency int `yaml:"copy_concurrency"`
+	// CopierThreadPoolSize is how many partitions sync at once, so one
+	// slow or stuck partition does not hold up the others (Kafka's
+	// remote.log.manager.copier.thread.pool.size). Each copy in flight
+	// holds the bucket's upload buffers (part_size x part_concurrency).
+	// Default 10.
+	CopierThreadPoolSize int `yaml:"remote.log.manager.copier.thread.pool.size"`
+	// CopyMaxBytesPerSecond caps the bytes all copies together upload per
+	// second (KIP-956's remote.log.manager.copy.max.bytes.per.second),
+	// with bursts of a tenth of a second's worth (package quota). Default
+	// 9223372036854775807 (Long.MAX_VALUE): no limit.
+	CopyMaxBytesPerSecond int64 `yaml:"remote.log.manager.copy.max.bytes.per.second"`
 	// IndexIntervalBytes is Kafka's index.interval.bytes, used when a
 	// segment's indexes must be rebuilt from its log. Default 4096.
 	IndexIntervalBytes int64 `yaml:"index.interval.bytes"`
@@ -163,15 +86,30 @@ type Config struct {
 	// the partitions this tierd tiers; copies a read found missing are
 	// checked on top. Default 4; 0 checks only those.
 	CopyChecksPerPass int `yaml:"copy_checks_per_pass"`
-	// Retention applies to every topic; Topics overrides it per topic.
-	Retention Retention            `yaml:"retention"`
-	Topics    map[string]Retention `yaml:"topics"`
+	// Retention is every topic's retention, with Kafka's broker-level
+	// names (log.retention.ms, log.retention.bytes,
+	// log.local.retention.ms, log.local.retention.bytes; see
+	// LogRetention); Topics overrides it per topic.
+	Retention LogRetention `yaml:",inline"`
+	// RemoteStorageEnable is the default of every topic's
+	// remote.storage.enable: true tiers every topic but those that turn
+	// it off (opt-out), false only those that turn it on (opt-in), in
+	// Topics or, with a cluster, in their topic configs. Kafka's internal
+	// topics are never tiered. Default true.
+	RemoteStorageEnable bool `yaml:"remote.storage.enable"`
+	// Topics holds per-topic settings with Kafka's topic-level names:
+	// retention and tiering (see TopicConfig).
+	Topics map[string]TopicConfig `yaml:"topics"`
+	// Source names where this config came from (the file's path), quoted
+	// in the proof of deletions a config orders. Not read from the file.
+	// Default "" (proofs then say "tierd.yaml").
+	Source string `yaml:"-"`
 }
 
 // DefaultConfig returns the defaults (no log dirs).
 func DefaultConfig() Config {
-	return Config{Interval: 10 * time.Second, CopyTimeout: 5 * time.Minute, FileDeleteDelay: time.Minute, Retention: DefaultRetention(),
-		Concurrency: 4, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
+	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
+		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
 		CopyChecksPerPass: 4}
 }
@@ -182,8 +120,8 @@ func (c Config) Validate() error {
 	if len(c.LogDirs) == 0 {
 		errs = append(errs, errors.New("copier: log_dirs is required"))
 	}
-	if c.Interval <= 0 {
-		errs = append(errs, fmt.Errorf("copier: interval %s must be positive", c.Interval))
+	if c.TaskIntervalMs < 1 {
+		errs = append(errs, fmt.Errorf("copier: remote.log.manager.task.interval.ms %d must be at least 1", c.TaskIntervalMs))
 	}
 	if c.CopyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("copier: copy_timeout %s must be positive", c.CopyTimeout))
@@ -201,8 +139,11 @@ func (c Config) Validate() error {
 	if c.OwnershipLease < 0 || c.DeletedRowRetention < 0 {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s and deleted_row_retention %s must not be negative", c.OwnershipLease, c.DeletedRowRetention))
 	}
-	if c.Concurrency < 1 {
-		errs = append(errs, fmt.Errorf("copier: copy_concurrency %d must be at least 1", c.Concurrency))
+	if c.CopierThreadPoolSize < 1 {
+		errs = append(errs, fmt.Errorf("copier: remote.log.manager.copier.thread.pool.size %d must be at least 1", c.CopierThreadPoolSize))
+	}
+	if c.CopyMaxBytesPerSecond < 1 {
+		errs = append(errs, fmt.Errorf("copier: remote.log.manager.copy.max.bytes.per.second %d must be at least 1 (9223372036854775807: no limit)", c.CopyMaxBytesPerSecond))
 	}
 	if c.IndexIntervalBytes < 0 {
 		errs = append(errs, fmt.Errorf("copier: index.interval.bytes %d must not be negative", c.IndexIntervalBytes))
@@ -216,14 +157,22 @@ func (c Config) Validate() error {
 	if c.RemoteLogDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))
 	}
-	if c.FileDeleteDelay < 0 {
-		errs = append(errs, fmt.Errorf("copier: file_delete_delay %s must not be negative", c.FileDeleteDelay))
+	if c.FileDeleteDelayMs < 0 {
+		errs = append(errs, fmt.Errorf("copier: file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs))
 	}
-	errs = append(errs, c.Retention.validate("copier: retention: ")...)
-	for topic, r := range c.Topics {
-		errs = append(errs, r.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
+	errs = append(errs, Retention(c.Retention).validate("copier: ", "log.")...)
+	for topic, tc := range c.Topics {
+		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}
 	return errors.Join(errs...)
+}
+
+// Interval is TaskIntervalMs as a duration.
+func (c Config) Interval() time.Duration { return time.Duration(c.TaskIntervalMs) * time.Millisecond }
+
+// FileDeleteDelay is FileDeleteDelayMs as a duration.
+func (c Config) FileDeleteDelay() time.Duration {
+	return time.Duration(c.FileDeleteDelayMs) * time.Millisecond
 }
 
 // RemoteLogDeleteDelay is RemoteLogDeleteDelayMs as a duration.
@@ -239,9 +188,16 @@ func (c Config) LimitsFor(topic string) (Limits, []string) {
 // retention is a topic's settings from this config: Kafka's defaults,
 // then Retention, then the topic's entry in Topics.
 func (c Config) retention(topic string) Retention {
-	r := DefaultRetention().over(c.Retention)
-	if o, ok := c.Topics[topic]; ok {
-		r = r.over(o)
-	}
+	r, _, _ := c.resolveTopic(topic, nil)
 	return r
+}
+
+// TieringFor resolves the tiering policy of one topic from this config
+// alone.
+func (c Config) TieringFor(topic string) Tiering { return c.tiering(topic) }
+
+// validate checks a topic's entry (its retention values; the three
+// booleans take any value, as Kafka's do).
+func (tc TopicConfig) validate(where string) []error {
+	return tc.Retention.validate(where, "")
 }

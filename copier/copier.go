@@ -17,6 +17,8 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
@@ -80,7 +82,8 @@ func WithClock(now func() time.Time) Option { return func(c *Copier) { c.now = n
 // reads local files and remote metadata afresh, so a crash between any two
 // steps is repaired by the next pass.
 type Copier struct {
-	cfg   Config
+	cfg   Config // dynamic fields change between passes (applyPending)
+	base  Config // as given to New; never written
 	store MetadataStore
 	rs    RemoteStorage
 	log   *slog.Logger
@@ -94,8 +97,7 @@ type Copier struct {
 	times       map[string]int64 // max timestamp by segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
 	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
-	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason
-	lastHeld    map[remotelog.TopicPartition]string               // the last pass's
+	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
 	cl          Cluster                                           // nil: no Kafka cluster configured
 	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at
 	owned       []remotelog.TopicPartition                        // partitions this pass worked on
@@ -104,6 +106,13 @@ type Copier struct {
 	checkCursor int                                               // next partition to check a copy of
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	pending     *Config                                   // from Reconfigure, for the next pass
+	copyQuota   *quota.Limiter
+
+	st            *statusState    // per-partition status (status.go)
+	labels        *partlabels.Set // per-partition metric labels, bounded
+	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration   // how often a long copy logs its progress
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -115,11 +124,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := &Copier{cfg: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
-		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
+	c := newCopier(cfg, store, rs)
 	for _, o := range opts {
 		o(c)
 	}
@@ -127,14 +132,25 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	c.initStatus()
+	c.initDynamic()
 	return c, nil
+}
+
+// newCopier returns a copier with its defaults and no metrics.
+func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
+	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
+		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
+		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
 // and counted, and the next pass retries. When ctx is done it releases the
 // ownership leases it holds (best effort) and returns.
 func (c *Copier) Run(ctx context.Context) error {
-	t := time.NewTicker(c.cfg.Interval)
+	t := time.NewTicker(c.cfg.Interval())
 	defer t.Stop()
 	last := ""
 	for {
@@ -167,20 +183,22 @@ func (c *Copier) Run(ctx context.Context) error {
 func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.beginPass()
+	c.applyPending()
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
 		copied int
 		wg     sync.WaitGroup
-		sem    = make(chan struct{}, c.cfg.Concurrency)
+		sem    = make(chan struct{}, c.cfg.CopierThreadPoolSize)
 	)
 	for _, p := range parts {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, err := c.syncPartition(ctx, p)
+			n, err := c.syncReported(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			copied += n
@@ -206,6 +224,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		errs = append(errs, err)
 	}
 	c.publishHeld()
+	c.endPass(parts, len(errs) > 0)
 	c.m.passes.Inc()
 	if len(errs) > 0 {
 		c.m.passErrors.Inc()
@@ -224,6 +243,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 	var errs []error
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
+	internal := map[string]bool{}
 	for _, dir := range c.cfg.LogDirs {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -240,6 +260,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 			errs = append(errs, err)
 			continue
 		}
+		found := 0
 		for _, e := range ents {
 			if !e.IsDir() {
 				continue
@@ -252,13 +273,16 @@ func (c *Copier) scan() ([]*partition, []error) {
 				}
 				continue
 			}
+			found++
 			if !c.tiered(tp) {
+				internal[tp.Topic] = true
 				continue
 			}
 			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1}
 			if hw != nil {
-				p.hw = hw[tp] // a partition missing from the file has nothing committed
+				p.hw, p.inCheckpoint = hw[tp] // a partition missing from the file has nothing committed
 				p.hwKnown = true
+				c.warnNotInCheckpoint(p)
 			}
 			if v, ok := lsos[tp]; ok {
 				p.brokerLSO = v
@@ -269,7 +293,9 @@ func (c *Copier) scan() ([]*partition, []error) {
 			}
 			byTP[tp] = p
 		}
+		c.warnEmptyLogDir(dir, found)
 	}
+	c.noteSkipped(internal)
 	parts := make([]*partition, 0, len(byTP))
 	for tp, p := range byTP {
 		if dirs, ok := dup[tp]; ok {
@@ -327,6 +353,11 @@ type partition struct {
 	// leaderEpoch is the partition's leader epoch when the cluster makes
 	// this broker its leader; -1 without a cluster.
 	leaderEpoch int32
+	// copyDone: the pass reached copyRolled, which returned copyErr.
+	copyDone bool
+	copyErr  error
+	// inCheckpoint: the partition has an entry in the checkpoint.
+	inCheckpoint bool
 }
 
 // localSegment is a live .log of a partition directory.
@@ -382,27 +413,29 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if p.segs, err = listSegments(p.dir); err != nil {
 		return 0, err
 	}
+	st := c.settings(p.tp.Topic)
+	if !st.tiering.Enabled && !st.tiering.deletesRemote() {
+		c.leftAlone(p.tp, st.tiering)
+		return 0, nil
+	}
 	if own, err := c.owns(ctx, p); err != nil || !own {
+		return 0, err
+	}
+	if !st.tiering.Enabled {
+		return 0, c.deleteOnDisable(p, st)
+	}
+	c.forget("disabled " + p.tp.Topic + "\x00")
+	if err := c.reenabled(p, st); err != nil {
 		return 0, err
 	}
 	c.stateMu.Lock()
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
-	var (
-		warns           []string
-		disabled, known bool
-	)
-	p.limits, warns, disabled, known = c.topicLimits(p.tp.Topic)
-	for _, w := range warns {
+	p.limits = st.limits
+	for _, w := range st.warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
-	}
-	if disabled {
-		if c.once("disabled " + p.tp.Topic) {
-			c.log.Info("tiering is off for the topic: the cluster sets remote.storage.enable=false", "topic", p.tp.Topic)
-		}
-		return 0, nil
 	}
 	if err := c.checkIncarnation(ctx, p); err != nil {
 		return 0, err
@@ -421,12 +454,26 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if err := c.cleanupUnfinished(ctx, p.tp); err != nil {
 		return 0, err
 	}
-	copied, copyErr := c.copyRolled(ctx, p)
-	var errs []error
+	var (
+		copied  int
+		copyErr error
+		errs    []error
+	)
+	if st.tiering.CopyDisabled {
+		c.wait(p.tp, remotelog.WaitTieringDisabled, "copying is off: "+st.tiering.String())
+		if c.once("copy-disabled " + p.tp.Topic + "\x00") {
+			c.log.Info("copying is off for the topic (remote.log.copy.disable): its copies stay readable, retention follows retention.ms/bytes",
+				"topic", p.tp.Topic, "policy", st.tiering.String())
+		}
+	} else {
+		c.forget("copy-disabled " + p.tp.Topic + "\x00")
+		copied, copyErr = c.copyRolled(ctx, p)
+		p.copyDone, p.copyErr = true, copyErr
+	}
 	if copyErr != nil {
 		errs = append(errs, copyErr)
 	}
-	if !known {
+	if !st.known {
 		if c.once("noconfigs " + p.tp.Topic) {
 			c.log.Warn("the topic's configs could not be read from the cluster yet: no retention applied until they are", "partition", p.tp)
 		}

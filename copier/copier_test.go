@@ -16,9 +16,9 @@ import (
 func TestLimits(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Retention.RetentionBytes = ptr(1000)
-	cfg.Topics = map[string]Retention{
-		"short":   {RetentionMs: ptr(60_000), LocalRetentionMs: ptr(120_000)},
-		"unbound": {RetentionMs: ptr(-1), RetentionBytes: ptr(-1), LocalRetentionBytes: ptr(500)},
+	cfg.Topics = map[string]TopicConfig{
+		"short":   {Retention: Retention{RetentionMs: ptr(60_000), LocalRetentionMs: ptr(120_000)}},
+		"unbound": {Retention: Retention{RetentionMs: ptr(-1), RetentionBytes: ptr(-1), LocalRetentionBytes: ptr(500)}},
 	}
 	l, w := cfg.LimitsFor("other")
 	if (l != Limits{RetentionMs: 604800000, RetentionBytes: 1000, LocalRetentionMs: 604800000, LocalRetentionBytes: 1000}) || len(w) != 0 {
@@ -33,7 +33,7 @@ func TestLimits(t *testing.T) {
 		t.Errorf("unlimited: %+v", l)
 	}
 	bad := DefaultConfig()
-	bad.Topics = map[string]Retention{"x": {RetentionMs: ptr(-3), LocalRetentionBytes: ptr(-3)}}
+	bad.Topics = map[string]TopicConfig{"x": {Retention: Retention{RetentionMs: ptr(-3), LocalRetentionBytes: ptr(-3)}}}
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "log_dirs") || !strings.Contains(err.Error(), "topics: x: retention.ms -3") {
 		t.Errorf("Validate = %v", err)
 	}
@@ -44,7 +44,7 @@ func TestLimits(t *testing.T) {
 // local retention is breached.
 func TestCopyThenLocalRetention(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.LocalRetentionMs = ptr(60_000)
 	r := newRig(t, cfg, nil)
 	ts := r.now.UnixMilli()
@@ -84,7 +84,7 @@ func TestCopyThenLocalRetention(t *testing.T) {
 // failed attempt's objects and row are cleaned, and the retry uses a new id.
 func TestNeverDeletesUncopied(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.LocalRetentionMs = ptr(0)
 	fb := &faultBucket{Bucket: memory.New(), failOn: ".timeindex", fails: 1}
 	r := newRig(t, cfg, fb)

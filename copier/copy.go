@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -81,7 +82,9 @@ func (c *Copier) deleteRemote(ctx context.Context, r remotelog.SegmentMetadata) 
 		}
 	}
 	crashpoint.Hit("remote.delete-started")
-	if err := c.rs.DeleteSegment(ctx, r); err != nil {
+	err := c.rs.DeleteSegment(ctx, r)
+	c.countDelete(r.TopicPartition, err)
+	if err != nil {
 		return fmt.Errorf("delete segment %s: %w", r.ID, err)
 	}
 	crashpoint.Hit("remote.objects-deleted")
@@ -188,7 +191,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	}
 	c.setMaxTimestamp(s, in.maxTimestamp)
 	if !in.indexesOK {
-		c.log.Warn("segment indexes unusable; uploading indexes rebuilt from the log", "partition", p.tp, "base_offset", s.base)
+		c.log.Warn("segment indexes unusable; uploading indexes rebuilt from the log", "partition", p.tp, "base_offset", s.base,
+			"check_failed", in.indexProblem)
 		c.m.indexesRebuilt.Inc()
 		if err := st.replaceIndexes(s.base, in.rebuilt); err != nil {
 			return err
@@ -199,7 +203,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		return err
 	}
 	files := rsm.SegmentFiles{Log: st.log, OffsetIndex: st.offsetIdx, TimeIndex: st.timeIdx,
-		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end)}
+		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end), Throttle: c.throttle}
 	meta := remotelog.SegmentMetadata{
 		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,
@@ -220,8 +224,20 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		return err
 	}
 	crashpoint.Hit("copy.started")
-	if err := c.upload(ctx, meta, files); err != nil {
+	inflight, done := c.startCopy(p.tp, s, in.size)
+	files.Progress = func(n int64) { inflight.sent.Store(n) }
+	stop := c.logProgress(p.tp, s, inflight)
+	started := time.Now()
+	err = c.upload(ctx, meta, files)
+	stop()
+	done()
+	c.countCopy(p.tp, in.size, time.Since(started), err)
+	if err != nil {
 		c.m.copyFailures.Inc()
+		if ctx.Err() != nil {
+			c.log.Warn("shutting down: copy abandoned; its objects are removed and the segment is copied again after the restart", "partition", p.tp,
+				"base_offset", s.base, "end_offset", s.end, "sent_bytes", inflight.sent.Load(), "bytes", in.size, "segment", meta.ID)
+		}
 		if errors.Is(err, errFencedAfterManifest) {
 			return c.abandon(meta, err)
 		}

@@ -122,7 +122,8 @@ func (c *Copier) checkGoneTopics(ctx context.Context) error {
 // their proof again: a topic-deleted one needs the cluster to answer,
 // now, that the topic id is unknown (with the cluster unreachable it
 // waits); an operator's one is cancelled if the cluster says the topic
-// id exists. Each is journaled DELETING before its first object goes,
+// id exists; a tiering-disabled one is cancelled unless the topic's
+// configuration still turns tiering off and orders the deletion. Each is journaled DELETING before its first object goes,
 // and finished once every object of the incarnation is gone.
 func (c *Copier) runDeletions(ctx context.Context) error {
 	ds, err := c.store.Deletions(nil)
@@ -145,7 +146,21 @@ func (c *Copier) runDeletions(ctx context.Context) error {
 
 func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion) error {
 	detail := "grace period over"
-	if d.State == remotelog.DeletionPending && d.Reason == remotelog.ReasonOperator {
+	if d.State == remotelog.DeletionPending && d.Reason == remotelog.ReasonTieringDisabled {
+		note, err := c.recheckPolicy(ctx, d)
+		if errors.Is(err, errPolicyChanged) {
+			if _, cerr := c.store.CancelDeletion(d.TopicPartition, d.TopicID, "cancelled: "+err.Error(), false); cerr != nil {
+				return cerr
+			}
+			c.needSweep(d.TopicPartition)
+			c.log.Warn("scheduled deletion cancelled: the topic's tiering policy no longer orders it", "partition", d.TopicPartition, "err", err)
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("the deletion waits: %w", err)
+		}
+		detail += "; " + note
+	} else if d.State == remotelog.DeletionPending && d.Reason == remotelog.ReasonOperator {
 		if err := c.stillDeletable(ctx, d.TopicPartition, d.TopicID); err != nil {
 			if c.once("waits " + d.TopicPartition.String() + err.Error()) {
 				c.log.Warn("a due deletion waits: its proof no longer holds", "partition", d.TopicPartition, "topic_id", d.TopicID, "err", err)
@@ -153,7 +168,7 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 			return fmt.Errorf("the deletion waits: %w", err)
 		}
 	}
-	if d.State == remotelog.DeletionPending && c.cl != nil {
+	if d.State == remotelog.DeletionPending && c.cl != nil && d.Reason != remotelog.ReasonTieringDisabled {
 		if c.currentView() == nil {
 			return fmt.Errorf("%w: the deletion waits for the cluster to confirm its proof", ErrClusterUnreachable)
 		}
@@ -198,7 +213,9 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 	n := 0
 	done := map[remotelog.SegmentID]bool{}
 	for i, r := range d.Segments {
-		if err := c.rs.DeleteSegment(ctx, r); err != nil {
+		err := c.rs.DeleteSegment(ctx, r)
+		c.countDelete(r.TopicPartition, err)
+		if err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", r.ID, err)
 		}
 		if i == 0 {
@@ -219,7 +236,9 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		if mf.TopicID != d.TopicID || done[mf.SegmentID] {
 			continue
 		}
-		if err := c.rs.DeleteSegment(ctx, mf.Metadata()); err != nil {
+		err := c.rs.DeleteSegment(ctx, mf.Metadata())
+		c.countDelete(d.TopicPartition, err)
+		if err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", mf.SegmentID, err)
 		}
 		n++

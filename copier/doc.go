@@ -47,7 +47,13 @@
 //	                                                            ("tierd topics delete") and, when ordered and
 //	                                                            again when due, no live directory holds that
 //	                                                            incarnation, no other tierd holds its lease, and
-//	                                                            the cluster, if configured, confirms it gone
+//	                                                            the cluster, if configured, confirms it gone; or
+//	                                                            the topic's configuration turns tiering off and
+//	                                                            orders it (KIP-950: remote.storage.enable=false
+//	                                                            with remote.log.delete.on.disable=true, in
+//	                                                            tierd.yaml or set in the cluster), when scheduled
+//	                                                            and again when due (else it is cancelled), for
+//	                                                            the incarnation the partition directory holds
 //	remote rows: deleted copies'      rlmm.PurgeDeleted         DELETE_SEGMENT_FINISHED for deleted_row_retention
 //	remote rows: a partition's        rlmm.ScheduleDeletion     moved, not dropped, into the scheduled deletion's
 //	  incarnation                                               record (restore puts them back); the record goes
@@ -63,7 +69,7 @@
 //	                                                            watermark); the new local log start offset is
 //	                                                            saved before the rename to .deleted (never with
 //	                                                            broker_owned)
-//	local: .deleted files             removeDeleted             renamed by localRetention file_delete_delay ago
+//	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms ago
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
 //
 // A takeover (new lease holder or new leader) deletes nothing: a finished

@@ -50,6 +50,7 @@ func (c *Copier) hold(tp remotelog.TopicPartition, reason, detail string) error 
 	c.stateMu.Lock()
 	c.held[tp] = reason
 	c.stateMu.Unlock()
+	c.waitHeld(tp, remotelog.WaitHeld, reason, "held ("+reason+"): tierd neither tiers it nor deletes any of its remote data until this changes: "+detail)
 	if c.once(fmt.Sprintf("held %s %s %s", tp, reason, detail)) {
 		c.m.heldTotal.WithLabelValues(reason).Inc()
 		c.log.Error("partition held: tierd neither tiers it nor deletes any of its remote data until this changes",
@@ -70,17 +71,5 @@ func (c *Copier) publishHeld() {
 	for _, r := range heldReasons {
 		c.m.held.WithLabelValues(r).Set(float64(n[r]))
 	}
-	c.lastHeld = c.held
 	c.held = map[remotelog.TopicPartition]string{}
-}
-
-// Held returns the partitions held in the last pass, with their reasons.
-func (c *Copier) Held() map[remotelog.TopicPartition]string {
-	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
-	out := make(map[remotelog.TopicPartition]string, len(c.lastHeld))
-	for k, v := range c.lastHeld {
-		out[k] = v
-	}
-	return out
 }

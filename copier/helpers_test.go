@@ -112,9 +112,9 @@ func newRig(t *testing.T, cfg Config, b rsm.Bucket) *rig {
 	if cfg.InstanceID == "" {
 		cfg.InstanceID = fmt.Sprintf("instance-%d", rigs.Add(1)) // each rig is a tierd of its own
 	}
-	if cfg.Interval == 0 {
+	if cfg.TaskIntervalMs == 0 {
 		d := DefaultConfig()
-		cfg.Interval, cfg.CopyTimeout, cfg.Retention = d.Interval, d.CopyTimeout, d.Retention
+		cfg.TaskIntervalMs, cfg.CopyTimeout, cfg.Retention = d.TaskIntervalMs, d.CopyTimeout, d.Retention
 	}
 	if r.c, err = New(cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now })); err != nil {
 		t.Fatal(err)

@@ -17,10 +17,11 @@ var errCorruptSegment = errors.New("copier: corrupt segment")
 
 // inspection is what a full scan of a rolled segment's .log tells.
 type inspection struct {
-	size         int64 // bytes to copy: the staged .log up to the end of its last batch
-	fileSize     int64 // bytes of the staged .log; more than size when it ends in zeros
-	maxTimestamp int64 // -1 when no batch has one
-	indexesOK    bool  // the local .index/.timeindex are usable as they are
+	size         int64  // bytes to copy: the staged .log up to the end of its last batch
+	fileSize     int64  // bytes of the staged .log; more than size when it ends in zeros
+	maxTimestamp int64  // -1 when no batch has one
+	indexesOK    bool   // the local .index/.timeindex are usable as they are
+	indexProblem string // otherwise, the first check they failed
 	rebuilt      *index.Builder
 }
 
@@ -40,9 +41,24 @@ type inspection struct {
 func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error) {
 	in := inspection{maxTimestamp: batch.NoTimestamp}
 	logPath := st.log
+	// Errors name the segment's own file: the staged link's name holds a
+	// new segment id each pass, and the same error pass after pass is
+	// logged once (Run).
+	name := s.path
 	offs, offErr := readOffsets(st.offsetIdx, s.base)
 	times, timeErr := readTimes(st.timeIdx, s.base)
-	ok := offErr == nil && timeErr == nil
+	problem := "" // the first check the indexes failed
+	fail := func(format string, args ...any) {
+		if problem == "" {
+			problem = fmt.Sprintf(format, args...)
+		}
+	}
+	if offErr != nil {
+		fail("offset index unreadable: %v", offErr)
+	}
+	if timeErr != nil {
+		fail("time index unreadable: %v", timeErr)
+	}
 	f, err := os.Open(logPath)
 	if err != nil {
 		return in, err
@@ -61,29 +77,33 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 	for sc.Next() {
 		b := sc.Batch()
 		if !sc.CRCValid() {
-			return in, fmt.Errorf("%w: %s: CRC mismatch in the batch at byte %d", errCorruptSegment, logPath, b.Position)
+			return in, fmt.Errorf("%w: %w", errCorruptSegment, &kafkalog.CorruptionError{File: name, Position: b.Position, Reason: "CRC mismatch in the batch"})
 		}
 		err := rules.Check(b)
 		if err == nil {
 			err = sc.CheckRecords()
 		}
 		if errors.Is(err, kafkalog.ErrCorrupt) {
-			return in, fmt.Errorf("%w: %v", errCorruptSegment, kafkalog.WithFile(err, logPath))
+			return in, fmt.Errorf("%w: %w", errCorruptSegment, kafkalog.WithFile(err, name))
 		} else if err != nil {
 			return in, err
 		}
 		// Offset entries before this batch's position are off a boundary.
 		for oi < len(offs) && int64(offs[oi].Position) <= b.Position {
 			e := offs[oi]
-			if int64(e.Position) != b.Position || e.Offset <= prevLast {
-				ok = false
+			if int64(e.Position) != b.Position {
+				fail("offset index entry %d (offset %d) points at byte %d, not at the start of a batch (the next batch starts at byte %d)",
+					oi, e.Offset, e.Position, b.Position)
+			} else if e.Offset <= prevLast {
+				fail("offset index entry %d names offset %d, not after the previous batch's last offset %d", oi, e.Offset, prevLast)
 			}
 			oi++
 		}
 		in.rebuilt.Add(b.LastOffset, b.MaxTimestamp, b.Position, b.Size)
 		for ti < len(times) && times[ti].Offset <= b.LastOffset {
 			if times[ti].Timestamp < in.rebuilt.MaxTimestamp {
-				ok = false
+				fail("time index entry %d (offset %d) has timestamp %d, below the log's largest timestamp %d up to that offset",
+					ti, times[ti].Offset, times[ti].Timestamp, in.rebuilt.MaxTimestamp)
 			}
 			ti++
 		}
@@ -99,13 +119,19 @@ func inspect(s localSegment, st *staged, intervalBytes int64) (inspection, error
 			return in, zerr
 		}
 		if nonZero >= 0 {
-			return in, fmt.Errorf("%w: %v; the last whole batch ends at byte %d and the first non-zero byte after it is at byte %d",
-				errCorruptSegment, kafkalog.WithFile(err, logPath), in.size, nonZero)
+			return in, fmt.Errorf("%w: %w; the last whole batch ends at byte %d and the first non-zero byte after it is at byte %d",
+				errCorruptSegment, kafkalog.WithFile(err, name), in.size, nonZero)
 		}
 	}
 	in.rebuilt.Seal()
 	in.maxTimestamp = in.rebuilt.MaxTimestamp
-	in.indexesOK = ok && oi == len(offs) && ti == len(times)
+	if oi < len(offs) {
+		fail("offset index has %d entries at or past byte %d, after the start of the log's last batch", len(offs)-oi, offs[oi].Position)
+	}
+	if ti < len(times) {
+		fail("time index has %d entries for offsets past the log's last offset %d", len(times)-ti, prevLast)
+	}
+	in.indexesOK, in.indexProblem = problem == "", problem
 	return in, nil
 }
 

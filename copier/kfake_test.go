@@ -404,6 +404,6 @@ func TestKafkaRecreatedLowerEpoch(t *testing.T) {
 	writeSegment(t, r.dir(), 0, seq(0, 5), same(r.now.UnixMilli(), 5), 20)
 	writeSegment(t, r.dir(), 5, nil, nil, 0)
 	if n := r.sync(); n != 1 {
-		t.Fatalf("the re-created topic copied %d, held %v", n, r.c.Held())
+		t.Fatalf("the re-created topic copied %d, held %v", n, heldOf(r.c))
 	}
 }

@@ -81,6 +81,8 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 			point = "lease.taken"
 			break
 		}
+		c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("another tierd (broker_id %d, instance %s) holds the partition's ownership lease, renewed %s ago; it tiers the partition while the lease lasts (ownership_lease %s)",
+			cur.BrokerID, cur.InstanceID, now.Sub(time.UnixMilli(cur.RenewedMs)).Round(time.Second), lease))
 		if c.once(fmt.Sprintf("owned %s %d %s", tp, cur.BrokerID, cur.InstanceID)) {
 			c.log.Info("partition is tiered by another tierd; skipping it while its lease lasts", "partition", tp,
 				"owner_broker_id", cur.BrokerID, "owner_instance_id", cur.InstanceID)
@@ -125,6 +127,7 @@ func (c *Copier) leaseWriteFailed(tp remotelog.TopicPartition, err error) error 
 		return fmt.Errorf("write ownership lease: %w", err)
 	}
 	c.m.leaseRaces.Inc()
+	c.wait(tp, remotelog.WaitLeaseHeld, "another tierd wrote the partition's ownership lease first; the partition is left to it for this pass")
 	if c.once(fmt.Sprintf("lease race %s", tp)) {
 		c.log.Info("another tierd wrote the partition's ownership lease first; leaving the partition to it for this pass", "partition", tp)
 	}
@@ -137,6 +140,8 @@ func (c *Copier) leaseWriteFailed(tp remotelog.TopicPartition, err error) error 
 func (c *Copier) instanceConflict(tp remotelog.TopicPartition, o rsm.Owner, now time.Time) error {
 	c.m.instanceConflicts.Inc()
 	age := now.Sub(time.UnixMilli(o.RenewedMs)).Round(time.Second)
+	c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("lease held by instance %s with this tierd's broker_id %d (renewed %s ago): stop the other tierd, or give this one its own broker_id",
+		o.InstanceID, o.BrokerID, age))
 	if c.once(fmt.Sprintf("instance conflict %s %s", tp, o.InstanceID)) {
 		c.log.Error("another tierd with this broker_id holds the partition's ownership lease; stop the other tierd, or give this one its own broker_id",
 			"partition", tp, "broker_id", o.BrokerID, "holder_instance_id", o.InstanceID, "instance_id", c.cfg.InstanceID, "renewed_ago", age)

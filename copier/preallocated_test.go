@@ -86,7 +86,7 @@ func readBack(t *testing.T, r *rig, row remotelog.SegmentMetadata, off int64) []
 // retention as an exact copy; a size change after the copy keeps it.
 func TestPreallocatedTailLeftOut(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
@@ -160,7 +160,7 @@ func TestNonZeroTailRefused(t *testing.T) {
 	for _, at := range []int{0, 8, 16, 17, 61, 2000, 4095} {
 		t.Run(fmt.Sprint(at), func(t *testing.T) {
 			cfg := DefaultConfig()
-			cfg.FileDeleteDelay = 0
+			cfg.FileDeleteDelayMs = 0
 			cfg.Retention.LocalRetentionBytes = ptr(0)
 			r := newRig(t, cfg, nil)
 			tail := make([]byte, 4096)

@@ -148,7 +148,7 @@ func TestDuplicatePartitionDirHeld(t *testing.T) {
 	if _, err := r.c.Sync(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if held := r.c.Held(); held[r.tp] != heldDuplicateDir {
+	if held := heldOf(r.c); held[r.tp] != heldDuplicateDir {
 		t.Fatalf("held %v", held)
 	}
 }
@@ -158,7 +158,7 @@ func TestDuplicatePartitionDirHeld(t *testing.T) {
 // copy; tiering resumes when the file is whole again.
 func TestPartitionMetadataDamageHolds(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	objs := tieredTwo(t, r, idA)
 	pm := filepath.Join(r.dir(), kafkalog.PartitionMetadataFile)
@@ -189,7 +189,7 @@ func TestPartitionMetadataDamageHolds(t *testing.T) {
 	if n := r.sync(); n != 1 {
 		t.Fatalf("copied %d after the file was whole again", n)
 	}
-	if held := r.c.Held(); len(held) != 0 {
+	if held := heldOf(r.c); len(held) != 0 {
 		t.Fatalf("still held: %v", held)
 	}
 }
@@ -210,8 +210,8 @@ func TestRecreatedTopicWithoutCluster(t *testing.T) {
 	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errHeld) {
 		t.Fatalf("sync = %v, want held", err)
 	}
-	if got := r.sortedObjects(); !reflect.DeepEqual(got, old) || r.c.Held()[r.tp] != heldTopicIDChanged {
-		t.Fatalf("objects %v held %v", got, r.c.Held())
+	if got := r.sortedObjects(); !reflect.DeepEqual(got, old) || heldOf(r.c)[r.tp] != heldTopicIDChanged {
+		t.Fatalf("objects %v held %v", got, heldOf(r.c))
 	}
 	ctx := context.Background()
 	if _, err := r.c.DeleteTopic(ctx, "orders", idB, "tester"); !errors.Is(err, ErrNothingToDelete) {
@@ -251,7 +251,7 @@ func TestRecreatedTopicWithoutCluster(t *testing.T) {
 // is held: nothing of it is deleted as if it were tiered.
 func TestLogRestartedLowerHeld(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.LocalRetentionMs = ptr(0)
 	r := newRig(t, cfg, nil)
 	ts := r.now.Add(-time.Hour).UnixMilli()
@@ -266,8 +266,8 @@ func TestLogRestartedLowerHeld(t *testing.T) {
 	os.RemoveAll(r.dir())
 	writeSegment(t, r.dir(), 0, seq(0, 120), same(ts, 120), 10)
 	writeSegment(t, r.dir(), 120, nil, nil, 0)
-	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errHeld) || r.c.Held()[r.tp] != heldLogRestarted {
-		t.Fatalf("sync = %v, held %v", err, r.c.Held())
+	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errHeld) || heldOf(r.c)[r.tp] != heldLogRestarted {
+		t.Fatalf("sync = %v, held %v", err, heldOf(r.c))
 	}
 	if got := r.localBases(); !reflect.DeepEqual(got, []int64{0, 120}) {
 		t.Fatalf("fresh local data deleted: %v", got)
@@ -333,7 +333,7 @@ func TestOperatorDeleteAndRestore(t *testing.T) {
 // damaged copy then goes as superseded.
 func TestDamagedCopyRecopied(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	tieredTwo(t, r, idA)
 	fin, _ := r.store.FinishedSegments(r.tp)
@@ -419,8 +419,8 @@ func TestOperatorDeleteWaitsForReturnedDir(t *testing.T) {
 	if _, err := r.c.RestorePartition(context.Background(), r.tp, "", "tester"); err != nil {
 		t.Fatal(err)
 	}
-	if n := r.sync(); n != 0 || len(r.c.Held()) != 0 {
-		t.Fatalf("after the restore: copied %d, held %v", n, r.c.Held())
+	if n := r.sync(); n != 0 || len(heldOf(r.c)) != 0 {
+		t.Fatalf("after the restore: copied %d, held %v", n, heldOf(r.c))
 	}
 }
 
@@ -458,7 +458,7 @@ func TestOperatorDeleteRefusedUnderOthersLease(t *testing.T) {
 // again, and goes only on the new copy.
 func TestLocalDeleteChecksTheCopy(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay, cfg.CopyChecksPerPass = 0, 0 // no sampled checks: only the one before the delete
+	cfg.FileDeleteDelayMs, cfg.CopyChecksPerPass = 0, 0 // no sampled checks: only the one before the delete
 	r := newRig(t, cfg, nil)
 	tieredTwo(t, r, idA)
 	fin, _ := r.store.FinishedSegments(r.tp)

@@ -64,7 +64,7 @@ func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bo
 // larger than local.retention.bytes; deleting stops at the first segment
 // that may not go. Size retention deletes until the local log is within the
 // limit. The new local log start offset is made durable before any file is
-// touched; files are renamed to ".deleted" and removed FileDeleteDelay
+// touched; files are renamed to ".deleted" and removed FileDeleteDelayMs
 // later, so readers with the files open finish.
 func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	fin, err := c.store.FinishedSegments(p.tp)
@@ -158,13 +158,13 @@ func markDeleted(s localSegment, newLocalStart int64) error {
 	return kafkalog.SyncDir(filepath.Dir(s.path))
 }
 
-// removeDeleted removes ".deleted" files older than FileDeleteDelay.
+// removeDeleted removes ".deleted" files older than FileDeleteDelayMs.
 func (c *Copier) removeDeleted(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
-	cutoff := time.Now().Add(-c.cfg.FileDeleteDelay)
+	cutoff := time.Now().Add(-c.cfg.FileDeleteDelay())
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix) {
 			continue

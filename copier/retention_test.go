@@ -26,7 +26,7 @@ func fiveSegments(t *testing.T, r *rig) int64 {
 // the oldest copied segments go until the local log fits.
 func TestLocalSizeRetention(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	size := fiveSegments(t, r)
 	// Room for three and a half segments: two must go locally.
@@ -53,7 +53,7 @@ func TestLocalSizeRetention(t *testing.T) {
 // the local copy of a segment below the new log start offset goes too.
 func TestRemoteTimeRetention(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.RetentionMs = ptr(int64(150 * time.Minute / time.Millisecond))
 	cfg.Retention.LocalRetentionMs = ptr(int64(150 * time.Minute / time.Millisecond))
 	r := newRig(t, cfg, nil)
@@ -104,7 +104,7 @@ func TestLogStartOffsetFromBroker(t *testing.T) {
 // it would delete every copy and never-copied local data.
 func TestImplausibleBrokerLogStartOffset(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.FileDeleteDelay = 0
+	cfg.FileDeleteDelayMs = 0
 	r := newRig(t, cfg, nil)
 	fiveSegments(t, r)
 	r.sync()

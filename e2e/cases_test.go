@@ -67,7 +67,7 @@ func newLocalOn(t *testing.T, b rsm.Bucket) *local {
 
 func (w *local) copier(mod func(*copier.Config)) *copier.Copier {
 	cfg := copier.DefaultConfig()
-	cfg.LogDirs, cfg.FileDeleteDelay = []string{w.logDir}, 0
+	cfg.LogDirs, cfg.FileDeleteDelayMs = []string{w.logDir}, 0
 	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	cfg.Retention.RetentionMs = ptr(-1) // test timestamps are from 1970
 	if mod != nil {

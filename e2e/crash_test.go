@@ -368,17 +368,16 @@ func TestCrash(t *testing.T) {
 	os.WriteFile(r.cfg, []byte(fmt.Sprintf(`copier:
   log_dirs: [%s]
   broker_id: 1
-  interval: 20ms
+  remote.log.manager.task.interval.ms: 20
   copy_timeout: 20s
-  file_delete_delay: 0s
+  file.delete.delay.ms: 0
   remote.log.delete.delay.ms: 0
-  retention:
-    local.retention.ms: 0
-    retention.ms: -1
-    retention.bytes: 3000000
+  log.local.retention.ms: 0
+  log.retention.ms: -1
+  log.retention.bytes: 3000000
 bucket:
   type: minio
-  minio: {endpoint: %s, bucket: crash, insecure: true, part_size: 5242880, part_concurrency: 1}
+  minio: {endpoint: http://%s, bucket: crash, part_size: 5242880, part_concurrency: 1}
 metadata: {dir: %s}
 fetch: {listen: %s}
 http: {listen: ""}

@@ -47,7 +47,7 @@ type world struct {
 // (a new one per step stands for a config change and restart).
 func (w *world) copier(r copier.Retention) *copier.Copier {
 	cfg := copier.DefaultConfig()
-	cfg.LogDirs, cfg.FileDeleteDelay, cfg.Retention = []string{w.logDir}, 0, r
+	cfg.LogDirs, cfg.FileDeleteDelayMs, cfg.Retention = []string{w.logDir}, 0, copier.LogRetention(r)
 	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	c, err := copier.New(cfg, w.store, w.mgr, copier.WithClock(func() time.Time { return w.now }))
 	if err != nil {

@@ -35,11 +35,10 @@ func TestKafkaTierdRunBinary(t *testing.T) {
 	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:
   log_dirs: [%s]
   broker_id: 1
-  interval: 100ms
-  file_delete_delay: 0s
-  retention:
-    retention.ms: -1
-    local.retention.ms: 0
+  remote.log.manager.task.interval.ms: 100
+  file.delete.delay.ms: 0
+  log.retention.ms: -1
+  log.local.retention.ms: 0
 bucket:
   type: filesystem
   filesystem: {dir: %s}

@@ -112,12 +112,12 @@ func newKWorldOn(t *testing.T, b rsm.Bucket, logDir string) *kworld {
 func (w *kworld) tier(r copier.Retention) {
 	w.t.Helper()
 	cfg := copier.DefaultConfig()
-	cfg.LogDirs, cfg.FileDeleteDelay = []string{w.logDir}, 0
+	cfg.LogDirs, cfg.FileDeleteDelayMs = []string{w.logDir}, 0
 	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	if r.RetentionMs == nil {
 		r.RetentionMs = ptr(-1)
 	}
-	cfg.Retention = r
+	cfg.Retention = copier.LogRetention(r)
 	c, err := copier.New(cfg, w.store, w.mgr)
 	if err != nil {
 		w.t.Fatal(err)

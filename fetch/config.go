@@ -3,6 +3,7 @@ package fetch
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -39,12 +40,21 @@ type Config struct {
 	// RequestTimeout bounds one RPC, so a hung store cannot hold a request
 	// (or a shutdown) forever. Default 30s.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// FetchMaxBytesPerSecond caps the bytes of remote .log objects all
+	// reads and prefetches together load from the store per second
+	// (KIP-956's remote.log.manager.fetch.max.bytes.per.second), with
+	// bursts of a tenth of a second's worth (package quota); cached
+	// chunks are not counted. A fetch that waits past
+	// remote.fetch.max.wait.ms answers as usual (UNAVAILABLE when nothing
+	// arrived; the load goes on). Default 9223372036854775807
+	// (Long.MAX_VALUE): no limit.
+	FetchMaxBytesPerSecond int64 `yaml:"remote.log.manager.fetch.max.bytes.per.second"`
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Listen: "127.0.0.1:7450", FetchMaxBytes: 52428800, Cache: cache.DefaultConfig(),
-		PrefetchBytes: 16 << 20, MaxWaitMs: 500, IndexCacheBytes: 64 << 20, RequestTimeout: 30 * time.Second}
+		PrefetchBytes: 16 << 20, MaxWaitMs: 500, IndexCacheBytes: 64 << 20, RequestTimeout: 30 * time.Second, FetchMaxBytesPerSecond: math.MaxInt64}
 }
 
 // Validate reports every problem at once.
@@ -67,6 +77,9 @@ func (c Config) Validate() error {
 	}
 	if c.IndexCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("fetch: remote.log.index.file.cache.total.size.bytes %d must not be negative", c.IndexCacheBytes))
+	}
+	if c.FetchMaxBytesPerSecond < 1 {
+		errs = append(errs, fmt.Errorf("fetch: remote.log.manager.fetch.max.bytes.per.second %d must be at least 1 (9223372036854775807: no limit)", c.FetchMaxBytesPerSecond))
 	}
 	if c.RequestTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("fetch: request_timeout %s must be positive", c.RequestTimeout))

@@ -51,6 +51,27 @@ func (c *indexCache) clear() {
 	c.size = 0
 }
 
+// setBudget changes the budget, evicting the least recently used
+// indexes down to a smaller one.
+func (c *indexCache) setBudget(budget int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.budget = budget
+	c.evict()
+}
+
+// evict drops the least recently used entries until size is within the
+// budget. c.mu is held.
+func (c *indexCache) evict() {
+	for c.size > c.budget && c.ll.Len() > 0 {
+		last := c.ll.Back()
+		it := last.Value.(*indexItem)
+		c.ll.Remove(last)
+		delete(c.items, it.key)
+		c.size -= it.size
+	}
+}
+
 func (c *indexCache) get(k indexKey) (any, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -69,13 +90,7 @@ func (c *indexCache) put(k indexKey, v any, size int64) {
 	}
 	c.items[k] = c.ll.PushFront(&indexItem{key: k, val: v, size: size})
 	c.size += size
-	for c.size > c.budget {
-		last := c.ll.Back()
-		it := last.Value.(*indexItem)
-		c.ll.Remove(last)
-		delete(c.items, it.key)
-		c.size -= it.size
-	}
+	c.evict()
 }
 
 // load returns the cached value of k or loads it once for all concurrent
@@ -120,7 +135,7 @@ func safeLoad(ctx context.Context, fn func(context.Context) (any, int64, error))
 
 // offsetIndex returns a copy's parsed offset index.
 func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.OffsetEntry, error) {
-	v, err := s.idx.load(ctx, s.cfg.RequestTimeout, indexKey{meta.ID, remotelog.OffsetIndex}, func(ctx context.Context) (any, int64, error) {
+	v, err := s.idx.load(ctx, s.conf().RequestTimeout, indexKey{meta.ID, remotelog.OffsetIndex}, func(ctx context.Context) (any, int64, error) {
 		raw, err := s.fetchIndex(ctx, meta, remotelog.OffsetIndex)
 		if err != nil {
 			return nil, 0, err
@@ -140,7 +155,7 @@ func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata
 // timeIndex returns a copy's parsed time index; it is loaded only when a
 // timestamp lookup needs it.
 func (s *Server) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.TimeEntry, error) {
-	v, err := s.idx.load(ctx, s.cfg.RequestTimeout, indexKey{meta.ID, remotelog.TimeIndex}, func(ctx context.Context) (any, int64, error) {
+	v, err := s.idx.load(ctx, s.conf().RequestTimeout, indexKey{meta.ID, remotelog.TimeIndex}, func(ctx context.Context) (any, int64, error) {
 		raw, err := s.fetchIndex(ctx, meta, remotelog.TimeIndex)
 		if err != nil {
 			return nil, 0, err

@@ -71,11 +71,11 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	}
 	sequential := s.seq.continues(seqPos{meta.ID, start})
 	s.seq.ended(endPos)
-	if !sequential || s.cfg.PrefetchBytes <= 0 {
+	if !sequential || s.conf().PrefetchBytes <= 0 {
 		return
 	}
 	cb := s.cache.ChunkBytes()
-	budget := s.cfg.PrefetchBytes
+	budget := s.conf().PrefetchBytes
 	from := end // chunks from the one holding the next byte
 	for j := -1; j < len(rest) && budget > 0; j++ {
 		m := meta

@@ -99,7 +99,7 @@ type RemoteRead struct {
 // ErrStillLoading; ErrDataLoss; ctx's; any other is an object store or
 // disk failure (retryable).
 func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	return s.readRemote(ctx, tp, offset, int64(maxBytes))
 }
@@ -108,9 +108,8 @@ func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, of
 // with fresh metadata.
 const retries = 3
 
-func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (RemoteRead, error) {
-	var rr RemoteRead
-	var err error
+func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (rr RemoteRead, err error) {
+	defer s.countFetch(tp, time.Now(), &rr, &err)
 	for i := 0; i < retries; i++ {
 		// A copy deleted by retention after the snapshot was taken reads as
 		// a missing object: start over, and the new snapshot says whether
@@ -120,7 +119,7 @@ func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, of
 		}
 	}
 	if err != nil {
-		s.noteMissing(err, tp, offset)
+		s.noteMissing(err, tp, "offset", offset)
 		return RemoteRead{}, classify(err)
 	}
 	return rr, nil
@@ -135,15 +134,6 @@ func retrying[T any](fn func() (T, error)) (v T, err error) {
 		}
 	}
 	return v, err
-}
-
-// noteMissing tells the missing-copy hook of the copy err names, if any.
-func (s *Server) noteMissing(err error, tp remotelog.TopicPartition, offset int64) {
-	var mc *missingCopyError
-	if errors.As(err, &mc) && s.onMissing != nil {
-		s.log.Error("a finished copy's object is missing", "partition", tp, "offset", offset, "segment", mc.meta.ID, "err", err)
-		s.onMissing(mc.meta)
-	}
 }
 
 // partitionState loads, from one snapshot, what every read needs, and
@@ -174,8 +164,8 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 	if offset < offs.LogStartOffset || offset > offs.HighestTieredOffset {
 		return RemoteRead{}, &RangeError{Offset: offset, LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset}
 	}
-	maxBytes = min(maxBytes, int64(s.cfg.FetchMaxBytes))
-	wait, cancel := context.WithTimeout(ctx, time.Duration(s.cfg.MaxWaitMs)*time.Millisecond)
+	maxBytes = min(maxBytes, int64(s.conf().FetchMaxBytes))
+	wait, cancel := context.WithTimeout(ctx, time.Duration(s.conf().MaxWaitMs)*time.Millisecond)
 	defer cancel()
 	want := offset // the first offset still to find
 	// Finished copies are in offset order: start at the first that reaches

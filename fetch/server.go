@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tierd/tierd/fetch/cache"
+	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -62,11 +65,17 @@ type Server struct {
 
 	admin     *adminServer                    // nil: no Admin service
 	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
+	losses    lossLog                         // data-loss answers logged
+	labels    *partlabels.Set                 // per-partition metric labels, bounded
+	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
 	ready     func() (bool, string)           // the health service's readiness; nil: always
 	tls       *tls.Config                     // nil: plaintext
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
+
+	dyn        atomic.Pointer[Config] // cfg with the dynamic settings of the last Reconfigure
+	fetchQuota *quota.Limiter
 }
 
 type serverMetrics struct {
@@ -87,6 +96,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
 	}
+	s.initDynamic()
 	f := promauto.With(s.reg)
 	s.m = serverMetrics{
 		gets:       f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_gets_total", Help: "Ranged GETs of remote .log objects (reads and prefetch)."}),
@@ -94,6 +104,10 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		indexGets:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_gets_total", Help: "GETs of remote index objects."}),
 		indexBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_bytes_total", Help: "Bytes of remote index objects read."}),
 		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
+	}
+	s.km = newKafkaMetrics(f)
+	if s.labels == nil {
+		s.labels = partlabels.New(partlabels.DefaultMax)
 	}
 	var err error
 	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {
@@ -130,14 +144,18 @@ func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
 		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
 			s.m.gets.Inc()
 			s.m.bytes.Add(float64(end - start))
-			return s.rs.FetchLogSegment(ctx, meta, start, end)
+			rc, err := s.rs.FetchLogSegment(ctx, meta, start, end)
+			if err != nil {
+				return nil, err
+			}
+			return s.throttled(ctx, rc), nil
 		}}
 }
 
 // Run listens on cfg.Listen and serves until ctx is done, then stops
 // gracefully.
 func (s *Server) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", s.cfg.Listen)
+	lis, err := net.Listen("tcp", s.conf().Listen)
 	if err != nil {
 		return fmt.Errorf("fetch: listen: %w", err)
 	}
@@ -205,7 +223,7 @@ func (s *Server) observe(method string, err error) error {
 // Fetch implements tierdpb.RemoteFetchServer over ReadRemote and, with
 // READ_COMMITTED, RemoteAbortedTxns.
 func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	resp, err := s.fetch(ctx, req)
 	return resp, s.observe("Fetch", err)
@@ -239,7 +257,7 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 // ListOffsets implements tierdpb.RemoteFetchServer over the partition's
 // offsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	resp, err := s.listOffsets(ctx, req)
 	return resp, s.observe("ListOffsets", err)

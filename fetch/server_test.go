@@ -414,6 +414,10 @@ func TestIndexCacheChurn(t *testing.T) {
 	cfg.IndexCacheBytes = 4000 // one segment's offset index: every switch of segment evicts
 	cfg.Cache.ChunkBytes = 16 << 10
 	cfg.Cache.MemoryBytes = 64 << 10 // and chunks churn too
+	// Churn is the point, not the wait bound: on a loaded machine a load
+	// can take longer than the default 500 ms, which answers UNAVAILABLE
+	// (retry) by design.
+	cfg.MaxWaitMs = 30000
 	e := newEnv(t, cfg)
 	referenceLog(t, e)
 	const workers, perWorker = 8, 1250

@@ -22,7 +22,7 @@ type tsOffset struct {
 // is false when no tiered record is that late. Errors as ReadRemote
 // (ErrStillLoading aside).
 func (s *Server) RemoteOffsetForTimestamp(ctx context.Context, tp remotelog.TopicPartition, ts int64) (offset, timestamp int64, found bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	r, err := s.timestampLookup(ctx, tp, ts)
 	return r.offset, r.timestamp, r.found, err
@@ -45,7 +45,7 @@ func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartitio
 		}
 		return tsOffset{}, nil
 	})
-	s.noteMissing(err, tp, -1)
+	s.noteMissing(err, tp, "timestamp", ts)
 	return r, classify(err)
 }
 
@@ -107,7 +107,7 @@ func (r *segmentReader) records(b batch.Batch) ([]batch.Record, error) {
 // the log start offset lies below that offset is the copy scanned whole.
 // Errors as RemoteOffsetForTimestamp.
 func (s *Server) RemoteMaxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (offset, timestamp int64, found bool, err error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	r, err := s.maxTimestamp(ctx, tp)
 	return r.offset, r.timestamp, r.found, err
@@ -151,7 +151,7 @@ func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) 
 		}
 		return best, nil
 	})
-	s.noteMissing(err, tp, -1)
+	s.noteMissing(err, tp, "lookup", "max_timestamp")
 	return r, classify(err)
 }
 

@@ -24,7 +24,7 @@ import (
 // false makes no GET. Errors as ReadRemote (ErrStillLoading aside): a
 // missing or corrupt index is ErrDataLoss.
 func (s *Server) RemoteAbortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	return s.abortedTxns(ctx, tp, from, to)
 }
@@ -70,7 +70,7 @@ func (s *Server) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, f
 		})
 		return dedupTxns(out), nil
 	})
-	s.noteMissing(err, tp, from)
+	s.noteMissing(err, tp, "offset", from)
 	return out, classify(err)
 }
 
@@ -99,7 +99,7 @@ func (s *Server) txnIndex(ctx context.Context, meta remotelog.SegmentMetadata) (
 	if !meta.TxnIndexPresent {
 		return nil, nil
 	}
-	v, err := s.idx.load(ctx, s.cfg.RequestTimeout, indexKey{meta.ID, remotelog.TransactionIndex}, func(ctx context.Context) (any, int64, error) {
+	v, err := s.idx.load(ctx, s.conf().RequestTimeout, indexKey{meta.ID, remotelog.TransactionIndex}, func(ctx context.Context) (any, int64, error) {
 		raw, err := s.fetchIndex(ctx, meta, remotelog.TransactionIndex)
 		if err != nil {
 			return nil, 0, err

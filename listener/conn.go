@@ -221,7 +221,7 @@ func (s *Server) dispatch(ctx context.Context, c *conn, h *header, kreq kmsg.Req
 	case *kmsg.ListOffsetsRequest:
 		return s.handleListOffsets(ctx, req)
 	case *kmsg.FetchRequest:
-		return s.handleFetch(ctx, c.stopping, req)
+		return s.handleFetch(ctx, c, req)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return s.handleOffsetForLeaderEpoch(ctx, req)
 	case *kmsg.ProduceRequest:

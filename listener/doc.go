@@ -21,8 +21,9 @@
 //	                                v0 UNSUPPORTED_VERSION answer with the
 //	                                ApiVersions range (KIP-511)
 //	Metadata (3)          0-12      one broker, leader of every held
-//	                                partition; partitions 0..highest held,
-//	                                holes LEADER_NOT_AVAILABLE; topic ids
+//	                                partition; partitions 0..highest held
+//	                                (at most 99999), holes
+//	                                LEADER_NOT_AVAILABLE; topic ids
 //	                                (v10+), lookup by id (v12); internal
 //	                                topics flagged; no auto creation
 //	ListOffsets (2)       0-9       EARLIEST -2 (log start), LATEST -1 (high

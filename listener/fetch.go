@@ -25,6 +25,14 @@ type fetchPart struct {
 	end, start int64
 }
 
+// fetchKey names a partition as a Fetch request does: by topic name (v4-v12)
+// or topic id (v13+; the other field is empty).
+type fetchKey struct {
+	topic string
+	id    [16]byte
+	p     int32
+}
+
 // fetchRound is the outcome of reading every partition once.
 type fetchRound struct {
 	bytes   int64
@@ -44,16 +52,24 @@ type fetchRound struct {
 //     to full fetches.
 //   - v13+ name topics by id; an id the Log does not hold gets
 //     UNKNOWN_TOPIC_ID.
+//   - A partition named more than once is answered once, where it was
+//     first named, from the position named last (Kafka's FetchRequest
+//     keeps one entry per partition), so repeating a partition costs
+//     nothing.
 //   - Partitions are read in request order from the Log, byte for byte.
 //     The response budget is max_bytes capped by fetch.max.bytes; each
 //     partition reads up to min(partition_max_bytes, what is left). Until
 //     a partition returns records, the first batch is returned even when
 //     larger than both ("at least one batch"); after that, a partition
 //     whose first batch does not fit returns none.
-//   - When the records are fewer than min_bytes and no partition failed,
+//   - When the records are fewer than min_bytes (at most max_bytes and
+//     fetch.max.bytes, as Kafka caps it) and no partition failed,
 //     the fetch waits up to max_wait_ms, checking the partitions' offsets
 //     every fetch.poll.interval.ms and reading again when they move; it
 //     answers early once min_bytes are there, or when the listener stops.
+//     A client that closes its connection meanwhile ends the wait and
+//     frees the connection at once, rather than holding both until
+//     max_wait_ms.
 //   - Each partition carries the high watermark, last stable offset, log
 //     start offset, preferred read replica -1 and, for read_committed, the
 //     aborted transactions of the range (an empty list when none; null for
@@ -68,7 +84,7 @@ type fetchRound struct {
 //     UNSUPPORTED_COMPRESSION_TYPE (zstd needs v10, KIP-110).
 //   - Any replica id is served as a consumer: nothing past the high
 //     watermark.
-func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	start := time.Now()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	var iso Isolation
@@ -84,8 +100,28 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 		resp.ErrorCode = kerr.FetchSessionIDNotFound.Code
 		return resp, nil
 	}
+	// A partition named more than once is read once, at the position named
+	// last, and answered where it was first named.
+	last := map[fetchKey]*kmsg.FetchRequestTopicPartition{}
+	for ti := range req.Topics {
+		t := &req.Topics[ti]
+		for pi := range t.Partitions {
+			last[fetchKey{t.Topic, t.TopicID, t.Partitions[pi].Partition}] = &t.Partitions[pi]
+		}
+	}
 	var parts []*fetchPart
 	for _, t := range req.Topics {
+		var named []kmsg.FetchRequestTopicPartition
+		for _, p := range t.Partitions {
+			k := fetchKey{t.Topic, t.TopicID, p.Partition}
+			if lp, ok := last[k]; ok {
+				named = append(named, *lp)
+				delete(last, k)
+			}
+		}
+		if len(named) == 0 && len(t.Partitions) > 0 {
+			continue // every partition was named before
+		}
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic, rt.TopicID = t.Topic, t.TopicID
 		name, code := t.Topic, int16(0)
@@ -99,8 +135,8 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 			}
 			name = n
 		}
-		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(t.Partitions))
-		for i, p := range t.Partitions {
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(named))
+		for i, p := range named {
 			rp := &rt.Partitions[i]
 			*rp = kmsg.NewFetchResponseTopicPartition()
 			rp.Partition, rp.HighWatermark, rp.RecordBatches = p.Partition, -1, []byte{}
@@ -113,9 +149,15 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
+	// As Kafka (KafkaApis.handleFetchRequest), min_bytes is at most the
+	// response budget: a fetch whose budget is full answers.
+	req.MinBytes = min(req.MinBytes, req.MaxBytes, s.cfg.FetchMaxBytes)
 	round := s.fetchRound(ctx, req, parts, iso)
 	if req.MaxWaitMillis > 0 && round.bytes < int64(req.MinBytes) && !round.failed && round.waiting > 0 {
-		round = s.longPoll(ctx, stopping, req, parts, iso, start, round)
+		var err error
+		if round, err = s.longPoll(ctx, c, req, parts, iso, start, round); err != nil {
+			return nil, err
+		}
 	}
 	if round.fenced && req.Version >= 16 {
 		resp.Brokers = []kmsg.FetchResponseBroker{{NodeID: s.nodeID, Host: s.advHost, Port: s.advPort}}
@@ -124,9 +166,10 @@ func (s *Server) handleFetch(ctx context.Context, stopping <-chan struct{}, req 
 }
 
 // longPoll waits for min_bytes (see handleFetch) and returns the last
-// round read.
-func (s *Server) longPoll(ctx context.Context, stopping <-chan struct{}, req *kmsg.FetchRequest, parts []*fetchPart,
-	iso Isolation, start time.Time, round fetchRound) fetchRound {
+// round read. Its error, a *closeErr, says the client closed the
+// connection meanwhile: nobody is left to answer.
+func (s *Server) longPoll(ctx context.Context, c *conn, req *kmsg.FetchRequest, parts []*fetchPart,
+	iso Isolation, start time.Time, round fetchRound) (fetchRound, error) {
 	deadline := time.NewTimer(time.Until(start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)))
 	defer deadline.Stop()
 	tick := time.NewTicker(s.cfg.pollInterval())
@@ -135,21 +178,24 @@ func (s *Server) longPoll(ctx context.Context, stopping <-chan struct{}, req *km
 		last := false
 		select {
 		case <-ctx.Done():
-			return round
-		case <-stopping:
-			return round
+			return round, nil
+		case <-c.stopping:
+			return round, nil
 		case <-tick.C:
 		case <-deadline.C:
 			last = true
 		}
+		if c.peerClosed() {
+			return round, &closeErr{reason: reasonClient, err: fmt.Errorf("%w during a long-polling Fetch", errClientClosed)}
+		}
 		if s.moved(ctx, parts, iso) {
 			round = s.fetchRound(ctx, req, parts, iso)
 			if round.bytes >= int64(req.MinBytes) || round.failed || round.waiting == 0 {
-				return round
+				return round, nil
 			}
 		}
 		if last {
-			return round
+			return round, nil
 		}
 	}
 }

@@ -75,7 +75,8 @@ type Topic struct {
 	Name string
 	// ID is the topic id (KIP-516) from partition.metadata or the copies'
 	// metadata, or one derived from the name when neither has one (see
-	// logview); never all zero.
+	// logview); never all zero, and never another topic's (Fetch v13+
+	// reads the topic its id names).
 	ID [16]byte
 	// Partitions are the partition numbers tierd can read, ascending.
 	Partitions []int32

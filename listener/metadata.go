@@ -24,13 +24,17 @@ const (
 //     controller (v1+) and the cluster id is the one given (v2+, null when
 //     none).
 //   - All topics when the request's list is null (v1+) or empty (v0),
-//     sorted by name; otherwise the topics asked for, in order, once each.
+//     sorted by name; otherwise the topics asked for, in order, once each
+//     (a name or id repeated is answered once, as Kafka does).
 //     v12 may name topics by id: an unknown id gets UNKNOWN_TOPIC_ID;
 //     names or ids where the version does not allow them get
 //     INVALID_REQUEST. An invalid topic name gets INVALID_TOPIC_EXCEPTION,
 //     a valid one tierd does not hold UNKNOWN_TOPIC_OR_PARTITION (as
 //     Kafka with auto creation off: allow_auto_topic_creation is ignored).
-//   - A held topic lists partitions 0..highest held. A held partition is
+//   - A held topic lists partitions 0..highest held, up to 99999 (a
+//     higher number, as a stray directory may have, is not listed, so
+//     that it cannot make every Metadata answer billions of entries long;
+//     logged once). A held partition is
 //     led by the node, with replicas and ISR [node], leader epoch the
 //     Log's latest (v7+; -1 when its lineage is empty). A number tierd
 //     does not hold is listed with LEADER_NOT_AVAILABLE, leader -1 and no
@@ -86,6 +90,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		return resp, nil
 	}
 	seen := map[string]bool{}
+	seenID := map[[16]byte]bool{}
 	for _, rt := range req.Topics {
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
@@ -94,6 +99,10 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		case rt.TopicID != [16]byte{} && req.Version < 12, rt.Topic == nil && req.Version < 12:
 			t.ErrorCode = kerr.InvalidRequest.Code
 		case rt.Topic == nil:
+			if seenID[rt.TopicID] {
+				continue
+			}
+			seenID[rt.TopicID] = true
 			if held = byID[rt.TopicID]; held == nil {
 				t.ErrorCode = kerr.UnknownTopicID.Code
 			}
@@ -123,14 +132,29 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	return resp, nil
 }
 
-// topicMetadata describes one held topic: partitions 0..highest held.
+// maxListedPartition bounds the partition numbers Metadata lists: every
+// number up to the highest held is listed, so one stray directory named
+// "<topic>-2147483646" would otherwise make each Metadata request build
+// two billion entries. No Kafka topic has this many partitions (clusters
+// hold some hundred thousand in all).
+const maxListedPartition = 100000
+
+// topicMetadata describes one held topic: partitions 0..highest held
+// (below maxListedPartition; a higher one is not served, logged once per
+// topic).
 func (s *Server) topicMetadata(ctx context.Context, tp *Topic) (kmsg.MetadataResponseTopic, error) {
 	t := kmsg.NewMetadataResponseTopic()
 	t.Topic, t.TopicID, t.IsInternal = kmsg.StringPtr(tp.Name), tp.ID, tp.Internal
 	held := make(map[int32]bool, len(tp.Partitions))
 	var highest int32 = -1
 	for _, p := range tp.Partitions {
-		if p >= 0 {
+		switch {
+		case p >= maxListedPartition:
+			if s.once.first("partition_too_high", "", tp.Name) {
+				s.logger.Warn("partition number too high to list in Metadata; not served (logged once per topic)",
+					"topic", tp.Name, "partition", p, "max", maxListedPartition-1)
+			}
+		case p >= 0:
 			held[p] = true
 			highest = max(highest, p)
 		}

@@ -31,9 +31,10 @@
 // previous listing was taken within 100 ms of that mtime (file times come
 // from a coarse clock, so a change in the same tick would go unseen), or
 // when a read found a segment file gone. A listing whose .log names are
-// those of the previous one keeps it as it is. A segment known from before
-// keeps its state unless its .log is now another file (a log cleaner
-// replaced it). The file handles of segments that left the listing are
+// those of the previous one, each still the file opened, keeps it as it
+// is. A segment known from before keeps its state unless its .log is now
+// another file (a log cleaner replaced it, or the directory was deleted
+// and created again with the same segment names). The file handles of segments that left the listing are
 // closed once no read uses them (Close closes the rest).
 //
 // # Scanning and the served end

@@ -71,6 +71,17 @@ func (l *listing) swapBetween(lo, hi int64) bool {
 	return false
 }
 
+// sameFiles reports whether every segment's open .log is still the file
+// at its path.
+func (l *listing) sameFiles() bool {
+	for _, s := range l.segs {
+		if !s.sameFile() {
+			return false
+		}
+	}
+	return true
+}
+
 func (l *listing) release() {
 	if l.refs.Add(-1) == 0 {
 		for _, s := range l.segs {
@@ -129,8 +140,11 @@ func (p *Partition) relistLocked() error {
 			names = append(names, e.Name())
 		}
 	}
-	if p.cur != nil && slices.Equal(names, p.cur.names) {
-		// Only other files changed (indexes, snapshots, checkpoints).
+	if p.cur != nil && slices.Equal(names, p.cur.names) && p.cur.sameFiles() {
+		// Only other files changed (indexes, snapshots, checkpoints). The
+		// same names may also be new files: a directory deleted and
+		// created again, or a cleaner swap no listing saw in progress;
+		// those are listed afresh below.
 		p.cur.mtime, p.cur.racy = mtime, racy
 		return nil
 	}

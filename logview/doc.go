@@ -22,6 +22,19 @@
 // derived from the name: the first 16 bytes of SHA-256("tierd-topic-id:" +
 // name) with the version-4 and variant bits of a random Uuid set, so it
 // never collides with the all-zero id and stays the same across restarts.
+// Ids are unique: when several topics claim the same recorded id (a
+// partition directory copied under another name with its
+// partition.metadata), each of them is served under its derived id, with
+// a warning, so that a fetch by id never reads another topic.
+//
+// # Incarnations
+//
+// The remote copies and the local directory are joined only when they
+// belong to the same incarnation of the topic: when both record a topic
+// id and the ids differ (the topic was deleted and created again under the
+// same name, and the old copies wait for their deletion), the partition is
+// served from the local log alone, with a warning. The local id is read
+// again at most every Config.CacheTTL.
 //
 // # Offsets
 //
@@ -40,8 +53,10 @@
 // segment; one below it, or one whose segment local retention deleted
 // under the reader, reads the remote copy; a remote read that finds only
 // offsets compacted away at the end of the tiered log continues in the
-// local log. Offsets that neither tier holds (a segment deleted locally
-// before it was copied) are ErrDataLoss, never skipped. With
+// local log; a local segment found corrupt reads the remote copy of the
+// offsets when one is finished (warned once per partition). Offsets that
+// neither tier holds (a segment deleted locally before it was copied) and
+// corrupt local offsets without a copy are ErrDataLoss, never skipped. With
 // read_committed the aborted transactions come from the transaction
 // indexes of the segments at and after the read's first offset, remote and
 // local, as Kafka collects them (LocalLog.collectAbortedTransactions: the

@@ -40,6 +40,9 @@ func (v *View) state(ctx context.Context, ltp listener.TopicPartition) (*state, 
 	if err != nil {
 		return nil, fmt.Errorf("%w: remote offsets of %s: %v", listener.ErrUnavailable, ltp, err)
 	}
+	if rok && !v.sameIncarnation(st.local, roffs) {
+		rok, roffs = false, remotelog.PartitionOffsets{}
+	}
 	st.remote = roffs
 	st.hasRemote = rok && roffs.HighestTieredOffset >= roffs.LogStartOffset
 	if st.local != nil {
@@ -173,6 +176,13 @@ func (v *View) readTiers(ctx context.Context, st *state, offset int64, maxBytes 
 			if !st.hasRemote || offset > st.remote.HighestTieredOffset {
 				return nil, errRetry // moved, or deleted and the copy not yet visible
 			}
+		case errors.Is(err, kafkalog.ErrCorrupt) && st.hasRemote && offset <= st.remote.HighestTieredOffset:
+			// The local segment went bad after its finished copy was made
+			// (checked when copied): the copy holds these offsets intact.
+			v.mu.Lock()
+			v.warnOnce("corrupt-local:"+st.tp.String(), "local segment is corrupt; its offsets are read from their remote copy",
+				"partition", st.tp.String(), "offset", offset, "err", err)
+			v.mu.Unlock()
 		default:
 			return nil, localError(st.tp, offset, err)
 		}

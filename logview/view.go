@@ -3,6 +3,7 @@ package logview
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -54,6 +55,7 @@ type View struct {
 	topics   []listener.Topic
 	topicsAt time.Time
 	epochs   map[kafkalog.TopicPartition]cachedEpochs
+	ids      map[kafkalog.TopicPartition]cachedTopicID
 	warned   map[string]bool
 }
 
@@ -284,9 +286,30 @@ func (v *View) Topics(ctx context.Context) ([]listener.Topic, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	v.mu.Lock()
+	v.uniqueIDsLocked(out)
 	v.topics, v.topicsAt = out, time.Now()
 	v.mu.Unlock()
 	return out, nil
+}
+
+// uniqueIDsLocked gives every topic whose recorded id another topic also
+// claims (a partition directory copied under another name, with its
+// partition.metadata) the id derived from its name instead, and warns
+// once: clients fetch by id (Fetch v13+), and an id naming two topics
+// would read one topic's records for the other. Callers hold v.mu.
+func (v *View) uniqueIDsLocked(topics []listener.Topic) {
+	claims := make(map[[16]byte]int, len(topics))
+	for _, t := range topics {
+		claims[t.ID]++
+	}
+	for i, t := range topics {
+		if claims[t.ID] < 2 {
+			continue
+		}
+		v.warnOnce("shared-id:"+t.Name, "topic id claimed by several topics; serving this topic under the id derived from its name",
+			"topic", t.Name, "claimed_id", base64.RawURLEncoding.EncodeToString(t.ID[:]))
+		topics[i].ID = derivedTopicID(t.Name)
+	}
 }
 
 // internalTopic says whether Kafka marks the topic internal, or it is

@@ -65,7 +65,7 @@ func newRig(t *testing.T) *rig {
 func (r *rig) tier(localBytes int64) {
 	r.t.Helper()
 	cfg := copier.DefaultConfig()
-	cfg.LogDirs, cfg.FileDeleteDelay, cfg.BrokerID, cfg.InstanceID = []string{r.logDir}, 0, 1, "logview-test"
+	cfg.LogDirs, cfg.FileDeleteDelayMs, cfg.BrokerID, cfg.InstanceID = []string{r.logDir}, 0, 1, "logview-test"
 	never := int64(-1)
 	cfg.Retention.RetentionMs, cfg.Retention.LocalRetentionBytes = &never, &localBytes
 	c, err := copier.New(cfg, r.store, r.mgr)

@@ -151,6 +151,22 @@ type SegmentFiles struct {
 	// stored and before the manifest is written; an error aborts the copy
 	// (a leader-epoch fence check, see Fence).
 	BeforeManifest func(context.Context) error
+	// Progress, when set, is called with the number of bytes of the .log
+	// read for upload so far, each time more are read (from the
+	// goroutine that uploads; it must not block).
+	Progress func(bytes int64)
+	// Throttle, when set, wraps the reader of every object's bytes on
+	// their way up (the copy quota, package quota); the manifest is not
+	// throttled.
+	Throttle func(ctx context.Context, r io.Reader) io.Reader
+}
+
+// throttled applies files.Throttle to r.
+func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader {
+	if files.Throttle == nil {
+		return r
+	}
+	return files.Throttle(ctx, r)
 }
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
@@ -177,11 +193,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			m.deleteObjects(context.WithoutCancel(ctx), mf)
 		}
 	}()
-	logPart := part{n: -1}
+	logPart := part{n: -1, progress: files.Progress}
 	if meta.LocalSizeInBytes > 0 {
-		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes}
+		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes, progress: files.Progress}
 	}
-	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart); err != nil {
+	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart, files); err != nil {
 		return nil, err
 	}
 	for _, ix := range []struct {
@@ -192,7 +208,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		if err != nil {
 			return nil, err
 		}
-		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data); err != nil {
+		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data, files); err != nil {
 			return nil, err
 		}
 	}
@@ -202,11 +218,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		if opt.path == "" {
 			continue
 		}
-		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}); err != nil {
+		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}, files); err != nil {
 			return nil, err
 		}
 	}
-	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs)); err != nil {
+	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs), files); err != nil {
 		return nil, err
 	}
 	if files.BeforeManifest != nil {
@@ -249,9 +265,13 @@ func realIndex(p string, base int64, suffix string) ([]byte, error) {
 
 // part says how much of a file to upload: n bytes from its start, from a
 // file of fileSize bytes; n -1 uploads the whole file, whatever its size.
-type part struct{ n, fileSize int64 }
+// progress, when set, is told the bytes read so far.
+type part struct {
+	n, fileSize int64
+	progress    func(int64)
+}
 
-func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part) error {
+func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part, files SegmentFiles) error {
 	f, err := os.Open(p)
 	if err != nil {
 		return err
@@ -271,7 +291,7 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	h := sha256.New()
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
-	cr := &countingReader{r: io.TeeReader(io.LimitReader(f, size), h)}
+	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, io.LimitReader(f, size)), h), progress: pt.progress}
 	if err := m.b.Upload(ctx, key, cr, size); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
@@ -282,10 +302,10 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	return nil
 }
 
-func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte) error {
+func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte, files SegmentFiles) error {
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key}
-	if err := m.b.Upload(ctx, key, bytes.NewReader(data), int64(len(data))); err != nil {
+	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
 	sum := sha256.Sum256(data)
@@ -294,13 +314,17 @@ func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r        io.Reader
+	n        int64
+	progress func(int64) // nil: none
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
+	if n > 0 && c.progress != nil {
+		c.progress(c.n)
+	}
 	return n, err
 }
 

@@ -122,6 +122,10 @@ func (l localAdmin) ListPartitions(ctx context.Context, r *tierdpb.ListPartition
 	return l.s.ListPartitions(ctx, r)
 }
 
+func (l localAdmin) PartitionStatus(ctx context.Context, r *tierdpb.PartitionStatusRequest, _ ...grpc.CallOption) (*tierdpb.PartitionStatusResponse, error) {
+	return l.s.PartitionStatus(ctx, r)
+}
+
 func (l localAdmin) Journal(ctx context.Context, r *tierdpb.JournalRequest, _ ...grpc.CallOption) (*tierdpb.JournalResponse, error) {
 	return l.s.Journal(ctx, r)
 }

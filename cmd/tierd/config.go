@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
+	"reflect"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -16,6 +18,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -48,6 +51,39 @@ type config struct {
 	// the fetch caches' budgets + the copier's upload buffers + 64 MiB
 	// (see memoryLimit); -1 sets none.
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
+	// Metrics bounds the per-partition metric series.
+	Metrics metricsConfig `yaml:"metrics"`
+
+	// meta is what loading the file learned; nil for a config built in
+	// code.
+	meta *configMeta
+}
+
+type metricsConfig struct {
+	// PartitionLabelsMax is how many partitions get series of their own
+	// in the per-partition metrics (tierd_remote_*{topic,partition}): the
+	// first ones seen since start; every later one shares
+	// {topic="_other",partition="-1"}. Default 1000; 0 aggregates all.
+	PartitionLabelsMax int `yaml:"partition.labels.max"`
+}
+
+// configMeta is where a loaded config came from.
+type configMeta struct {
+	path string
+	// warnings name old spellings the file used (see migrate).
+	warnings []string
+	// set holds the keys the file sets, by full key ("copier.log_dirs").
+	set map[string]bool
+	// renamed maps a key set under an old spelling to that spelling.
+	renamed map[string]string
+}
+
+// warnings returns the file's warnings (old spellings).
+func (c config) warnings() []string {
+	if c.meta == nil {
+		return nil
+	}
+	return c.meta.warnings
 }
 
 // kafkaConfig is the kafka: section: two packages' settings inline.
@@ -57,7 +93,8 @@ type kafkaConfig struct {
 }
 
 type httpConfig struct {
-	// Listen serves /metrics, /-/healthy and /-/ready. Default
+	// Listen serves /metrics, /-/healthy, /-/ready and the status page
+	// at / (package statuspage). Default
 	// "127.0.0.1:7451"; "" turns it off.
 	Listen string `yaml:"listen"`
 }
@@ -77,13 +114,15 @@ func defaultConfig() config {
 		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info",
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
-		HTTP:   httpConfig{Listen: "127.0.0.1:7451"},
+		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
 	}
 }
 
-// loadConfig reads a YAML file strictly: unknown keys, fractional numbers
+// loadConfig reads a YAML file strictly: unknown keys (with the nearest
+// known one suggested), values of the wrong kind, fractional numbers
 // (tierd has no fractional settings, and truncating one would silently
-// change its meaning) and extra documents are errors.
+// change its meaning) and extra documents are errors, all reported at
+// once. Old spellings are converted, with warnings (see migrate).
 func loadConfig(path string) (config, error) {
 	cfg := defaultConfig()
 	data, err := os.ReadFile(path)
@@ -93,22 +132,46 @@ func loadConfig(path string) (config, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return cfg, fmt.Errorf("%s: the config file is empty (see tierd.example.yaml)", path)
 	}
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
-	if err := noFloats(&root); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil {
+	var root yaml.Node
+	if err := dec.Decode(&root); errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("%s: the config file holds no settings (see tierd.example.yaml)", path)
+	} else if err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("%s: more than one YAML document; tierd reads one", path)
 	}
+	if err := noFloats(&root); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	renamed := map[string]string{}
+	warnings, errs := migrate(&root, renamed)
+	if len(root.Content) == 1 {
+		errs = append(errs, checkKeys(root.Content[0], reflect.TypeFor[config](), "")...)
+	}
+	if len(errs) > 0 {
+		return cfg, fmt.Errorf("%s: %w", path, errors.Join(errs...))
+	}
+	// Decoded strictly once more from the converted file: a safety net
+	// for anything checkKeys let through.
+	converted, err := yaml.Marshal(&root)
+	if err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(converted))
+	strict.KnownFields(true)
+	if err := strict.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		abs = path
+	}
+	cfg.meta = &configMeta{path: abs, warnings: warnings, set: map[string]bool{}, renamed: renamed}
+	fileKeys(&root, "", cfg.meta.set)
+	cfg.Copier.Source = abs
 	if err := cfg.validate(); err != nil {
 		return cfg, fmt.Errorf("%s: %w", path, err)
 	}
@@ -139,6 +202,9 @@ func (c config) validate() error {
 		if c.Copier.BrokerID < 0 {
 			errs = append(errs, errors.New("copier: broker_id is required with kafka.bootstrap_servers: tierd tiers the partitions this broker leads"))
 		}
+	}
+	if c.Metrics.PartitionLabelsMax < 0 {
+		errs = append(errs, fmt.Errorf("metrics: partition.labels.max %d must be 0 or more", c.Metrics.PartitionLabelsMax))
 	}
 	if c.MemoryLimitBytes < -1 {
 		errs = append(errs, fmt.Errorf("memory_limit_bytes %d must be -1 (none), 0 (automatic) or a size", c.MemoryLimitBytes))
@@ -235,6 +301,9 @@ func configCommandArgs(name, usage string, args []string, stderr io.Writer, setu
 	if err != nil {
 		fmt.Fprintf(stderr, "tierd %s: %v\n", name, err)
 		return cfg, 1, false
+	}
+	for _, w := range cfg.warnings() {
+		fmt.Fprintf(stderr, "tierd %s: warning: %s: %s\n", name, *path, w)
 	}
 	return cfg, 0, true
 }

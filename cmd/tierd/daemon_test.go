@@ -81,10 +81,9 @@ func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string 
 	y := fmt.Sprintf(`copier:
   log_dirs: [%s]
   broker_id: 1
-  interval: 100ms
-  file_delete_delay: 0s
-  retention:
-    local.retention.ms: 0
+  remote.log.manager.task.interval.ms: 100
+  file.delete.delay.ms: 0
+  log.local.retention.ms: 0
 bucket:
   type: %s
   %s
@@ -121,7 +120,7 @@ func TestConfigStrict(t *testing.T) {
 	if l, _ := cfg.Copier.LimitsFor("orders"); l.RetentionBytes != 100 || l.LocalRetentionBytes != 100 || l.RetentionMs != 604800000 {
 		t.Errorf("topic override: %+v", l)
 	}
-	if cfg.Fetch.Listen != "127.0.0.1:7450" || cfg.Copier.Interval != 10*time.Second {
+	if cfg.Fetch.Listen != "127.0.0.1:7450" || cfg.Copier.TaskIntervalMs != 30000 {
 		t.Errorf("defaults lost: %+v", cfg.Fetch)
 	}
 }
@@ -143,7 +142,7 @@ func TestDaemonOverMinIO(t *testing.T) {
 	}
 	l.Close()
 	fetchAddr, httpAddr := freeAddr(t), freeAddr(t)
-	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: %s\n    bucket: daemon\n    insecure: true", srv.Endpoint), fetchAddr, httpAddr)
+	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: daemon", srv.Endpoint), fetchAddr, httpAddr)
 	stop := startServe(t, cfgPath)
 	ctx := context.Background()
 	c, err := fetch.Dial(fetchAddr)
@@ -218,7 +217,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := defaultConfig()
-	if cfg.Fetch != def.Fetch || cfg.Copier.Interval != def.Copier.Interval || cfg.Copier.FileDeleteDelay != def.Copier.FileDeleteDelay ||
+	if cfg.Fetch != def.Fetch || cfg.Copier.TaskIntervalMs != def.Copier.TaskIntervalMs || cfg.Copier.FileDeleteDelayMs != def.Copier.FileDeleteDelayMs ||
 		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP ||
 		cfg.Copier.RemoteLogDeleteDelayMs != def.Copier.RemoteLogDeleteDelayMs || cfg.Copier.ClusterTopicConfigs != def.Copier.ClusterTopicConfigs ||
 		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Cluster.Enabled() ||
@@ -227,6 +226,14 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 3600000 || l.RetentionMs != 604800000 {
 		t.Errorf("example topic override: %+v", l)
+	}
+	c, d := cfg.Copier, def.Copier
+	if c.CopierThreadPoolSize != d.CopierThreadPoolSize || c.CopyMaxBytesPerSecond != d.CopyMaxBytesPerSecond || c.RemoteStorageEnable != d.RemoteStorageEnable ||
+		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes {
+		t.Errorf("example copier differs from the defaults it documents: %+v", c)
+	}
+	if w := cfg.warnings(); len(w) != 0 {
+		t.Errorf("the example uses old spellings: %v", w)
 	}
 }
 
@@ -271,7 +278,7 @@ func TestReadyWaitsForBucket(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
 	httpAddr := freeAddr(t)
-	cfgPath := writeConfig(t, root, "minio:\n    endpoint: "+freeAddr(t)+"\n    bucket: nowhere\n    insecure: true\n    max_retries: 1", freeAddr(t), httpAddr)
+	cfgPath := writeConfig(t, root, "minio:\n    endpoint: http://"+freeAddr(t)+"\n    bucket: nowhere\n    max_retries: 1", freeAddr(t), httpAddr)
 	startServe(t, cfgPath)
 	var code int
 	for i := 0; i < 100; i++ {

@@ -118,7 +118,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	}
 	cfg := defaultConfig()
 	cfg.Copier.LogDirs = []string{filepath.Join(root, "logs")}
-	cfg.Copier.FileDeleteDelay = 0
+	cfg.Copier.FileDeleteDelayMs = 0
 	cfg.Copier.OwnershipLease = 0 // the demo alone writes its prefix: no lease, no broker_id
 	localMs := int64(demoLocalRetMs)
 	cfg.Copier.Retention.LocalRetentionMs = &localMs

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sync/atomic"
 	"syscall"
@@ -25,6 +26,7 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -89,7 +91,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg)}
+	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's and fetch's series
+	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels)}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
 			d.Close()
@@ -102,7 +105,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
-		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy)); err != nil {
+		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy),
+		fetch.WithPartitionLabels(labels)); err != nil {
 		d.Close()
 		return nil, err
 	}
@@ -156,9 +160,11 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
-	level, _ := parseLevel(cfg.LogLevel)
+	level := new(slog.LevelVar) // a reload sets it
+	l, _ := parseLevel(cfg.LogLevel)
+	level.Set(l)
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
-	if err := serve(ctx, cfg, log); err != nil {
+	if err := serve(ctx, cfg, log, level); err != nil {
 		log.Error("tierd stopped", "err", err)
 		return 1
 	}
@@ -208,12 +214,10 @@ func probeBucket(ctx context.Context, d *daemon, log *slog.Logger, ready *atomic
 	}
 }
 
-// serve runs the copier loop, the gRPC fetch server and the HTTP metrics
-// server in one run group until ctx ends or one of them fails.
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
 // configured one, or the fetch caches' budgets + the copier's multipart
-// upload buffers (copy_concurrency x part_size x part_concurrency) +
-// 64 MiB for the rest. Without it the garbage collector lets the heap
+// upload buffers (remote.log.manager.copier.thread.pool.size x
+// part_size x part_concurrency) + 64 MiB for the rest. Without it the garbage collector lets the heap
 // grow to twice what is live, so a full cache would double the footprint.
 func memoryLimit(cfg config) int64 {
 	switch {
@@ -229,10 +233,16 @@ func memoryLimit(cfg config) int64 {
 	case "minio":
 		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
 	}
-	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.Concurrency)*upload + 64<<20
+	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.CopierThreadPoolSize)*upload + 64<<20
 }
 
-func serve(ctx context.Context, cfg config, log *slog.Logger) error {
+// serve runs the copier loop, the gRPC fetch server, the HTTP metrics
+// server and the config reloader (SIGHUP) in one run group until ctx ends
+// or one of them fails. level, when given, is the log handler's level,
+// which a reload sets.
+func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.LevelVar) error {
+	hup := notifyHUP() // from here on SIGHUP reloads, never kills
+	defer signal.Stop(hup)
 	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		log.Info("go soft memory limit", "bytes", limit)
@@ -268,9 +278,22 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 	}
 	d.fetch.Configure(fetch.WithReadiness(readiness(&ready, d.copier)), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)))
 	var g oklog.Group
+	rl := newReloader(cfg, log, append(level, nil)[0])
+	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
+	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch) })
+	limit := memoryLimit(cfg)
+	rl.Register("memory limit", func(c config) error {
+		if l := memoryLimit(c); l != limit {
+			limit = l
+			log.Info("go soft memory limit", "bytes", applyMemoryLimit(c))
+		}
+		return nil
+	})
+	rl.Register("tls", func(config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
+	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error {
 		if !ready.Load() { // the first probe failed: wait for the bucket
-			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval); err != nil || ctx.Err() != nil {
+			if err := probeBucket(ctx, d, log, &ready, cfg.Copier.Interval()); err != nil || ctx.Err() != nil {
 				return err
 			}
 		}
@@ -285,11 +308,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger) error {
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
+		page, err := statusPage(cfg, d, log, readiness(&ready, d.copier))
+		if err != nil {
+			return err
+		}
 		g.Add(func() error {
-			return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier), serverTLS(tlsH, cfg.TLS.HTTP), log)
+			return serveHTTP(ctx, cfg.HTTP.Listen, reg, readiness(&ready, d.copier), page, serverTLS(tlsH, cfg.TLS.HTTP), log)
 		}, func(error) { cancel() })
 	}
-	g.Add(func() error { return reloadTLSOnHangup(ctx, tlsH, log) }, func(error) { cancel() })
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
 }
@@ -306,11 +332,14 @@ func readiness(bucketUp *atomic.Bool, c *copier.Copier) func() (bool, string) {
 	}
 }
 
-// serveHTTP serves /metrics, /-/healthy and /-/ready on addr until ctx
-// ends, over TLS when tc is not nil. The server's own errors (refused TLS
-// handshakes among them) go to log at debug level.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), tc *tls.Config, log *slog.Logger) error {
+// serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not
+// nil, the status page at "/", over TLS when tc is not nil. The server's
+// own errors (refused TLS handshakes among them) go to log at debug level.
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, tc *tls.Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
+	if page != nil {
+		mux.Handle("/{$}", page)
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {

@@ -8,12 +8,15 @@ import (
 	"path/filepath"
 	"sort"
 	"text/tabwriter"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rlmm"
 )
@@ -23,6 +26,7 @@ type partitionRows struct {
 	offsets *tierdpb.ListSegmentsResponse // nil: nothing remote
 	local   map[int64]int64               // base offset -> bytes
 	dir     string
+	status  *remotelog.PartitionStatus // nil: none reported
 }
 
 func runSegments(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -82,6 +86,15 @@ func listSegments(ctx context.Context, cfg config, w io.Writer) error {
 		tps = append(tps, tp)
 	}
 	sort.Slice(tps, func(i, j int) bool { return tps[i].String() < tps[j].String() })
+	st, err := remote.status(ctx)
+	if err != nil {
+		return fmt.Errorf("partition status: %w", err)
+	}
+	for i, p := range st.Partitions {
+		if pr := parts[kafkalog.TopicPartition{Topic: p.Topic, Partition: p.Partition}]; pr != nil {
+			pr.status = &st.Partitions[i]
+		}
+	}
 	fmt.Fprintf(w, "remote metadata from %s\n", source)
 	for _, tp := range tps {
 		pr := parts[tp]
@@ -110,6 +123,9 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 			pr.offsets.LogStartOffset, pr.offsets.LocalLogStartOffset, pr.offsets.HighestTieredOffset)
 	}
 	fmt.Fprintln(w)
+	if pr.status != nil {
+		fmt.Fprintln(w, statusLine(*pr.status))
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tsegment id\t")
 	shown := map[int64]bool{}
@@ -141,6 +157,23 @@ type lister interface {
 	list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error)
 	deletions(ctx context.Context) ([]*tierdpb.PartitionDeletion, error)
 	partitions(ctx context.Context) ([]kafkalog.TopicPartition, error)
+	status(ctx context.Context) (remotelog.TieringStatus, error)
+}
+
+// status asks the running tierd; one that does not report it has none.
+func (g grpcLister) status(ctx context.Context) (remotelog.TieringStatus, error) {
+	resp, err := g.c.Admin().PartitionStatus(ctx, &tierdpb.PartitionStatusRequest{})
+	if status.Code(err) == codes.Unimplemented {
+		return remotelog.TieringStatus{}, nil
+	}
+	return fetch.StatusFromProto(resp), err
+}
+
+// status computes what a pass would start from (copier.Evaluate). What it
+// could not read is left out of it: the segment listing reports that.
+func (s *storeLister) status(context.Context) (remotelog.TieringStatus, error) {
+	st, _ := copier.Evaluate(s.cfg, s.s, time.Now())
+	return st, nil
 }
 
 func (g grpcLister) partitions(ctx context.Context) ([]kafkalog.TopicPartition, error) {
@@ -180,7 +213,10 @@ func (g grpcLister) list(ctx context.Context, tp kafkalog.TopicPartition) (*tier
 	return resp, err
 }
 
-type storeLister struct{ s *rlmm.Store }
+type storeLister struct {
+	s   *rlmm.Store
+	cfg copier.Config
+}
 
 func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error) {
 	offs, ok, err := s.s.Offsets(tp)
@@ -215,7 +251,7 @@ func remoteLister(ctx context.Context, cfg config) (lister, string, func(), erro
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}
-	return &storeLister{s}, cfg.Metadata.Dir + " (tierd not running)", func() { s.Close() }, nil
+	return &storeLister{s, cfg.Copier}, cfg.Metadata.Dir + " (tierd not running)", func() { s.Close() }, nil
 }
 
 func fetchNotFound(err error) bool { return status.Code(err) == codes.NotFound }

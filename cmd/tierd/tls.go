@@ -1,15 +1,11 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/tierd/tierd/fetch"
@@ -137,8 +133,9 @@ func serverTLS(h *tlsreload.Holder, m string) *tls.Config {
 	return h.ServerConfig(mode(m) == tlsMTLS)
 }
 
-// reloadTLS reads the certificate files again (SIGHUP); on an error the
-// endpoints keep the certificate they have. A nil holder does nothing.
+// reloadTLS reads the certificate files again (a part of every config
+// reload: SIGHUP, tierd config reload); on an error the endpoints keep the
+// certificate they have. A nil holder does nothing.
 func reloadTLS(h *tlsreload.Holder, log *slog.Logger) error {
 	if h == nil {
 		return nil
@@ -149,23 +146,6 @@ func reloadTLS(h *tlsreload.Holder, log *slog.Logger) error {
 	}
 	logCertificate(log, h, "tls: certificate reloaded")
 	return nil
-}
-
-// reloadTLSOnHangup reloads the certificate files on every SIGHUP until
-// ctx ends. It is a run-group actor; a failed reload is logged, not
-// returned, so SIGHUP never stops tierd.
-func reloadTLSOnHangup(ctx context.Context, h *tlsreload.Holder, log *slog.Logger) error {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-hup:
-			reloadTLS(h, log)
-		}
-	}
 }
 
 // tlsRefusal explains why a tool's TLS connection to the gRPC API failed:

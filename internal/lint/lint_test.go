@@ -46,8 +46,8 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
 		switch r := rel(p); {
-		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview":
-			return 5 // bench and logview are parts of cmd/tierd kept in their own packages
+		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage":
+			return 5 // bench, logview and statuspage are parts of cmd/tierd kept in their own packages
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),
 			r == "listener" || strings.HasPrefix(r, "listener/"):
 			return 4

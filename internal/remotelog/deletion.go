@@ -7,9 +7,9 @@ import (
 )
 
 // DeletionReason says why every remote copy of one partition's incarnation
-// is to be deleted. Only these two reasons delete a whole partition's
-// remote data; evidence on a broker's disk (a "-delete" directory, a
-// vanished partition directory, a changed partition.metadata) never does.
+// is to be deleted. Only these reasons delete a whole partition's remote
+// data; evidence on a broker's disk (a "-delete" directory, a vanished
+// partition directory, a changed partition.metadata) never does.
 type DeletionReason string
 
 // Deletion reasons.
@@ -19,6 +19,11 @@ const (
 	ReasonTopicDeleted DeletionReason = "topic-deleted"
 	// ReasonOperator: an operator ordered it ("tierd topics delete").
 	ReasonOperator DeletionReason = "operator"
+	// ReasonTieringDisabled: the topic's configuration turns tiering off
+	// and orders its remote data deleted (KIP-950:
+	// remote.storage.enable=false with remote.log.delete.on.disable=true),
+	// in tierd.yaml or in the Kafka cluster's topic configs.
+	ReasonTieringDisabled DeletionReason = "tiering-disabled"
 )
 
 // DeletionState is where a scheduled partition deletion stands.

@@ -821,6 +821,462 @@ func (x *OffsetRange) GetHighestTieredOffset() int64 {
 	return 0
 }
 
+type PartitionStatusRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "" for every partition; else the partitions of this topic.
+	Topic         string `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionStatusRequest) Reset() {
+	*x = PartitionStatusRequest{}
+	mi := &file_tierd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionStatusRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionStatusRequest) ProtoMessage() {}
+
+func (x *PartitionStatusRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionStatusRequest.ProtoReflect.Descriptor instead.
+func (*PartitionStatusRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PartitionStatusRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+// A copy in flight.
+type CopyProgress struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	BaseOffset int64                  `protobuf:"varint,1,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
+	EndOffset  int64                  `protobuf:"varint,2,opt,name=end_offset,json=endOffset,proto3" json:"end_offset,omitempty"`
+	// Size of the .log being copied, and how much of it was read for upload.
+	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	SentBytes     int64 `protobuf:"varint,4,opt,name=sent_bytes,json=sentBytes,proto3" json:"sent_bytes,omitempty"`
+	StartedMs     int64 `protobuf:"varint,5,opt,name=started_ms,json=startedMs,proto3" json:"started_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyProgress) Reset() {
+	*x = CopyProgress{}
+	mi := &file_tierd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyProgress) ProtoMessage() {}
+
+func (x *CopyProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyProgress.ProtoReflect.Descriptor instead.
+func (*CopyProgress) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CopyProgress) GetBaseOffset() int64 {
+	if x != nil {
+		return x.BaseOffset
+	}
+	return 0
+}
+
+func (x *CopyProgress) GetEndOffset() int64 {
+	if x != nil {
+		return x.EndOffset
+	}
+	return 0
+}
+
+func (x *CopyProgress) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *CopyProgress) GetSentBytes() int64 {
+	if x != nil {
+		return x.SentBytes
+	}
+	return 0
+}
+
+func (x *CopyProgress) GetStartedMs() int64 {
+	if x != nil {
+		return x.StartedMs
+	}
+	return 0
+}
+
+// One partition's tiering status (internal/remotelog.PartitionStatus has
+// each field's meaning). Offsets are Kafka offsets, sizes bytes, times ms
+// since the Unix epoch; -1 is unknown or none.
+type PartitionStatus struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Dir       string                 `protobuf:"bytes,3,opt,name=dir,proto3" json:"dir,omitempty"`
+	// copying, up_to_date, waiting or remote_only.
+	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// With waiting: not_in_checkpoint, high_watermark, corrupt_segment,
+	// lease_held, not_leader, cluster_unreachable, store_unreachable,
+	// tiering_disabled, held, copy_failed, next_pass or not_running.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// With reason held: the hold reason.
+	Held string `protobuf:"bytes,6,opt,name=held,proto3" json:"held,omitempty"`
+	// What the pass decided and why, in a sentence.
+	Detail string `protobuf:"bytes,7,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The last pass's error for the partition, "" when none.
+	Error               string        `protobuf:"bytes,8,opt,name=error,proto3" json:"error,omitempty"`
+	Copying             *CopyProgress `protobuf:"bytes,9,opt,name=copying,proto3" json:"copying,omitempty"`
+	PendingSegments     int32         `protobuf:"varint,10,opt,name=pending_segments,json=pendingSegments,proto3" json:"pending_segments,omitempty"`
+	PendingBytes        int64         `protobuf:"varint,11,opt,name=pending_bytes,json=pendingBytes,proto3" json:"pending_bytes,omitempty"`
+	LocalSegments       int32         `protobuf:"varint,12,opt,name=local_segments,json=localSegments,proto3" json:"local_segments,omitempty"`
+	LocalBytes          int64         `protobuf:"varint,13,opt,name=local_bytes,json=localBytes,proto3" json:"local_bytes,omitempty"`
+	LocalLogStartOffset int64         `protobuf:"varint,14,opt,name=local_log_start_offset,json=localLogStartOffset,proto3" json:"local_log_start_offset,omitempty"`
+	ActiveBaseOffset    int64         `protobuf:"varint,15,opt,name=active_base_offset,json=activeBaseOffset,proto3" json:"active_base_offset,omitempty"`
+	HighWatermark       int64         `protobuf:"varint,16,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	LogStartOffset      int64         `protobuf:"varint,17,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	HighestTieredOffset int64         `protobuf:"varint,18,opt,name=highest_tiered_offset,json=highestTieredOffset,proto3" json:"highest_tiered_offset,omitempty"`
+	RemoteSegments      int32         `protobuf:"varint,19,opt,name=remote_segments,json=remoteSegments,proto3" json:"remote_segments,omitempty"`
+	RemoteBytes         int64         `protobuf:"varint,20,opt,name=remote_bytes,json=remoteBytes,proto3" json:"remote_bytes,omitempty"`
+	MetadataRows        int32         `protobuf:"varint,21,opt,name=metadata_rows,json=metadataRows,proto3" json:"metadata_rows,omitempty"`
+	DeleteLagSegments   int32         `protobuf:"varint,22,opt,name=delete_lag_segments,json=deleteLagSegments,proto3" json:"delete_lag_segments,omitempty"`
+	DeleteLagBytes      int64         `protobuf:"varint,23,opt,name=delete_lag_bytes,json=deleteLagBytes,proto3" json:"delete_lag_bytes,omitempty"`
+	LastCopyMs          int64         `protobuf:"varint,24,opt,name=last_copy_ms,json=lastCopyMs,proto3" json:"last_copy_ms,omitempty"`
+	UpdatedMs           int64         `protobuf:"varint,25,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *PartitionStatus) Reset() {
+	*x = PartitionStatus{}
+	mi := &file_tierd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionStatus) ProtoMessage() {}
+
+func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
+func (*PartitionStatus) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *PartitionStatus) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetDir() string {
+	if x != nil {
+		return x.Dir
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetHeld() string {
+	if x != nil {
+		return x.Held
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *PartitionStatus) GetCopying() *CopyProgress {
+	if x != nil {
+		return x.Copying
+	}
+	return nil
+}
+
+func (x *PartitionStatus) GetPendingSegments() int32 {
+	if x != nil {
+		return x.PendingSegments
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetPendingBytes() int64 {
+	if x != nil {
+		return x.PendingBytes
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLocalSegments() int32 {
+	if x != nil {
+		return x.LocalSegments
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLocalBytes() int64 {
+	if x != nil {
+		return x.LocalBytes
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLocalLogStartOffset() int64 {
+	if x != nil {
+		return x.LocalLogStartOffset
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetActiveBaseOffset() int64 {
+	if x != nil {
+		return x.ActiveBaseOffset
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetHighestTieredOffset() int64 {
+	if x != nil {
+		return x.HighestTieredOffset
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetRemoteSegments() int32 {
+	if x != nil {
+		return x.RemoteSegments
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetRemoteBytes() int64 {
+	if x != nil {
+		return x.RemoteBytes
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetMetadataRows() int32 {
+	if x != nil {
+		return x.MetadataRows
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetDeleteLagSegments() int32 {
+	if x != nil {
+		return x.DeleteLagSegments
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetDeleteLagBytes() int64 {
+	if x != nil {
+		return x.DeleteLagBytes
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetLastCopyMs() int64 {
+	if x != nil {
+		return x.LastCopyMs
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetUpdatedMs() int64 {
+	if x != nil {
+		return x.UpdatedMs
+	}
+	return 0
+}
+
+type PartitionStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when computed over a stopped tierd's files.
+	Running    bool  `protobuf:"varint,1,opt,name=running,proto3" json:"running,omitempty"`
+	Passes     int64 `protobuf:"varint,2,opt,name=passes,proto3" json:"passes,omitempty"`
+	LastPassMs int64 `protobuf:"varint,3,opt,name=last_pass_ms,json=lastPassMs,proto3" json:"last_pass_ms,omitempty"`
+	// The end of the last pass without any error, -1 for none.
+	LastSuccessMs int64 `protobuf:"varint,4,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"`
+	// Kafka internal topics seen in the log dirs, never tiered.
+	SkippedTopics []string           `protobuf:"bytes,5,rep,name=skipped_topics,json=skippedTopics,proto3" json:"skipped_topics,omitempty"`
+	Partitions    []*PartitionStatus `protobuf:"bytes,6,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionStatusResponse) Reset() {
+	*x = PartitionStatusResponse{}
+	mi := &file_tierd_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionStatusResponse) ProtoMessage() {}
+
+func (x *PartitionStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionStatusResponse.ProtoReflect.Descriptor instead.
+func (*PartitionStatusResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *PartitionStatusResponse) GetRunning() bool {
+	if x != nil {
+		return x.Running
+	}
+	return false
+}
+
+func (x *PartitionStatusResponse) GetPasses() int64 {
+	if x != nil {
+		return x.Passes
+	}
+	return 0
+}
+
+func (x *PartitionStatusResponse) GetLastPassMs() int64 {
+	if x != nil {
+		return x.LastPassMs
+	}
+	return 0
+}
+
+func (x *PartitionStatusResponse) GetLastSuccessMs() int64 {
+	if x != nil {
+		return x.LastSuccessMs
+	}
+	return 0
+}
+
+func (x *PartitionStatusResponse) GetSkippedTopics() []string {
+	if x != nil {
+		return x.SkippedTopics
+	}
+	return nil
+}
+
+func (x *PartitionStatusResponse) GetPartitions() []*PartitionStatus {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
 type IdentityRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -829,7 +1285,7 @@ type IdentityRequest struct {
 
 func (x *IdentityRequest) Reset() {
 	*x = IdentityRequest{}
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -841,7 +1297,7 @@ func (x *IdentityRequest) String() string {
 func (*IdentityRequest) ProtoMessage() {}
 
 func (x *IdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -854,7 +1310,7 @@ func (x *IdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityRequest.ProtoReflect.Descriptor instead.
 func (*IdentityRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{10}
+	return file_tierd_proto_rawDescGZIP(), []int{14}
 }
 
 type IdentityResponse struct {
@@ -870,7 +1326,7 @@ type IdentityResponse struct {
 
 func (x *IdentityResponse) Reset() {
 	*x = IdentityResponse{}
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +1338,7 @@ func (x *IdentityResponse) String() string {
 func (*IdentityResponse) ProtoMessage() {}
 
 func (x *IdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +1351,7 @@ func (x *IdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityResponse.ProtoReflect.Descriptor instead.
 func (*IdentityResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{11}
+	return file_tierd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *IdentityResponse) GetInstanceId() string {
@@ -934,7 +1390,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -946,7 +1402,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -959,7 +1415,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{12}
+	return file_tierd_proto_rawDescGZIP(), []int{16}
 }
 
 type TopicPartition struct {
@@ -972,7 +1428,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1440,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1453,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{13}
+	return file_tierd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -1023,7 +1479,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1035,7 +1491,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1048,7 +1504,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{14}
+	return file_tierd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*TopicPartition {
@@ -1071,7 +1527,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1083,7 +1539,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1096,7 +1552,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{15}
+	return file_tierd_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteTopicRequest) GetTopic() string {
@@ -1132,7 +1588,7 @@ type RestorePartitionRequest struct {
 
 func (x *RestorePartitionRequest) Reset() {
 	*x = RestorePartitionRequest{}
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1144,7 +1600,7 @@ func (x *RestorePartitionRequest) String() string {
 func (*RestorePartitionRequest) ProtoMessage() {}
 
 func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1157,7 +1613,7 @@ func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestorePartitionRequest.ProtoReflect.Descriptor instead.
 func (*RestorePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{16}
+	return file_tierd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RestorePartitionRequest) GetTopic() string {
@@ -1199,7 +1655,7 @@ type ListDeletionsRequest struct {
 
 func (x *ListDeletionsRequest) Reset() {
 	*x = ListDeletionsRequest{}
-	mi := &file_tierd_proto_msgTypes[17]
+	mi := &file_tierd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1667,7 @@ func (x *ListDeletionsRequest) String() string {
 func (*ListDeletionsRequest) ProtoMessage() {}
 
 func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[17]
+	mi := &file_tierd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1680,7 @@ func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeletionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDeletionsRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{17}
+	return file_tierd_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDeletionsRequest) GetTopic() string {
@@ -1263,7 +1719,7 @@ type PartitionDeletion struct {
 
 func (x *PartitionDeletion) Reset() {
 	*x = PartitionDeletion{}
-	mi := &file_tierd_proto_msgTypes[18]
+	mi := &file_tierd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1731,7 @@ func (x *PartitionDeletion) String() string {
 func (*PartitionDeletion) ProtoMessage() {}
 
 func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[18]
+	mi := &file_tierd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1744,7 @@ func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDeletion.ProtoReflect.Descriptor instead.
 func (*PartitionDeletion) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{18}
+	return file_tierd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PartitionDeletion) GetTopic() string {
@@ -1370,7 +1826,7 @@ type DeletionsResponse struct {
 
 func (x *DeletionsResponse) Reset() {
 	*x = DeletionsResponse{}
-	mi := &file_tierd_proto_msgTypes[19]
+	mi := &file_tierd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1382,7 +1838,7 @@ func (x *DeletionsResponse) String() string {
 func (*DeletionsResponse) ProtoMessage() {}
 
 func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[19]
+	mi := &file_tierd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1395,7 +1851,7 @@ func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionsResponse.ProtoReflect.Descriptor instead.
 func (*DeletionsResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{19}
+	return file_tierd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DeletionsResponse) GetDeletions() []*PartitionDeletion {
@@ -1416,7 +1872,7 @@ type JournalRequest struct {
 
 func (x *JournalRequest) Reset() {
 	*x = JournalRequest{}
-	mi := &file_tierd_proto_msgTypes[20]
+	mi := &file_tierd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1884,7 @@ func (x *JournalRequest) String() string {
 func (*JournalRequest) ProtoMessage() {}
 
 func (x *JournalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[20]
+	mi := &file_tierd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1897,7 @@ func (x *JournalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalRequest.ProtoReflect.Descriptor instead.
 func (*JournalRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{20}
+	return file_tierd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *JournalRequest) GetAfterSeq() int64 {
@@ -1480,7 +1936,7 @@ type JournalEntry struct {
 
 func (x *JournalEntry) Reset() {
 	*x = JournalEntry{}
-	mi := &file_tierd_proto_msgTypes[21]
+	mi := &file_tierd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1492,7 +1948,7 @@ func (x *JournalEntry) String() string {
 func (*JournalEntry) ProtoMessage() {}
 
 func (x *JournalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[21]
+	mi := &file_tierd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1505,7 +1961,7 @@ func (x *JournalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
 func (*JournalEntry) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{21}
+	return file_tierd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *JournalEntry) GetSeq() int64 {
@@ -1601,7 +2057,7 @@ type JournalResponse struct {
 
 func (x *JournalResponse) Reset() {
 	*x = JournalResponse{}
-	mi := &file_tierd_proto_msgTypes[22]
+	mi := &file_tierd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +2069,7 @@ func (x *JournalResponse) String() string {
 func (*JournalResponse) ProtoMessage() {}
 
 func (x *JournalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[22]
+	mi := &file_tierd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +2082,7 @@ func (x *JournalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalResponse.ProtoReflect.Descriptor instead.
 func (*JournalResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{22}
+	return file_tierd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *JournalResponse) GetEntries() []*JournalEntry {
@@ -1693,7 +2149,59 @@ const file_tierd_proto_rawDesc = "" +
 	"\x16local_log_start_offset\x18\x04 \x01(\x03R\x13localLogStartOffset\"k\n" +
 	"\vOffsetRange\x12(\n" +
 	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x122\n" +
-	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\"\x11\n" +
+	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\".\n" +
+	"\x16PartitionStatusRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\"\xa2\x01\n" +
+	"\fCopyProgress\x12\x1f\n" +
+	"\vbase_offset\x18\x01 \x01(\x03R\n" +
+	"baseOffset\x12\x1d\n" +
+	"\n" +
+	"end_offset\x18\x02 \x01(\x03R\tendOffset\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x1d\n" +
+	"\n" +
+	"sent_bytes\x18\x04 \x01(\x03R\tsentBytes\x12\x1d\n" +
+	"\n" +
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\x85\a\n" +
+	"\x0fPartitionStatus\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x10\n" +
+	"\x03dir\x18\x03 \x01(\tR\x03dir\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04held\x18\x06 \x01(\tR\x04held\x12\x16\n" +
+	"\x06detail\x18\a \x01(\tR\x06detail\x12\x14\n" +
+	"\x05error\x18\b \x01(\tR\x05error\x120\n" +
+	"\acopying\x18\t \x01(\v2\x16.tierd.v1.CopyProgressR\acopying\x12)\n" +
+	"\x10pending_segments\x18\n" +
+	" \x01(\x05R\x0fpendingSegments\x12#\n" +
+	"\rpending_bytes\x18\v \x01(\x03R\fpendingBytes\x12%\n" +
+	"\x0elocal_segments\x18\f \x01(\x05R\rlocalSegments\x12\x1f\n" +
+	"\vlocal_bytes\x18\r \x01(\x03R\n" +
+	"localBytes\x123\n" +
+	"\x16local_log_start_offset\x18\x0e \x01(\x03R\x13localLogStartOffset\x12,\n" +
+	"\x12active_base_offset\x18\x0f \x01(\x03R\x10activeBaseOffset\x12%\n" +
+	"\x0ehigh_watermark\x18\x10 \x01(\x03R\rhighWatermark\x12(\n" +
+	"\x10log_start_offset\x18\x11 \x01(\x03R\x0elogStartOffset\x122\n" +
+	"\x15highest_tiered_offset\x18\x12 \x01(\x03R\x13highestTieredOffset\x12'\n" +
+	"\x0fremote_segments\x18\x13 \x01(\x05R\x0eremoteSegments\x12!\n" +
+	"\fremote_bytes\x18\x14 \x01(\x03R\vremoteBytes\x12#\n" +
+	"\rmetadata_rows\x18\x15 \x01(\x05R\fmetadataRows\x12.\n" +
+	"\x13delete_lag_segments\x18\x16 \x01(\x05R\x11deleteLagSegments\x12(\n" +
+	"\x10delete_lag_bytes\x18\x17 \x01(\x03R\x0edeleteLagBytes\x12 \n" +
+	"\flast_copy_ms\x18\x18 \x01(\x03R\n" +
+	"lastCopyMs\x12\x1d\n" +
+	"\n" +
+	"updated_ms\x18\x19 \x01(\x03R\tupdatedMs\"\xf7\x01\n" +
+	"\x17PartitionStatusResponse\x12\x18\n" +
+	"\arunning\x18\x01 \x01(\bR\arunning\x12\x16\n" +
+	"\x06passes\x18\x02 \x01(\x03R\x06passes\x12 \n" +
+	"\flast_pass_ms\x18\x03 \x01(\x03R\n" +
+	"lastPassMs\x12&\n" +
+	"\x0flast_success_ms\x18\x04 \x01(\x03R\rlastSuccessMs\x12%\n" +
+	"\x0eskipped_topics\x18\x05 \x03(\tR\rskippedTopics\x129\n" +
+	"\n" +
+	"partitions\x18\x06 \x03(\v2\x19.tierd.v1.PartitionStatusR\n" +
+	"partitions\"\x11\n" +
 	"\x0fIdentityRequest\"\x8e\x01\n" +
 	"\x10IdentityResponse\x12\x1f\n" +
 	"\vinstance_id\x18\x01 \x01(\tR\n" +
@@ -1767,14 +2275,15 @@ const file_tierd_proto_rawDesc = "" +
 	"\vRemoteFetch\x128\n" +
 	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12J\n" +
 	"\vListOffsets\x12\x1c.tierd.v1.ListOffsetsRequest\x1a\x1d.tierd.v1.ListOffsetsResponse\x12M\n" +
-	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xcb\x03\n" +
+	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xa3\x04\n" +
 	"\x05Admin\x12H\n" +
 	"\vDeleteTopic\x12\x1c.tierd.v1.DeleteTopicRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12R\n" +
 	"\x10RestorePartition\x12!.tierd.v1.RestorePartitionRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12L\n" +
 	"\rListDeletions\x12\x1e.tierd.v1.ListDeletionsRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12>\n" +
 	"\aJournal\x12\x18.tierd.v1.JournalRequest\x1a\x19.tierd.v1.JournalResponse\x12A\n" +
 	"\bIdentity\x12\x19.tierd.v1.IdentityRequest\x1a\x1a.tierd.v1.IdentityResponse\x12S\n" +
-	"\x0eListPartitions\x12\x1f.tierd.v1.ListPartitionsRequest\x1a .tierd.v1.ListPartitionsResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
+	"\x0eListPartitions\x12\x1f.tierd.v1.ListPartitionsRequest\x1a .tierd.v1.ListPartitionsResponse\x12V\n" +
+	"\x0fPartitionStatus\x12 .tierd.v1.PartitionStatusRequest\x1a!.tierd.v1.PartitionStatusResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
 
 var (
 	file_tierd_proto_rawDescOnce sync.Once
@@ -1789,7 +2298,7 @@ func file_tierd_proto_rawDescGZIP() []byte {
 }
 
 var file_tierd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_tierd_proto_goTypes = []any{
 	(IsolationLevel)(0),             // 0: tierd.v1.IsolationLevel
 	(OffsetSpec)(0),                 // 1: tierd.v1.OffsetSpec
@@ -1803,19 +2312,23 @@ var file_tierd_proto_goTypes = []any{
 	(*SegmentMetadata)(nil),         // 9: tierd.v1.SegmentMetadata
 	(*ListSegmentsResponse)(nil),    // 10: tierd.v1.ListSegmentsResponse
 	(*OffsetRange)(nil),             // 11: tierd.v1.OffsetRange
-	(*IdentityRequest)(nil),         // 12: tierd.v1.IdentityRequest
-	(*IdentityResponse)(nil),        // 13: tierd.v1.IdentityResponse
-	(*ListPartitionsRequest)(nil),   // 14: tierd.v1.ListPartitionsRequest
-	(*TopicPartition)(nil),          // 15: tierd.v1.TopicPartition
-	(*ListPartitionsResponse)(nil),  // 16: tierd.v1.ListPartitionsResponse
-	(*DeleteTopicRequest)(nil),      // 17: tierd.v1.DeleteTopicRequest
-	(*RestorePartitionRequest)(nil), // 18: tierd.v1.RestorePartitionRequest
-	(*ListDeletionsRequest)(nil),    // 19: tierd.v1.ListDeletionsRequest
-	(*PartitionDeletion)(nil),       // 20: tierd.v1.PartitionDeletion
-	(*DeletionsResponse)(nil),       // 21: tierd.v1.DeletionsResponse
-	(*JournalRequest)(nil),          // 22: tierd.v1.JournalRequest
-	(*JournalEntry)(nil),            // 23: tierd.v1.JournalEntry
-	(*JournalResponse)(nil),         // 24: tierd.v1.JournalResponse
+	(*PartitionStatusRequest)(nil),  // 12: tierd.v1.PartitionStatusRequest
+	(*CopyProgress)(nil),            // 13: tierd.v1.CopyProgress
+	(*PartitionStatus)(nil),         // 14: tierd.v1.PartitionStatus
+	(*PartitionStatusResponse)(nil), // 15: tierd.v1.PartitionStatusResponse
+	(*IdentityRequest)(nil),         // 16: tierd.v1.IdentityRequest
+	(*IdentityResponse)(nil),        // 17: tierd.v1.IdentityResponse
+	(*ListPartitionsRequest)(nil),   // 18: tierd.v1.ListPartitionsRequest
+	(*TopicPartition)(nil),          // 19: tierd.v1.TopicPartition
+	(*ListPartitionsResponse)(nil),  // 20: tierd.v1.ListPartitionsResponse
+	(*DeleteTopicRequest)(nil),      // 21: tierd.v1.DeleteTopicRequest
+	(*RestorePartitionRequest)(nil), // 22: tierd.v1.RestorePartitionRequest
+	(*ListDeletionsRequest)(nil),    // 23: tierd.v1.ListDeletionsRequest
+	(*PartitionDeletion)(nil),       // 24: tierd.v1.PartitionDeletion
+	(*DeletionsResponse)(nil),       // 25: tierd.v1.DeletionsResponse
+	(*JournalRequest)(nil),          // 26: tierd.v1.JournalRequest
+	(*JournalEntry)(nil),            // 27: tierd.v1.JournalEntry
+	(*JournalResponse)(nil),         // 28: tierd.v1.JournalResponse
 }
 var file_tierd_proto_depIdxs = []int32{
 	0,  // 0: tierd.v1.FetchRequest.isolation_level:type_name -> tierd.v1.IsolationLevel
@@ -1823,32 +2336,36 @@ var file_tierd_proto_depIdxs = []int32{
 	1,  // 2: tierd.v1.ListOffsetsRequest.spec:type_name -> tierd.v1.OffsetSpec
 	8,  // 3: tierd.v1.SegmentMetadata.leader_epochs:type_name -> tierd.v1.LeaderEpoch
 	9,  // 4: tierd.v1.ListSegmentsResponse.segments:type_name -> tierd.v1.SegmentMetadata
-	15, // 5: tierd.v1.ListPartitionsResponse.partitions:type_name -> tierd.v1.TopicPartition
-	20, // 6: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
-	23, // 7: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
-	2,  // 8: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
-	5,  // 9: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
-	7,  // 10: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
-	17, // 11: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
-	18, // 12: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
-	19, // 13: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
-	22, // 14: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
-	12, // 15: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
-	14, // 16: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
-	4,  // 17: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
-	6,  // 18: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
-	10, // 19: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
-	21, // 20: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
-	21, // 21: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
-	21, // 22: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
-	24, // 23: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
-	13, // 24: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
-	16, // 25: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
-	17, // [17:26] is the sub-list for method output_type
-	8,  // [8:17] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	13, // 5: tierd.v1.PartitionStatus.copying:type_name -> tierd.v1.CopyProgress
+	14, // 6: tierd.v1.PartitionStatusResponse.partitions:type_name -> tierd.v1.PartitionStatus
+	19, // 7: tierd.v1.ListPartitionsResponse.partitions:type_name -> tierd.v1.TopicPartition
+	24, // 8: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
+	27, // 9: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
+	2,  // 10: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
+	5,  // 11: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
+	7,  // 12: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
+	21, // 13: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
+	22, // 14: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
+	23, // 15: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
+	26, // 16: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
+	16, // 17: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
+	18, // 18: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
+	12, // 19: tierd.v1.Admin.PartitionStatus:input_type -> tierd.v1.PartitionStatusRequest
+	4,  // 20: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
+	6,  // 21: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
+	10, // 22: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
+	25, // 23: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
+	25, // 24: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
+	25, // 25: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
+	28, // 26: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
+	17, // 27: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
+	20, // 28: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
+	15, // 29: tierd.v1.Admin.PartitionStatus:output_type -> tierd.v1.PartitionStatusResponse
+	20, // [20:30] is the sub-list for method output_type
+	10, // [10:20] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_tierd_proto_init() }
@@ -1862,7 +2379,7 @@ func file_tierd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tierd_proto_rawDesc), len(file_tierd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   23,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -242,6 +242,7 @@ const (
 	Admin_Journal_FullMethodName          = "/tierd.v1.Admin/Journal"
 	Admin_Identity_FullMethodName         = "/tierd.v1.Admin/Identity"
 	Admin_ListPartitions_FullMethodName   = "/tierd.v1.Admin/ListPartitions"
+	Admin_PartitionStatus_FullMethodName  = "/tierd.v1.Admin/PartitionStatus"
 )
 
 // AdminClient is the client API for Admin service.
@@ -275,6 +276,11 @@ type AdminClient interface {
 	Identity(ctx context.Context, in *IdentityRequest, opts ...grpc.CallOption) (*IdentityResponse, error)
 	// ListPartitions returns the partitions with remote metadata.
 	ListPartitions(ctx context.Context, in *ListPartitionsRequest, opts ...grpc.CallOption) (*ListPartitionsResponse, error)
+	// PartitionStatus says what tiering of each partition is doing and why,
+	// as the copier's last pass decided (and the copies in flight now):
+	// "tierd status", "tierd segments" and the status page show it.
+	// UNIMPLEMENTED from a server without a copier.
+	PartitionStatus(ctx context.Context, in *PartitionStatusRequest, opts ...grpc.CallOption) (*PartitionStatusResponse, error)
 }
 
 type adminClient struct {
@@ -345,6 +351,16 @@ func (c *adminClient) ListPartitions(ctx context.Context, in *ListPartitionsRequ
 	return out, nil
 }
 
+func (c *adminClient) PartitionStatus(ctx context.Context, in *PartitionStatusRequest, opts ...grpc.CallOption) (*PartitionStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PartitionStatusResponse)
+	err := c.cc.Invoke(ctx, Admin_PartitionStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -376,6 +392,11 @@ type AdminServer interface {
 	Identity(context.Context, *IdentityRequest) (*IdentityResponse, error)
 	// ListPartitions returns the partitions with remote metadata.
 	ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error)
+	// PartitionStatus says what tiering of each partition is doing and why,
+	// as the copier's last pass decided (and the copies in flight now):
+	// "tierd status", "tierd segments" and the status page show it.
+	// UNIMPLEMENTED from a server without a copier.
+	PartitionStatus(context.Context, *PartitionStatusRequest) (*PartitionStatusResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -403,6 +424,9 @@ func (UnimplementedAdminServer) Identity(context.Context, *IdentityRequest) (*Id
 }
 func (UnimplementedAdminServer) ListPartitions(context.Context, *ListPartitionsRequest) (*ListPartitionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListPartitions not implemented")
+}
+func (UnimplementedAdminServer) PartitionStatus(context.Context, *PartitionStatusRequest) (*PartitionStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PartitionStatus not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -533,6 +557,24 @@ func _Admin_ListPartitions_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_PartitionStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PartitionStatusRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).PartitionStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_PartitionStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).PartitionStatus(ctx, req.(*PartitionStatusRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -563,6 +605,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListPartitions",
 			Handler:    _Admin_ListPartitions_Handler,
+		},
+		{
+			MethodName: "PartitionStatus",
+			Handler:    _Admin_PartitionStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -69,7 +69,8 @@ func TestCAFileConfig(t *testing.T) {
 		edit func(*minio.Config)
 		want string
 	}{
-		"ca_file with insecure": {func(c *minio.Config) { c.Insecure, c.CAFile = true, "/x.pem" }, "minio: ca_file is for TLS; insecure is true"},
+		"ca_file with insecure": {func(c *minio.Config) { c.Insecure, c.CAFile = true, "/x.pem" }, "minio: ca_file is for TLS; endpoint 127.0.0.1:9000 is plain http"},
+		"ca_file with http URL": {func(c *minio.Config) { c.Endpoint, c.CAFile = "http://127.0.0.1:9000", "/x.pem" }, "minio: ca_file is for TLS"},
 		"missing ca_file":       {func(c *minio.Config) { c.CAFile = notPEM + ".missing" }, "minio: ca_file: open"},
 		"ca_file not PEM":       {func(c *minio.Config) { c.CAFile = notPEM }, "holds no PEM certificate"},
 	} {

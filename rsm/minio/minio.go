@@ -29,14 +29,19 @@ import (
 
 // Config configures the client. Defaults are in DefaultConfig.
 type Config struct {
-	// Endpoint is host:port of the S3 API, e.g. "127.0.0.1:9000". Required.
+	// Endpoint is the S3 API's URL, e.g. "http://127.0.0.1:9000" (plain
+	// HTTP) or "https://minio.example:9000" (TLS), as bucket.s3 takes it.
+	// The older form host:port, with Insecure for plain HTTP, is still
+	// taken. Required.
 	Endpoint string `yaml:"endpoint"`
 	// Bucket is the bucket name. Required; it must exist.
 	Bucket string `yaml:"bucket"`
 	// Region is the bucket's region. Default "us-east-1".
 	Region string `yaml:"region"`
-	// Insecure uses plain HTTP instead of HTTPS. Default false.
-	Insecure bool `yaml:"insecure"`
+	// Insecure uses plain HTTP with a host:port Endpoint. Not read from
+	// tierd.yaml, where an http:// endpoint says it (the old key is
+	// converted by tierd's config loader). Default false.
+	Insecure bool `yaml:"-"`
 	// PathStyle addresses the bucket in the path, not the host name (what
 	// MinIO expects). Default true.
 	PathStyle bool `yaml:"path_style"`
@@ -63,8 +68,9 @@ func DefaultConfig() Config {
 // Validate reports every problem at once.
 func (c Config) Validate() error {
 	var errs []error
-	if c.Endpoint == "" || strings.Contains(c.Endpoint, "/") {
-		errs = append(errs, fmt.Errorf("minio: endpoint %q must be host:port", c.Endpoint))
+	host, secure, err := c.target()
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if c.Bucket == "" {
 		errs = append(errs, errors.New("minio: bucket is required"))
@@ -78,8 +84,8 @@ func (c Config) Validate() error {
 	if c.PartConcurrency == 0 {
 		errs = append(errs, errors.New("minio: part_concurrency must be at least 1"))
 	}
-	if c.CAFile != "" && c.Insecure {
-		errs = append(errs, errors.New("minio: ca_file is for TLS; insecure is true"))
+	if c.CAFile != "" && host != "" && !secure {
+		errs = append(errs, fmt.Errorf("minio: ca_file is for TLS; endpoint %s is plain http", c.Endpoint))
 	}
 	return errors.Join(errs...)
 }
@@ -113,8 +119,9 @@ func New(cfg Config, transport http.RoundTripper) (*Bucket, error) {
 	if cfg.PathStyle {
 		lookup = miniogo.BucketLookupPath
 	}
-	c, err := miniogo.New(cfg.Endpoint, &miniogo.Options{
-		Creds: creds, Secure: !cfg.Insecure, Region: cfg.Region, BucketLookup: lookup, Transport: transport,
+	host, secure, _ := cfg.target()
+	c, err := miniogo.New(host, &miniogo.Options{
+		Creds: creds, Secure: secure, Region: cfg.Region, BucketLookup: lookup, Transport: transport,
 		MaxRetries: cfg.MaxRetries,
 	})
 	if err != nil {

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// This file knows tierd.yaml's keys from the config structs' yaml tags:
+// it checks a file's keys and values before they are decoded, so that an
+// unknown key gets a "did you mean" and a bad value is described in
+// durations, milliseconds and bytes rather than Go types; and it lists
+// every setting with its value (flatten), for "tierd config show" and for
+// the changes a reload logs.
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// field is one yaml key of a struct, inline fields' keys included.
+type field struct {
+	key   string
+	index []int
+	typ   reflect.Type
+}
+
+// fields lists the yaml keys of struct type t, in declaration order.
+func fields(t reflect.Type) []field {
+	var out []field
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("yaml")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if opts == "inline" {
+			for _, sub := range fields(f.Type) {
+				sub.index = append([]int{i}, sub.index...)
+				out = append(out, sub)
+			}
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out = append(out, field{key: name, index: []int{i}, typ: f.Type})
+	}
+	return out
+}
+
+// valueKind says in words what a setting of type t (named key) takes.
+func valueKind(key string, t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == durationType:
+		return "a duration like 10s or 5m"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.String:
+		return "a single value"
+	case t.Kind() == reflect.Slice:
+		return "a list such as [a, b]"
+	case t.Kind() == reflect.Struct, t.Kind() == reflect.Map:
+		return "a section of key: value lines"
+	case strings.HasSuffix(key, ".per.second"):
+		return "bytes per second, a whole number such as 10485760"
+	case strings.HasSuffix(key, ".ms"):
+		return "milliseconds, a whole number such as 60000"
+	case strings.HasSuffix(key, "bytes") || strings.HasSuffix(key, "_size"):
+		return "bytes, a whole number such as 1048576"
+	}
+	return "a whole number"
+}
+
+// checkKeys checks a mapping node against struct type t: every key known,
+// every value of its setting's kind. path is the section ("copier").
+// Durations written as 0 become 0s. All problems are returned at once.
+func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
+	if n.Kind != yaml.MappingNode {
+		return []error{fmt.Errorf("line %d: %s: want a section of key: value lines", n.Line, orTop(path))}
+	}
+	known := map[string]field{}
+	var names []string
+	for _, f := range fields(t) {
+		known[f.key] = f
+		names = append(names, f.key)
+	}
+	var errs []error
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, ok := known[k.Value]
+		if !ok {
+			errs = append(errs, fmt.Errorf("line %d: %s: unknown key %q%s", k.Line, orTop(path), k.Value, suggest(k.Value, path, names)))
+			continue
+		}
+		errs = append(errs, checkValue(v, f.typ, join(path, f.key))...)
+	}
+	return errs
+}
+
+// checkValue checks one value node against the setting's type.
+func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
+	if v.Kind == yaml.AliasNode {
+		v = v.Alias
+	}
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!null" {
+		return nil // keeps the default
+	}
+	bad := func() []error {
+		return []error{fmt.Errorf("line %d: %s: %s: want %s%s", v.Line, key, shown(v), valueKind(key, t), hint(key, t, v))}
+	}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Struct && t != durationType:
+		return checkKeys(v, t, key)
+	case t.Kind() == reflect.Map:
+		if v.Kind != yaml.MappingNode {
+			return bad()
+		}
+		var errs []error
+		for i := 0; i+1 < len(v.Content); i += 2 {
+			errs = append(errs, checkValue(v.Content[i+1], t.Elem(), join(key, v.Content[i].Value))...)
+		}
+		return errs
+	case t.Kind() == reflect.Slice:
+		if v.Kind != yaml.SequenceNode {
+			return bad()
+		}
+		return nil
+	case v.Kind != yaml.ScalarNode:
+		return bad()
+	case t == durationType:
+		if v.Tag == "!!int" && v.Value == "0" {
+			v.Tag, v.Value = "!!str", "0s"
+			return nil
+		}
+		if _, err := time.ParseDuration(v.Value); v.Tag != "!!str" || err != nil {
+			return bad()
+		}
+	case t.Kind() == reflect.Bool:
+		if v.Tag != "!!bool" {
+			return bad()
+		}
+	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
+		if v.Tag != "!!int" {
+			return bad()
+		}
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		if v.Tag != "!!int" || strings.HasPrefix(v.Value, "-") {
+			return bad()
+		}
+	}
+	return nil
+}
+
+// shown quotes a value node for a message.
+func shown(v *yaml.Node) string {
+	switch v.Kind {
+	case yaml.MappingNode:
+		return "a section"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	return strconv.Quote(v.Value)
+}
+
+// hint converts a value written in other units, when it can: "10s" for
+// milliseconds, "16MiB" for bytes, "10000" for a duration.
+func hint(key string, t reflect.Type, v *yaml.Node) string {
+	if v.Kind != yaml.ScalarNode {
+		return ""
+	}
+	kind := valueKind(key, t)
+	switch {
+	case strings.HasPrefix(kind, "milliseconds"):
+		if d, err := time.ParseDuration(v.Value); err == nil {
+			return fmt.Sprintf(" (%s is %d)", v.Value, d.Milliseconds())
+		}
+	case strings.HasPrefix(kind, "bytes"):
+		if n, ok := parseSize(v.Value); ok {
+			return fmt.Sprintf(" (%s is %d)", v.Value, n)
+		}
+	case t == durationType && v.Tag == "!!int":
+		return fmt.Sprintf(" (a number needs a unit: %ss, %sms?)", v.Value, v.Value)
+	case strings.HasPrefix(kind, "a whole number") && strings.HasPrefix(v.Value, "-"):
+		return ", 0 or more"
+	}
+	return ""
+}
+
+// parseSize reads sizes such as 16MiB, 10MB or 4k, for a hint.
+func parseSize(s string) (int64, bool) {
+	s = strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40}, {"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"b", 1}}
+	low := strings.ToLower(s)
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(low, u.suffix); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+			if err != nil || n < 0 {
+				return 0, false
+			}
+			return n * u.mult, true
+		}
+	}
+	return 0, false
+}
+
+// suggest returns ` (did you mean "x"?)` for an unknown key: the nearest
+// key of the same section by edit distance, else the same key in another
+// section, else nothing.
+func suggest(key, path string, names []string) string {
+	best, bestD := "", max(2, len(key)/3)+1
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(key), strings.ToLower(n)); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	for _, r := range renames { // an old spelling, misspelt
+		if r.section == path {
+			if d := editDistance(strings.ToLower(key), r.old); d < bestD {
+				best, bestD = fmt.Sprintf("%s (formerly %s)", r.new, r.old), d
+			}
+		}
+	}
+	if best != "" {
+		if strings.Contains(best, " (formerly ") {
+			return fmt.Sprintf("; did you mean %s?", best)
+		}
+		return fmt.Sprintf("; did you mean %q?", best)
+	}
+	for _, p := range allKeys() {
+		if strings.HasSuffix(p, "."+key) && !strings.HasPrefix(p, path+".") {
+			return fmt.Sprintf("; did you mean %q (in section %s)?", key, strings.TrimSuffix(p, "."+key))
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// allKeys lists every setting's full key ("copier.log_dirs"); a map's
+// entries appear as "copier.topics.*.retention.ms".
+func allKeys() []string {
+	var out []string
+	var walk func(t reflect.Type, path string)
+	walk = func(t reflect.Type, path string) {
+		for _, f := range fields(t) {
+			ft := f.typ
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			switch {
+			case ft.Kind() == reflect.Struct && ft != durationType:
+				walk(ft, join(path, f.key))
+			case ft.Kind() == reflect.Map && ft.Elem().Kind() == reflect.Struct:
+				walk(ft.Elem(), join(path, f.key+".*"))
+			default:
+				out = append(out, join(path, f.key))
+			}
+		}
+	}
+	walk(reflect.TypeFor[config](), "")
+	return out
+}
+
+// setting is one leaf setting and its value, as text. A secret's value
+// is not shown (value says whether it is set); cmp, compared to tell a
+// change, is the value itself.
+type setting struct {
+	key, value, cmp string
+}
+
+// secret reports whether a key's value must never be printed or logged.
+func secret(key string) bool { return strings.HasSuffix(key, "password") }
+
+// flatten lists every setting of cfg with its value, in the order of the
+// structs (map entries sorted).
+func flatten(cfg config) []setting {
+	var out []setting
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		for _, f := range fields(v.Type()) {
+			fv, key := v.FieldByIndex(f.index), join(path, f.key)
+			if fv.Kind() == reflect.Pointer && !fv.IsNil() && fv.Elem().Kind() == reflect.Struct {
+				fv = fv.Elem()
+			}
+			switch {
+			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
+				walk(fv, key)
+			case fv.Kind() == reflect.Map && fv.Type().Elem().Kind() == reflect.Struct:
+				keys := fv.MapKeys()
+				sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
+				for _, k := range keys {
+					walk(fv.MapIndex(k), join(key, k.String()))
+				}
+			default:
+				v := text(fv)
+				shown := v
+				if secret(key) && v != `""` {
+					shown = "(set, not shown)"
+				}
+				out = append(out, setting{key, shown, v})
+			}
+		}
+	}
+	walk(reflect.ValueOf(cfg), "")
+	return out
+}
+
+// text renders a value as it would be written in tierd.yaml; an unset
+// pointer is "-" (inherited).
+func text(v reflect.Value) string {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return "-"
+		}
+		v = v.Elem()
+	}
+	switch {
+	case v.Type() == durationType:
+		return time.Duration(v.Int()).String()
+	case v.Kind() == reflect.Slice:
+		parts := make([]string, v.Len())
+		for i := range parts {
+			parts[i] = fmt.Sprint(v.Index(i).Interface())
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case v.Kind() == reflect.String:
+		return strconv.Quote(v.String())
+	}
+	return fmt.Sprint(v.Interface())
+}
+
+// fileKeys lists the settings a mapping node sets, by full key.
+func fileKeys(n *yaml.Node, path string, out map[string]bool) {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		n = n.Content[0]
+	}
+	if n.Kind != yaml.MappingNode {
+		if path != "" && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
+			out[path] = true
+		}
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		fileKeys(n.Content[i+1], join(path, n.Content[i].Value), out)
+	}
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func orTop(path string) string {
+	if path == "" {
+		return "top level"
+	}
+	return path
+}
+
+// errorList joins problems one per line.
+func errorList(errs []error) error { return errors.Join(errs...) }

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tierd/tierd/copier"
+)
+
+func loadYAML(t *testing.T, y string) (config, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "tierd.yaml")
+	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return loadConfig(p)
+}
+
+const base = "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+
+// TestConfigMessages: unknown keys get the nearest known key, values of the
+// wrong kind are described in durations, milliseconds and bytes (with the
+// conversion when the value had another unit), all problems at once.
+func TestConfigMessages(t *testing.T) {
+	_, err := loadYAML(t, `copier:
+  log_dirs: [/x]
+  broker_id: 1
+  remote.log.manager.task.interval: 1000
+  file.delete.delay.ms: 10s
+  copy_timeout: 300
+  log.retention.bytes: 1GiB
+  remote.storage.enable: yes please
+  topics:
+    orders: {retention.msec: 5, local.retention.bytes: lots}
+fetch:
+  remote.fetch.max.wait: 100
+  listen: [a, b]
+kafka:
+  remote.fetch.max.wait.ms: 5
+metadata: {dir: /m}
+bucket: {filesystem: {dir: /b}}
+`)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{
+		`line 4: copier: unknown key "remote.log.manager.task.interval"; did you mean "remote.log.manager.task.interval.ms"?`,
+		`line 5: copier.file.delete.delay.ms: "10s": want milliseconds, a whole number such as 60000 (10s is 10000)`,
+		`line 6: copier.copy_timeout: "300": want a duration like 10s or 5m (a number needs a unit: 300s, 300ms?)`,
+		`line 7: copier.log.retention.bytes: "1GiB": want bytes, a whole number such as 1048576 (1GiB is 1073741824)`,
+		`line 8: copier.remote.storage.enable: "yes please": want true or false`,
+		`line 10: copier.topics.orders: unknown key "retention.msec"; did you mean "retention.ms"?`,
+		`line 10: copier.topics.orders.local.retention.bytes: "lots": want bytes`,
+		`line 12: fetch: unknown key "remote.fetch.max.wait"; did you mean "remote.fetch.max.wait.ms"?`,
+		`line 13: fetch.listen: a list: want a single value`,
+		`line 15: kafka: unknown key "remote.fetch.max.wait.ms"; did you mean "remote.fetch.max.wait.ms" (in section fetch)?`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks\n  %s\ngot:\n%v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "int64") || strings.Contains(err.Error(), "time.Duration") || strings.Contains(err.Error(), "!!") {
+		t.Errorf("error speaks Go types:\n%v", err)
+	}
+	// A duration of 0 needs no unit.
+	cfg, err := loadYAML(t, base+"fetch: {request_timeout: 30s}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg2, err := loadYAML(t, strings.Replace(base, "broker_id: 1", "broker_id: 1\n  ownership_lease: 0", 1))
+	if err != nil || cfg2.Copier.OwnershipLease != 0 || cfg.Fetch.RequestTimeout != 30*time.Second {
+		t.Fatalf("ownership_lease: 0: %v", err)
+	}
+}
+
+// TestOldSpellings: the old keys load, converted to Kafka's names and
+// units, each with a warning naming the new key; both spellings of one
+// setting are an error; the minio endpoint becomes a URL.
+func TestOldSpellings(t *testing.T) {
+	cfg, err := loadYAML(t, `copier:
+  log_dirs: [/x]
+  broker_id: 1
+  interval: 5s
+  file_delete_delay: 2m
+  copy_concurrency: 3
+  retention:
+    retention.ms: 3600000
+    local.retention.bytes: 100
+metadata: {dir: /m}
+bucket:
+  type: minio
+  minio: {endpoint: "127.0.0.1:9000", bucket: b, insecure: true}
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Copier
+	if c.TaskIntervalMs != 5000 || c.FileDeleteDelayMs != 120000 || c.CopierThreadPoolSize != 3 ||
+		*c.Retention.RetentionMs != 3600000 || *c.Retention.LocalRetentionBytes != 100 || cfg.Bucket.MinIO.Endpoint != "http://127.0.0.1:9000" {
+		t.Fatalf("converted: %+v, endpoint %s", c, cfg.Bucket.MinIO.Endpoint)
+	}
+	w := strings.Join(cfg.warnings(), "\n")
+	for _, want := range []string{
+		"copier.interval is now copier.remote.log.manager.task.interval.ms (Kafka's name): write remote.log.manager.task.interval.ms: 5000",
+		"copier.file_delete_delay is now copier.file.delete.delay.ms (Kafka's name): write file.delete.delay.ms: 120000",
+		"copier.copy_concurrency is now copier.remote.log.manager.copier.thread.pool.size",
+		"copier.retention.retention.ms is now copier.log.retention.ms (Kafka's broker-level name): write log.retention.ms: 3600000",
+		"copier.retention.local.retention.bytes is now copier.log.local.retention.bytes",
+		"bucket.minio.endpoint host:port with insecure: true is the old form: write endpoint: http://127.0.0.1:9000",
+	} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+	if len(cfg.warnings()) != 6 {
+		t.Errorf("%d warnings, want 6:\n%s", len(cfg.warnings()), w)
+	}
+	if got := cfg.source("copier.remote.log.manager.task.interval.ms"); got != "file (as copier.interval, an old spelling)" {
+		t.Errorf("source %q", got)
+	}
+	for name, y := range map[string]string{
+		"both":             strings.Replace(base, "broker_id: 1", "broker_id: 1\n  interval: 5s\n  remote.log.manager.task.interval.ms: 5000", 1),
+		"both retention":   strings.Replace(base, "broker_id: 1", "broker_id: 1\n  log.retention.ms: 5\n  retention: {retention.ms: 5}", 1),
+		"https + insecure": base + "  type: minio\n  minio: {endpoint: \"https://h:9000\", bucket: b, insecure: true}\n",
+	} {
+		if _, err := loadYAML(t, strings.Replace(y, "bucket: {filesystem: {dir: /b}}\n  type", "bucket:\n  type", 1)); err == nil ||
+			!(strings.Contains(err.Error(), "not both") || strings.Contains(err.Error(), "contradicts")) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestDynamicKeysMatch: for every setting, a reload carries a change over
+// to the running config exactly when the setting is called dynamic, so
+// what "config show" and the reload log say is what happens.
+func TestDynamicKeysMatch(t *testing.T) {
+	running := defaultConfig()
+	for _, s := range flatten(running) {
+		next := defaultConfig()
+		if !changeSetting(reflect.ValueOf(&next).Elem(), s.key, "") {
+			t.Fatalf("cannot change %s", s.key)
+		}
+		merged := running.withDynamic(next)
+		carried := settingOf(merged, s.key) != s.cmp
+		if carried != dynamicKey(s.key) {
+			t.Errorf("%s: dynamicKey %t, but a reload carries a change over: %t", s.key, dynamicKey(s.key), carried)
+		}
+	}
+	// Per-topic settings: a topic added by a reload.
+	next, off := defaultConfig(), false
+	next.Copier.Topics = map[string]copier.TopicConfig{"orders": {RemoteStorageEnable: &off}}
+	dyn, static := diff(running, next)
+	if len(static) != 0 || len(dyn) != 7 || !strings.HasPrefix(dyn[0].Key, "copier.topics.orders.") {
+		t.Errorf("a topic added: dynamic %v, static %v", dyn, static)
+	}
+}
+
+func settingOf(c config, key string) string {
+	for _, s := range flatten(c) {
+		if s.key == key {
+			return s.cmp
+		}
+	}
+	return ""
+}
+
+// changeSetting changes the leaf setting key (a full key) of struct value
+// v, whatever its type.
+func changeSetting(v reflect.Value, key, path string) bool {
+	for _, f := range fields(v.Type()) {
+		fv, k := v.FieldByIndex(f.index), join(path, f.key)
+		if fv.Kind() == reflect.Struct && fv.Type() != durationType {
+			if strings.HasPrefix(key, k+".") && changeSetting(fv, key, k) {
+				return true
+			}
+			continue
+		}
+		if k != key {
+			continue
+		}
+		switch fv.Kind() {
+		case reflect.String:
+			fv.SetString(fv.String() + "x")
+		case reflect.Bool:
+			fv.SetBool(!fv.Bool())
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			fv.SetInt(fv.Int() - 1)
+		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+			fv.SetUint(fv.Uint() + 1)
+		case reflect.Slice:
+			fv.Set(reflect.Append(fv, reflect.ValueOf("x")))
+		case reflect.Pointer:
+			n := reflect.New(fv.Type().Elem())
+			if !fv.IsNil() {
+				n.Elem().Set(fv.Elem())
+			}
+			n.Elem().SetInt(n.Elem().Int() + 1)
+			fv.Set(n)
+		default:
+			return false
+		}
+		return true
+	}
+	return false
+}
+
+// TestMarshalledConfigLoads: a config written by yaml.Marshal (as "tierd
+// demo --keep" writes one) loads back equal, in today's spelling (no
+// warnings).
+func TestMarshalledConfigLoads(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Copier.LogDirs, cfg.Copier.BrokerID, cfg.Metadata.Dir, cfg.Bucket.Filesystem.Dir = []string{"/x"}, 1, "/m", "/b"
+	lr := int64(60000)
+	cfg.Copier.Topics = map[string]copier.TopicConfig{"orders": {Retention: copier.Retention{LocalRetentionMs: &lr}}}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := loadYAML(t, string(data))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if len(back.warnings()) != 0 {
+		t.Errorf("warnings %v", back.warnings())
+	}
+	if d, s := diff(cfg, back); len(d)+len(s) != 0 {
+		t.Errorf("loaded back with changes: %v %v", d, s)
+	}
+}

@@ -1,0 +1,195 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/proto/tierdpb"
+)
+
+func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	var asJSON bool
+	cfg, code, ok := configCommand("status", "tierd status --config tierd.yaml [--json]", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the status as one JSON object (the shape of remotelog.TieringStatus)")
+	})
+	if !ok {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(ctx, adminTimeout)
+	defer cancel()
+	s, source, err := tieringStatus(ctx, cfg)
+	if source == "" { // nothing to show
+		fmt.Fprintf(stderr, "tierd status: %v\n", err)
+		return 1
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if jerr := enc.Encode(s); jerr != nil {
+			fmt.Fprintf(stderr, "tierd status: %v\n", jerr)
+			return 1
+		}
+	} else {
+		printStatus(stdout, s, source, time.Now())
+	}
+	if err != nil { // part of the status could not be read
+		fmt.Fprintf(stderr, "tierd status: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// tieringStatus asks the tierd running at cfg.Fetch.Listen for its status
+// or, when none answers, computes one over the stopped tierd's log dirs and
+// metadata store (copier.Evaluate). source says which; it is "" when there
+// is no status at all (err says why). With a source, err reports what
+// could not be read.
+func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, source string, err error) {
+	c, err := dialRunning(ctx, cfg)
+	if err != nil {
+		return s, "", err
+	}
+	if c != nil {
+		defer c.Close()
+		resp, err := c.Admin().PartitionStatus(ctx, &tierdpb.PartitionStatusRequest{})
+		if status.Code(err) == codes.Unimplemented {
+			return s, "", fmt.Errorf("the tierd at %s (fetch.listen) does not report partition status: it is older than this tool", cfg.Fetch.Listen)
+		}
+		if err != nil {
+			return s, "", err
+		}
+		return fetch.StatusFromProto(resp), "the running tierd at " + cfg.Fetch.Listen, nil
+	}
+	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
+		return s, "", fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	}
+	store, err := openStore(cfg)
+	if err != nil {
+		return s, "", fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
+	}
+	defer store.Close()
+	s, err = copier.Evaluate(cfg.Copier, store, time.Now())
+	return s, cfg.Metadata.Dir + " and the log dirs (tierd not running)", err
+}
+
+// printStatus prints one line per partition, then the counts by state.
+func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time.Time) {
+	fmt.Fprintf(w, "status from %s", source)
+	if s.Running {
+		fmt.Fprintf(w, ": %d passes, the last ended %s, the last without errors %s", s.Passes, ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
+	}
+	fmt.Fprintln(w)
+	if s.Running && s.Passes == 0 && len(s.Partitions) == 0 {
+		fmt.Fprintln(w, "no pass has ended yet")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "partition\tstate\tpending\tlocal\thigh watermark\tremote\tlast copy\twhy")
+	for _, p := range s.Partitions {
+		fmt.Fprintf(tw, "%s-%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, pendingText(p), localText(p), offsetText(p.HighWatermark),
+			remoteText(p), ago(p.LastCopyMs, now), whyText(p))
+	}
+	tw.Flush()
+	if len(s.SkippedTopics) > 0 {
+		fmt.Fprintf(w, "Kafka internal topics, never tiered: %s\n", strings.Join(s.SkippedTopics, ", "))
+	}
+	states, reasons := s.Counts()
+	var parts []string
+	for _, st := range remotelog.TierStates {
+		part := fmt.Sprintf("%d %s", states[st], st)
+		if st == remotelog.TierWaiting && states[st] > 0 {
+			var rs []string
+			for _, r := range remotelog.WaitReasons {
+				if reasons[r] > 0 {
+					rs = append(rs, fmt.Sprintf("%s %d", r, reasons[r]))
+				}
+			}
+			part += " (" + strings.Join(rs, ", ") + ")"
+		}
+		parts = append(parts, part)
+	}
+	fmt.Fprintf(w, "%d partitions: %s\n", len(s.Partitions), strings.Join(parts, ", "))
+}
+
+// statusLine is "tierd segments"' line for one partition.
+func statusLine(p remotelog.PartitionStatus) string {
+	return fmt.Sprintf("status: %s, %s pending: %s", p.State, pendingText(p), whyText(p))
+}
+
+func whyText(p remotelog.PartitionStatus) string {
+	why := p.Detail
+	if p.Reason != "" {
+		why = string(p.Reason) + ": " + why
+	}
+	if p.Error != "" && !strings.Contains(why, p.Error) {
+		why += " (last error: " + p.Error + ")"
+	}
+	return why
+}
+
+func pendingText(p remotelog.PartitionStatus) string {
+	if p.PendingSegments == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", p.PendingSegments, sizeText(p.PendingBytes))
+}
+
+func localText(p remotelog.PartitionStatus) string {
+	if p.LocalSegments == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d.. (active %s)", p.LocalLogStartOffset, offsetText(p.ActiveBaseOffset))
+}
+
+func remoteText(p remotelog.PartitionStatus) string {
+	if p.HighestTieredOffset < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, sizeText(p.RemoteBytes))
+}
+
+func offsetText(o int64) string {
+	if o < 0 {
+		return "-"
+	}
+	return fmt.Sprint(o)
+}
+
+// sizeText prints bytes in binary units.
+func sizeText(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	div, exp := int64(unit), 0
+	for n := b / unit; n >= unit; n /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
+}
+
+// ago prints a time in ms since the epoch as how long before now, "-" for
+// none.
+func ago(ms int64, now time.Time) string {
+	if ms < 0 {
+		return "-"
+	}
+	d := now.Sub(time.UnixMilli(ms)).Round(time.Second)
+	if d < 0 {
+		d = 0
+	}
+	return d.String() + " ago"
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/seglog"
+)
+
+// TestStatusCommand: a partition missing from the broker's
+// replication-offset-checkpoint is shown waiting for that reason by
+// "tierd status" (table and --json), "tierd segments" and the metrics,
+// next to one that is up to date; with tierd stopped, "tierd status"
+// still says why.
+func TestStatusCommand(t *testing.T) {
+	root := t.TempDir()
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	for _, p := range []string{"orders-0", "orders-1"} {
+		l, err := seglog.Open(filepath.Join(root, "logs", p), scfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 600; i++ {
+			l.Append(seglog.Record{Value: demoValue(int64(i))})
+		}
+		l.Close()
+	}
+	if err := os.WriteFile(filepath.Join(root, "logs", kafkalog.ReplicationOffsetCheckpointFile), []byte("0\n1\norders 0 600\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fetchAddr, httpAddr := freeAddr(t), freeAddr(t)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, httpAddr)
+	stop := startServe(t, cfgPath)
+	// Wait for it to hold its metadata dir: a tool finding none running
+	// opens the dir itself, and would keep a starting tierd out of it.
+	for deadline := time.Now().Add(30 * time.Second); !healthy(httpAddr); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("tierd did not start")
+		}
+	}
+
+	var out string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		code, o, e := runCmd("status", "--config", cfgPath)
+		if code == 0 && strings.Contains(o, "1 up_to_date") {
+			out = o
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("status never showed orders-0 up to date: exit %d\n%s\n%s", code, o, e)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !strings.Contains(out, "status from the running tierd at "+fetchAddr) ||
+		!strings.Contains(out, "2 partitions: 0 copying, 1 up_to_date, 1 waiting (not_in_checkpoint 1), 0 remote_only") {
+		t.Fatalf("status:\n%s", out)
+	}
+	line := lineWith(out, "orders-1 ")
+	for _, want := range []string{"waiting", "2 (", "not_in_checkpoint: the partition has no entry in the log dir's " + filepath.Join(root, "logs", kafkalog.ReplicationOffsetCheckpointFile)} {
+		if !strings.Contains(line, want) {
+			t.Errorf("orders-1 line lacks %q: %q", want, line)
+		}
+	}
+	code, o, e := runCmd("status", "--config", cfgPath, "--json")
+	var s remotelog.TieringStatus
+	if err := json.Unmarshal([]byte(o), &s); code != 0 || err != nil || !s.Running || len(s.Partitions) != 2 ||
+		s.Partitions[1].Reason != remotelog.WaitNotInCheckpoint || s.Partitions[1].PendingSegments != 2 || s.Partitions[0].HighestTieredOffset < 0 {
+		t.Fatalf("--json: exit %d %v\n%s\n%s", code, err, o, e)
+	}
+	code, o, e = runCmd("segments", "--config", cfgPath)
+	if code != 0 || !strings.Contains(lineAfter(o, "orders-1"), "status: waiting, 2 (") || !strings.Contains(lineAfter(o, "orders-0:"), "status: up_to_date") {
+		t.Fatalf("segments: exit %d\n%s\n%s", code, o, e)
+	}
+	metrics := get(t, "http://"+httpAddr+"/metrics")
+	for _, want := range []string{
+		`tierd_copier_partitions_waiting{reason="not_in_checkpoint"} 1`,
+		`tierd_remote_copy_lag_segments{partition="1",topic="orders"} 2`,
+		`tierd_remote_copy_lag_segments{partition="0",topic="orders"} 0`,
+		`tierd_remote_log_metadata_count{partition="0",topic="orders"} 2`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	code, o, e = runCmd("status", "--config", cfgPath)
+	if code != 0 || !strings.Contains(o, "(tierd not running)") || !strings.Contains(lineWith(o, "orders-1 "), "not_in_checkpoint") ||
+		!strings.Contains(lineWith(o, "orders-0 "), "up_to_date") {
+		t.Fatalf("status of the stopped tierd: exit %d\n%s\n%s", code, o, e)
+	}
+}
+
+func healthy(addr string) bool {
+	resp, err := http.Get("http://" + addr + "/-/healthy")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// lineAfter returns the line after the first one starting with prefix.
+func lineAfter(s, prefix string) string {
+	ls := strings.Split(s, "\n")
+	for i, l := range ls {
+		if strings.HasPrefix(l, prefix) && i+1 < len(ls) {
+			return ls[i+1]
+		}
+	}
+	return ""
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	return b.String()
+}
+
+// metrics.partition.labels.max is read from the file, defaults to 1000
+// and may not be negative.
+func TestMetricsConfig(t *testing.T) {
+	dir := t.TempDir()
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+	for _, tc := range []struct {
+		extra string
+		want  int
+		err   string
+	}{
+		{"", 1000, ""},
+		{"metrics:\n  partition.labels.max: 5\n", 5, ""},
+		{"metrics:\n  partition.labels.max: -1\n", 0, "partition.labels.max -1 must be 0 or more"},
+	} {
+		p := filepath.Join(dir, "c.yaml")
+		if err := os.WriteFile(p, []byte(base+tc.extra), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := loadConfig(p)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%q: %v, want %q", tc.extra, err, tc.err)
+		case tc.err == "" && (err != nil || cfg.Metrics.PartitionLabelsMax != tc.want):
+			t.Errorf("%q: %d %v, want %d", tc.extra, cfg.Metrics.PartitionLabelsMax, err, tc.want)
+		}
+	}
+}
