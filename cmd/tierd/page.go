@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 
 	"github.com/tierd/tierd/statuspage"
 )
@@ -11,15 +12,19 @@ import (
 // statusPage is the page served at http.listen "/" (package statuspage):
 // the copier's status, the metadata store's rows and deletion journal,
 // and cfg with its secrets redacted.
-func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, string)) (*statuspage.Page, error) {
-	// TODO(lead, issue 11): once the running config can change (SIGHUP
-	// reload) and knows each value's source ("tierd config show"), pass
-	// the reloader's current config and that source function here instead
-	// of the config tierd started with and nil.
-	running := func() any { return cfg }
+func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader) (*statuspage.Page, error) {
+	// The page shows the running config: a reload (SIGHUP) replaces it,
+	// with where each value came from.
+	var cur atomic.Pointer[config]
+	cur.Store(&cfg)
+	if rl != nil {
+		rl.Register("status page", func(c config) error { cur.Store(&c); return nil })
+	}
+	running := func() any { return *cur.Load() }
+	source := func(key string) string { return cur.Load().source(key) }
 	return statuspage.New(statuspage.DefaultConfig(), d.copier, d.store,
 		statuspage.WithLogger(log.With("component", "statuspage")),
-		statuspage.WithEffectiveConfig(running, nil),
+		statuspage.WithEffectiveConfig(running, source),
 		statuspage.WithReadiness(ready),
 		statuspage.WithFacts(
 			statuspage.Fact{Name: "instance id", Value: d.instanceID},

@@ -282,7 +282,8 @@ func checkJournalAndConfig(t *testing.T, doc *html.Node, logs, password string) 
 		t.Errorf("journal: %q", textOf(byID(doc, "journal")))
 	}
 	config := textOf(byID(doc, "config"))
-	for _, want := range []string{"log_dirs: [" + logs + "]", "password: (set, not shown)", "username: tierd-page", "payments:\n      local.retention.ms: -1\n      local.retention.bytes: -1\n", "interval: 100ms"} {
+	for _, want := range []string{"log_dirs: [" + logs + "]", "password: (set, not shown)", "username: tierd-page", "payments:\n      local.retention.ms: -1 # file\n      local.retention.bytes: -1 # file\n",
+		"remote.log.manager.task.interval.ms: 100 # file", "copy_timeout: 5m0s # default"} {
 		if !strings.Contains(config, want) {
 			t.Errorf("config lacks %q:\n%s", want, config)
 		}

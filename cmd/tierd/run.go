@@ -308,7 +308,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
-		page, err := statusPage(cfg, d, log, readiness(&ready, d.copier))
+		page, err := statusPage(cfg, d, log, readiness(&ready, d.copier), rl)
 		if err != nil {
 			return err
 		}
