@@ -6,8 +6,9 @@ HARNESS := ^(TestCrash|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
 .PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-go
 
+# -buildvcs=auto: "tierd version" names the Git revision (a go env may turn it off).
 build:
-	$(GO) build -o bin/tierd ./cmd/tierd
+	$(GO) build -buildvcs=auto -o bin/tierd ./cmd/tierd
 
 # demo: the main job on the embedded default (filesystem bucket in a temp dir).
 demo:

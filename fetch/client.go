@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -9,7 +10,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -40,10 +43,32 @@ type Client struct {
 // Admin returns a client of the Admin service on the same connection.
 func (c *Client) Admin() tierdpb.AdminClient { return tierdpb.NewAdminClient(c.conn) }
 
-// Dial connects to a tierd fetch server at addr (host:port), without TLS.
-// The connection is made lazily.
-func Dial(addr string) (*Client, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+// DialOption configures Dial.
+type DialOption func(*dialOptions)
+
+type dialOptions struct{ tls *tls.Config }
+
+// WithClientTLS connects over TLS with c: its RootCAs the authorities the
+// server's certificate must chain to (nil: the system's), its
+// Certificates the client certificate for a server that requires one.
+// Default: plaintext.
+func WithClientTLS(c *tls.Config) DialOption { return func(o *dialOptions) { o.tls = c } }
+
+// Dial connects to a tierd fetch server at addr (host:port), plaintext
+// unless WithClientTLS is given. The connection is made lazily. The
+// client accepts responses of any size (a Fetch answer holds at least one
+// whole batch, up to fetch.max.bytes and more), unlike gRPC's default
+// 4 MiB receive limit.
+func Dial(addr string, opts ...DialOption) (*Client, error) {
+	var o dialOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	creds := insecure.NewCredentials()
+	if o.tls != nil {
+		creds = credentials.NewTLS(o.tls)
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		// A response holds at least one whole batch, whatever its size.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
 		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
@@ -71,6 +96,10 @@ func (c *Client) WaitReady(ctx context.Context) bool {
 		}
 	}
 }
+
+// Health returns a client of the standard health service on the same
+// connection.
+func (c *Client) Health() healthpb.HealthClient { return healthpb.NewHealthClient(c.conn) }
 
 // API returns the generated client.
 func (c *Client) API() tierdpb.RemoteFetchClient { return c.c }

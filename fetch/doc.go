@@ -4,6 +4,13 @@
 // RemoteAbortedTxns, RemoteOffsetForTimestamp, RemoteMaxTimestamp,
 // RemoteLeaderEpochs), which the gRPC methods call: one implementation.
 //
+// The gRPC server also serves the standard health service
+// (grpc.health.v1, following the readiness given by WithReadiness) and
+// server reflection, over TLS when WithTLS is given (health.go). A Fetch
+// answer can exceed gRPC's default 4 MiB receive limit: Dial's client sets
+// none; other clients must raise theirs to fetch.max.bytes plus the
+// largest batch.
+//
 // # Read path
 //
 // Each read takes the partition's offsets and finished copies from one

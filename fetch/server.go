@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +69,8 @@ type Server struct {
 	labels    *partlabels.Set                 // per-partition metric labels, bounded
 	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
 	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
+	ready     func() (bool, string)           // the health service's readiness; nil: always
+	tls       *tls.Config                     // nil: plaintext
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
@@ -177,17 +180,19 @@ const windowBytes = 4 << 20
 // ioBufferBytes is the gRPC transport's read and write buffer size.
 const ioBufferBytes = 512 << 10
 
-// Serve serves on lis until ctx is done.
+// Serve serves on lis until ctx is done: tierd's services, the health
+// service and server reflection (see newGRPCServer), over TLS when
+// WithTLS was given.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	gs := grpc.NewServer(ServerOptions()...)
-	tierdpb.RegisterRemoteFetchServer(gs, s)
-	if s.admin != nil {
-		tierdpb.RegisterAdminServer(gs, s.admin)
-	}
+	gs, hs := s.newGRPCServer()
 	done := make(chan struct{})
 	go func() {
+		hctx, stopHealth := context.WithCancel(ctx)
+		defer stopHealth()
+		go hs.poll(hctx)
 		select {
 		case <-ctx.Done():
+			hs.Shutdown() // NOT_SERVING while the calls in flight finish
 			stopped := make(chan struct{})
 			go func() { gs.GracefulStop(); close(stopped) }()
 			select {

@@ -69,6 +69,7 @@ type env struct {
 	bucket *countingBucket
 	api    tierdpb.RemoteFetchClient
 	client *Client
+	addr   string // the server's host:port
 	tp     remotelog.TopicPartition
 }
 
@@ -101,7 +102,8 @@ func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 	done := make(chan error)
 	go func() { done <- srv.Serve(ctx, lis) }()
 	t.Cleanup(func() { cancel(); <-done })
-	if e.client, err = Dial(lis.Addr().String()); err != nil {
+	e.addr = lis.Addr().String()
+	if e.client, err = Dial(e.addr); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.client.Close() })

@@ -65,6 +65,10 @@ func (e *closeErr) Error() string { return e.reason + ": " + e.err.Error() }
 func (c *conn) serve(ctx context.Context) {
 	defer c.s.dropConn(c)
 	defer c.nc.Close()
+	if ce := c.handshake(ctx); ce != nil {
+		c.closing(ce)
+		return
+	}
 	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline, idle: c.s.cfg.idle(), max: c.s.cfg.SocketRequestMaxBytes}
 	for {
 		frame, err := fr.next()

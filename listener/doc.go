@@ -95,6 +95,11 @@
 //   - Connections are closed, counted by reason
 //     (tierd_kafka_connections_closed_total) and logged once per client when
 //     the client is at fault.
+//   - With WithTLS (security.protocol=SSL on the client), a connection's TLS
+//     handshake must finish within connections.max.idle.ms before its first
+//     request is read; a failed one (no client certificate under mutual TLS,
+//     an untrusted one, a plaintext client) closes it with reason
+//     tls_handshake_failed.
 //
 // # Metrics
 //

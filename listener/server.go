@@ -2,6 +2,7 @@ package listener
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -46,6 +47,7 @@ type Server struct {
 	m         *metrics
 	nodeID    int32
 	clusterID string
+	tls       *tls.Config // nil: plaintext
 
 	// Set by Serve.
 	advHost string
@@ -96,7 +98,8 @@ func (s *Server) Run(ctx context.Context) error {
 // Serve accepts Kafka clients on lis until ctx ends, then closes lis,
 // lets requests in progress finish (a long-polling Fetch answers at once)
 // for up to 5 s, closes every connection and returns nil. It returns an
-// error only when accepting fails for another reason.
+// error only when accepting fails for another reason. With WithTLS, lis
+// is plaintext and Serve does the TLS.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	host, port, replaced, err := advertisedAddr(s.cfg, lis.Addr())
 	if err != nil {
@@ -104,12 +107,15 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		return err
 	}
 	s.advHost, s.advPort = host, port
+	if s.tls != nil {
+		lis = tls.NewListener(lis, s.tls)
+	}
 	if replaced {
 		s.logger.Warn("Kafka listener on all interfaces advertises 127.0.0.1; set advertised for clients on other hosts",
 			"listen", lis.Addr().String())
 	}
 	s.logger.Info("Kafka listener serving", "listen", lis.Addr().String(), "advertised", net.JoinHostPort(host, fmt.Sprint(port)),
-		"node_id", s.nodeID)
+		"node_id", s.nodeID, "tls", s.tls != nil)
 
 	// reqCtx outlives ctx by shutdownGrace so requests in progress can
 	// finish their Log calls.

@@ -14,13 +14,25 @@ import (
 // VerifyObject re-reads an object and checks its size and checksum against
 // the manifest; it returns ErrChecksum (wrapped) on a mismatch.
 func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
+	return m.VerifyObjectProgress(ctx, o, nil)
+}
+
+// VerifyObjectProgress is VerifyObject that tells onRead, when set, how
+// many bytes each read returned, as the object is read (for a progress
+// display). Errors: ErrChecksum (wrapped) on a mismatch, ErrNotFound
+// (wrapped) for a missing object, transport errors.
+func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead func(n int64)) error {
 	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	h := sha256.New()
-	n, err := io.Copy(h, rc)
+	var r io.Reader = rc
+	if onRead != nil {
+		r = &progressReader{r: rc, onRead: onRead}
+	}
+	n, err := io.Copy(h, r)
 	if err != nil {
 		return err
 	}
@@ -60,4 +72,18 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 		}
 	}
 	return missing, nil
+}
+
+// progressReader tells onRead the size of every read.
+type progressReader struct {
+	r      io.Reader
+	onRead func(int64)
+}
+
+func (c *progressReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.onRead(int64(n))
+	}
+	return n, err
 }

@@ -51,16 +51,16 @@ func identity(cfg config, instanceID string) fetch.Identity {
 // returns nil when none answers. It refuses a tierd whose metadata dir is
 // not cfg's: the address would belong to another tierd.
 func dialRunning(ctx context.Context, cfg config) (*fetch.Client, error) {
-	c, err := fetch.Dial(cfg.Fetch.Listen)
+	c, err := dialTierd(cfg)
 	if err != nil {
-		return nil, nil
+		return nil, err
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	up := c.WaitReady(pctx)
 	cancel()
 	if !up {
 		c.Close()
-		return nil, nil
+		return nil, tlsRefusal(cfg) // nil: nothing answers
 	}
 	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
 	if err != nil {

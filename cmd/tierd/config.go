@@ -35,6 +35,9 @@ type config struct {
 	Metadata rlmm.Config   `yaml:"metadata"`
 	Fetch    fetch.Config  `yaml:"fetch"`
 	HTTP     httpConfig    `yaml:"http"`
+	// TLS is TLS for tierd's own endpoints (gRPC, HTTP, Kafka listener)
+	// and its tools' gRPC client; see tlsConfig. Default: all plaintext.
+	TLS tlsConfig `yaml:"tls"`
 	// Kafka holds, side by side in one section, the cluster tierd asks
 	// for the facts a broker's disk cannot give (see package cluster and
 	// copier.WithCluster: partition leadership, topic ids, topic configs;
@@ -227,6 +230,7 @@ func (c config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.TLS.validate())
 	return errors.Join(errs...)
 }
 
@@ -266,6 +270,10 @@ func configCommandArgs(name, usage string, args []string, stderr io.Writer, setu
 	path := fs.String("config", "", "path of the YAML config file (required); see tierd.example.yaml")
 	if setup != nil {
 		setup(fs)
+	}
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: "+usage)
+		fs.PrintDefaults()
 	}
 	// Flags may come before and after positional arguments
 	// ("topics delete orders --config tierd.yaml").

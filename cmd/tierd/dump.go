@@ -26,7 +26,10 @@ func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: tierd dump FILE...")
 		fmt.Fprintln(stderr, "\nPrints one JSON object per line: per batch of a .log, per entry of an")
-		fmt.Fprintln(stderr, ".index, .timeindex, .txnindex or leader-epoch-checkpoint. A corrupt file")
+		fmt.Fprintln(stderr, ".index, .timeindex, .txnindex or leader-epoch-checkpoint, per producer of a")
+		fmt.Fprintln(stderr, ".snapshot, per partition of replication-offset-checkpoint,")
+		fmt.Fprintln(stderr, "log-start-offset-checkpoint, recovery-point-offset-checkpoint or")
+		fmt.Fprintln(stderr, "cleaner-offset-checkpoint. A corrupt file")
 		fmt.Fprintln(stderr, "prints what is valid, then an error naming the byte position; a batch")
 		fmt.Fprintln(stderr, "whose CRC fails is printed with \"crcValid\":false; a batch whose header")
 		fmt.Fprintln(stderr, "breaks a rule no CRC covers (offsets that do not increase or leave the")
@@ -122,13 +125,18 @@ func dumpFile(w, note io.Writer, path string) error {
 		}
 		return err
 	}
+	if offsetCheckpointFiles[name] {
+		return dumpCheckpoint(enc, path)
+	}
 	sf, ok := kafkalog.ParseFileName(name)
 	if !ok && strings.HasSuffix(name, kafkalog.LogSuffix) {
 		sf = kafkalog.SegmentFile{Suffix: kafkalog.LogSuffix} // a .log needs no base offset
 	} else if !ok {
-		return fmt.Errorf("%s: not a segment file (want <20-digit base offset>.log, .index, .timeindex or .txnindex, or leader-epoch-checkpoint)", path)
+		return fmt.Errorf("%s: not a segment file (want <20-digit base offset>.log, .index, .timeindex, .txnindex or .snapshot, leader-epoch-checkpoint or an offset checkpoint)", path)
 	}
 	switch sf.Suffix {
+	case kafkalog.SnapshotSuffix:
+		return dumpSnapshot(enc, path)
 	case kafkalog.LogSuffix:
 		return dumpLog(enc, note, path)
 	case kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix:

@@ -33,7 +33,9 @@ func commands() []command {
 		{"rlmm", "rlmm rebuild: restore the remote metadata from the bucket's manifests (tierd stopped)", runRlmm, true},
 		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
 		{"bucket", "bucket create: create the configured bucket (a directory, or a bucket on MinIO or S3)", runBucket, true},
-		{"dump", "print .log batches and .index/.timeindex/.txnindex/leader-epoch-checkpoint entries as JSON lines", runDump, false},
+		{"dump", "print .log batches, index, snapshot and checkpoint file entries as JSON lines", runDump, false},
+		{"verify", "re-read finished copies (all or --sample N) and check them against their manifest checksums", runVerify, true},
+		{"version", "print the module version, VCS revision and Go version of this binary", runVersion, false},
 		{"config", "config show: every setting and its source; config reload: apply a running tierd's dynamic settings", runConfig, false},
 	}
 }

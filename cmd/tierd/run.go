@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -125,7 +126,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 // node id tierd's broker_id (0 when unset) and its cluster id the Kafka
 // cluster's recorded one, else one naming this tierd. advertised, when
 // set, replaces the configured advertised address.
-func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string) (*listener.Server, error) {
+func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
 	lc := cfg.Kafka.Listener
 	if advertised != "" {
 		lc.Advertised = advertised
@@ -138,8 +139,8 @@ func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string) 
 	if clusterID == "" {
 		clusterID = "tierd-" + d.instanceID
 	}
-	return listener.New(lc, d.view, listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
-		listener.WithNodeID(node), listener.WithClusterID(clusterID))
+	return listener.New(lc, d.view, append([]listener.Option{listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
+		listener.WithNodeID(node), listener.WithClusterID(clusterID)}, extra...)...)
 }
 
 func (d *daemon) Close() error {
@@ -234,6 +235,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	defer lock.Close()
+	tlsH, err := tlsHolder(cfg.TLS, log) // nil when every endpoint is plaintext
+	if err != nil {
+		return err
+	}
 	d, err := newDaemon(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -253,6 +258,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	d.watch.Probe(ctx)
+	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)))
 	var g oklog.Group
 	rl := newReloader(cfg, log, append(level, nil)[0])
 	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
@@ -265,12 +271,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		return nil
 	})
+	rl.Register("tls", func(config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
 	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
 	if cfg.Kafka.Listener.Listen != "" {
-		kl, err := d.kafkaListener(cfg, log, "")
+		kl, err := d.kafkaListener(cfg, log, "", listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
 		if err != nil {
 			return err
 		}
@@ -281,7 +288,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		if err != nil {
 			return err
 		}
-		g.Add(func() error { return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page) }, func(error) { cancel() })
+		g.Add(func() error {
+			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, serverTLS(tlsH, cfg.TLS.HTTP), log)
+		}, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
@@ -310,8 +319,9 @@ func (d *daemon) environment() error {
 }
 
 // serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not
-// nil, the status page at "/".
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler) error {
+// nil, the status page at "/", over TLS when tc is not nil. The server's
+// own errors (refused TLS handshakes among them) go to log at debug level.
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, tc *tls.Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
 	if page != nil {
 		mux.Handle("/{$}", page)
@@ -329,7 +339,11 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 	if err != nil {
 		return fmt.Errorf("http: listen: %w", err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	if tc != nil {
+		lis = tls.NewListener(lis, tc)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug)}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,6 +1,6 @@
 // Package checkpoint reads a log directory's offset checkpoint files:
-// replication-offset-checkpoint (high watermarks), log-start-offset-checkpoint
-// and recovery-point-offset-checkpoint.
+// replication-offset-checkpoint (high watermarks), log-start-offset-checkpoint,
+// recovery-point-offset-checkpoint and cleaner-offset-checkpoint.
 //
 // # Format
 //
@@ -22,6 +22,16 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+)
+
+// Names of the two offset checkpoint files of a log dir that kafkalog does
+// not name (kafkalog.ReplicationOffsetCheckpointFile and
+// kafkalog.LogStartOffsetCheckpointFile are the others); all four have
+// this format. Source: Apache Kafka LogManager (RecoveryPointCheckpointFile)
+// and LogCleanerManager (offsetCheckpointFile).
+const (
+	RecoveryPointFile = "recovery-point-offset-checkpoint"
+	CleanerOffsetFile = "cleaner-offset-checkpoint"
 )
 
 // Parse decodes an offset checkpoint. Errors are *kafkalog.CorruptionError
