@@ -72,7 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				var stop context.CancelFunc
 				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
-				defer watchSIGHUP(stderr)()
+				if c.name != "run" { // run's serve catches SIGHUP itself, to reload
+					defer watchSIGHUP(stderr)()
+				}
 			}
 			return c.run(ctx, args[1:], stdout, stderr)
 		}
