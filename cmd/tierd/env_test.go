@@ -189,7 +189,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	}
 	l.Close()
 	fetchAddr, httpAddr, kafkaAddr := freeAddr(t), freeAddr(t), freeAddr(t)
-	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: %s\n    bucket: outage\n    insecure: true\n    max_retries: 1", proxy.Endpoint), fetchAddr, httpAddr)
+	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: outage\n    max_retries: 1", proxy.Endpoint), fetchAddr, httpAddr)
 	appendFile(t, cfgPath, "kafka:\n  listen: "+kafkaAddr+"\n")
 	var log syncBuffer
 	startServeLog(t, cfgPath, &log)
@@ -215,7 +215,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	waitReady(t, metrics, http.StatusOK, "tierd_bucket_up 1")
 
 	proxy.SetRule(func(*http.Request) rsmtest.Fault { return rsmtest.Reset })
-	waitReady(t, ready, http.StatusServiceUnavailable, "object store unreachable: minio:"+proxy.Endpoint+"/outage")
+	waitReady(t, ready, http.StatusServiceUnavailable, "object store unreachable: minio:http://"+proxy.Endpoint+"/outage")
 	waitReady(t, metrics, http.StatusOK, "tierd_bucket_up 0")
 	_, err = c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: "orders", Partition: 2, Offset: 300, MaxBytes: 1})
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "object store unreachable: ") {
@@ -270,7 +270,7 @@ func TestRunMisconfiguredBucket(t *testing.T) {
 	cfgFor := func(t *testing.T, bucket string) string {
 		root := t.TempDir()
 		os.MkdirAll(filepath.Join(root, "logs"), 0o755)
-		return writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: %s\n    bucket: %s\n    insecure: true\n    max_retries: 1", srv.Endpoint, bucket), freeAddr(t), freeAddr(t))
+		return writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: %s\n    max_retries: 1", srv.Endpoint, bucket), freeAddr(t), freeAddr(t))
 	}
 	t.Run("missing bucket then bucket create", func(t *testing.T) {
 		p := cfgFor(t, "made-by-tierd")
@@ -279,7 +279,7 @@ func TestRunMisconfiguredBucket(t *testing.T) {
 			strings.Count(stderr, "level=ERROR") != 1 {
 			t.Fatalf("run on a missing bucket: exit %d\n%s", code, stderr)
 		}
-		for i, want := range []string{"created bucket minio:" + srv.Endpoint + "/made-by-tierd", "exists already; nothing to do"} {
+		for i, want := range []string{"created bucket minio:http://" + srv.Endpoint + "/made-by-tierd", "exists already; nothing to do"} {
 			code, out, errOut := runCmd("bucket", "create", "--config", p)
 			if code != 0 || !strings.Contains(out, want) || !strings.Contains(out, "tierd's credentials can list it") {
 				t.Fatalf("bucket create #%d: exit %d, want %q:\n%s%s", i+1, code, want, out, errOut)
