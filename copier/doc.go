@@ -71,6 +71,8 @@
 //	                                                            broker_owned)
 //	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms ago
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
+//	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,
+//	                                                            named after this process's pid
 //
 // A takeover (new lease holder or new leader) deletes nothing: a finished
 // row whose manifest the bucket no longer lists is marked damaged
