@@ -196,16 +196,18 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		copied int
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, c.cfg.CopierThreadPoolSize)
+		failed = len(errs) > 0 // a log dir not read
 	)
 	for _, p := range parts {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, err := c.syncReported(ctx, p)
+			n, st, err := c.syncReported(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			copied += n
+			failed = failed || failedPartition(st, err)
 			if err != nil {
 				c.m.partitionErrors.Inc()
 				c.needSweep(p.tp)
@@ -218,17 +220,13 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	owned := c.owned
 	c.owned = nil
 	c.stateMu.Unlock()
-	if err := c.checkCopies(ctx, owned); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.checkGoneTopics(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.runDeletions(ctx); err != nil {
-		errs = append(errs, err)
+	for _, err := range []error{c.checkCopies(ctx, owned), c.checkGoneTopics(ctx), c.runDeletions(ctx)} {
+		if err != nil {
+			errs, failed = append(errs, err), true
+		}
 	}
 	c.publishHeld()
-	c.endPass(parts, len(errs) > 0)
+	c.endPass(parts, failed)
 	c.m.passes.Inc()
 	if len(errs) > 0 {
 		c.m.passErrors.Inc()

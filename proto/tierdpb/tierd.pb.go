@@ -956,7 +956,8 @@ type PartitionStatus struct {
 	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	// With waiting: not_in_checkpoint, high_watermark, corrupt_segment,
 	// lease_held, not_leader, cluster_unreachable, store_unreachable,
-	// tiering_disabled, held, copy_failed, next_pass or not_running.
+	// metadata_unwritable, tiering_disabled, held, copy_failed, next_pass
+	// or not_running.
 	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	// With reason held: the hold reason.
 	Held string `protobuf:"bytes,6,opt,name=held,proto3" json:"held,omitempty"`
