@@ -118,11 +118,11 @@ func (l *lru) peek(k chunkKey) (*slot, bool) {
 // over budget. A slot larger than the budget is not kept.
 func (l *lru) put(k chunkKey, s *slot) {
 	size := int64(len(s.buf))
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if size > l.budget {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if e, ok := l.items[k]; ok {
 		l.size -= int64(len(e.Value.(*entry).s.buf))
 		e.Value.(*entry).s = s
