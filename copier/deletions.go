@@ -156,6 +156,10 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 			c.log.Warn("scheduled deletion cancelled: the topic's tiering policy no longer orders it", "partition", d.TopicPartition, "err", err)
 			return nil
 		}
+		if errors.Is(err, errTopicNotInCluster) {
+			c.waitForConfigs(d, err)
+			return nil // it waits on the cluster or an operator: no failure of the pass
+		}
 		if err != nil {
 			return fmt.Errorf("the deletion waits: %w", err)
 		}

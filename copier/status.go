@@ -21,7 +21,8 @@ type statusState struct {
 	waits         map[remotelog.TopicPartition]waitNote                  // this pass's reasons not to copy, first one wins
 	parts         map[remotelog.TopicPartition]remotelog.PartitionStatus // as the last pass over each partition left it
 	inflight      map[remotelog.TopicPartition]*inflightCopy
-	skipped       map[string]bool // Kafka internal topics seen in the log dirs
+	skipped       map[string]bool                     // Kafka internal topics seen in the log dirs
+	deletionWaits map[remotelog.TopicPartition]string // this pass's deletions waiting for topic configs (deletionwait.go)
 	passes        int64
 	lastPassMs    int64
 	lastSuccessMs int64
@@ -29,7 +30,8 @@ type statusState struct {
 
 func newStatusState() *statusState {
 	return &statusState{waits: map[remotelog.TopicPartition]waitNote{}, parts: map[remotelog.TopicPartition]remotelog.PartitionStatus{},
-		inflight: map[remotelog.TopicPartition]*inflightCopy{}, skipped: map[string]bool{}, lastPassMs: -1, lastSuccessMs: -1}
+		inflight: map[remotelog.TopicPartition]*inflightCopy{}, skipped: map[string]bool{}, lastPassMs: -1, lastSuccessMs: -1,
+		deletionWaits: map[remotelog.TopicPartition]string{}}
 }
 
 // waitNote is a decision not to copy a partition this pass, and why.
@@ -64,6 +66,7 @@ func (c *Copier) beginPass() {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	c.st.waits = map[remotelog.TopicPartition]waitNote{}
+	c.st.deletionWaits = map[remotelog.TopicPartition]string{}
 }
 
 // syncReported syncs one partition, then records its status and logs, at
@@ -130,12 +133,16 @@ func (c *Copier) endPass(parts []*partition, failed bool) {
 		}
 	}
 	nowMs := c.now().UnixMilli()
+	dw := c.deletionWaitStatuses()
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	for tp := range c.st.parts {
 		if !seen[tp] {
 			delete(c.st.parts, tp)
 		}
+	}
+	for tp, st := range dw {
+		extra[tp] = st
 	}
 	for tp, st := range extra {
 		c.st.parts[tp] = st
