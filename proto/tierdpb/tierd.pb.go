@@ -1197,7 +1197,7 @@ type PartitionStatusResponse struct {
 	Running    bool  `protobuf:"varint,1,opt,name=running,proto3" json:"running,omitempty"`
 	Passes     int64 `protobuf:"varint,2,opt,name=passes,proto3" json:"passes,omitempty"`
 	LastPassMs int64 `protobuf:"varint,3,opt,name=last_pass_ms,json=lastPassMs,proto3" json:"last_pass_ms,omitempty"`
-	// The end of the last pass without any error, -1 for none.
+	// The end of the last successful pass (it ran, no partition failed; waits are no failure), -1 for none.
 	LastSuccessMs int64 `protobuf:"varint,4,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"`
 	// Kafka internal topics seen in the log dirs, never tiered.
 	SkippedTopics []string           `protobuf:"bytes,5,rep,name=skipped_topics,json=skippedTopics,proto3" json:"skipped_topics,omitempty"`
