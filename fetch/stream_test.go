@@ -27,6 +27,8 @@ func newMinIOEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "tierd")
+	t.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey) // StartMinIO sets them for a *testing.T only
+	t.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
 	mcfg := minio.DefaultConfig()
 	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "tierd", true
 	b, err := minio.New(mcfg, nil)
