@@ -61,7 +61,12 @@ func (p *bufPool) put(b []byte) {
 // may be up to 2 GiB).
 const maxHintBytes = 64 << 20
 
-// fetch reads a Fetch answer with FetchStream (or with Fetch, from a
+// fetch is fetchInto with buffers the caller owns.
+func (c *Client) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*Batches, error) {
+	return c.fetchInto(ctx, req, nil)
+}
+
+// fetchInto reads a Fetch answer with FetchStream (or with Fetch, from a
 // server without FetchStream), the records of every part going straight
 // into one buffer: from pool (sized for max_bytes at once) or, with pool
 // nil, the garbage collector's (sized by the parts as they come, so that
@@ -69,10 +74,6 @@ const maxHintBytes = 64 << 20
 // buffer of its size). An error after parts with records ends the answer
 // with those records (whole batches; the next fetch meets the error
 // again).
-func (c *Client) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*Batches, error) {
-	return c.fetchInto(ctx, req, nil)
-}
-
 func (c *Client) fetchInto(ctx context.Context, req *tierdpb.FetchRequest, pool *bufPool) (*Batches, error) {
 	into := &recordsInto{}
 	out := &Batches{pool: pool}
