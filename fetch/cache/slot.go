@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // slot holds a chunk's bytes [from, to) (chunk-relative): loaded (done)
@@ -11,6 +12,7 @@ import (
 // may keep slices of them.
 type slot struct {
 	from, to int64
+	pins     atomic.Int32 // Pins holding the slot (pin.go)
 
 	mu   sync.Mutex
 	buf  []byte // len: the whole suffix; filled up to n
