@@ -5,7 +5,10 @@
 // partial object. Conditional writes (rsm.ConditionalWriter) hold a
 // flock(2) on <dir>/.tierd-cas.lock while they compare and commit, so they
 // are atomic between processes on one host; their version is the SHA-256
-// of the object's bytes.
+// of the object's bytes. A listing (Iter, IncompleteUploads) reads only
+// the deepest directory its prefix names whole and what lies under it, so
+// listing one partition costs that partition's files; Delete removes one
+// file and reads no directory (emptied directories stay).
 package filesystem
 
 import (
