@@ -3,7 +3,9 @@ package rsm_test
 import (
 	"context"
 	"fmt"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -102,24 +104,30 @@ func containsID(rows []remotelog.SegmentMetadata, id remotelog.SegmentID) bool {
 
 // BenchmarkDeleteCopies deletes the older half of 1,000 and of 10,000
 // copies of one partition on the filesystem bucket through the manager's
-// delete path. It reports ns per deleted copy, bucket calls (requests)
-// and listings per deleted copy, and x-vs-1000: the time per deleted copy
-// divided by that of the 1,000-copy case of the same run, which should
-// stay near 1.
+// delete path. It reports ns per deleted copy (wall time), cpu-ns per
+// deleted copy (user and system CPU of the process), bucket calls
+// (requests) and listings per deleted copy, and x-vs-1000 and
+// cpu-x-vs-1000: the wall and CPU time per deleted copy divided by those
+// of the 1,000-copy case of the same run, which should stay near 1.
 func BenchmarkDeleteCopies(b *testing.B) {
 	ctx := context.Background()
-	var base float64
+	var base, cpuBase float64
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("copies=%d", n), func(b *testing.B) {
 			var requests, listings int
+			var cpu time.Duration
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
 				cb, m, rows := seededBucket(b, n)
 				cb.Reset()
+				before := cpuTime(b)
 				b.StartTimer()
 				if err := deleteCopies(ctx, m, rows[:n/2]); err != nil {
 					b.Fatal(err)
 				}
+				b.StopTimer()
+				cpu += cpuTime(b) - before
+				b.StartTimer()
 				for _, c := range cb.Calls() {
 					requests += c
 				}
@@ -127,15 +135,27 @@ func BenchmarkDeleteCopies(b *testing.B) {
 			}
 			deleted := float64(b.N * (n / 2))
 			perCopy := float64(b.Elapsed().Nanoseconds()) / deleted
+			cpuPerCopy := float64(cpu.Nanoseconds()) / deleted
 			if n == 1000 {
-				base = perCopy
+				base, cpuBase = perCopy, cpuPerCopy
 			}
 			b.ReportMetric(perCopy, "ns/copy")
+			b.ReportMetric(cpuPerCopy, "cpu-ns/copy")
 			b.ReportMetric(float64(requests)/deleted, "requests/copy")
 			b.ReportMetric(float64(listings)/deleted, "listings/copy")
-			if base > 0 {
+			if base > 0 && cpuBase > 0 {
 				b.ReportMetric(perCopy/base, "x-vs-1000")
+				b.ReportMetric(cpuPerCopy/cpuBase, "cpu-x-vs-1000")
 			}
 		})
 	}
+}
+
+// cpuTime returns the user and system CPU time the process has used.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
