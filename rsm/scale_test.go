@@ -159,3 +159,50 @@ func cpuTime(tb testing.TB) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSweepEveryPartition runs SweepPartition (one listing of the
+// partition's objects and one of its incomplete uploads; every copy kept)
+// over every partition of a filesystem bucket of 100 and of 1,000
+// partitions of three copies each: what the copier's first pass after a
+// start does. It reports CPU time per partition swept (cpu-ns/partition)
+// and cpu-x-vs-100, that time divided by the 100-partition case's of the
+// same run, which should stay near 1 (the whole pass grows linearly).
+func BenchmarkSweepEveryPartition(b *testing.B) {
+	ctx := context.Background()
+	var cpuBase float64
+	for _, n := range []int{100, 1000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			b.StopTimer()
+			dir := b.TempDir()
+			fs, err := filesystem.New(filesystem.Config{Dir: dir})
+			if err != nil {
+				b.Fatal(err)
+			}
+			m, err := rsm.NewManager(fs, rsm.Config{Prefix: "tiered"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			tps := rsmtest.Partitions("orders", n)
+			rsmtest.SeedCopies(b, dir, m, tps, 3)
+			before := cpuTime(b)
+			b.StartTimer()
+			for i := 0; i < b.N; i++ {
+				for _, tp := range tps {
+					seen := 0
+					if _, err := m.SweepPartition(ctx, tp, func(remotelog.SegmentID, bool) bool { seen++; return true }); err != nil || seen != 3 {
+						b.Fatalf("sweep %s: %d copies, %v", tp, seen, err)
+					}
+				}
+			}
+			b.StopTimer()
+			perPartition := float64((cpuTime(b) - before).Nanoseconds()) / float64(b.N*n)
+			if n == 100 {
+				cpuBase = perPartition
+			}
+			b.ReportMetric(perPartition, "cpu-ns/partition")
+			if cpuBase > 0 {
+				b.ReportMetric(perPartition/cpuBase, "cpu-x-vs-100")
+			}
+		})
+	}
+}
