@@ -38,8 +38,9 @@ func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetad
 // copy's segment id. It lists the partition's uploads once, whatever the
 // number of copies, and then aborts each affected copy's (one listing and
 // abort per copy that has any; normally none). It returns how many copies
-// had uploads aborted. A bucket without multipart uploads has nothing to
-// abort.
+// had uploads aborted (and, after an error, how many were done). A bucket
+// without multipart uploads has nothing to abort. Errors: the bucket's
+// listing or abort error, wrapped with the prefix.
 func (m *Manager) AbortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) (int, error) {
 	mb, ok := m.b.(MultipartBucket)
 	if !ok || len(ids) == 0 {
