@@ -30,7 +30,13 @@ type Result struct {
 	// the peak resident memory with file-backed pages, LimitMiB the
 	// target (memory case only).
 	PeakRSSMiB, PeakTotalRSSMiB, LimitMiB *float64
-	Note                                  string
+	// CPUProcPerGiB is the bench process's CPU seconds (client and the
+	// in-process server: tierd's, or the floor's) per GiB moved, and
+	// CPUStorePerGiB the store process's (MinIO started by the bench;
+	// nil for --s3-endpoint), from /proc/<pid>/stat (replay, grpc_floor
+	// and raw_seq_get only).
+	CPUProcPerGiB, CPUStorePerGiB *float64
+	Note                          string
 
 	hist      *hdrhistogram.Histogram
 	gets      float64 // GETs of .log objects tierd made, where counted
@@ -39,6 +45,9 @@ type Result struct {
 	bytes     int64
 	busy      time.Duration // summed latencies
 	wall      time.Duration // set by cases that measure throughput
+	cpuProc   float64       // CPU seconds of the bench process, where measured
+	cpuStore  float64       // CPU seconds of the store, where measured; -1 unknown
+	cpuBytes  int64         // bytes moved while the CPU above was measured
 }
 
 func newResult(name string) *Result {
@@ -70,6 +79,15 @@ func (r *Result) finish() {
 	}
 	if d > 0 {
 		r.MiBPerS = float64(r.bytes) / (1 << 20) / d.Seconds()
+	}
+	if r.cpuBytes > 0 {
+		gib := float64(r.cpuBytes) / (1 << 30)
+		p := r.cpuProc / gib
+		r.CPUProcPerGiB = &p
+		if r.cpuStore >= 0 {
+			st := r.cpuStore / gib
+			r.CPUStorePerGiB = &st
+		}
 	}
 }
 
