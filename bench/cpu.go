@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat
@@ -50,9 +51,19 @@ func (a cpuSample) sub(b cpuSample) cpuSample {
 	return d
 }
 
+// selfCPUSeconds is this process's user + system CPU time so far,
+// seconds, from getrusage (microseconds, where /proc counts 10 ms ticks).
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuSeconds(os.Getpid())
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
 // cpu samples the bench process's and the store's CPU seconds.
 func (e *env) cpu() cpuSample {
-	c := cpuSample{proc: cpuSeconds(os.Getpid()), store: -1}
+	c := cpuSample{proc: selfCPUSeconds(), store: -1}
 	if e.minio != nil {
 		c.store = cpuSeconds(e.minio.Pid())
 	}

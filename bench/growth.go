@@ -49,6 +49,10 @@ func newSeries(c, variant, metric string, sizes []int, rounds int, growth bool) 
 // set records v for round r at size index i.
 func (s *Series) set(r, i int, v float64) { s.Values[r][i] = v }
 
+// tenfold reports whether the table shows growth per tenfold: for the
+// scale cases, whose sizes go up tenfold (readers_N's do not).
+func (s *Series) tenfold() bool { return strings.HasPrefix(s.Case, "scale_") }
+
 // Name is "case/variant metric".
 func (s *Series) Name() string { return s.Case + "/" + s.Variant + " " + s.Metric }
 
@@ -125,7 +129,7 @@ func writeGrowth(w io.Writer, series []*Series) {
 	if len(series) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\ngrowth (median over rounds, range in brackets; x10 = growth per tenfold of the size):")
+	fmt.Fprintln(w, "\ngrowth (median over rounds, range over rounds in brackets; x10 = growth per tenfold of the size):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	last := ""
 	for _, s := range series {
@@ -135,7 +139,7 @@ func writeGrowth(w io.Writer, series []*Series) {
 			for _, n := range s.Sizes {
 				cols = append(cols, fmt.Sprintf("at %d", n))
 			}
-			for i := 1; i < len(s.Sizes); i++ {
+			for i := 1; i < len(s.Sizes) && s.tenfold(); i++ {
 				cols = append(cols, fmt.Sprintf("x10 %d->%d", s.Sizes[i-1], s.Sizes[i]))
 			}
 			fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
@@ -150,7 +154,7 @@ func writeGrowth(w io.Writer, series []*Series) {
 				cols = append(cols, "-")
 			}
 		}
-		for i := 1; i < len(s.Sizes); i++ {
+		for i := 1; i < len(s.Sizes) && s.tenfold(); i++ {
 			if sp, ok := spreadOf(s.GrowthPerTenfold(i)); ok {
 				cols = append(cols, sp.String()+"x")
 			} else {

@@ -50,8 +50,13 @@ func (e *env) getsBy() (log, idx float64) {
 // or loaded), at most 100 times, 10 ms apart, as a consumer retries;
 // retries are counted in r (when not nil).
 func fetchRetry(ctx context.Context, c *fetch.Client, req *tierdpb.FetchRequest, r *Result) (*tierdpb.FetchResponse, error) {
+	return retryUnavailable(ctx, func() (*tierdpb.FetchResponse, error) { return c.API().Fetch(ctx, req) }, r)
+}
+
+// retryUnavailable calls fetch as fetchRetry sends its request.
+func retryUnavailable(ctx context.Context, fetch func() (*tierdpb.FetchResponse, error), r *Result) (*tierdpb.FetchResponse, error) {
 	for retries := 0; ; retries++ {
-		resp, err := c.API().Fetch(ctx, req)
+		resp, err := fetch()
 		if status.Code(err) != codes.Unavailable || retries == 100 || ctx.Err() != nil {
 			return resp, err
 		}
