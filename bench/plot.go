@@ -75,3 +75,70 @@ func (rep *Report) WritePlot(path string) error {
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
+
+// GrowthPlotPath is where WriteGrowthPlot draws when the latency plot
+// goes to path: "docs/bench.png" gives "docs/bench-growth.png".
+func GrowthPlotPath(path string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "-growth" + ext
+}
+
+// WriteGrowthPlot draws the growth cases' measures that have a growth
+// target (pass CPU seconds, retention, "tierd segments") and the Fetch
+// p50s of scale_segments against size, both axes log scale, one line per
+// measure and bucket (medians over the rounds), each with a dashed line
+// of linear growth (x10 per tenfold) from its first point. The format follows the extension, .png or .svg.
+// It draws nothing and returns nil when the run had no growth case.
+func (rep *Report) WriteGrowthPlot(path string) error {
+	ext := strings.ToLower(filepath.Ext(path))
+	if ext != ".png" && ext != ".svg" {
+		return fmt.Errorf("bench: plot %s: the file name must end in .png or .svg", path)
+	}
+	var lines []*Series
+	for _, s := range rep.Series {
+		if s.Growth || strings.HasPrefix(s.Metric, "fetch_") {
+			lines = append(lines, s)
+		}
+	}
+	if len(lines) == 0 {
+		return nil
+	}
+	p := plot.New()
+	p.Title.Text = "tierd cost by size (median over rounds; dashed: linear)"
+	p.X.Label.Text = "size (partitions or finished copies, log scale)"
+	p.Y.Label.Text = "seconds, or ms for fetch_* (log scale)"
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top, p.Legend.Left = true, true
+	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255},
+		{188, 189, 34, 255}, {0, 0, 0, 255}}
+	for k, s := range lines {
+		var pts plotter.XYs
+		for i, n := range s.Sizes {
+			if sp, ok := spreadOf(s.at(i)); ok && sp.med > 0 {
+				pts = append(pts, plotter.XY{X: float64(n), Y: sp.med})
+			}
+		}
+		if len(pts) < 2 {
+			continue
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Color = palette[k%len(palette)]
+		l.Width = vg.Points(1.5)
+		p.Add(l)
+		p.Legend.Add(s.Name(), l)
+		lin := plotter.XYs{pts[0], {X: pts[len(pts)-1].X, Y: pts[0].Y * pts[len(pts)-1].X / pts[0].X}}
+		ll, err := plotter.NewLine(lin)
+		if err != nil {
+			return err
+		}
+		ll.Color, ll.Dashes, ll.Width = l.Color, []vg.Length{vg.Points(3), vg.Points(3)}, vg.Points(0.75)
+		p.Add(ll)
+	}
+	return p.Save(10*vg.Inch, 7*vg.Inch, path)
+}

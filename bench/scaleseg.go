@@ -348,7 +348,7 @@ func (e *env) scaleSegments(ctx context.Context) ([]*Series, error) {
 				for k, v := range vals {
 					ser[k].set(r, i, v)
 				}
-				e.logf("scale_segments/%s at %d copies (round %d): built in %s; Fetch p50 %.2f ms cached, %.2f ms after a write; tierd segments %s; retention pass deleted %d in %s (%.2f CPU-s)",
+				e.logf("scale_segments/%s at %d copies (round %d): built in %s; Fetch p50 %.3f ms cached, %.3f ms after a write; tierd segments %s; retention pass deleted %d in %s (%.2f CPU-s)",
 					kind, n, r+1, st.build.Round(time.Millisecond), st.cachedUs/1000, st.afterWriteUs/1000, st.segmentsCmd.Round(time.Millisecond),
 					st.deleted, st.retention.wall.Round(time.Millisecond), st.retention.cpu)
 			}

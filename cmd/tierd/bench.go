@@ -15,6 +15,53 @@ import (
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ba, code := benchConfig(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	cfg, jsonPath, plotPath := ba.Config, &ba.jsonPath, &ba.plotPath
+	if exe, err := os.Executable(); err == nil {
+		cfg.DaemonBin = exe // the memory and readers cases measure "tierd run" children
+	}
+	rep, err := bench.Run(ctx, cfg, stderr)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "tierd bench: interrupted")
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+		return 1
+	}
+	rep.WriteTable(stdout)
+	if *jsonPath != "" {
+		if err := rep.WriteJSON(*jsonPath); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+	}
+	if *plotPath != "" {
+		if err := rep.WritePlot(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+		if err := rep.WriteGrowthPlot(bench.GrowthPlotPath(*plotPath)); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// benchArgs is what "tierd bench"'s flags say.
+type benchArgs struct {
+	bench.Config
+	jsonPath, plotPath string
+}
+
+// benchConfig parses "tierd bench"'s flags into a checked config. It
+// returns the exit code to stop with (0 after -h, 2 for a bad flag,
+// with the reason on stderr), or -1 to go on.
+func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := bench.DefaultConfig()
@@ -47,24 +94,24 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file")
+	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
+		return benchArgs{}, 0
 	} else if err != nil {
-		return 2
+		return benchArgs{}, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tierd bench: unexpected arguments %q\n", fs.Args())
-		return 2
+		return benchArgs{}, 2
 	}
 	if *maxBytes < 1 || *maxBytes > 1<<31-1 {
 		fmt.Fprintf(stderr, "tierd bench: --max-bytes %d must be from 1 to 2147483647\n", *maxBytes)
-		return 2
+		return benchArgs{}, 2
 	}
 	cfg.MaxBytes = int32(*maxBytes)
 	if err := cfg.SetScale(*scale); err != nil {
 		fmt.Fprintf(stderr, "tierd bench: --scale: %v\n", err)
-		return 2
+		return benchArgs{}, 2
 	}
 	cfg.Cases, cfg.ScaleBuckets = splitList(*cases), splitList(*scaleBuckets)
 	for _, l := range []struct {
@@ -77,7 +124,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		var err error
 		if *l.to, err = intList(l.v); err != nil {
 			fmt.Fprintf(stderr, "tierd bench: --%s: %v\n", l.flag, err)
-			return 2
+			return benchArgs{}, 2
 		}
 	}
 	if *readerBytes != 0 {
@@ -88,38 +135,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if ext := strings.ToLower(filepath.Ext(*plotPath)); *plotPath != "" && ext != ".png" && ext != ".svg" {
 		fmt.Fprintf(stderr, "tierd bench: --plot %s: the file name must end in .png or .svg\n", *plotPath)
-		return 2
+		return benchArgs{}, 2
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-		return 2
+		return benchArgs{}, 2
 	}
-	if exe, err := os.Executable(); err == nil {
-		cfg.DaemonBin = exe // the memory case measures a "tierd run" child
-	}
-	rep, err := bench.Run(ctx, cfg, stderr)
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "tierd bench: interrupted")
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-		return 1
-	}
-	rep.WriteTable(stdout)
-	if *jsonPath != "" {
-		if err := rep.WriteJSON(*jsonPath); err != nil {
-			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-			return 1
-		}
-	}
-	if *plotPath != "" {
-		if err := rep.WritePlot(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-			return 1
-		}
-	}
-	return 0
+	return benchArgs{Config: cfg, jsonPath: *jsonPath, plotPath: *plotPath}, -1
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
