@@ -62,14 +62,17 @@ type Config struct {
 	MaxInflightGets                                              int
 	// Seed picks the random offsets. Default 1.
 	Seed uint64
-	// StoreLatency is added before every GET's first byte, in the process
-	// (raw_get and tierd alike), to model an object store farther away
-	// than loopback (S3's first-byte latency is tens of ms). The memory
-	// case's child does not add it. Default 0.
+	// StoreLatency is added before every GET's first byte, to model an
+	// object store farther away than loopback (S3's first-byte latency is
+	// tens of ms): in the process (raw_get and tierd alike) by the bucket
+	// wrapper, and for the "tierd run" children (replay_N, readers_N) by
+	// a proxy in front of the store that holds every GET. The scale cases
+	// do not add it. Default 0.
 	StoreLatency time.Duration
-	// DaemonBin is a tierd binary; the memory case then runs against a
-	// "tierd run" child process, so that its peak memory is tierd's alone.
-	// "" (default) uses the in-process server.
+	// DaemonBin is a tierd binary; the memory and readers cases then run
+	// against "tierd run" child processes, so that their peak memory is
+	// tierd's alone, and scale_segments times "tierd segments" with it.
+	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
 
 	// Cases are the cases to run, from AllCases: "read" (the read path's
