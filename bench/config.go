@@ -80,18 +80,18 @@ type Config struct {
 	// "scale_segments". Default all of them.
 	Cases []string
 	// Partitions are scale_partitions' sizes, partitions of 3 rolled
-	// segments each, rising. Default [10, 100] (ScaleSmall); ScaleFull
+	// segments each, rising. Default [5, 50] (ScaleSmall); ScaleFull
 	// sets [100, 1000, 10000].
 	Partitions []int
 	// Copies are scale_segments' sizes, finished copies in one
-	// partition, rising. Default [20, 200]; ScaleFull sets [1000,
+	// partition, rising. Default [10, 100]; ScaleFull sets [1000,
 	// 10000, 100000].
 	Copies []int
 	// ReaderCounts are readers_N's numbers of concurrent readers, rising.
-	// Default [1, 4, 8]; ScaleFull sets [1, 8, 32, 64].
+	// Default [1, 8]; ScaleFull sets [1, 8, 32, 64].
 	ReaderCounts []int
 	// ReaderBytes is how much each reader of readers_N reads, bytes.
-	// Default 8 MiB; ScaleFull sets 64 MiB.
+	// Default 4 MiB; ScaleFull sets 64 MiB.
 	ReaderBytes int64
 	// ScaleBuckets are the buckets scale_partitions and scale_segments
 	// run on: "filesystem" (a directory, the embedded default) and
@@ -126,7 +126,7 @@ const (
 func (c *Config) SetScale(name string) error {
 	switch name {
 	case ScaleSmall:
-		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{10, 100}, []int{20, 200}, []int{1, 4, 8}, 8<<20, 3*time.Minute
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 4<<20, 3*time.Minute
 	case ScaleFull:
 		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 64<<20, 30*time.Minute
 	default:

@@ -229,8 +229,10 @@ func (rep *Report) Targets() []Target {
 	if okP && okS && okF {
 		ratio(pc, sc+fc, 1.2, true, "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = %.2f (<= %.2f)")
 	}
-	if c, r := rep.get("copy"), rep.get("raw_put"); c != nil && r != nil {
-		ratio(c.MiBPerS, r.MiBPerS, 0.9, false, "copy MiB/s / raw_put MiB/s = %.2f (>= %.2f)")
+	if s := rep.series("copy", "minio", "copy_over_raw_put"); s != nil {
+		if t, ok := ratioTarget("copy MiB/s / raw_put MiB/s", s.at(0), 0.9, false, ""); ok {
+			out = append(out, t)
+		}
 	}
 	if p != nil && s != nil {
 		if p.GetsPerMiB != nil {

@@ -64,10 +64,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		}...)
 	}
 	if cfg.runs("copy") {
-		steps = append(steps, stepT{"copy + raw_put", func() error {
-			cp, raw, err := e.copyCase(ctx)
+		steps = append(steps, stepT{fmt.Sprintf("copy + raw_put (x%d)", cfg.Rounds), func() error {
+			cp, raw, ratio, err := e.copyCase(ctx)
 			if err == nil {
 				rep.Results = append(rep.Results, cp, raw)
+				rep.Series = append(rep.Series, ratio)
 			}
 			return err
 		}})

@@ -59,7 +59,6 @@ type env struct {
 	maps     [][]byte        // per segment, the local .log mapped read-only: every answer is compared with it
 	values   []byte          // the pool record values were cut from (see value)
 	kafka    string          // the Kafka listener's host:port
-	copyWall time.Duration   // the copier's time to tier the partition (setup)
 	stops    []func()
 }
 
@@ -156,8 +155,7 @@ func setup(ctx context.Context, cfg Config, progress io.Writer, read bool) (_ *e
 	if err := e.tier(ctx, logDir); err != nil {
 		return nil, err
 	}
-	e.copyWall = time.Since(start)
-	fmt.Fprintf(progress, "tierd copied %d segments to %s in %s\n", len(e.fin), b.Name(), e.copyWall.Round(time.Millisecond))
+	fmt.Fprintf(progress, "tierd copied %d segments to %s in %s\n", len(e.fin), b.Name(), time.Since(start).Round(time.Millisecond))
 	if err := e.scanLocal(); err != nil {
 		return nil, err
 	}

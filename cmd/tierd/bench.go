@@ -85,7 +85,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.IntVar(&cfg.MaxInflightGets, "max-inflight-gets", cfg.MaxInflightGets, "remote.fetch.max.inflight.gets")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random offsets")
 	fs.DurationVar(&cfg.StoreLatency, "store-latency", 0, "delay added before every GET's first byte (raw_get and tierd alike), e.g. 20ms to model S3")
-	scale := fs.String("scale", bench.ScaleSmall, "sizes of the growth cases: small (10-100 partitions, 100-1,000 copies, 1-8 readers; minutes) or full (100-10,000 partitions, 1,000-100,000 copies, 1-64 readers; hours on today's code)")
+	scale := fs.String("scale", bench.ScaleSmall, "sizes of the growth cases: small (5-50 partitions, 10-100 copies, 1-8 readers; minutes) or full (100-10,000 partitions, 1,000-100,000 copies, 1-64 readers; hours on today's code)")
 	cases := fs.String("cases", strings.Join(bench.AllCases, ","), "comma-separated cases to run: "+strings.Join(bench.AllCases, ", "))
 	partitions := fs.String("partitions", "", "scale_partitions sizes, comma-separated (default: from --scale)")
 	copies := fs.String("copies", "", "scale_segments sizes, finished copies in one partition, comma-separated (default: from --scale)")
