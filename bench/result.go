@@ -109,6 +109,10 @@ type Report struct {
 	// Rounds, Partitions, Copies and ReaderCounts are the run's settings.
 	Rounds                           int
 	Partitions, Copies, ReaderCounts []int
+	// PrefetchBytes and ReaderBytes are the run's prefetch budget and
+	// readers_N's bytes per reader, bytes: what a reader's prefetch may
+	// read past its last Fetch, against what it reads.
+	PrefetchBytes, ReaderBytes int64
 }
 
 func (rep *Report) get(name string) *Result {
@@ -150,6 +154,10 @@ func (rep *Report) WriteTable(w io.Writer) {
 		if note != "" {
 			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
 		}
+	}
+	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes > 0 {
+		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: up to remote.fetch.prefetch.max.bytes / bytes per reader = %d / %d = %.2f per byte served here\n",
+			rep.PrefetchBytes, rep.ReaderBytes, float64(rep.PrefetchBytes)/float64(rep.ReaderBytes))
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
 	for _, t := range rep.Targets() {
