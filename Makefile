@@ -14,8 +14,9 @@ build:
 demo:
 	$(GO) run ./cmd/tierd demo
 
-# bench: "tierd bench" at its defaults against a MinIO it starts (under a
-# minute); writes the table to stdout and docs/bench.{json,png}.
+# bench: "tierd bench" at its defaults against a MinIO it starts (the read
+# path in under a minute, the growth cases at small sizes in a few more);
+# writes the table to stdout and docs/bench.{json,png}, docs/bench-growth.png.
 bench: tools
 	$(GO) run ./cmd/tierd bench --json docs/bench.json --plot docs/bench.png
 
