@@ -113,6 +113,14 @@ func TestGrowthTargets(t *testing.T) {
 	if len(js.Values) != 1 || js.Values[0][2] != nil || *js.Values[0][1] != 20 || js.TimedOut[2] == "" {
 		t.Errorf("json: %s", raw)
 	}
+	// Only growth cases: no latency plot, and no error.
+	noLatency := filepath.Join(t.TempDir(), "l.png")
+	if err := rep.WritePlot(noLatency); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(noLatency); err == nil {
+		t.Errorf("a latency plot without latency cases")
+	}
 	plot := filepath.Join(t.TempDir(), "b.svg")
 	if err := rep.WriteGrowthPlot(plot); err != nil {
 		t.Fatal(err)

@@ -38,6 +38,8 @@ func (ninesTicks) Ticks(min, max float64) []plot.Tick {
 
 // WritePlot draws each latency case's percentile curve (log latency over
 // percentiles) to path; the format follows its extension, .png or .svg.
+// It draws nothing and returns nil when the run had no latency case
+// (only growth cases).
 func (rep *Report) WritePlot(path string) error {
 	ext := strings.ToLower(filepath.Ext(path))
 	if ext != ".png" && ext != ".svg" {
@@ -57,6 +59,7 @@ func (rep *Report) WritePlot(path string) error {
 	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
 		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255},
 		{188, 189, 34, 255}, {0, 0, 0, 255}}
+	drawn := 0
 	for i, r := range rep.Results {
 		if r.hist == nil || r.hist.TotalCount() < 2 {
 			continue
@@ -77,6 +80,10 @@ func (rep *Report) WritePlot(path string) error {
 		l.Width = vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d)", r.Name, r.hist.TotalCount()), l)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil
 	}
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
