@@ -4,7 +4,7 @@ FUZZTIME ?= 10s
 SHELL := /bin/bash
 HARNESS := ^(TestCrash|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-go
+.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go
 
 # -buildvcs=auto: "tierd version" names the Git revision (a go env may turn it off).
 build:
@@ -14,10 +14,17 @@ build:
 demo:
 	$(GO) run ./cmd/tierd demo
 
-# bench: "tierd bench" at its defaults against a MinIO it starts (under a
-# minute); writes the table to stdout and docs/bench.{json,png}.
+# bench: "tierd bench" at its defaults against a MinIO it starts (the read
+# path in under a minute, the growth cases at small sizes in a few more);
+# writes the table to stdout and docs/bench.{json,png}, docs/bench-growth.png.
 bench: tools
 	$(GO) run ./cmd/tierd bench --json docs/bench.json --plot docs/bench.png
+
+# bench-full: the growth cases at the issue's sizes (100-10,000 partitions,
+# 1,000-100,000 copies, 1-64 readers); hours, each size bounded by
+# --case-timeout (30m).
+bench-full: tools
+	$(GO) run ./cmd/tierd bench --scale full --json docs/bench-full.json --plot docs/bench-full.png
 
 # bench-go: the hot pure functions' benchmarks, each beside its baseline.
 bench-go:
