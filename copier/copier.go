@@ -94,7 +94,7 @@ type Copier struct {
 
 	stateMu     sync.Mutex // guards the maps below
 	warns       map[string]bool
-	times       map[string]int64 // max timestamp by segment file (path+size)
+	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
 	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
 	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
@@ -141,7 +141,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 // newCopier returns a copier with its defaults and no metrics.
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
 		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
 		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
@@ -227,6 +227,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	if err := c.runDeletions(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	c.pruneTimesOf(parts)
 	c.publishHeld()
 	c.endPass(parts, len(errs) > 0)
 	c.m.passes.Inc()
@@ -428,7 +429,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if !st.tiering.Enabled {
 		return 0, c.deleteOnDisable(p, st)
 	}
-	c.forget("disabled " + p.tp.Topic + "\x00")
+	c.unwarn("disabled " + p.tp.Topic + "\x00")
 	if err := c.reenabled(p, st); err != nil {
 		return 0, err
 	}
@@ -451,7 +452,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	if p.brokerLSO >= 0 && c.plausibleBrokerLSO(p) {
-		if _, err := c.store.AdvanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
+		if err := c.advanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
 			return 0, err
 		}
 	}
@@ -470,7 +471,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 				"topic", p.tp.Topic, "policy", st.tiering.String())
 		}
 	} else {
-		c.forget("copy-disabled " + p.tp.Topic + "\x00")
+		c.unwarn("copy-disabled " + p.tp.Topic + "\x00")
 		copied, copyErr = c.copyRolled(ctx, p)
 		p.copyDone, p.copyErr = true, copyErr
 	}
@@ -484,7 +485,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		c.pruneTimes(p)
 		return copied, errors.Join(errs...)
 	}
-	c.forget("noconfigs " + p.tp.Topic)
+	c.unwarn("noconfigs " + p.tp.Topic)
 	if !c.cfg.BrokerOwned {
 		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
@@ -494,7 +495,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		}
 	} else if len(p.segs) > 0 {
 		// The broker's retention moves the local log start offset.
-		if _, err := c.store.AdvanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
+		if err := c.advanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -506,4 +507,20 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		errs = append(errs, err)
 	}
 	return copied, errors.Join(errs...)
+}
+
+// advanceOffsets is store.AdvanceOffsets without the synced write when
+// the recorded offsets are already at or past the given ones (-1 leaves
+// one unchanged): offsets never move back, so such a write would store
+// the same values. A partition with no offsets recorded is written.
+func (c *Copier) advanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) error {
+	off, ok, err := c.store.Offsets(tp)
+	if err != nil {
+		return err
+	}
+	if ok && off.LogStartOffset >= logStart && off.LocalLogStartOffset >= localLogStart {
+		return nil
+	}
+	_, err = c.store.AdvanceOffsets(tp, logStart, localLogStart)
+	return err
 }
