@@ -33,7 +33,8 @@ type RemoteStorage interface {
 	ReadLease(ctx context.Context, tp remotelog.TopicPartition) (rsm.Lease, bool, error)
 	CreateLease(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) (rsm.Lease, error)
 	ReplaceLease(ctx context.Context, tp remotelog.TopicPartition, prev rsm.Lease, o rsm.Owner) (rsm.Lease, error)
-	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
+	ReadHeartbeat(ctx context.Context, brokerID int32, instanceID string) (rsm.HeartbeatVersioned, bool, error)
+	WriteHeartbeat(ctx context.Context, prev *rsm.HeartbeatVersioned, h rsm.Heartbeat) (rsm.HeartbeatVersioned, error)
 	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
 	CheckFence(ctx context.Context, tp remotelog.TopicPartition, topicID string, leaderEpoch int32) error
 	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
@@ -96,7 +97,8 @@ type Copier struct {
 	warns       map[string]bool
 	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
-	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
+	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written; good while hb is fresh
+	hb          heartbeatState                                    // this tierd's instance heartbeat
 	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
 	cl          Cluster                                           // nil: no Kafka cluster configured
 	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at

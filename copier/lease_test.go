@@ -200,12 +200,12 @@ func TestLeaseReleasedOnShutdown(t *testing.T) {
 	if err := a.c.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l := a.lease(); !l.Released || l.BrokerID != 1 {
+	if l := a.lease(); !l.HeartbeatReleased || !l.Free(a.now.UnixMilli(), time.Minute.Milliseconds()) || l.BrokerID != 1 {
 		t.Fatalf("lease after shutdown: %+v", l)
 	}
 	b.now = a.now // not expired
 	b.sync()
-	if l := b.lease(); l.BrokerID != 2 || l.Released {
+	if l := b.lease(); l.BrokerID != 2 || l.Free(b.now.UnixMilli(), time.Minute.Milliseconds()) {
 		t.Fatalf("lease after the other tierd's pass: %+v", l)
 	}
 	if off := b.offsets(); off.HighestTieredOffset != 199 || b.manifests() != 2 {
