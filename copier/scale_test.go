@@ -5,12 +5,14 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -233,8 +235,14 @@ func (r *scaleRig) pass(tb testing.TB) (copied int, reqs map[string]int, syncs i
 	return n, r.bucket.take(), r.syncs.Load() - before
 }
 
-// TestScaleReproducer is the reproducer: a first pass then idle passes.
+// TestScaleReproducer is the reproducer of issue 12's idle passes: a first
+// pass, then idle passes, logging what each cost (TIERD_SCALE_N sets the
+// partition count, default 200; TIERD_SCALE_PROF a CPU profile of the
+// idle passes).
 func TestScaleReproducer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("slow")
+	}
 	n := 200
 	if s := os.Getenv("TIERD_SCALE_N"); s != "" {
 		fmt.Sscan(s, &n)
@@ -258,4 +266,154 @@ func TestScaleReproducer(t *testing.T) {
 		copied, reqs, syncs = r.pass(t)
 		t.Logf("idle pass %d: copied %d in %s, %d requests %v, %d syncs", i, copied, time.Since(start), total(reqs), reqs, syncs)
 	}
+}
+
+// An idle pass (nothing new locally, nothing due) over N partitions with
+// Kafka's checkpoint files makes no bucket request and no synced metadata
+// write, at any N; the sampled copy checks (copy_checks_per_pass) cost
+// the same few requests at any N.
+func TestIdlePassCost(t *testing.T) {
+	sampled := map[int]map[string]int{}
+	for _, n := range []int{8, 40} {
+		cfg := DefaultConfig()
+		cfg.CopyChecksPerPass = 0
+		r := newScaleRig(t, n, cfg)
+		if copied, _, _ := r.pass(t); copied != 3*n {
+			t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
+		}
+		for i := 0; i < 3; i++ {
+			r.now = r.now.Add(30 * time.Second)
+			copied, reqs, syncs := r.pass(t)
+			if copied != 0 || total(reqs) != 0 || syncs != 0 {
+				t.Errorf("N=%d idle pass %d: copied %d, bucket requests %v, Pebble syncs %d; want none", n, i, copied, reqs, syncs)
+			}
+		}
+		r.c.cfg.CopyChecksPerPass = 4
+		r.now = r.now.Add(30 * time.Second)
+		_, sampled[n], _ = r.pass(t)
+	}
+	if a, b := sampled[8], sampled[40]; total(a) == 0 || total(a) != total(b) {
+		t.Errorf("sampled copy checks: %v requests at 8 partitions, %v at 40; want the same, not none", a, b)
+	}
+}
+
+// leaseRequests counts the requests that read or write lease objects
+// (partition leases and heartbeats).
+func leaseRequests(m map[string]int) int {
+	return m["ReadVersioned"] + m["PutIfAbsent"] + m["PutIfMatch"]
+}
+
+// Renewing the ownership leases costs the same requests per interval at
+// any partition count: one heartbeat write per third of the lease.
+func TestLeaseRenewalIndependentOfN(t *testing.T) {
+	perN := map[int][]int{}
+	for _, n := range []int{4, 32} {
+		cfg := DefaultConfig()
+		cfg.CopyChecksPerPass = 0
+		r := newScaleRig(t, n, cfg)
+		r.pass(t)
+		for i := 0; i < 9; i++ { // three lease periods, a pass every ninth of the lease
+			r.now = r.now.Add(cfg.OwnershipLease / 9)
+			_, reqs, _ := r.pass(t)
+			perN[n] = append(perN[n], leaseRequests(reqs))
+			if other := total(reqs) - leaseRequests(reqs); other != 0 {
+				t.Errorf("N=%d pass %d: %v", n, i, reqs)
+			}
+		}
+	}
+	want := []int{0, 0, 1, 0, 0, 1, 0, 0, 1}
+	for n, got := range perN {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("N=%d: lease requests per pass %v, want %v (one heartbeat write per third of the lease)", n, got, want)
+		}
+	}
+}
+
+// cpuTime is the CPU time (user and system) this process used so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchSizes are the partition counts of the scale benchmarks:
+// TIERD_BENCH_PARTITIONS (comma-separated), default 100,1000,10000.
+func benchSizes() []int {
+	s := os.Getenv("TIERD_BENCH_PARTITIONS")
+	if s == "" {
+		s = "100,1000,10000"
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(f, &n); err == nil && n > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// benchPasses runs the sub-benchmark of each size; pass runs one measured
+// pass on a rig and returns its CPU time. It reports CPU per pass (ms)
+// and, from the second size on, its growth per tenfold of partitions:
+// (cpu(N) / cpu(prev))^(1/log10(N/prev)).
+func benchPasses(b *testing.B, pass func(b *testing.B, n int) time.Duration) {
+	prev, prevN := time.Duration(0), 0
+	for _, n := range benchSizes() {
+		var cpu time.Duration
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			cpu = 0
+			for i := 0; i < b.N; i++ {
+				cpu += pass(b, n)
+			}
+			cpu /= time.Duration(b.N)
+			b.ReportMetric(float64(cpu.Microseconds())/1000, "cpu-ms/pass")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/partition")
+			if prevN > 0 && prev > 0 {
+				b.ReportMetric(math.Pow(float64(cpu)/float64(prev), 1/math.Log10(float64(n)/float64(prevN))), "growth/10x")
+			}
+		})
+		prev, prevN = cpu, n
+	}
+}
+
+// BenchmarkFirstPass measures the first pass over N partitions of 3
+// small rolled segments (all copied, over the filesystem bucket).
+func BenchmarkFirstPass(b *testing.B) {
+	benchPasses(b, func(b *testing.B, n int) time.Duration {
+		b.StopTimer()
+		r := newScaleRig(b, n, DefaultConfig())
+		b.StartTimer()
+		start := cpuTime(b)
+		if copied, _, _ := r.pass(b); copied != 3*n {
+			b.Fatalf("copied %d of %d", copied, 3*n)
+		}
+		return cpuTime(b) - start
+	})
+}
+
+// BenchmarkIdlePass measures a pass over N partitions with nothing to do
+// (after a first pass that copied everything), with the default config
+// (ownership lease and sampled copy checks on).
+func BenchmarkIdlePass(b *testing.B) {
+	rigs := map[int]*scaleRig{}
+	outer := b // the rig outlives the sub-benchmark's runs
+	benchPasses(b, func(b *testing.B, n int) time.Duration {
+		r := rigs[n]
+		if r == nil {
+			b.StopTimer()
+			r = newScaleRig(outer, n, DefaultConfig())
+			r.pass(b)
+			rigs[n] = r
+			b.StartTimer()
+		}
+		r.now = r.now.Add(30 * time.Second)
+		start := cpuTime(b)
+		if copied, _, _ := r.pass(b); copied != 0 {
+			b.Fatalf("an idle pass copied %d", copied)
+		}
+		return cpuTime(b) - start
+	})
 }
