@@ -127,7 +127,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := newCopier(cfg, store, rs)
+	c := newCopier(cfg, withReadCache(store), rs)
 	for _, o := range opts {
 		o(c)
 	}
