@@ -365,6 +365,9 @@ type partition struct {
 	copyErr  error
 	// inCheckpoint: the partition has an entry in the checkpoint.
 	inCheckpoint bool
+	// hasDeleted: the directory held files renamed to .deleted when the
+	// pass listed it.
+	hasDeleted bool
 }
 
 // localSegment is a live .log of a partition directory.
@@ -383,12 +386,21 @@ func (s localSegment) file(suffix string) string {
 
 // listSegments returns the live segments, oldest first.
 func listSegments(dir string) ([]localSegment, error) {
+	segs, _, err := listDir(dir)
+	return segs, err
+}
+
+// listDir returns the live segments, oldest first, and whether the
+// directory holds any file renamed to .deleted.
+func listDir(dir string) ([]localSegment, bool, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var segs []localSegment
+	deleted := false
 	for _, e := range ents {
+		deleted = deleted || strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix)
 		f, ok := kafkalog.ParseFileName(e.Name())
 		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
 			continue
@@ -398,7 +410,7 @@ func listSegments(dir string) ([]localSegment, error) {
 			if os.IsNotExist(err) {
 				continue // deleted under us
 			}
-			return nil, err
+			return nil, false, err
 		}
 		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name())})
 	}
@@ -409,7 +421,7 @@ func listSegments(dir string) ([]localSegment, error) {
 			segs[i].end = segs[i+1].base - 1
 		}
 	}
-	return segs, nil
+	return segs, deleted, nil
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
@@ -417,7 +429,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	var err error
-	if p.segs, err = listSegments(p.dir); err != nil {
+	if p.segs, p.hasDeleted, err = listDir(p.dir); err != nil {
 		return 0, err
 	}
 	st := c.settings(p.tp.Topic)
@@ -492,8 +504,12 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
 		}
-		if err := c.removeDeleted(p.dir); err != nil {
-			errs = append(errs, err)
+		// Files local retention renames this pass are due at once only
+		// with file.delete.delay.ms 0; others wait for a later listing.
+		if p.hasDeleted || c.cfg.FileDeleteDelayMs == 0 {
+			if err := c.removeDeleted(p.dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	} else if len(p.segs) > 0 {
 		// The broker's retention moves the local log start offset.
@@ -505,7 +521,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		errs = append(errs, fmt.Errorf("remote retention: %w", err))
 	}
 	c.pruneTimes(p)
-	if _, err := c.store.PurgeDeleted(p.tp, c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()); err != nil {
+	if err := c.purgeDeleted(p.tp); err != nil {
 		errs = append(errs, err)
 	}
 	return copied, errors.Join(errs...)
@@ -525,4 +541,22 @@ func (c *Copier) advanceOffsets(tp remotelog.TopicPartition, logStart, localLogS
 	}
 	_, err = c.store.AdvanceOffsets(tp, logStart, localLogStart)
 	return err
+}
+
+// purgeDeleted is store.PurgeDeleted, called only when a row is due to
+// go (read from the rows the pass keeps), so that a pass where nothing is
+// due scans no rows in the store.
+func (c *Copier) purgeDeleted(tp remotelog.TopicPartition) error {
+	before := c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()
+	rows, err := c.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.State == remotelog.DeleteSegmentFinished && r.EventTimestampMs < before {
+			_, err := c.store.PurgeDeleted(tp, before)
+			return err
+		}
+	}
+	return nil
 }
