@@ -106,6 +106,13 @@ func HeartbeatKey(brokerID int32, instanceID string) string {
 	return fmt.Sprintf("%s/%d-%s.json", HeartbeatsDir, brokerID, instanceID)
 }
 
+// IsHeartbeatKey reports whether key (under any prefix) names an
+// instance heartbeat: "[<prefix>/]_instances/<name>.json".
+func IsHeartbeatKey(key string) bool {
+	dir, name := path.Split(key)
+	return path.Base(path.Clean(dir)) == HeartbeatsDir && strings.HasSuffix(name, ".json")
+}
+
 func (m *Manager) prefixed(rel string) string { return path.Join(m.cfg.Prefix, rel) }
 
 // OwnerObject is the name of the ownership lease object in a partition prefix.

@@ -121,3 +121,14 @@ func TestHeartbeatKeepsLeases(t *testing.T) {
 		t.Fatalf("lease without its heartbeat: %+v", l)
 	}
 }
+
+func TestIsHeartbeatKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"tierd/_instances/1-ia.json": true, "_instances/1-ia.json": true, "a/b/_instances/0-x.json": true,
+		"tierd/orders-0/_owner.json": false, "tierd/_instances-0/00000000000000000000-x.log": false, "tierd/_instances/x.tmp": false,
+	} {
+		if got := rsm.IsHeartbeatKey(key); got != want {
+			t.Errorf("IsHeartbeatKey(%q) = %v", key, got)
+		}
+	}
+}
