@@ -270,30 +270,34 @@ func TestScaleReproducer(t *testing.T) {
 
 // An idle pass (nothing new locally, nothing due) over N partitions with
 // Kafka's checkpoint files makes no bucket request and no synced metadata
-// write, at any N; the sampled copy checks (copy_checks_per_pass) cost
-// the same few requests at any N.
+// write, at any N, with tierd's local retention and with the broker's
+// (broker_owned); the sampled copy checks (copy_checks_per_pass) cost the
+// same few requests at any N.
 func TestIdlePassCost(t *testing.T) {
-	sampled := map[int]map[string]int{}
-	for _, n := range []int{8, 40} {
-		cfg := DefaultConfig()
-		cfg.CopyChecksPerPass = 0
-		r := newScaleRig(t, n, cfg)
-		if copied, _, _ := r.pass(t); copied != 3*n {
-			t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
-		}
-		for i := 0; i < 3; i++ {
-			r.now = r.now.Add(30 * time.Second)
-			copied, reqs, syncs := r.pass(t)
-			if copied != 0 || total(reqs) != 0 || syncs != 0 {
-				t.Errorf("N=%d idle pass %d: copied %d, bucket requests %v, Pebble syncs %d; want none", n, i, copied, reqs, syncs)
+	for _, brokerOwned := range []bool{false, true} {
+		sampled := map[int]map[string]int{}
+		for _, n := range []int{8, 40} {
+			cfg := DefaultConfig()
+			cfg.CopyChecksPerPass, cfg.BrokerOwned = 0, brokerOwned
+			r := newScaleRig(t, n, cfg)
+			if copied, _, _ := r.pass(t); copied != 3*n {
+				t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
 			}
+			for i := 0; i < 3; i++ {
+				r.now = r.now.Add(30 * time.Second)
+				copied, reqs, syncs := r.pass(t)
+				if copied != 0 || total(reqs) != 0 || syncs != 0 {
+					t.Errorf("broker_owned %v, N=%d idle pass %d: copied %d, bucket requests %v, Pebble syncs %d; want none",
+						brokerOwned, n, i, copied, reqs, syncs)
+				}
+			}
+			r.c.cfg.CopyChecksPerPass = 4
+			r.now = r.now.Add(30 * time.Second)
+			_, sampled[n], _ = r.pass(t)
 		}
-		r.c.cfg.CopyChecksPerPass = 4
-		r.now = r.now.Add(30 * time.Second)
-		_, sampled[n], _ = r.pass(t)
-	}
-	if a, b := sampled[8], sampled[40]; total(a) == 0 || total(a) != total(b) {
-		t.Errorf("sampled copy checks: %v requests at 8 partitions, %v at 40; want the same, not none", a, b)
+		if a, b := sampled[8], sampled[40]; total(a) == 0 || total(a) != total(b) {
+			t.Errorf("sampled copy checks: %v requests at 8 partitions, %v at 40; want the same, not none", a, b)
+		}
 	}
 }
 
