@@ -59,7 +59,7 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 	if len(mfs) > 0 {
 		c.log.Info("rebuilt remote metadata from the bucket", "partition", p.tp, "segments", len(mfs), "log_start_offset", lso)
 		if len(p.segs) > 0 {
-			if _, err := c.store.AdvanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
+			if err := c.advanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
 				return len(mfs), err
 			}
 		}

@@ -38,8 +38,10 @@ type Config struct {
 	InstanceID string `yaml:"-"`
 	// OwnershipLease lets several tierds, one per broker, share a bucket:
 	// a partition is tiered by the tierd that holds its lease (an object
-	// in the bucket written only with conditional writes, renewed every
-	// third of the lease, released on shutdown). Another tierd takes over
+	// in the bucket written only with conditional writes, kept alive by
+	// this tierd's instance heartbeat, renewed every third of the lease
+	// in one write for all partitions, released on shutdown; see rsm's
+	// package doc). Another tierd takes over
 	// once the lease is released or has not been renewed for this long.
 	// 0 turns leases off (a single tierd per bucket prefix). Default 15m;
 	// at least twice copy_timeout. Clocks of the tierds sharing a bucket

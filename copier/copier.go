@@ -34,7 +34,8 @@ type RemoteStorage interface {
 	ReadLease(ctx context.Context, tp remotelog.TopicPartition) (rsm.Lease, bool, error)
 	CreateLease(ctx context.Context, tp remotelog.TopicPartition, o rsm.Owner) (rsm.Lease, error)
 	ReplaceLease(ctx context.Context, tp remotelog.TopicPartition, prev rsm.Lease, o rsm.Owner) (rsm.Lease, error)
-	ReleaseLease(ctx context.Context, tp remotelog.TopicPartition, held rsm.Lease, nowMs int64) (rsm.Lease, error)
+	ReadHeartbeat(ctx context.Context, brokerID int32, instanceID string) (rsm.HeartbeatVersioned, bool, error)
+	WriteHeartbeat(ctx context.Context, prev *rsm.HeartbeatVersioned, h rsm.Heartbeat) (rsm.HeartbeatVersioned, error)
 	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
 	CheckFence(ctx context.Context, tp remotelog.TopicPartition, topicID string, leaderEpoch int32) error
 	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
@@ -95,9 +96,10 @@ type Copier struct {
 
 	stateMu     sync.Mutex // guards the maps below
 	warns       map[string]bool
-	times       map[string]int64 // max timestamp by segment file (path+size)
+	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
-	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written
+	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written; good while hb is fresh
+	hb          heartbeatState                                    // this tierd's instance heartbeat
 	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
 	cl          Cluster                                           // nil: no Kafka cluster configured
 	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at
@@ -126,7 +128,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 	if cfg.OwnershipLease > 0 && cfg.InstanceID == "" {
 		return nil, errors.New("copier: an instance id is required with ownership_lease (tierd run keeps one in the metadata dir)")
 	}
-	c := newCopier(cfg, store, rs)
+	c := newCopier(cfg, withReadCache(store), rs)
 	for _, o := range opts {
 		o(c)
 	}
@@ -142,7 +144,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 // newCopier returns a copier with its defaults and no metrics.
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
-		warns: map[string]bool{}, times: map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
+		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
 		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
 		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
@@ -226,6 +228,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 			errs, failed = append(errs, err), true
 		}
 	}
+	c.pruneTimesOf(parts)
 	c.publishHeld()
 	c.endPass(parts, failed)
 	c.m.passes.Inc()
@@ -361,51 +364,9 @@ type partition struct {
 	copyErr  error
 	// inCheckpoint: the partition has an entry in the checkpoint.
 	inCheckpoint bool
-}
-
-// localSegment is a live .log of a partition directory.
-type localSegment struct {
-	base int64
-	end  int64 // last offset it may hold (next base - 1); -1 for the active one
-	size int64 // bytes of the .log
-	path string
-}
-
-func (s localSegment) active() bool { return s.end < 0 }
-
-func (s localSegment) file(suffix string) string {
-	return filepath.Join(filepath.Dir(s.path), kafkalog.FileName(s.base, suffix))
-}
-
-// listSegments returns the live segments, oldest first.
-func listSegments(dir string) ([]localSegment, error) {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, err
-	}
-	var segs []localSegment
-	for _, e := range ents {
-		f, ok := kafkalog.ParseFileName(e.Name())
-		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue // deleted under us
-			}
-			return nil, err
-		}
-		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name())})
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
-	for i := range segs {
-		segs[i].end = -1
-		if i+1 < len(segs) {
-			segs[i].end = segs[i+1].base - 1
-		}
-	}
-	return segs, nil
+	// hasDeleted: the directory held files renamed to .deleted when the
+	// pass listed it.
+	hasDeleted bool
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
@@ -413,7 +374,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	var err error
-	if p.segs, err = listSegments(p.dir); err != nil {
+	if p.segs, p.hasDeleted, err = listDir(p.dir); err != nil {
 		return 0, err
 	}
 	st := c.settings(p.tp.Topic)
@@ -427,7 +388,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	if !st.tiering.Enabled {
 		return 0, c.deleteOnDisable(p, st)
 	}
-	c.forget("disabled " + p.tp.Topic + "\x00")
+	c.unwarn("disabled " + p.tp.Topic + "\x00")
 	if err := c.reenabled(p, st); err != nil {
 		return 0, err
 	}
@@ -450,7 +411,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	if p.brokerLSO >= 0 && c.plausibleBrokerLSO(p) {
-		if _, err := c.store.AdvanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
+		if err := c.advanceOffsets(p.tp, p.brokerLSO, -1); err != nil {
 			return 0, err
 		}
 	}
@@ -469,7 +430,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 				"topic", p.tp.Topic, "policy", st.tiering.String())
 		}
 	} else {
-		c.forget("copy-disabled " + p.tp.Topic + "\x00")
+		c.unwarn("copy-disabled " + p.tp.Topic + "\x00")
 		copied, copyErr = c.copyRolled(ctx, p)
 		p.copyDone, p.copyErr = true, copyErr
 	}
@@ -483,17 +444,21 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		c.pruneTimes(p)
 		return copied, errors.Join(errs...)
 	}
-	c.forget("noconfigs " + p.tp.Topic)
+	c.unwarn("noconfigs " + p.tp.Topic)
 	if !c.cfg.BrokerOwned {
 		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
 		}
-		if err := c.removeDeleted(p.dir); err != nil {
-			errs = append(errs, err)
+		// Files local retention renames this pass are due at once only
+		// with file.delete.delay.ms 0; others wait for a later listing.
+		if p.hasDeleted || c.cfg.FileDeleteDelayMs == 0 {
+			if err := c.removeDeleted(p.dir); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	} else if len(p.segs) > 0 {
 		// The broker's retention moves the local log start offset.
-		if _, err := c.store.AdvanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
+		if err := c.advanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -501,7 +466,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		errs = append(errs, fmt.Errorf("remote retention: %w", err))
 	}
 	c.pruneTimes(p)
-	if _, err := c.store.PurgeDeleted(p.tp, c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()); err != nil {
+	if err := c.purgeDeleted(p.tp); err != nil {
 		errs = append(errs, err)
 	}
 	return copied, errors.Join(errs...)

@@ -384,18 +384,38 @@ func (c *Copier) maxTimestamp(s localSegment) (int64, error) {
 func timesKey(s localSegment) string { return fmt.Sprintf("%s:%d", s.path, s.size) }
 
 // pruneTimes forgets the cached timestamps of a partition's segments that
-// are gone, so the cache holds only live segments.
+// are gone, so the cache holds only live segments. It costs the
+// partition's own segments only: the cache is kept per partition
+// directory.
 func (c *Copier) pruneTimes(p *partition) {
-	live := map[string]bool{}
+	live := make(map[string]bool, len(p.segs))
 	for _, s := range p.segs {
 		live[timesKey(s)] = true
 	}
-	prefix := p.dir + string(os.PathSeparator)
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	for k := range c.times {
-		if strings.HasPrefix(k, prefix) && !live[k] {
-			delete(c.times, k)
+	for k := range c.times[p.dir] {
+		if !live[k] {
+			delete(c.times[p.dir], k)
+		}
+	}
+	if len(c.times[p.dir]) == 0 {
+		delete(c.times, p.dir)
+	}
+}
+
+// pruneTimesOf forgets the cached timestamps of partition directories
+// this pass did not find (removed or moved by the broker).
+func (c *Copier) pruneTimesOf(parts []*partition) {
+	seen := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		seen[p.dir] = true
+	}
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	for dir := range c.times {
+		if !seen[dir] {
+			delete(c.times, dir)
 		}
 	}
 }
@@ -403,25 +423,37 @@ func (c *Copier) pruneTimes(p *partition) {
 func (c *Copier) cachedMaxTimestamp(s localSegment) (int64, bool) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	ts, ok := c.times[timesKey(s)]
+	ts, ok := c.times[filepath.Dir(s.path)][timesKey(s)]
 	return ts, ok
 }
 
 func (c *Copier) setMaxTimestamp(s localSegment, ts int64) {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	c.times[timesKey(s)] = ts
+	dir := filepath.Dir(s.path)
+	if c.times[dir] == nil {
+		c.times[dir] = map[string]int64{}
+	}
+	c.times[dir][timesKey(s)] = ts
 }
 
 // forget drops the log-once keys starting with prefix, so the next
-// occurrence is logged again (after the condition cleared). Callers hold
-// stateMu.
+// occurrence is logged again (after the condition cleared). It walks
+// every key: for rare events (a cluster that answers again), not for
+// every partition of a pass, which use unwarn. Callers hold stateMu.
 func (c *Copier) forget(prefix string) {
 	for k := range c.warns {
 		if strings.HasPrefix(k, prefix) {
 			delete(c.warns, k)
 		}
 	}
+}
+
+// unwarn drops one log-once key, so its next occurrence is logged again.
+func (c *Copier) unwarn(key string) {
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	delete(c.warns, key)
 }
 
 // once reports whether key is seen for the first time (for log-once).

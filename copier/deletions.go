@@ -375,9 +375,9 @@ func (c *Copier) stillDeletable(ctx context.Context, tp remotelog.TopicPartition
 	if err != nil {
 		return fmt.Errorf("read the partition's ownership lease: %w", err)
 	}
-	if ok && !l.Released && l.InstanceID != c.cfg.InstanceID && c.now().Sub(time.UnixMilli(l.RenewedMs)) < c.cfg.OwnershipLease {
+	if ok && l.InstanceID != c.cfg.InstanceID && !l.Free(c.now().UnixMilli(), c.cfg.OwnershipLease.Milliseconds()) {
 		return fmt.Errorf("%w: %s is tiered by another tierd (broker %d, instance %s, lease renewed %s); run the command there",
-			ErrHeldElsewhere, tp, l.BrokerID, l.InstanceID, time.UnixMilli(l.RenewedMs).UTC().Format(time.RFC3339))
+			ErrHeldElsewhere, tp, l.BrokerID, l.InstanceID, time.UnixMilli(l.RenewedAtMs()).UTC().Format(time.RFC3339))
 	}
 	return nil
 }

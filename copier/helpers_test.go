@@ -166,11 +166,12 @@ func (r *rig) offsets() remotelog.PartitionOffsets {
 	return o
 }
 
-// objects lists the bucket's segment objects (not ownership leases).
+// objects lists the bucket's segment objects (not ownership leases,
+// fences or instance heartbeats).
 func (r *rig) objects() []string {
 	var keys []string
 	r.bucket.Iter(context.Background(), "", func(k string) error {
-		if !strings.HasSuffix(k, "/"+rsm.OwnerObject) && !strings.HasSuffix(k, "/"+rsm.FenceObject) {
+		if !strings.HasSuffix(k, "/"+rsm.OwnerObject) && !strings.HasSuffix(k, "/"+rsm.FenceObject) && !strings.Contains(k, "/"+rsm.HeartbeatsDir+"/") {
 			keys = append(keys, k)
 		}
 		return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tierd/tierd/internal/crashpoint"
@@ -15,26 +16,36 @@ import (
 // under this tierd's broker id.
 var errInstanceConflict = errors.New("copier: another tierd with the same broker_id holds the ownership lease")
 
-// heldLease is a lease this tierd wrote, as it wrote it.
+// heldLease is a partition lease this tierd wrote, as it wrote it. It is
+// good for as long as this tierd's heartbeat is (see heartbeat).
 type heldLease struct {
-	renewed time.Time // by this tierd's clock
-	lease   rsm.Lease
+	lease rsm.Lease
+}
+
+// heartbeatState is this tierd's instance heartbeat, as last written.
+type heartbeatState struct {
+	mu      sync.Mutex
+	hb      *rsm.HeartbeatVersioned // nil: none written by this process yet
+	renewed time.Time               // the RenewedMs written, by this tierd's clock
 }
 
 // claim decides whether this tierd may work on a partition now, by the
-// ownership lease in the bucket (see rsm.Owner): several tierds, one per
-// broker, can share a bucket while each partition has one writer. With
-// OwnershipLease 0 every partition is ours. Otherwise:
-//   - a lease held by another tierd (not released, renewed within
-//     OwnershipLease) makes the partition someone else's for this pass;
-//     when that tierd has this tierd's broker id, the partition fails with
-//     errInstanceConflict;
+// ownership lease in the bucket (see rsm.Owner and the protocol in
+// doc.go): several tierds, one per broker, can share a bucket while each
+// partition has one writer. With OwnershipLease 0 every partition is
+// ours. Otherwise:
+//   - this tierd's heartbeat is renewed every third of the lease (one
+//     request for all its partitions); a partition lease it wrote counts
+//     only while the heartbeat is that fresh;
+//   - a lease held by another tierd (not released, it or its heartbeat
+//     renewed within OwnershipLease) makes the partition someone else's
+//     for this pass; when that tierd has this tierd's broker id, the
+//     partition fails with errInstanceConflict;
 //   - an absent lease is created only if still absent, and any other lease
-//     (ours, or another tierd's that expired or was released) is replaced
-//     only at the version read, so of two tierds racing for a lease
-//     exactly one writes it; the loser leaves the partition alone for
-//     this pass;
-//   - ours is renewed every third of the lease;
+//     (ours from before a restart, or another tierd's that expired or was
+//     released) is replaced only at the version read, so of two tierds
+//     racing for a lease exactly one writes it; the loser leaves the
+//     partition alone for this pass;
 //   - after taking a lease over from another tierd, the rows are brought
 //     in line with the bucket (reconcile) before the lease is used, and
 //     the lease says so until that is done, so a crash in between is
@@ -45,18 +56,21 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 		return true, nil
 	}
 	now := c.now()
+	if err := c.heartbeat(ctx, now); err != nil {
+		return false, err
+	}
 	c.stateMu.Lock()
-	h, held := c.leases[tp]
+	_, held := c.leases[tp]
 	c.stateMu.Unlock()
-	if held && now.Sub(h.renewed) < lease/3 {
+	if held {
 		return true, nil
 	}
-	c.dropLease(tp) // until written again
 	cur, ok, err := c.rs.ReadLease(ctx, tp)
 	if err != nil {
 		return false, fmt.Errorf("read ownership lease: %w", err)
 	}
-	mine := rsm.Owner{BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RenewedMs: now.UnixMilli()}
+	mine := rsm.Owner{BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RenewedMs: now.UnixMilli(),
+		Heartbeat: rsm.HeartbeatKey(c.cfg.BrokerID, c.cfg.InstanceID)}
 	var wrote rsm.Lease
 	var point string
 	switch {
@@ -67,9 +81,9 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 		mine.Reconcile = cur.Reconcile // a takeover that was not finished
 		wrote, err = c.rs.ReplaceLease(ctx, tp, cur, mine)
 		point = "lease.renewed"
-	case !cur.Released && now.Sub(time.UnixMilli(cur.RenewedMs)) < lease:
+	case !cur.Free(now.UnixMilli(), lease.Milliseconds()):
 		if cur.BrokerID == mine.BrokerID && cur.InstanceID != "" {
-			return false, c.instanceConflict(tp, cur.Owner, now)
+			return false, c.instanceConflict(tp, cur, now)
 		}
 		if cur.BrokerID == mine.BrokerID {
 			// Written by a tierd of this broker id from before instance
@@ -82,7 +96,7 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 			break
 		}
 		c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("another tierd (broker_id %d, instance %s) holds the partition's ownership lease, renewed %s ago; it tiers the partition while the lease lasts (ownership_lease %s)",
-			cur.BrokerID, cur.InstanceID, now.Sub(time.UnixMilli(cur.RenewedMs)).Round(time.Second), lease))
+			cur.BrokerID, cur.InstanceID, now.Sub(time.UnixMilli(cur.RenewedAtMs())).Round(time.Second), lease))
 		if c.once(fmt.Sprintf("owned %s %d %s", tp, cur.BrokerID, cur.InstanceID)) {
 			c.log.Info("partition is tiered by another tierd; skipping it while its lease lasts", "partition", tp,
 				"owner_broker_id", cur.BrokerID, "owner_instance_id", cur.InstanceID)
@@ -90,7 +104,7 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 		return false, nil
 	default:
 		c.log.Warn("taking over a partition whose ownership lease expired or was released", "partition", tp,
-			"previous_broker_id", cur.BrokerID, "previous_instance_id", cur.InstanceID, "released", cur.Released)
+			"previous_broker_id", cur.BrokerID, "previous_instance_id", cur.InstanceID, "released", cur.Released || cur.HeartbeatReleased)
 		mine.Reconcile = true
 		wrote, err = c.rs.ReplaceLease(ctx, tp, cur, mine)
 		point = "lease.taken"
@@ -114,9 +128,60 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 		crashpoint.Hit("lease.reconciled")
 	}
 	c.stateMu.Lock()
-	c.leases[tp] = heldLease{renewed: now, lease: wrote}
+	c.leases[tp] = heldLease{lease: wrote}
 	c.stateMu.Unlock()
 	return true, nil
+}
+
+// heartbeat renews this tierd's instance heartbeat when it is a third of
+// the lease old (or was never written by this process), so that every
+// partition lease naming it stays this tierd's: one conditional write per
+// third of the lease, however many partitions this tierd holds. Before
+// the first write it reads the object, to replace its own heartbeat left
+// by an earlier run. The partition leases held in memory are dropped, to
+// be read again from the bucket, when the renewal ends two thirds of a
+// lease or more after the last one (another tierd may have seen the
+// heartbeat expire and taken partitions over, allowing clocks to differ
+// by up to a third of the lease), when another writer changed the object,
+// and when this process had none yet. Errors: the bucket's, wrapped.
+func (c *Copier) heartbeat(ctx context.Context, now time.Time) error {
+	h := &c.hb
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	lease := c.cfg.OwnershipLease
+	if h.hb != nil && now.Sub(h.renewed) < lease/3 {
+		return nil
+	}
+	prev := h.hb
+	if prev == nil {
+		cur, ok, err := c.rs.ReadHeartbeat(ctx, c.cfg.BrokerID, c.cfg.InstanceID)
+		if err != nil {
+			return fmt.Errorf("read instance heartbeat: %w", err)
+		}
+		if ok {
+			prev = &cur
+		}
+	}
+	mine := rsm.Heartbeat{BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RenewedMs: now.UnixMilli()}
+	wrote, err := c.rs.WriteHeartbeat(ctx, prev, mine)
+	if err != nil {
+		if errors.Is(err, rsm.ErrPreconditionFailed) {
+			// Another writer of this instance's heartbeat (a copy of this
+			// tierd's metadata dir running elsewhere?): start over from
+			// what the bucket holds.
+			h.hb = nil
+			c.dropLeases()
+			c.log.Error("this tierd's instance heartbeat was written by another process; its partition leases are read again", "err", err)
+		}
+		return fmt.Errorf("renew instance heartbeat: %w", err)
+	}
+	c.m.heartbeats.Inc()
+	if h.hb == nil || c.now().Sub(h.renewed) >= 2*lease/3 {
+		c.dropLeases()
+	}
+	h.hb, h.renewed = &wrote, now
+	crashpoint.Hit("lease.heartbeat")
+	return nil
 }
 
 // leaseWriteFailed turns a failed lease write into claim's answer: a
@@ -137,9 +202,9 @@ func (c *Copier) leaseWriteFailed(tp remotelog.TopicPartition, err error) error 
 // instanceConflict reports a lease held, unexpired, by another tierd with
 // this tierd's broker id: two tierds were given one broker_id, or one
 // runs with two metadata dirs. It is never taken over before it expires.
-func (c *Copier) instanceConflict(tp remotelog.TopicPartition, o rsm.Owner, now time.Time) error {
+func (c *Copier) instanceConflict(tp remotelog.TopicPartition, o rsm.Lease, now time.Time) error {
 	c.m.instanceConflicts.Inc()
-	age := now.Sub(time.UnixMilli(o.RenewedMs)).Round(time.Second)
+	age := now.Sub(time.UnixMilli(o.RenewedAtMs())).Round(time.Second)
 	c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("lease held by instance %s with this tierd's broker_id %d (renewed %s ago): stop the other tierd, or give this one its own broker_id",
 		o.InstanceID, o.BrokerID, age))
 	if c.once(fmt.Sprintf("instance conflict %s %s", tp, o.InstanceID)) {
@@ -151,31 +216,34 @@ func (c *Copier) instanceConflict(tp remotelog.TopicPartition, o rsm.Owner, now 
 		errInstanceConflict, tp, o.InstanceID, o.BrokerID, age, c.cfg.InstanceID, c.cfg.OwnershipLease)
 }
 
-// releaseLeases gives up, best effort, the leases this tierd holds, each
-// only if still at the version it wrote, so that another tierd can take
-// the partitions over without waiting for the leases to expire. Run calls
-// it when it returns.
+// releaseLeases gives up, best effort, the leases this tierd holds, so
+// that another tierd can take the partitions over without waiting for
+// them to expire: it marks its heartbeat released (only if still at the
+// version it wrote), which releases every partition lease naming it in
+// one write. Run calls it when it returns.
 func (c *Copier) releaseLeases(ctx context.Context) {
 	c.mu.Lock() // no pass is running
 	defer c.mu.Unlock()
 	c.stateMu.Lock()
-	held := c.leases
+	held := len(c.leases)
 	c.leases = map[remotelog.TopicPartition]heldLease{}
 	c.stateMu.Unlock()
-	if len(held) == 0 {
+	c.hb.mu.Lock()
+	hb := c.hb.hb
+	c.hb.hb = nil
+	c.hb.mu.Unlock()
+	if hb == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	n := 0
-	for tp, h := range held {
-		if _, err := c.rs.ReleaseLease(ctx, tp, h.lease, c.now().UnixMilli()); err != nil {
-			c.log.Warn("could not release an ownership lease; it expires after ownership_lease", "partition", tp, "err", err)
-			continue
-		}
-		n++
+	rel := hb.Heartbeat
+	rel.Released, rel.RenewedMs = true, c.now().UnixMilli()
+	if _, err := c.rs.WriteHeartbeat(ctx, hb, rel); err != nil {
+		c.log.Warn("could not release the ownership leases; they expire after ownership_lease", "held", held, "err", err)
+		return
 	}
-	c.log.Info("released ownership leases", "released", n, "held", len(held))
+	c.log.Info("released ownership leases", "held", held)
 }
 
 // reconcile makes the rows of a partition whose store may be stale (it was
@@ -234,8 +302,10 @@ func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) err
 	return nil
 }
 
-func (c *Copier) dropLease(tp remotelog.TopicPartition) {
+// dropLeases forgets the partition leases held in memory: each is read
+// from the bucket again before the partition is worked on.
+func (c *Copier) dropLeases() {
 	c.stateMu.Lock()
 	defer c.stateMu.Unlock()
-	delete(c.leases, tp)
+	c.leases = map[remotelog.TopicPartition]heldLease{}
 }

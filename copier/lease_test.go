@@ -200,12 +200,12 @@ func TestLeaseReleasedOnShutdown(t *testing.T) {
 	if err := a.c.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if l := a.lease(); !l.Released || l.BrokerID != 1 {
+	if l := a.lease(); !l.HeartbeatReleased || !l.Free(a.now.UnixMilli(), time.Minute.Milliseconds()) || l.BrokerID != 1 {
 		t.Fatalf("lease after shutdown: %+v", l)
 	}
 	b.now = a.now // not expired
 	b.sync()
-	if l := b.lease(); l.BrokerID != 2 || l.Released {
+	if l := b.lease(); l.BrokerID != 2 || l.Free(b.now.UnixMilli(), time.Minute.Milliseconds()) {
 		t.Fatalf("lease after the other tierd's pass: %+v", l)
 	}
 	if off := b.offsets(); off.HighestTieredOffset != 199 || b.manifests() != 2 {
@@ -286,3 +286,50 @@ func TestLegacyLease(t *testing.T) {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+// A holder that keeps renewing its heartbeat keeps its partitions however
+// old their lease objects are: another tierd leaves them alone; once the
+// heartbeat stops, the other tierd takes over after the lease, and the
+// old holder, back after the takeover, reads the lease again and copies
+// nothing.
+func TestHeartbeatKeepsPartition(t *testing.T) {
+	shared := memory.New()
+	a, b := leaseRig(t, shared, 1), leaseRig(t, shared, 2)
+	if n := a.sync(); n != 2 {
+		t.Fatalf("holder copied %d", n)
+	}
+	written := a.lease().Generation
+	for i := 0; i < 6; i++ { // 3 minutes: three leases
+		a.now = a.now.Add(30 * time.Second)
+		a.sync()
+		b.now = a.now
+		if n := b.sync(); n != 0 {
+			t.Fatalf("after %d s: the other tierd copied %d under a live heartbeat", 30*(i+1), n)
+		}
+	}
+	if l := a.lease(); l.BrokerID != 1 || l.Generation != written {
+		t.Fatalf("lease object written again by the renewals: %+v (generation %d at first)", l, written)
+	}
+	// The holder stops; the other tierd takes over after the lease.
+	b.now = a.now.Add(61 * time.Second)
+	for _, r := range []*rig{a, b} {
+		ts := r.now.UnixMilli()
+		writeSegment(t, r.dir(), 200, seq(200, 100), same(ts, 100), 10)
+		writeSegment(t, r.dir(), 300, nil, nil, 0)
+	}
+	if n := b.sync(); n != 1 {
+		t.Fatalf("new holder copied %d", n)
+	}
+	a.now = b.now.Add(time.Second)
+	for _, r := range []*rig{a, b} {
+		ts := r.now.UnixMilli()
+		writeSegment(t, r.dir(), 300, seq(300, 100), same(ts, 100), 10)
+		writeSegment(t, r.dir(), 400, nil, nil, 0)
+	}
+	if n := a.sync(); n != 0 {
+		t.Fatalf("old holder copied %d after the takeover", n)
+	}
+	if n := b.sync(); n != 1 || b.manifests() != 4 {
+		t.Fatalf("new holder copied %d, %d copies", n, b.manifests())
+	}
+}

@@ -18,6 +18,7 @@ type metrics struct {
 	heldTotal                           *prometheus.CounterVec
 	leaseRaces, instanceConflicts       prometheus.Counter
 	fenced, copiesChecked, damaged      prometheus.Counter
+	heartbeats                          prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -56,6 +57,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		copiesChecked: c("copies_checked_total", "Finished copies checked for missing objects."),
 		damaged:       c("damaged_copies_total", "Finished copies found with objects missing from the bucket (marked damaged; copied again while local)."),
 		fenced:        c("fenced_copies_total", "Copies not committed because a newer leader epoch fenced the partition while they were made (and deleted)."),
+		heartbeats:    c("lease_heartbeats_total", "Writes of this tierd's instance heartbeat, which keep all its partition ownership leases (one per third of ownership_lease)."),
 		instanceConflicts: c("lease_instance_conflicts_total",
 			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}

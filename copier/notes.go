@@ -20,9 +20,7 @@ func (p *partition) logDir() string { return filepath.Dir(p.dir) }
 // wrong disk looks exactly like this.
 func (c *Copier) warnEmptyLogDir(dir string, found int) {
 	if found > 0 {
-		c.stateMu.Lock()
-		c.forget("emptylogdir " + dir)
-		c.stateMu.Unlock()
+		c.unwarn("emptylogdir " + dir)
 		return
 	}
 	if c.once("emptylogdir " + dir) {
@@ -39,9 +37,7 @@ func (c *Copier) warnEmptyLogDir(dir string, found int) {
 func (c *Copier) warnNotInCheckpoint(p *partition) {
 	key := "notincheckpoint " + p.tp.String()
 	if p.inCheckpoint {
-		c.stateMu.Lock()
-		c.forget(key)
-		c.stateMu.Unlock()
+		c.unwarn(key)
 		return
 	}
 	if c.once(key) {

@@ -32,14 +32,14 @@ import (
 // kills itself (see internal/crashpoint). Before a start that is to die
 // inside a partition deletion, the harness tiers a partition of its own,
 // removes its directory and orders "tierd topics delete" with the grace
-// period at 0. Every start finds the lease the
-// last clean stop released and renews it; before a start that is to die
-// at lease.created the lease object is deleted.
+// period at 0. Every start writes its instance heartbeat (released by
+// the last clean stop) and renews the lease it finds; before a start that
+// is to die at lease.created the lease object is deleted.
 var crashPoints = []string{
 	"copy.started", "copy.uploaded", "copy.finished",
 	"local.offset-saved", "local.renamed",
 	"remote.offset-saved", "remote.delete-started", "remote.objects-deleted",
-	"lease.created", "lease.renewed",
+	"lease.created", "lease.renewed", "lease.heartbeat",
 	"partition-delete.started", "partition-delete.first-copy", "partition-delete.objects-deleted",
 }
 
@@ -297,7 +297,7 @@ func (r *crashRig) check(resp *tierdpb.ListSegmentsResponse, tally *crashTally) 
 		}
 	}
 	r.direct.Iter(ctx, "", func(k string) error {
-		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject) || (ok && !live[id.String()]) {
+		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
 			r.t.Errorf("orphan object %s", k)
 			tally.orphans++
 		}

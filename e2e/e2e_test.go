@@ -94,7 +94,7 @@ func (w *world) checkBucket() {
 		}
 	}
 	w.bucket.Iter(ctx, "", func(k string) error {
-		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject) || (ok && !live[id.String()]) {
+		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
 			w.t.Errorf("object %s has no live row", k)
 		}
 		return nil

@@ -115,7 +115,7 @@ func (w *faultWorld) checkNoOrphans(tps ...remotelog.TopicPartition) {
 	}
 	ctx := context.Background()
 	w.direct.Iter(ctx, "", func(k string) error {
-		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject) || (ok && !live[id.String()]) {
+		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
 			w.t.Errorf("object %s has no live row", k)
 		}
 		return nil

@@ -344,3 +344,8 @@ func successor(p []byte) []byte {
 	}
 	return nil
 }
+
+// Generation returns a number that changes after every write to the
+// store (of any partition) and after the store reopens its database, so
+// a caller may keep what it read for as long as the number is unchanged.
+func (s *Store) Generation() uint64 { return s.gen.Load() }

@@ -26,14 +26,44 @@
 // writer per partition:
 //
 //	{"brokerId": 1, "instanceId": "q3J0...", "renewedMs": 1700000001000,
-//	 "generation": 7, "released": false, "reconcile": false}
+//	 "generation": 7, "released": false, "reconcile": false,
+//	 "heartbeat": "_instances/1-q3J0....json"}
 //
-// It is only ever written with a conditional write (ConditionalWriter):
+// and one object per tierd instance, its heartbeat,
+// "<prefix>/_instances/<brokerId>-<instanceId>.json", that keeps every
+// lease naming it ("heartbeat", a key relative to the prefix) alive:
+//
+//	{"brokerId": 1, "instanceId": "q3J0...", "renewedMs": 1700000301000,
+//	 "generation": 42, "released": false}
+//
+// Both are only ever written with a conditional write (ConditionalWriter):
 // created when absent ("If-None-Match: *"), and renewed, taken over or
 // released by replacing the version that was read ("If-Match: <etag>"),
-// so of two tierds racing for it one wins. A released lease is kept, with
-// "released": true, never deleted. Leases written before instance ids have
-// only brokerId and renewedMs.
+// so of two tierds racing for a lease one wins. The protocol, with L the
+// ownership lease (ms) and clocks agreeing to within L/3:
+//   - A lease is held while it is not released and either it (renewedMs)
+//     or the heartbeat it names was renewed within L and that heartbeat
+//     is not released (Lease.Free). A missing heartbeat counts as never
+//     renewed. Leases without "heartbeat" (older tierds) count by their
+//     own renewedMs.
+//   - A holder writes its heartbeat before any lease naming it, renews it
+//     every L/3 (one write for all its partitions, not one per lease), and
+//     works on a partition only while its last successful renewal is less
+//     than L/3 old by its clock; a copy started then ends (copy_timeout <=
+//     L/2) before anyone can see the heartbeat expire.
+//   - When a renewal ends 2L/3 or more after the previous one, another
+//     tierd may have seen the heartbeat expire and taken leases over: the
+//     holder reads each lease again (a conditional replace of the version
+//     read) before it uses it.
+//   - Another tierd takes a lease that is not held by replacing the
+//     version it read; releasing the heartbeat (on shutdown) frees every
+//     lease naming it in one write.
+//
+// Released leases and heartbeats are kept, never deleted; a heartbeat
+// names one instance id, so one is left per metadata dir that ever ran.
+// Leases written before instance ids have only brokerId and renewedMs. A
+// tierd of before heartbeats renews and judges leases one by one and
+// must not share a prefix with one that writes heartbeats.
 //
 // The segment id (22 characters of URL-safe base64) is new for every copy
 // attempt, so a retry never overwrites an earlier attempt's objects and an

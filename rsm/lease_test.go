@@ -66,3 +66,69 @@ func TestLeaseConditionalWrites(t *testing.T) {
 		t.Fatalf("garbage lease: %v", err)
 	}
 }
+
+// A heartbeat is created once, replaced only at the version read, and a
+// lease naming it is held while the heartbeat is renewed and not
+// released, however old the lease object itself is.
+func TestHeartbeatKeepsLeases(t *testing.T) {
+	ctx := context.Background()
+	m, err := rsm.NewManager(memory.New(), rsm.Config{Prefix: "tierd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lease = 60_000
+	if _, ok, err := m.ReadHeartbeat(ctx, 1, "ia"); ok || err != nil {
+		t.Fatalf("heartbeat of a new instance: %v %v", ok, err)
+	}
+	h1, err := m.WriteHeartbeat(ctx, nil, rsm.Heartbeat{BrokerID: 1, InstanceID: "ia", RenewedMs: 1000})
+	if err != nil || h1.Generation != 1 {
+		t.Fatalf("create: %+v %v", h1, err)
+	}
+	if _, err := m.WriteHeartbeat(ctx, nil, rsm.Heartbeat{BrokerID: 1, InstanceID: "ia", RenewedMs: 1000}); !errors.Is(err, rsm.ErrPreconditionFailed) {
+		t.Fatalf("second create: %v", err)
+	}
+	tp := remotelog.TopicPartition{Topic: "orders", Partition: 0}
+	if _, err := m.CreateLease(ctx, tp, rsm.Owner{BrokerID: 1, InstanceID: "ia", RenewedMs: 1000, Heartbeat: rsm.HeartbeatKey(1, "ia")}); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := m.WriteHeartbeat(ctx, &h1, rsm.Heartbeat{BrokerID: 1, InstanceID: "ia", RenewedMs: 50_000})
+	if err != nil || h2.Generation != 2 {
+		t.Fatalf("renew: %+v %v", h2, err)
+	}
+	if _, err := m.WriteHeartbeat(ctx, &h1, rsm.Heartbeat{BrokerID: 1, InstanceID: "ia", RenewedMs: 60_000}); !errors.Is(err, rsm.ErrPreconditionFailed) {
+		t.Fatalf("replace of a stale version: %v", err)
+	}
+	l, _, err := m.ReadLease(ctx, tp)
+	if err != nil || l.HeartbeatMs != 50_000 || l.RenewedAtMs() != 50_000 {
+		t.Fatalf("lease %+v %v", l, err)
+	}
+	if l.Free(100_000, lease) || !l.Free(110_000, lease) {
+		t.Fatalf("lease renewed by its heartbeat at 50s: free at 100s %v, at 110s %v", l.Free(100_000, lease), l.Free(110_000, lease))
+	}
+	rel := h2.Heartbeat
+	rel.Released = true
+	if _, err := m.WriteHeartbeat(ctx, &h2, rel); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, _ = m.ReadLease(ctx, tp); !l.HeartbeatReleased || !l.Free(50_001, lease) {
+		t.Fatalf("lease after its heartbeat was released: %+v", l)
+	}
+	// A lease naming a heartbeat that is gone counts by itself.
+	if _, err := m.CreateLease(ctx, remotelog.TopicPartition{Topic: "orders", Partition: 1}, rsm.Owner{BrokerID: 2, InstanceID: "ib", RenewedMs: 1000, Heartbeat: rsm.HeartbeatKey(2, "ib")}); err != nil {
+		t.Fatal(err)
+	}
+	if l, _, _ = m.ReadLease(ctx, remotelog.TopicPartition{Topic: "orders", Partition: 1}); l.Free(60_000, lease) || !l.Free(61_000, lease) {
+		t.Fatalf("lease without its heartbeat: %+v", l)
+	}
+}
+
+func TestIsHeartbeatKey(t *testing.T) {
+	for key, want := range map[string]bool{
+		"tierd/_instances/1-ia.json": true, "_instances/1-ia.json": true, "a/b/_instances/0-x.json": true,
+		"tierd/orders-0/_owner.json": false, "tierd/_instances-0/00000000000000000000-x.log": false, "tierd/_instances/x.tmp": false,
+	} {
+		if got := rsm.IsHeartbeatKey(key); got != want {
+			t.Errorf("IsHeartbeatKey(%q) = %v", key, got)
+		}
+	}
+}

@@ -1,0 +1,102 @@
+package copier
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// What a pass reads of a partition directory, and the metadata writes it
+// leaves out when they would change nothing.
+
+// localSegment is a live .log of a partition directory.
+type localSegment struct {
+	base int64
+	end  int64 // last offset it may hold (next base - 1); -1 for the active one
+	size int64 // bytes of the .log
+	path string
+}
+
+func (s localSegment) active() bool { return s.end < 0 }
+
+func (s localSegment) file(suffix string) string {
+	return filepath.Join(filepath.Dir(s.path), kafkalog.FileName(s.base, suffix))
+}
+
+// listSegments returns the live segments, oldest first.
+func listSegments(dir string) ([]localSegment, error) {
+	segs, _, err := listDir(dir)
+	return segs, err
+}
+
+// listDir returns the live segments, oldest first, and whether the
+// directory holds any file renamed to .deleted.
+func listDir(dir string) ([]localSegment, bool, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, false, err
+	}
+	var segs []localSegment
+	deleted := false
+	for _, e := range ents {
+		deleted = deleted || strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix)
+		f, ok := kafkalog.ParseFileName(e.Name())
+		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue // deleted under us
+			}
+			return nil, false, err
+		}
+		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name())})
+	}
+	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
+	for i := range segs {
+		segs[i].end = -1
+		if i+1 < len(segs) {
+			segs[i].end = segs[i+1].base - 1
+		}
+	}
+	return segs, deleted, nil
+}
+
+// advanceOffsets is store.AdvanceOffsets without the synced write when
+// the recorded offsets are already at or past the given ones (-1 leaves
+// one unchanged): offsets never move back, so such a write would store
+// the same values. A partition with no offsets recorded is written.
+func (c *Copier) advanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) error {
+	off, ok, err := c.store.Offsets(tp)
+	if err != nil {
+		return err
+	}
+	if ok && off.LogStartOffset >= logStart && off.LocalLogStartOffset >= localLogStart {
+		return nil
+	}
+	_, err = c.store.AdvanceOffsets(tp, logStart, localLogStart)
+	return err
+}
+
+// purgeDeleted is store.PurgeDeleted, called only when a row is due to
+// go (read from the rows the pass keeps), so that a pass where nothing is
+// due scans no rows in the store.
+func (c *Copier) purgeDeleted(tp remotelog.TopicPartition) error {
+	before := c.now().Add(-c.cfg.DeletedRowRetention).UnixMilli()
+	rows, err := c.store.Segments(tp)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if r.State == remotelog.DeleteSegmentFinished && r.EventTimestampMs < before {
+			_, err := c.store.PurgeDeleted(tp, before)
+			return err
+		}
+	}
+	return nil
+}
