@@ -1,0 +1,101 @@
+package fetch
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rlmm"
+)
+
+// lookupSegment is the metadata part of a Fetch: the partition's snapshot
+// and the finished copy holding offset. It returns the copy's start offset.
+func lookupSegment(s *Server, tp remotelog.TopicPartition, offset int64) (int64, error) {
+	_, fin, err := s.partitionState(tp)
+	if err != nil {
+		return 0, err
+	}
+	i := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= offset })
+	if i == len(fin) {
+		return 0, fmt.Errorf("offset %d not found", offset)
+	}
+	return fin[i].StartOffset, nil
+}
+
+// benchRow is a finished copy of 100 offsets from start, as the copier
+// writes it.
+func benchRow(tp remotelog.TopicPartition, start int64) remotelog.SegmentMetadata {
+	return remotelog.SegmentMetadata{TopicPartition: tp, ID: remotelog.NewSegmentID(), StartOffset: start, EndOffset: start + 99,
+		MaxTimestampMs: 1_700_000_000_000 + start, SegmentLeaderEpochs: []remotelog.EpochEntry{{Epoch: 3, StartOffset: start}},
+		SizeInBytes: 1 << 20, State: remotelog.CopySegmentStarted, BrokerID: 1, InstanceID: "bench"}
+}
+
+// BenchmarkFetchMetadataLookup measures the metadata part of a Fetch at a
+// random offset of a partition with 1,000 to 100,000 finished copies:
+// right after the copier's writes to the same partition (a new copy
+// finished, the oldest one's deletion started), and again with nothing
+// changed. It reports both times and their ratio (the target is <= 2).
+func BenchmarkFetchMetadataLookup(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("copies=%d", n), func(b *testing.B) {
+			store, err := rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			tp := remotelog.TopicPartition{Topic: "bench", Partition: 0}
+			var rows []remotelog.SegmentMetadata
+			for i := 0; i < n; i++ {
+				m := benchRow(tp, int64(i)*100)
+				m.State = remotelog.CopySegmentFinished
+				if err := store.ImportSegment(m); err != nil {
+					b.Fatal(err)
+				}
+				rows = append(rows, m)
+			}
+			srv, err := NewServer(DefaultConfig(), store, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer srv.Close()
+			rng := rand.New(rand.NewPCG(1, 2))
+			lookup := func() time.Duration {
+				lo, hi := rows[0].StartOffset, rows[len(rows)-1].EndOffset
+				t0 := time.Now()
+				if _, err := lookupSegment(srv, tp, lo+rng.Int64N(hi-lo+1)); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(t0)
+			}
+			lookup() // the first load
+			var after, cached time.Duration
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				m := benchRow(tp, rows[len(rows)-1].EndOffset+1)
+				if err := store.AddSegment(m); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := store.UpdateState(tp, m.StartOffset, m.ID, remotelog.CopySegmentFinished); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := store.UpdateState(tp, rows[0].StartOffset, rows[0].ID, remotelog.DeleteSegmentStarted); err != nil {
+					b.Fatal(err)
+				}
+				rows = append(rows[1:], m)
+				b.StartTimer()
+				after += lookup()
+				cached += lookup()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(after.Nanoseconds())/float64(b.N), "after-write-ns/lookup")
+			b.ReportMetric(float64(cached.Nanoseconds())/float64(b.N), "cached-ns/lookup")
+			b.ReportMetric(float64(after)/float64(max(cached, 1)), "after/cached")
+		})
+	}
+}
