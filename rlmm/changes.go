@@ -41,6 +41,7 @@ type changeLog struct {
 	parts map[remotelog.TopicPartition]*partLog
 	ring  []ringRef // the newest changeLogSize changes, oldest overwritten first
 	next  int
+	size  int // the ring's length; changeLogSize unless a test sets it
 	epoch atomic.Pointer[epochOf]
 }
 
@@ -110,14 +111,17 @@ func (c *changeLog) record(tp remotelog.TopicPartition, ch *remotelog.Change) {
 	}
 	p.log = append(p.log, genChange{gen: p.gen, Change: *ch})
 	if c.ring == nil {
-		c.ring = make([]ringRef, changeLogSize)
+		if c.size <= 0 {
+			c.size = changeLogSize
+		}
+		c.ring = make([]ringRef, c.size)
 	}
 	if old := c.ring[c.next]; old.p != nil && len(old.p.log) > 0 && old.p.log[0].gen == old.gen {
 		old.p.log[0] = genChange{}
 		old.p.log, old.p.floor = old.p.log[1:], old.gen
 	}
 	c.ring[c.next] = ringRef{p: p, gen: p.gen}
-	c.next = (c.next + 1) % changeLogSize
+	c.next = (c.next + 1) % len(c.ring)
 }
 
 // PartitionVersion returns the version of tp's finished rows and offsets
