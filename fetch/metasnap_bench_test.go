@@ -3,11 +3,12 @@ package fetch
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
@@ -20,11 +21,11 @@ func lookupSegment(s *Server, tp remotelog.TopicPartition, offset int64) (int64,
 	if err != nil {
 		return 0, err
 	}
-	i := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= offset })
-	if i == len(fin) {
+	p := fin.seek(offset)
+	if !p.ok() {
 		return 0, fmt.Errorf("offset %d not found", offset)
 	}
-	return fin[i].StartOffset, nil
+	return p.row().StartOffset, nil
 }
 
 // benchRow is a finished copy of 100 offsets from start, as the copier
@@ -64,16 +65,19 @@ func BenchmarkFetchMetadataLookup(b *testing.B) {
 			}
 			defer srv.Close()
 			rng := rand.New(rand.NewPCG(1, 2))
-			lookup := func() time.Duration {
+			runtime.LockOSThread() // for threadCPU
+			defer runtime.UnlockOSThread()
+			lookup := func() (wall, cpu time.Duration) {
 				lo, hi := rows[0].StartOffset, rows[len(rows)-1].EndOffset
-				t0 := time.Now()
+				t0, c0 := time.Now(), threadCPU()
 				if _, err := lookupSegment(srv, tp, lo+rng.Int64N(hi-lo+1)); err != nil {
 					b.Fatal(err)
 				}
-				return time.Since(t0)
+				return time.Since(t0), threadCPU() - c0
 			}
 			lookup() // the first load
-			var after, cached time.Duration
+			loads := testutil.ToFloat64(srv.meta.loads)
+			var after, cached, afterCPU, cachedCPU time.Duration
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				b.StopTimer()
@@ -89,13 +93,47 @@ func BenchmarkFetchMetadataLookup(b *testing.B) {
 				}
 				rows = append(rows[1:], m)
 				b.StartTimer()
-				after += lookup()
-				cached += lookup()
+				w, c := lookup()
+				after, afterCPU = after+w, afterCPU+c
+				w, c = lookup()
+				cached, cachedCPU = cached+w, cachedCPU+c
 			}
 			b.StopTimer()
-			b.ReportMetric(float64(after.Nanoseconds())/float64(b.N), "after-write-ns/lookup")
-			b.ReportMetric(float64(cached.Nanoseconds())/float64(b.N), "cached-ns/lookup")
+			per := func(d time.Duration) float64 { return float64(d.Nanoseconds()) / float64(b.N) }
+			b.ReportMetric(per(after), "after-write-ns/lookup")
+			b.ReportMetric(per(cached), "cached-ns/lookup")
 			b.ReportMetric(float64(after)/float64(max(cached, 1)), "after/cached")
+			b.ReportMetric(per(afterCPU), "after-write-cpu-ns/lookup")
+			b.ReportMetric(per(cachedCPU), "cached-cpu-ns/lookup")
+			b.ReportMetric(float64(afterCPU)/float64(max(cachedCPU, 1)), "cpu-after/cached")
+			b.ReportMetric(testutil.ToFloat64(srv.meta.loads)-loads, "full-loads")
+		})
+	}
+}
+
+// BenchmarkFinListApply measures one update of a partition's finished
+// rows alone (a new copy finished, the oldest deleted), without the
+// metadata store, at 1,000 to 100,000 copies.
+func BenchmarkFinListApply(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		b.Run(fmt.Sprintf("copies=%d", n), func(b *testing.B) {
+			tp := remotelog.TopicPartition{Topic: "bench", Partition: 0}
+			rows := make([]remotelog.SegmentMetadata, n)
+			for i := range rows {
+				rows[i] = benchRow(tp, int64(i)*100)
+			}
+			l := newFinList(rows)
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			c0 := threadCPU()
+			defer func() { b.ReportMetric(float64(threadCPU()-c0)/float64(b.N), "cpu-ns/op") }()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				m := benchRow(tp, int64(n+i)*100)
+				old := rows[i%n] // rows is a ring of the copies in the list
+				rows[i%n] = m
+				l = l.apply([]remotelog.FinishedOp{{StartOffset: m.StartOffset, ID: m.ID, Row: &m}, {StartOffset: old.StartOffset, ID: old.ID}})
+			}
 		})
 	}
 }
