@@ -130,7 +130,7 @@ func (l *finList) seek(offset int64) finCursor {
 	panic("fetch: finList index out of step with its chunks") // keptMax says chunk c holds one
 }
 
-func (p finCursor) ok() bool                         { return p.c < len(p.l.chunks) }
+func (p finCursor) ok() bool                        { return p.c < len(p.l.chunks) }
 func (p finCursor) row() *remotelog.SegmentMetadata { return p.l.chunks[p.c].rows[p.r].m }
 
 // next returns the following kept row's position.
