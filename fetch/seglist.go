@@ -119,15 +119,12 @@ type finCursor struct {
 // as a binary search of the kept rows by end offset would find it.
 func (l *finList) seek(offset int64) finCursor {
 	c := sort.Search(len(l.keptMax), func(i int) bool { return l.keptMax[i] >= offset })
-	if c == len(l.chunks) {
-		return finCursor{l: l, c: c}
-	}
-	for r, row := range l.chunks[c].rows {
-		if row.kept && row.end >= offset {
-			return finCursor{l: l, c: c, r: r}
+	// keptMax says chunk c holds such a row: the scan stops there.
+	for p := (finCursor{l: l, c: c, r: -1}).next(); ; p = p.next() {
+		if !p.ok() || p.l.chunks[p.c].rows[p.r].end >= offset {
+			return p
 		}
 	}
-	panic("fetch: finList index out of step with its chunks") // keptMax says chunk c holds one
 }
 
 func (p finCursor) ok() bool                        { return p.c < len(p.l.chunks) }
