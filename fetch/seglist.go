@@ -71,8 +71,9 @@ func newFinList(rows []remotelog.SegmentMetadata) *finList {
 	}
 	sort.Slice(all, func(i, j int) bool { return remotelog.Before(all[i].m, all[j].m) })
 	l := &finList{}
-	for len(all) > 0 {
-		n := min(len(all), chunkRows)
+	chunks := (len(all) + chunkRows - 1) / chunkRows
+	for i := 0; i < chunks; i++ { // as many rows in each, give or take one
+		n := len(all) / (chunks - i)
 		c := &finChunk{rows: all[:n:n]}
 		c.summarize()
 		l.chunks = append(l.chunks, c)
@@ -267,7 +268,10 @@ func (e *finEdit) insert(m *remotelog.SegmentMetadata) {
 }
 
 // rebalance merges each changed chunk that fell below a quarter of
-// chunkRows into a neighbour, and summarizes the changed chunks.
+// chunkRows into a neighbour until it no longer is (or is the only
+// chunk), and summarizes the changed chunks. Unchanged chunks are at
+// least that large already, so every chunk of a list of more than one
+// is.
 func (e *finEdit) rebalance() {
 	for i := 0; i < len(e.l.chunks) && len(e.l.chunks) > 1; i++ {
 		c := e.l.chunks[i]
@@ -285,7 +289,7 @@ func (e *finEdit) rebalance() {
 			e.owned[half] = true
 			e.l.chunks = slices.Insert(e.l.chunks, j+1, half)
 		}
-		i = j
+		i = j - 1 // the merged chunk is looked at again
 	}
 	for c := range e.owned {
 		c.summarize()
