@@ -97,12 +97,28 @@ func (c *finChunk) summarize() {
 // reindex rebuilds the prefix maxima and the count from the chunks'
 // summaries.
 func (l *finList) reindex() {
-	l.keptMax, l.allMax = make([]int64, len(l.chunks)), make([]int64, len(l.chunks))
-	kept, all := int64(noEnd), int64(noEnd)
+	l.reindexAll()
+	l.reindexKept()
+}
+
+// reindexAll rebuilds allMax, which kept marks do not change.
+func (l *finList) reindexAll() {
+	l.allMax = make([]int64, len(l.chunks))
+	all := int64(noEnd)
+	for i, c := range l.chunks {
+		all = max(all, c.allMax)
+		l.allMax[i] = all
+	}
+}
+
+// reindexKept rebuilds keptMax and the count of kept rows.
+func (l *finList) reindexKept() {
+	l.keptMax = make([]int64, len(l.chunks))
+	kept := int64(noEnd)
 	l.kept = 0
 	for i, c := range l.chunks {
-		kept, all = max(kept, c.keptMax), max(all, c.allMax)
-		l.keptMax[i], l.allMax[i] = kept, all
+		kept = max(kept, c.keptMax)
+		l.keptMax[i] = kept
 		l.kept += c.kept
 	}
 }
@@ -183,14 +199,14 @@ func (l *finList) apply(ops []remotelog.FinishedOp) *finList {
 		}
 	}
 	e.rebalance()
-	e.l.reindex()
+	e.l.reindexAll() // what remark's covered reads
 	if !e.remark() {
 		return newFinList(e.rows()) // too many rows to recompute one by one
 	}
 	for c := range e.owned {
 		c.summarize()
 	}
-	e.l.reindex()
+	e.l.reindexKept()
 	return e.l
 }
 
