@@ -32,9 +32,8 @@ type partSnap struct {
 	fin  *finList
 }
 
-// metaCache holds the snapshots. Partitions once read keep theirs (as
-// many as the partitions read; a deleted partition's is emptied by its
-// next read).
+// metaCache holds the snapshots: one per partition read that has
+// offsets or rows recorded (a deleted partition's goes at its next read).
 type metaCache struct {
 	md    Metadata
 	mu    sync.RWMutex
@@ -105,9 +104,20 @@ func (c *metaCache) get(tp remotelog.TopicPartition) (*partSnap, error) {
 		return nil, fmt.Errorf("fetch: metadata of %s: %w", tp, err)
 	}
 	p = &partSnap{ver: ver, offs: offs, ok: ok, fin: newFinList(rows)}
-	e.snap.Store(p)
 	c.loads.Inc()
 	c.rowsDecoded.Add(int64(len(rows)))
+	if !ok && len(rows) == 0 {
+		// Nothing recorded (a name no partition has, or one whose
+		// deletion is scheduled): keep nothing, so that reads of made-up
+		// names cost no memory.
+		c.mu.Lock()
+		if c.parts[tp] == e {
+			delete(c.parts, tp)
+		}
+		c.mu.Unlock()
+		return p, nil
+	}
+	e.snap.Store(p)
 	return p, nil
 }
 

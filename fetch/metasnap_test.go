@@ -114,6 +114,7 @@ func TestSnapshotUpdatesMatchStore(t *testing.T) {
 	tp := remotelog.TopicPartition{Topic: "t", Partition: 2}
 	rng := rand.New(rand.NewPCG(3, 4))
 	var finished, started []remotelog.SegmentMetadata
+	finished = append(finished, e.finish(tp, 0, 9))
 	e.snap(tp)
 	loads, _, _ := e.counts()
 	for step := 0; step < 300; step++ {
@@ -202,5 +203,12 @@ func TestSnapshotReloadsWhenChangesAreGone(t *testing.T) {
 	}
 	if l, _, _ := e.counts(); l != loads+1 {
 		t.Fatalf("loads %v -> %v, want one more", loads, l)
+	}
+	// Partitions with nothing recorded keep no snapshot.
+	if _, err := e.srv.ReadRemote(t.Context(), remotelog.TopicPartition{Topic: "made-up", Partition: 7}, 0, 100); !errors.Is(err, ErrNotTiered) {
+		t.Fatalf("read of a made-up partition: %v", err)
+	}
+	if n := len(e.srv.meta.parts); n != 0 {
+		t.Fatalf("%d snapshots kept for partitions with nothing recorded", n)
 	}
 }
