@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
@@ -55,16 +53,14 @@ func (e *env) fetchReq(s sample) *tierdpb.FetchRequest {
 	return &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: e.cfg.MaxBytes}
 }
 
-// local reads the sample's bytes from the local segment file into buf.
-func (e *env) localBytes(s sample, buf []byte) ([]byte, error) {
-	f, err := os.Open(filepath.Join(e.partDir, fmt.Sprintf("%020d.log", e.fin[s.seg].StartOffset)))
-	if err != nil {
-		return nil, err
+// localBytes returns the sample's bytes of the local segment file (its
+// read-only mapping; buf is unused).
+func (e *env) localBytes(s sample, _ []byte) ([]byte, error) {
+	m := e.maps[s.seg]
+	if s.pos+s.len > int64(len(m)) {
+		return nil, fmt.Errorf("offset %d: bytes %d-%d past the local segment's %d", s.offset, s.pos, s.pos+s.len, len(m))
 	}
-	defer f.Close()
-	buf = buf[:s.len]
-	_, err = f.ReadAt(buf, s.pos)
-	return buf, err
+	return m[s.pos : s.pos+s.len], nil
 }
 
 // checkLocal compares a fetch's answer (its records and the offset after
@@ -107,8 +103,8 @@ func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) 
 func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, coldAll *Result, err error) {
 	raw, cold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
 	for _, m := range e.fin { // load every offset index
-		if _, err := e.client.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}); err != nil {
-			return nil, nil, nil, nil, err
+		if _, err := fetchRetry(ctx, e.client, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}, cold); err != nil {
+			return nil, nil, nil, nil, fmt.Errorf("loading the offset indexes: %w", err)
 		}
 	}
 	kc, err := e.dialKafka(ctx)
@@ -192,40 +188,52 @@ func (e *env) coldOne(r *Result, s sample, want, buf []byte, fetch func() ([]byt
 	return e.checkLocal(r.Name, s, records, next, buf) // and the local file's
 }
 
-// warm measures the same fetches cached: in groups that fit in half the
-// chunk cache, each offset is fetched once unmeasured, then the group is
-// fetched again back to back (as grpc_floor's RPCs are), counting the
-// GETs those made.
-func (e *env) warm(ctx context.Context, ss []sample) (*Result, error) {
-	r := newResult("fetch_warm")
+// warmAndFloor measures fetch_warm and grpc_floor on the same samples,
+// taking turns per sample (which goes first alternates), so that both see
+// the same stretch of time on a shared machine. In groups that fit in
+// half the chunk cache, each offset is fetched once unmeasured (asked
+// again on UNAVAILABLE, as a consumer would), then the group is fetched
+// again, each warm Fetch beside a floor RPC of the same size, counting
+// the GETs the warm ones made.
+func (e *env) warmAndFloor(ctx context.Context, ss []sample) (warm, floor *Result, err error) {
+	warm, floor = newResult("fetch_warm"), newResult("grpc_floor")
 	buf := make([]byte, int(e.cfg.MaxBytes)+1<<20)
 	group := int(max(1, e.cfg.CacheMemoryBytes/(2*(int64(e.cfg.MaxBytes)+e.cfg.ChunkBytes/4))))
 	var gets float64
+	i := 0
 	for len(ss) > 0 {
 		g := ss[:min(group, len(ss))]
 		ss = ss[len(g):]
 		for _, s := range g {
-			if _, err := e.client.API().Fetch(ctx, e.fetchReq(s)); err != nil {
-				return nil, err
+			if _, err := fetchRetry(ctx, e.client, e.fetchReq(s), warm); err != nil {
+				return nil, nil, fmt.Errorf("%s: pre-fetch: %w", warm.Name, err)
 			}
 		}
 		e.server.Settle()
 		before := e.gets()
 		for _, s := range g {
-			t := time.Now()
-			resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
-			r.add(time.Since(t), s.len)
-			if err != nil {
-				return nil, err
+			doWarm := func() error {
+				t := time.Now()
+				resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
+				warm.add(time.Since(t), s.len)
+				if err != nil {
+					return fmt.Errorf("%s: %w", warm.Name, err)
+				}
+				return e.checkLocal(warm.Name, s, resp.Records, resp.NextOffset, buf)
 			}
-			if err := e.checkLocal(r.Name, s, resp.Records, resp.NextOffset, buf); err != nil {
-				return nil, err
+			doFloor := func() error { return e.floorOne(ctx, floor, s) }
+			ops := []func() error{doWarm, doFloor}
+			for k := range ops {
+				if err := ops[(i+k)%len(ops)](); err != nil {
+					return nil, nil, err
+				}
 			}
+			i++
 		}
 		gets += e.gets() - before
 	}
-	r.Note = fmt.Sprintf("%d GETs (misses or prefetch)", int(gets))
-	return r, nil
+	warm.Note = fmt.Sprintf("%d GETs (misses or prefetch)", int(gets))
+	return warm, floor, nil
 }
 
 // local reads the same offsets from the local segment files with the
@@ -251,20 +259,17 @@ func (e *env) local(ss []sample) (*Result, error) {
 	return r, nil
 }
 
-// floorCase sends the same number of bytes from memory over the same
-// transport.
-func (e *env) floorCase(ctx context.Context, ss []sample) (*Result, error) {
-	r := newResult("grpc_floor")
-	for _, s := range ss {
-		t := time.Now()
-		resp, err := e.floor.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: int32(s.len)})
-		r.add(time.Since(t), s.len)
-		if err != nil {
-			return nil, err
-		}
-		if int64(len(resp.Records)) != s.len {
-			return nil, fmt.Errorf("grpc_floor: %d bytes, want %d", len(resp.Records), s.len)
-		}
+// floorOne sends one RPC answering the sample's number of bytes from
+// memory over the same transport.
+func (e *env) floorOne(ctx context.Context, r *Result, s sample) error {
+	t := time.Now()
+	resp, err := e.floor.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, Offset: s.offset, MaxBytes: int32(s.len)})
+	r.add(time.Since(t), s.len)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.Name, err)
 	}
-	return r, nil
+	if int64(len(resp.Records)) != s.len {
+		return fmt.Errorf("%s: %d bytes, want %d", r.Name, len(resp.Records), s.len)
+	}
+	return nil
 }

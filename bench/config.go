@@ -62,17 +62,87 @@ type Config struct {
 	MaxInflightGets                                              int
 	// Seed picks the random offsets. Default 1.
 	Seed uint64
-	// StoreLatency is added before every GET's first byte, in the process
-	// (raw_get and tierd alike), to model an object store farther away
-	// than loopback (S3's first-byte latency is tens of ms). The memory
-	// case's child does not add it. Default 0.
+	// StoreLatency is added before every GET's first byte, to model an
+	// object store farther away than loopback (S3's first-byte latency is
+	// tens of ms): in the process (raw_get and tierd alike) by the bucket
+	// wrapper, and for the "tierd run" children (replay_N, readers_N) by
+	// a proxy in front of the store that holds every GET. The scale cases
+	// do not add it. Default 0.
 	StoreLatency time.Duration
-	// DaemonBin is a tierd binary; the memory case then runs against a
-	// "tierd run" child process, so that its peak memory is tierd's alone.
-	// "" (default) uses the in-process server.
+	// DaemonBin is a tierd binary; the memory and readers cases then run
+	// against "tierd run" child processes, so that their peak memory is
+	// tierd's alone, and scale_segments times "tierd segments" with it.
+	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
 
+	// Cases are the cases to run, from AllCases: "read" (the read path's
+	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",
+	// "scale_segments". Default all of them.
+	Cases []string
+	// Partitions are scale_partitions' sizes, partitions of 3 rolled
+	// segments each, rising. Default [5, 50] (ScaleSmall); ScaleFull
+	// sets [100, 1000, 10000].
+	Partitions []int
+	// Copies are scale_segments' sizes, finished copies in one
+	// partition, rising. Default [10, 100]; ScaleFull sets [1000,
+	// 10000, 100000].
+	Copies []int
+	// ReaderCounts are readers_N's numbers of concurrent readers, rising.
+	// Default [1, 8]; ScaleFull sets [1, 8, 32, 64].
+	ReaderCounts []int
+	// ReaderBytes is how much each reader of readers_N reads, bytes.
+	// Default 4 MiB; ScaleFull sets 64 MiB.
+	ReaderBytes int64
+	// ScaleBuckets are the buckets scale_partitions and scale_segments
+	// run on: "filesystem" (a directory, the embedded default) and
+	// "minio" (the bench's S3 bucket, under the run's prefix). Default
+	// both.
+	ScaleBuckets []string
+	// CaseTimeout bounds one size of a scale case (one bucket, one
+	// round); a size that takes longer is reported as "timed out after
+	// CaseTimeout" and the larger sizes of that bucket are skipped.
+	// Default 3m; ScaleFull sets 30m.
+	CaseTimeout time.Duration
+
 	runID string // names the run's prefix; "" = random (tests set it)
+}
+
+// AllCases are the case groups a run can select (Config.Cases).
+var AllCases = []string{"read", "copy", "readers", "scale_partitions", "scale_segments"}
+
+// Scale names a set of sizes for the growth cases.
+const (
+	// ScaleSmall is the default: each growth case finishes in seconds to
+	// a minute, one tenfold step each.
+	ScaleSmall = "small"
+	// ScaleFull is the issue's sizes: 100 to 10,000 partitions, 1,000 to
+	// 100,000 copies, 1 to 64 readers. On a 2-core machine it takes hours
+	// before the growth is made linear.
+	ScaleFull = "full"
+)
+
+// SetScale sets the growth cases' sizes and CaseTimeout to those of the
+// named scale. Errors: an unknown name.
+func (c *Config) SetScale(name string) error {
+	switch name {
+	case ScaleSmall:
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 4<<20, 3*time.Minute
+	case ScaleFull:
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 64<<20, 30*time.Minute
+	default:
+		return fmt.Errorf("scale %q: want %s or %s", name, ScaleSmall, ScaleFull)
+	}
+	return nil
+}
+
+// runs reports whether the case group name is selected.
+func (c Config) runs(name string) bool {
+	for _, n := range c.Cases {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // runPrefix returns the run's own key prefix: "tierd-bench-<id>" under
@@ -91,9 +161,12 @@ func (c Config) runPrefix() (string, error) {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
+	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: 4 << 20,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: 16 << 20, MaxInflightGets: 8, Seed: 1}
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: 16 << 20, MaxInflightGets: 8, Seed: 1,
+		Cases: append([]string(nil), AllCases...), ScaleBuckets: []string{"filesystem", "minio"}}
+	c.SetScale(ScaleSmall)
+	return c
 }
 
 // FetchConfig is the fetch server configuration the run gives tierd:
@@ -144,6 +217,46 @@ func (c Config) Validate() error {
 	}
 	if strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
 		errs = append(errs, fmt.Errorf("prefix %q must not start or end with '/'", c.Prefix))
+	}
+	for _, n := range c.Cases {
+		known := false
+		for _, a := range AllCases {
+			known = known || n == a
+		}
+		if !known {
+			errs = append(errs, fmt.Errorf("case %q: want some of %s", n, strings.Join(AllCases, ", ")))
+		}
+	}
+	if len(c.Cases) == 0 {
+		errs = append(errs, fmt.Errorf("no cases: want some of %s", strings.Join(AllCases, ", ")))
+	}
+	for _, b := range c.ScaleBuckets {
+		if b != "filesystem" && b != "minio" {
+			errs = append(errs, fmt.Errorf("scale bucket %q: want filesystem or minio", b))
+		}
+	}
+	for _, sz := range []struct {
+		name string
+		v    []int
+	}{{"partitions", c.Partitions}, {"copies", c.Copies}, {"reader counts", c.ReaderCounts}} {
+		for i, v := range sz.v {
+			if v < 1 || (i > 0 && v <= sz.v[i-1]) {
+				errs = append(errs, fmt.Errorf("%s %v must be positive and rising", sz.name, sz.v))
+				break
+			}
+		}
+	}
+	for _, v := range c.Copies {
+		if v < 2 {
+			errs = append(errs, fmt.Errorf("copies %v: at least 2 (retention deletes half)", c.Copies))
+			break
+		}
+	}
+	if c.ReaderBytes < 1 {
+		errs = append(errs, fmt.Errorf("reader bytes %d must be positive", c.ReaderBytes))
+	}
+	if c.CaseTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("case timeout %s must be positive", c.CaseTimeout))
 	}
 	if err := c.FetchConfig().Validate(); err != nil {
 		errs = append(errs, err)

@@ -3,6 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +24,10 @@ type daemon struct {
 	out    *lockedBuffer
 	exited chan struct{} // closed when the child has exited
 	client *fetch.Client
+	// metricsURL is the child's /metrics.
+	metricsURL string
+	// closeProxy stops the store latency proxy (nil when there is none).
+	closeProxy func()
 }
 
 // lockedBuffer collects the child's output, written by exec's copying
@@ -55,6 +62,18 @@ func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
 	}
 	addr := lis.Addr().String()
 	lis.Close()
+	hlis, err := listen()
+	if err != nil {
+		return nil, err
+	}
+	httpAddr := hlis.Addr().String()
+	hlis.Close()
+	endpoint, closeProxy := e.endpoint, func() {}
+	if e.cfg.StoreLatency > 0 { // the child's GETs wait as the bench's own do
+		if endpoint, closeProxy, err = latencyProxy(e.endpoint, e.cfg.StoreLatency); err != nil {
+			return nil, err
+		}
+	}
 	yaml := fmt.Sprintf(`copier:
   log_dirs: [%q]
   remote.log.manager.task.interval.ms: 3600000
@@ -76,22 +95,24 @@ fetch:
   remote.log.index.file.cache.total.size.bytes: %d
   remote.fetch.max.wait.ms: %d
 http:
-  listen: ""
+  listen: %q
 memory_limit_bytes: %d
 log_level: warn
-`, filepath.Join(e.dir, "logs"), e.prefix, e.endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
+`, filepath.Join(e.dir, "logs"), e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
-		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, e.fcfg.MemoryBytes()+32<<20)
+		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.fcfg.MemoryBytes()+32<<20)
 	path := filepath.Join(e.dir, "tierd.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		closeProxy()
 		return nil, err
 	}
-	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{})}
+	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{}), metricsURL: "http://" + httpAddr + "/metrics", closeProxy: closeProxy}
 	d.cmd = exec.Command(bin, "run", "--config", path)
 	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // goes with the bench
 	if err := d.cmd.Start(); err != nil {
+		closeProxy()
 		return nil, fmt.Errorf("start %s run: %w", bin, err)
 	}
 	go func() { d.cmd.Wait(); close(d.exited) }()
@@ -137,4 +158,35 @@ func (d *daemon) stop() {
 		d.cmd.Process.Kill()
 		<-d.exited
 	}
+	d.closeProxy()
+}
+
+// latencyProxy serves a reverse proxy of the S3 endpoint target on
+// 127.0.0.1 that holds every GET for delay before passing it on (the
+// bench's own GETs wait in slowBucket): --store-latency for a child
+// tierd. The Host header passes unchanged, so S3 signatures made for the
+// proxy's address verify. It returns the proxy's URL and its stop.
+func latencyProxy(target string, delay time.Duration) (string, func(), error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return "", nil, err
+	}
+	rp := httputil.NewSingleHostReverseProxy(u)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		rp.ServeHTTP(w, r)
+	})
+	lis, err := listen()
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(lis)
+	return "http://" + lis.Addr().String(), func() { srv.Close() }, nil
 }

@@ -1,6 +1,7 @@
 // Package bench is "tierd bench": remote-read latency and throughput of
 // tierd measured side by side with the object store's and the transport's
-// own, in one run, against one bucket.
+// own, in one run, against one bucket; and how tierd's costs grow with
+// the number of partitions, copies and readers.
 //
 // # Cases
 //
@@ -20,7 +21,9 @@
 //	fetch_warm      Fetch of an offset right after a Fetch of it
 //	local_read      the embedded segment log reading the local files
 //	grpc_floor      an RPC of the same shape answering the same number of
-//	                bytes from memory: the transport's floor
+//	                bytes from memory: the transport's floor (taking turns
+//	                with fetch_warm per offset); its CPU per GiB is
+//	                measured over a separate stream of the log's size
 //	raw_seq_get     one GET of each whole .log, one after another
 //	replay          one consumer reading the whole log through Fetch, with
 //	                empty caches (MiB/s, GETs per MiB)
@@ -30,18 +33,56 @@
 //	replay_N        N consumers at once, each reading the whole log from
 //	                its own start, against a "tierd run" child process
 //	                whose peak memory is recorded
+//	copy, raw_put   the copier tiering the partition (timed in setup)
+//	                against the same files uploaded with the same bucket
+//	                client, MiB/s of .log bytes
 //
+// replay, grpc_floor and raw_seq_get also report CPU seconds per GiB
+// moved, of the bench process (clients and in-process servers, from
+// getrusage) and of the MinIO process the bench started (from
+// /proc/<pid>/stat), separately.
+//
+// # Growth cases
+//
+// Each runs at every size of its list, Rounds times, and reports each
+// measure per size (median and range over rounds) and, for the scale
+// cases, its growth per tenfold of the size:
+//
+//	readers_N         N = ReaderCounts concurrent cold readers against a
+//	                  fresh "tierd run" child, sequential (each from its
+//	                  own start) or at random offsets, each reading
+//	                  ReaderBytes: aggregate MiB/s, p50 and p99 of a Fetch,
+//	                  bytes tierd fetched from the store per byte served
+//	                  (its tierd_fetch_*_bytes_total), peak anonymous RSS
+//	scale_partitions  Partitions partitions of 3 rolled one-batch segments
+//	                  with Kafka's checkpoint files, on the filesystem
+//	                  bucket and on MinIO: CPU seconds (bench process +
+//	                  MinIO) of the copier's first pass, of a restart's
+//	                  first pass and of an idle pass; the idle pass's
+//	                  bucket requests (calls counted by a bucket wrapper)
+//	                  and synced metadata writes (syncs of Pebble's files,
+//	                  counted by a vfs wrapper: rlmm has no counter of
+//	                  them); anonymous RSS; Pebble's size
+//	scale_segments    Copies finished copies in one partition (built by
+//	                  the copier, local files then dropped by local
+//	                  retention), on both buckets: Fetch p50 at 50 random
+//	                  offsets cached and right after a metadata write to
+//	                  another partition (taking turns), "tierd segments"
+//	                  time, and a retention pass deleting the older half
+//
+// A size of a scale case that takes longer than CaseTimeout is reported
+// as "timed out after CaseTimeout" and the larger sizes of that bucket
+// are skipped; the run goes on.
 // The Kafka listener serves a logview with no log dirs over the same
 // in-process fetch server the gRPC cases use, so both protocols read the
 // remote tier through the same chunk cache, prefetch and index cache; the
 // targets compare them as ratios of the same run (kafka_replay MiB/s >=
 // 0.9 x replay's, kafka_fetch_cold p50 <= 1.1 x fetch_cold's).
 //
-// The latency cases check every answer byte for byte against the local
-// segment files (cold ones against the raw GET's bytes too); the replays
-// check that answers follow on from each other and add up to the whole
-// log, and kafka_replay that every offset comes once, in order, with the
-// value written. A wrong answer fails the run.
+// The latency cases, the replays and readers_N check every answer byte
+// for byte against the local segment files (cold ones against the raw
+// GET's bytes too), and kafka_replay that every offset comes once, in
+// order, with the value written. A wrong answer fails the run.
 //
 // # JSON output (--json)
 //
@@ -51,5 +92,10 @@
 // latencies are its Fetch requests', franz-go's write to read), replay_N adds
 // peak_anon_rss_mib (peak anonymous resident memory, sampled every 5 ms),
 // peak_total_rss_mib (VmHWM, with the binary's file-backed pages) and
-// limit_mib (the caches' budgets + 64 MiB).
+// limit_mib (the caches' budgets + 64 MiB); replay, grpc_floor and
+// raw_seq_get add cpu_s_per_gib_proc and cpu_s_per_gib_store. Each
+// growth measure is keyed "case/variant metric" (for example
+// "scale_partitions/minio idle_pass_cpu_s") with sizes, values (one row
+// per round, null where not measured) and timed_out (per size, when one
+// did).
 package bench

@@ -45,6 +45,28 @@ func (e *env) getsBy() (log, idx float64) {
 	return log, idx
 }
 
+// fetchRetry sends req until it is answered with something other than
+// UNAVAILABLE (remote.fetch.max.wait.ms passed while the store was slow
+// or loaded), at most 100 times, 10 ms apart, as a consumer retries;
+// retries are counted in r (when not nil).
+func fetchRetry(ctx context.Context, c *fetch.Client, req *tierdpb.FetchRequest, r *Result) (*tierdpb.FetchResponse, error) {
+	return retryUnavailable(ctx, func() (*tierdpb.FetchResponse, error) { return c.API().Fetch(ctx, req) }, r)
+}
+
+// retryUnavailable calls fetch as fetchRetry sends its request.
+func retryUnavailable(ctx context.Context, fetch func() (*tierdpb.FetchResponse, error), r *Result) (*tierdpb.FetchResponse, error) {
+	for retries := 0; ; retries++ {
+		resp, err := fetch()
+		if status.Code(err) != codes.Unavailable || retries == 100 || ctx.Err() != nil {
+			return resp, err
+		}
+		if r != nil {
+			r.retries++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func (e *env) tieredBytes() int64 {
 	var n int64
 	for _, m := range e.fin {
@@ -54,8 +76,9 @@ func (e *env) tieredBytes() int64 {
 }
 
 // readAll is one consumer reading the tiered log from offset from to its
-// end and then from its start up to from (all of it once), checking that
-// the answers are contiguous. It returns the bytes read.
+// end and then from its start up to from (all of it once), comparing
+// every answer byte for byte with the local segment files (so the answers
+// are also contiguous). It returns the bytes read.
 func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Result) (int64, error) {
 	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
 	var total int64
@@ -84,6 +107,10 @@ func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Resul
 			if resp.NextOffset <= off {
 				return fmt.Errorf("replay at offset %d: no progress (next %d)", off, resp.NextOffset)
 			}
+			s := e.expect(off)
+			if err := check("replay", s, resp.Records, resp.NextOffset, e.maps[s.seg][s.pos:s.pos+s.len]); err != nil {
+				return err
+			}
 			total += int64(len(resp.Records))
 			off = resp.NextOffset
 		}
@@ -109,10 +136,12 @@ func (e *env) replays(ctx context.Context) (replay, kafka *Result, err error) {
 	for i := 0; i < e.cfg.Rounds; i++ {
 		for k := range kinds {
 			kd := &kinds[(i+k)%len(kinds)]
+			c0 := e.cpu()
 			r, err := kd.run(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
+			kd.total.addCPU(e.cpu().sub(c0), r.bytes)
 			kd.total.merge(r)
 			kd.total.wall += r.wall
 			kd.total.gets += r.gets
@@ -150,6 +179,8 @@ func (e *env) replay(ctx context.Context) (*Result, error) {
 func (e *env) rawSeqGet(ctx context.Context) (*Result, error) {
 	r := newResult("raw_seq_get")
 	buf := make([]byte, 1<<20)
+	c0 := e.cpu()
+	defer func() { r.addCPU(e.cpu().sub(c0), r.bytes) }()
 	start := time.Now()
 	for _, m := range e.fin {
 		t := time.Now()
@@ -166,6 +197,29 @@ func (e *env) rawSeqGet(ctx context.Context) (*Result, error) {
 	}
 	r.wall = time.Since(start)
 	return r, nil
+}
+
+// floorStream sends as many bytes as the tiered log holds through the
+// floor server, in RPCs of max_bytes, one after another, and adds the
+// CPU this took, per byte, to r (grpc_floor): the transport's own CPU
+// cost of a replay, measured apart from the latency samples (which take
+// turns with fetch_warm, so their CPU cannot be told apart).
+func (e *env) floorStream(ctx context.Context, r *Result) error {
+	total := e.tieredBytes()
+	c0 := e.cpu()
+	for sent := int64(0); sent < total; {
+		n := min(int64(e.cfg.MaxBytes), total-sent)
+		resp, err := e.floor.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: topic, MaxBytes: int32(n)})
+		if err != nil {
+			return fmt.Errorf("%s stream: %w", r.Name, err)
+		}
+		if int64(len(resp.Records)) != n {
+			return fmt.Errorf("%s stream: %d bytes, want %d", r.Name, len(resp.Records), n)
+		}
+		sent += n
+	}
+	r.addCPU(e.cpu().sub(c0), total)
+	return nil
 }
 
 // memory runs cfg.Readers consumers at once, each reading the whole log

@@ -29,19 +29,24 @@ func TestTargets(t *testing.T) {
 	kreplay := result("kafka_replay", time.Millisecond, 10, 1<<20)
 	kreplay.wall = 12 * time.Millisecond // 833 MiB/s: 0.83 of replay's
 	kreplay.GetsPerMiB = &gets
+	replay.addCPU(cpuSample{proc: 3, store: 1}, 1<<30) // 4 CPU-s/GiB
+	seq.addCPU(cpuSample{proc: 1, store: 1}, 1<<30)    // 2
+	floor := result("grpc_floor", time.Millisecond, 5, 1<<20)
+	floor.addCPU(cpuSample{proc: 1.5, store: 0}, 1<<30) // 1.5: 4 / 3.5 = 1.14
 	mem := result("replay_8", time.Millisecond, 1, 1)
 	mem.PeakRSSMiB, mem.PeakTotalRSSMiB, mem.LimitMiB = &peak, &total, &limit
 	rep := &Report{SegmentBytes: 32 << 20, ChunkBytes: 4 << 20, Results: []*Result{
 		result("raw_get", 2*time.Millisecond, 5, 1<<20), result("fetch_cold", 3*time.Millisecond, 5, 1<<20),
 		result("kafka_fetch_cold", 3300*time.Microsecond, 5, 1<<20),
-		result("fetch_warm", 1100*time.Microsecond, 5, 1<<20), result("grpc_floor", time.Millisecond, 5, 1<<20),
+		result("fetch_warm", 1100*time.Microsecond, 5, 1<<20), floor,
 		replay, kreplay, seq, mem,
-	}}
+	}, Series: []*Series{series("copy", "minio", "copy_over_raw_put", []int{8}, false, []float64{0.4}, []float64{0.5}, []float64{0.7})}}
 	for _, r := range rep.Results {
 		r.finish()
 	}
 	want := map[string]bool{"fetch_cold p50 / raw_get p50 = 1.50": false, "fetch_warm p50 / grpc_floor p50 = 1.10": true,
-		"replay MiB/s / raw_seq_get MiB/s = 1.00": true, "replay GETs per MiB = 0.280": true, "replay_8 peak anonymous RSS 150 MiB": true,
+		"replay MiB/s / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = 2.00": true, "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = 1.14": true,
+		"copy MiB/s / raw_put MiB/s = 0.5 (>= 0.9); over 3 rounds 0.4-0.7": false, "replay GETs per MiB = 0.280": true, "replay_8 peak anonymous RSS 150 MiB": true,
 		"kafka_fetch_cold p50 / fetch_cold p50 = 1.10": true, "kafka_replay MiB/s / replay MiB/s = 0.83": false}
 	got := rep.Targets()
 	if len(got) != len(want) {
@@ -64,7 +69,7 @@ func TestTargets(t *testing.T) {
 	var sb strings.Builder
 	rep.WriteTable(&sb)
 	if !strings.Contains(sb.String(), "MISS fetch_cold") || !strings.Contains(sb.String(), "MISS kafka_replay") ||
-		!strings.Contains(sb.String(), "where the time goes") {
+		!strings.Contains(sb.String(), "where the time goes") || !strings.Contains(sb.String(), "3.00+1.00") {
 		t.Errorf("table:\n%s", sb.String())
 	}
 	path := filepath.Join(t.TempDir(), "r.json")
@@ -72,13 +77,26 @@ func TestTargets(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := os.ReadFile(path)
-	var m map[string]map[string]float64
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
 		t.Fatal(err)
+	}
+	m := map[string]map[string]float64{}
+	for _, c := range []string{"fetch_cold", "replay", "replay_8", "kafka_replay", "kafka_fetch_cold", "raw_get"} {
+		var v map[string]float64
+		if err := json.Unmarshal(all[c], &v); err != nil {
+			t.Fatalf("%s: %v", c, err)
+		}
+		m[c] = v
+	}
+	var ratio jsonSeries
+	if err := json.Unmarshal(all["copy/minio copy_over_raw_put"], &ratio); err != nil || len(ratio.Values) != 3 || *ratio.Values[2][0] != 0.7 {
+		t.Errorf("copy ratio in json: %v, %s", err, all["copy/minio copy_over_raw_put"])
 	}
 	// HDR histograms keep 3 significant digits.
 	if math.Abs(m["fetch_cold"]["p50_us"]-3000) > 3 || m["replay"]["gets_per_mib"] != 0.28 || m["replay"]["mib_per_s"] != 1000 || m["replay_8"]["peak_anon_rss_mib"] != 150 ||
-		m["kafka_replay"]["gets_per_mib"] != 0.28 || math.Abs(m["kafka_fetch_cold"]["p50_us"]-3300) > 4 {
+		m["kafka_replay"]["gets_per_mib"] != 0.28 || math.Abs(m["kafka_fetch_cold"]["p50_us"]-3300) > 4 ||
+		m["replay"]["cpu_s_per_gib_proc"] != 3 || m["replay"]["cpu_s_per_gib_store"] != 1 {
 		t.Errorf("json: %s", raw)
 	}
 	if _, ok := m["raw_get"]["gets_per_mib"]; ok {
@@ -92,10 +110,26 @@ func TestConfigValidate(t *testing.T) {
 	}
 	c := DefaultConfig()
 	c.TotalBytes, c.Count, c.StoreLatency, c.ChunkBytes, c.Rounds = c.SegmentBytes, 0, -time.Second, 100, 0
+	c.Cases, c.ScaleBuckets, c.Partitions, c.Copies, c.CaseTimeout = []string{"read", "scale"}, []string{"gcs"}, []int{100, 10}, []int{1}, 0
 	err := c.Validate()
-	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes", "rounds"} {
+	for _, want := range []string{"two segments", "count", "latency", "remote.fetch.chunk.bytes", "rounds", `case "scale"`, `bucket "gcs"`,
+		"partitions [100 10] must be positive and rising", "copies [1]: at least 2", "case timeout"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to mention %q", err, want)
 		}
+	}
+}
+
+// The two scales set the growth cases' sizes; small is the default.
+func TestSetScale(t *testing.T) {
+	c := DefaultConfig()
+	if len(c.Partitions) != 2 || c.Partitions[1] != 50 || c.CaseTimeout != 3*time.Minute {
+		t.Errorf("default sizes %v, timeout %s", c.Partitions, c.CaseTimeout)
+	}
+	if err := c.SetScale(ScaleFull); err != nil || c.Partitions[2] != 10000 || c.Copies[2] != 100000 || c.ReaderCounts[3] != 64 || c.Validate() != nil {
+		t.Errorf("full: %v, %+v", err, c)
+	}
+	if err := c.SetScale("huge"); err == nil || !strings.Contains(err.Error(), "small or full") {
+		t.Errorf("SetScale(huge) = %v", err)
 	}
 }

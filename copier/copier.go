@@ -27,6 +27,7 @@ import (
 type RemoteStorage interface {
 	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
 	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
+	AbortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) (int, error)
 	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
 	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error)
 	VerifyPresent(ctx context.Context, mf *rsm.Manifest) error
@@ -196,16 +197,18 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		copied int
 		wg     sync.WaitGroup
 		sem    = make(chan struct{}, c.cfg.CopierThreadPoolSize)
+		failed = len(errs) > 0 // a log dir not read
 	)
 	for _, p := range parts {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, err := c.syncReported(ctx, p)
+			n, st, err := c.syncReported(ctx, p)
 			mu.Lock()
 			defer mu.Unlock()
 			copied += n
+			failed = failed || failedPartition(st, err)
 			if err != nil {
 				c.m.partitionErrors.Inc()
 				c.needSweep(p.tp)
@@ -218,17 +221,13 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	owned := c.owned
 	c.owned = nil
 	c.stateMu.Unlock()
-	if err := c.checkCopies(ctx, owned); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.checkGoneTopics(ctx); err != nil {
-		errs = append(errs, err)
-	}
-	if err := c.runDeletions(ctx); err != nil {
-		errs = append(errs, err)
+	for _, err := range []error{c.checkCopies(ctx, owned), c.checkGoneTopics(ctx), c.runDeletions(ctx)} {
+		if err != nil {
+			errs, failed = append(errs, err), true
+		}
 	}
 	c.publishHeld()
-	c.endPass(parts, len(errs) > 0)
+	c.endPass(parts, failed)
 	c.m.passes.Inc()
 	if len(errs) > 0 {
 		c.m.passErrors.Inc()

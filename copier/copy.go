@@ -45,6 +45,7 @@ func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartit
 		return err
 	}
 	var errs []error
+	deleted := map[remotelog.SegmentID]bool{}
 	for _, r := range rows {
 		if r.State != remotelog.CopySegmentStarted && r.State != remotelog.DeleteSegmentStarted {
 			continue
@@ -67,8 +68,11 @@ func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartit
 		}
 		if err := c.deleteRemote(ctx, r); err != nil {
 			errs = append(errs, err)
+		} else {
+			deleted[r.ID] = true
 		}
 	}
+	errs = append(errs, c.abortUploads(ctx, tp, deleted))
 	return errors.Join(errs...)
 }
 
@@ -92,6 +96,26 @@ func (c *Copier) deleteRemote(ctx context.Context, r remotelog.SegmentMetadata) 
 		return err
 	}
 	c.m.remoteDeleted.Inc()
+	return nil
+}
+
+// abortUploads aborts the incomplete multipart uploads of copies of tp
+// just deleted by deleteRemote (ids; their rows were this tierd's and no
+// copy of tp is in flight): one listing of the partition's uploads for
+// all of them, not one per copy. When it fails, the partition's next
+// sweep aborts them.
+func (c *Copier) abortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	n, err := c.rs.AbortUploads(ctx, tp, ids)
+	if n > 0 {
+		c.log.Info("aborted the incomplete uploads of deleted copies", "partition", tp, "copies", n)
+	}
+	if err != nil {
+		c.needSweep(tp)
+		return fmt.Errorf("abort the incomplete uploads of %d deleted copies: %w", len(ids), err)
+	}
 	return nil
 }
 
@@ -246,6 +270,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		defer cancel()
 		if derr := c.deleteRemote(cctx, meta); derr != nil {
 			err = errors.Join(err, fmt.Errorf("clean up failed copy: %w", derr))
+		} else {
+			err = errors.Join(err, c.abortUploads(cctx, p.tp, map[remotelog.SegmentID]bool{meta.ID: true}))
 		}
 		return err
 	}

@@ -156,6 +156,10 @@ func (c *Copier) runDeletion(ctx context.Context, d remotelog.PartitionDeletion)
 			c.log.Warn("scheduled deletion cancelled: the topic's tiering policy no longer orders it", "partition", d.TopicPartition, "err", err)
 			return nil
 		}
+		if errors.Is(err, errTopicNotInCluster) {
+			c.waitForConfigs(d, err)
+			return nil // it waits on the cluster or an operator: no failure of the pass
+		}
 		if err != nil {
 			return fmt.Errorf("the deletion waits: %w", err)
 		}
@@ -226,7 +230,7 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		c.m.remoteDeleted.Inc()
 	}
 	if d.TopicID == "" {
-		return n, nil
+		return n, c.abortUploads(ctx, d.TopicPartition, done)
 	}
 	mfs, err := c.rs.Manifests(ctx, d.TopicPartition)
 	if err != nil && len(mfs) == 0 {
@@ -241,10 +245,11 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		if err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", mf.SegmentID, err)
 		}
+		done[mf.SegmentID] = true
 		n++
 		c.m.remoteDeleted.Inc()
 	}
-	return n, nil
+	return n, c.abortUploads(ctx, d.TopicPartition, done)
 }
 
 // pendingIDs returns the segment ids of a partition's scheduled deletions:

@@ -74,6 +74,13 @@
 //	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,
 //	                                                            named after this process's pid
 //
+// Each remote path deletes a copy's objects by key (rsm.DeleteSegment:
+// its row names the seven keys; nothing is listed per copy), then aborts
+// the incomplete multipart uploads of the copies it deleted, with one
+// listing of the partition's uploads (rsm.AbortUploads), and only those
+// whose key names one of those copies' segment ids: the copy's own proof
+// covers them.
+//
 // A takeover (new lease holder or new leader) deletes nothing: a finished
 // row whose manifest the bucket no longer lists is marked damaged
 // (reconcile). Tools (demo, bench) delete only the keys they uploaded,

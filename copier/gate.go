@@ -1,23 +1,108 @@
 package copier
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// GateError is a gate's verdict that passes must wait (see WithGate):
+// Reason is what every partition's status says meanwhile
+// (remotelog.WaitStoreUnreachable when the object store does not answer,
+// remotelog.WaitMetadataUnwritable when the metadata dir takes no
+// writes), Err the cause, shown in the status detail.
+type GateError struct {
+	Reason remotelog.WaitReason
+	Err    error
+}
+
+func (e *GateError) Error() string { return e.Err.Error() }
+
+func (e *GateError) Unwrap() error { return e.Err }
 
 // WithGate sets a check made before every pass: while fn returns an
 // error (the metadata store takes no writes, the bucket does not answer),
 // the pass does nothing and Sync returns that error, counted as a failed
-// pass; Run logs it once and retries every Interval. Without a gate every
-// pass runs.
+// pass; Run logs it once and retries every Interval. Every partition
+// known (from the last pass, or found in the log dirs) then shows as
+// waiting, keeping its last pending segments and bytes, for the reason
+// the error carries as a *GateError (an error without one reads
+// store_unreachable when it says a server did not answer, else
+// copy_failed). While fn says the object store is down, a copy failing
+// during a pass reads store_unreachable too. fn is called from several
+// goroutines. Without a gate every pass runs.
 func WithGate(fn func() error) Option { return func(c *Copier) { c.gate = fn } }
 
-// gateErr returns why the pass must wait, nil when it may run.
+// gateErr returns why the pass must wait, nil when it may run; a pass
+// that waits marks every known partition waiting for that reason.
 func (c *Copier) gateErr() error {
 	if c.gate == nil {
 		return nil
 	}
-	if err := c.gate(); err != nil {
-		c.m.passes.Inc()
-		c.m.passErrors.Inc()
-		return fmt.Errorf("copier: pass skipped: %w", err)
+	err := c.gate()
+	if err == nil {
+		return nil
 	}
-	return nil
+	c.m.passes.Inc()
+	c.m.passErrors.Inc()
+	c.gatedStatus(gateReason(err), err)
+	return fmt.Errorf("copier: pass skipped: %w", err)
+}
+
+// gateReason is the wait reason a gate's error gives.
+func gateReason(err error) remotelog.WaitReason {
+	var ge *GateError
+	switch {
+	case errors.As(err, &ge):
+		return ge.Reason
+	case unreachable(err):
+		return remotelog.WaitStoreUnreachable
+	}
+	return remotelog.WaitCopyFailed
+}
+
+// environment returns the gate's verdict now: the reason and the error,
+// "" and nil when passes may run.
+func (c *Copier) environment() (remotelog.WaitReason, error) {
+	if c.gate == nil {
+		return "", nil
+	}
+	if err := c.gate(); err != nil {
+		return gateReason(err), err
+	}
+	return "", nil
+}
+
+// gateDetail says in a sentence why no pass runs.
+func gateDetail(reason remotelog.WaitReason, err error) string {
+	switch reason {
+	case remotelog.WaitStoreUnreachable:
+		return fmt.Sprintf("the object store does not answer tierd's probe (%v): no pass runs, copies and deletions wait until it answers; pending counts are from the last pass", err)
+	case remotelog.WaitMetadataUnwritable:
+		return fmt.Sprintf("the metadata dir takes no writes (%v): no pass runs until it does (tierd retries by itself); pending counts are from the last pass", err)
+	}
+	return fmt.Sprintf("no pass runs: %v; pending counts are from the last pass", err)
+}
+
+// gatedStatus marks every known partition waiting for reason: those the
+// last pass left a status for keep their counts; those only found in
+// the log dirs now get a fresh one. The caller holds c.mu.
+func (c *Copier) gatedStatus(reason remotelog.WaitReason, err error) {
+	parts, _ := c.scan()
+	detail := gateDetail(reason, err)
+	nowMs := c.now().UnixMilli()
+	c.st.mu.Lock()
+	defer c.st.mu.Unlock()
+	for _, p := range parts {
+		if _, ok := c.st.parts[p.tp]; !ok {
+			c.st.parts[p.tp] = c.baseStatus(p.tp, p.dir)
+		}
+	}
+	for tp, st := range c.st.parts {
+		st.State, st.Reason, st.Held, st.Detail, st.Error, st.Copying = remotelog.TierWaiting, reason, "", detail, err.Error(), nil
+		st.UpdatedMs = nowMs
+		c.st.parts[tp] = st
+	}
+	c.log.Debug("pass skipped: every partition waits", "reason", reason, "partitions", len(c.st.parts), "err", err)
 }

@@ -58,7 +58,7 @@ func (c *Copier) initStatus() {
 		return float64(ms) / 1000
 	}
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_copier_last_success_timestamp_seconds",
-		Help: "When the last sync pass without any error ended, seconds since the Unix epoch (0: none yet)."}, func() float64 {
+		Help: "When the last successful sync pass ended: it ran (not skipped for the object store or metadata dir) and no partition failed (partitions waiting on the broker, the cluster, another tierd or an operator do not count), seconds since the Unix epoch (0: none yet)."}, func() float64 {
 		c.st.mu.Lock()
 		defer c.st.mu.Unlock()
 		return stamp(c.st.lastSuccessMs)

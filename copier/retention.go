@@ -186,7 +186,9 @@ func (c *Copier) removeDeleted(dir string) error {
 // start offset, each offset counted once) larger than retention.bytes.
 // The log start offset moves past a copy (durably) before its objects are
 // deleted. Superseded copies are deleted too.
-func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
+func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
+	deleted := map[remotelog.SegmentID]bool{} // once for all: their incomplete uploads
+	defer func() { err = errors.Join(err, c.abortUploads(ctx, p.tp, deleted)) }()
 	rows, err := c.store.Segments(p.tp)
 	if err != nil {
 		return err
@@ -213,6 +215,8 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
 			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset)
 			if err := c.deleteRemote(ctx, r); err != nil {
 				errs = append(errs, err)
+			} else {
+				deleted[r.ID] = true
 			}
 		}
 	}
@@ -249,6 +253,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) error {
 		if err := c.deleteRemote(ctx, r); err != nil {
 			return errors.Join(append(errs, fmt.Errorf("segment %d: %w", r.StartOffset, err))...)
 		}
+		deleted[r.ID] = true
 		if onlyRemote {
 			total -= r.SizeInBytes
 		}

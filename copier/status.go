@@ -21,7 +21,8 @@ type statusState struct {
 	waits         map[remotelog.TopicPartition]waitNote                  // this pass's reasons not to copy, first one wins
 	parts         map[remotelog.TopicPartition]remotelog.PartitionStatus // as the last pass over each partition left it
 	inflight      map[remotelog.TopicPartition]*inflightCopy
-	skipped       map[string]bool // Kafka internal topics seen in the log dirs
+	skipped       map[string]bool                     // Kafka internal topics seen in the log dirs
+	deletionWaits map[remotelog.TopicPartition]string // this pass's deletions waiting for topic configs (deletionwait.go)
 	passes        int64
 	lastPassMs    int64
 	lastSuccessMs int64
@@ -29,7 +30,8 @@ type statusState struct {
 
 func newStatusState() *statusState {
 	return &statusState{waits: map[remotelog.TopicPartition]waitNote{}, parts: map[remotelog.TopicPartition]remotelog.PartitionStatus{},
-		inflight: map[remotelog.TopicPartition]*inflightCopy{}, skipped: map[string]bool{}, lastPassMs: -1, lastSuccessMs: -1}
+		inflight: map[remotelog.TopicPartition]*inflightCopy{}, skipped: map[string]bool{}, lastPassMs: -1, lastSuccessMs: -1,
+		deletionWaits: map[remotelog.TopicPartition]string{}}
 }
 
 // waitNote is a decision not to copy a partition this pass, and why.
@@ -64,11 +66,13 @@ func (c *Copier) beginPass() {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	c.st.waits = map[remotelog.TopicPartition]waitNote{}
+	c.st.deletionWaits = map[remotelog.TopicPartition]string{}
 }
 
 // syncReported syncs one partition, then records its status and logs, at
 // debug level, what the pass decided for it and why.
-func (c *Copier) syncReported(ctx context.Context, p *partition) (int, error) {
+// It returns the status too.
+func (c *Copier) syncReported(ctx context.Context, p *partition) (int, remotelog.PartitionStatus, error) {
 	n, err := c.syncPartition(ctx, p)
 	st := c.partitionStatus(p, err)
 	c.st.mu.Lock()
@@ -76,12 +80,29 @@ func (c *Copier) syncReported(ctx context.Context, p *partition) (int, error) {
 	c.st.mu.Unlock()
 	c.log.Debug("partition pass decided", "partition", p.tp, "state", st.State, "reason", st.Reason, "detail", st.Detail,
 		"copied", n, "pending_segments", st.PendingSegments, "pending_bytes", st.PendingBytes, "err", err)
-	return n, err
+	return n, st, err
+}
+
+// waitsNotFails are the reasons a partition waits that are not failures
+// of the pass: they hold until the broker, the cluster, another tierd, an
+// operator or a configuration changes something, whatever tierd does. A
+// pass whose partitions' only errors come with these reasons is a
+// success (tierd_copier_last_success_timestamp_seconds).
+var waitsNotFails = map[remotelog.WaitReason]bool{
+	remotelog.WaitHeld: true, remotelog.WaitLeaseHeld: true, remotelog.WaitNotLeader: true, remotelog.WaitHighWatermark: true,
+	remotelog.WaitNotInCheckpoint: true, remotelog.WaitTieringDisabled: true, remotelog.WaitCorruptSegment: true,
+}
+
+// failedPartition reports whether a partition's pass failed: it returned
+// an error and its status does not wait for one of waitsNotFails.
+func failedPartition(st remotelog.PartitionStatus, err error) bool {
+	return err != nil && !(st.State == remotelog.TierWaiting && waitsNotFails[st.Reason])
 }
 
 // endPass records the statuses of the partitions the pass did not sync
 // (held while scanning, or remote only), forgets partitions that are gone,
-// and counts the pass.
+// and counts the pass; failed says the pass is not a success (see
+// failedPartition).
 func (c *Copier) endPass(parts []*partition, failed bool) {
 	seen := map[remotelog.TopicPartition]bool{}
 	for _, p := range parts {
@@ -112,12 +133,16 @@ func (c *Copier) endPass(parts []*partition, failed bool) {
 		}
 	}
 	nowMs := c.now().UnixMilli()
+	dw := c.deletionWaitStatuses()
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	for tp := range c.st.parts {
 		if !seen[tp] {
 			delete(c.st.parts, tp)
 		}
+	}
+	for tp, st := range dw {
+		extra[tp] = st
 	}
 	for tp, st := range extra {
 		c.st.parts[tp] = st
@@ -286,6 +311,9 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 		st.Reason, st.Held, st.Detail = w.reason, w.held, w.detail
 	case blocking != nil:
 		st.Reason, st.Detail = blockedBy(blocking, todo)
+		if st.Reason == remotelog.WaitCopyFailed || st.Reason == remotelog.WaitStoreUnreachable {
+			st.Reason, st.Detail = c.blockedByEnvironment(st.Reason, st.Detail, blocking)
+		}
 	case len(todo) > 0 && p.hwKnown && todo[0].end >= p.hw && !p.inCheckpoint:
 		st.Reason = remotelog.WaitNotInCheckpoint
 		st.Detail = fmt.Sprintf("the partition has no entry in the log dir's %s, so none of its offsets counts as committed: %d rolled segments (%d bytes) wait until the broker checkpoints it",
@@ -329,6 +357,21 @@ func blockedBy(err error, todo []localSegment) (remotelog.WaitReason, string) {
 		return remotelog.WaitStoreUnreachable, fmt.Sprintf("the object store did not answer (%v); the next pass retries", err)
 	}
 	return remotelog.WaitCopyFailed, fmt.Sprintf("the pass failed before %s was copied (%v); the next pass retries", next, err)
+}
+
+// blockedByEnvironment returns the reason and detail of a copy that
+// failed while the gate says the object store is down or the metadata
+// dir takes no writes: that, with the gate's error, rather than what the
+// copy's own error suggests; else reason and detail as they are.
+func (c *Copier) blockedByEnvironment(reason remotelog.WaitReason, detail string, err error) (remotelog.WaitReason, string) {
+	env, eerr := c.environment()
+	switch env {
+	case remotelog.WaitStoreUnreachable:
+		return env, fmt.Sprintf("the object store does not answer tierd's probe (%v); the copy failed (%v); the next pass retries once it answers", eerr, err)
+	case remotelog.WaitMetadataUnwritable:
+		return env, fmt.Sprintf("the metadata dir takes no writes (%v); the copy failed (%v); the next pass retries once it does", eerr, err)
+	}
+	return reason, detail
 }
 
 // unreachable reports whether err says a server could not be reached or

@@ -250,14 +250,26 @@ func (c *Copier) reenabled(p *partition, st topicSettings) error {
 // longer orders it.
 var errPolicyChanged = errors.New("copier: the topic's tiering policy no longer orders the deletion")
 
+// errTopicNotInCluster: a due tiering-disabled deletion whose topic the
+// configured cluster no longer lists, so that the topic's configs, which
+// may order the deletion or forbid it, cannot be read.
+var errTopicNotInCluster = errors.New("copier: the topic is not in the kafka cluster's metadata, so its topic configs cannot be read")
+
 // recheckPolicy is a due tiering-disabled deletion's proof, checked
 // again: the configuration must still turn tiering off and order the
 // deletion. It returns the policy for the journal, errPolicyChanged when
 // it no longer orders it, or an error to wait on (the cluster's configs
-// for the topic unknown).
+// for the topic unknown; errTopicNotInCluster when the cluster no longer
+// lists the topic: tierd.yaml alone is no proof then, and neither
+// deleting nor cancelling on it is safe).
 func (c *Copier) recheckPolicy(ctx context.Context, d remotelog.PartitionDeletion) (string, error) {
 	if c.cl != nil && c.currentView() == nil {
 		return "", fmt.Errorf("%w: the deletion waits for the cluster's topic configs", ErrClusterUnreachable)
+	}
+	if v, err := c.freshView(); err == nil && c.cfg.ClusterTopicConfigs {
+		if _, ok := v.Topics[d.TopicPartition.Topic]; !ok {
+			return "", fmt.Errorf("%w (topic %s)", errTopicNotInCluster, d.TopicPartition.Topic)
+		}
 	}
 	st := c.settings(d.TopicPartition.Topic)
 	switch {

@@ -15,8 +15,9 @@ import (
 
 // TestBench runs "tierd bench" as a user would, at small sizes, against
 // a MinIO it starts itself: every case runs and checks the bytes it reads
-// (the Kafka cases through tierd's Kafka listener), the memory case runs
-// against a "tierd run" child, and the table, the JSON, the Kafka targets
+// (the Kafka cases through tierd's Kafka listener), the memory and
+// readers cases run against "tierd run" children, the scale cases run
+// on both buckets at tiny sizes, and the table, the JSON, the targets
 // and both plot formats come out.
 func TestBench(t *testing.T) {
 	if rsmtest.FindMinIO() == "" {
@@ -27,7 +28,7 @@ func TestBench(t *testing.T) {
 	jsonPath, png, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
 	args := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "6291456", "--count", "30", "--readers", "3",
 		"--max-bytes", "65536", "--chunk-bytes", "262144", "--cache-memory-bytes", "1048576", "--prefetch-bytes", "524288",
-		"--rounds", "2", "--json", jsonPath, "--plot", png}
+		"--rounds", "2", "--cases", "read,copy,readers", "--reader-counts", "1,2", "--reader-bytes", "1048576", "--json", jsonPath, "--plot", png}
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -35,14 +36,15 @@ func TestBench(t *testing.T) {
 		t.Fatalf("tierd bench: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
 	cases := []string{"raw_get", "fetch_cold", "kafka_fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get",
-		"replay", "kafka_replay", "replay_3"}
+		"replay", "kafka_replay", "replay_3", "copy", "raw_put"}
 	for _, c := range cases {
 		if !strings.Contains(out.String(), c) {
 			t.Errorf("table has no %s row:\n%s", c, out.String())
 		}
 	}
 	for _, want := range []string{"tierd run child", "targets (ratios from this run)", "kafka_fetch_cold p50 / fetch_cold p50 = ",
-		"kafka_replay MiB/s / replay MiB/s = "} {
+		"kafka_replay MiB/s / replay MiB/s = ", "copy MiB/s / raw_put MiB/s = ", "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = ",
+		"readers/seq", "readers/random", "readers random: p99 at 2 readers / p99 at 1 = "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
@@ -56,9 +58,17 @@ func TestBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got map[string]map[string]float64
-	if err := json.Unmarshal(raw, &got); err != nil {
+	var all map[string]json.RawMessage // cases are objects of numbers, growth measures hold arrays
+	if err := json.Unmarshal(raw, &all); err != nil {
 		t.Fatalf("--json: %v\n%s", err, raw)
+	}
+	got := map[string]map[string]float64{}
+	for _, c := range cases {
+		var v map[string]float64
+		if err := json.Unmarshal(all[c], &v); err != nil {
+			t.Fatalf("--json %s: %v\n%s", c, err, raw)
+		}
+		got[c] = v
 	}
 	for _, c := range cases {
 		r, ok := got[c]
@@ -75,12 +85,51 @@ func TestBench(t *testing.T) {
 	if m := got["replay_3"]["peak_anon_rss_mib"]; m <= 0 {
 		t.Errorf("replay_3 peak_anon_rss_mib = %v", m)
 	}
+	for _, c := range []string{"replay", "raw_seq_get", "grpc_floor"} {
+		if got[c]["cpu_s_per_gib_proc"] <= 0 {
+			t.Errorf("%s cpu_s_per_gib_proc = %v", c, got[c]["cpu_s_per_gib_proc"])
+		}
+	}
+	// readers_N's measures are keyed by case, pattern and measure, one
+	// row per round, one value per number of readers.
+	var growth map[string]struct {
+		Sizes  []int        `json:"sizes"`
+		Values [][]*float64 `json:"values"`
+	}
+	json.Unmarshal(raw, &growth)
+	if g := growth["readers/seq fetched_per_served"]; len(g.Sizes) != 2 || len(g.Values) != 2 || g.Values[1][1] == nil || *g.Values[1][1] <= 0 {
+		t.Errorf("--json readers/seq fetched_per_served = %+v", g)
+	}
+
+	// The scale cases at tiny sizes, one round: every measure of every
+	// size is there, and the growth plot is drawn.
+	scaleJSON := filepath.Join(dir, "s.json")
+	sargs := []string{"bench", "--cases", "scale_partitions,scale_segments", "--partitions", "2,20", "--copies", "4,40", "--rounds", "1",
+		"--json", scaleJSON, "--plot", filepath.Join(dir, "s.png")}
+	if out, err := exec.Command(bin, sargs...).CombinedOutput(); err != nil {
+		t.Fatalf("tierd bench %v: %v\n%s", sargs, err, out)
+	} else if !strings.Contains(string(out), "growth per tenfold") {
+		t.Errorf("no growth targets:\n%s", out)
+	}
+	raw, _ = os.ReadFile(scaleJSON)
+	growth = nil
+	json.Unmarshal(raw, &growth)
+	for _, k := range []string{"scale_partitions/filesystem idle_pass_cpu_s", "scale_partitions/minio idle_pass_synced_writes",
+		"scale_segments/filesystem fetch_after_write_p50_ms", "scale_segments/minio segments_cmd_s", "scale_segments/minio retention_pass_wall_s"} {
+		g := growth[k]
+		if len(g.Values) != 1 || len(g.Values[0]) != 2 || g.Values[0][0] == nil || g.Values[0][1] == nil {
+			t.Errorf("--json %q = %+v\n%s", k, g, raw)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "s-growth.png")); !bytes.HasPrefix(data, []byte("\x89PNG")) {
+		t.Errorf("no growth plot s-growth.png")
+	}
 	if data, _ := os.ReadFile(png); !bytes.HasPrefix(data, []byte("\x89PNG")) {
 		t.Errorf("--plot %s is not a PNG", png)
 	}
 	// The plot format follows the extension; a bad extension is refused
 	// before anything runs.
-	small := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "3145728", "--count", "5", "--readers", "2", "--plot", svg}
+	small := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "3145728", "--count", "5", "--readers", "2", "--cases", "read", "--plot", svg}
 	if out, err := exec.Command(bin, small...).CombinedOutput(); err != nil {
 		t.Fatalf("tierd bench --plot .svg: %v\n%s", err, out)
 	}

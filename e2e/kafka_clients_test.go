@@ -22,6 +22,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/testtools"
 )
 
 // Real Kafka clients reading through tierd's listener, each with its own
@@ -84,27 +85,9 @@ func short(b []byte) string {
 	return fmt.Sprintf("%q", b)
 }
 
-const python = "/usr/bin/python3"
+func needKcat(t *testing.T) string { t.Helper(); return testtools.Kcat(t) }
 
-func needKcat(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat is not installed (Debian package kcat; CI installs it)")
-	}
-	return p
-}
-
-func needPython(t *testing.T, module string) {
-	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("%s is missing (CI installs python3-kafka and python3-confluent-kafka)", python)
-	}
-	if out, err := exec.Command(python, "-c", "import "+module).CombinedOutput(); err != nil {
-		pkg := map[string]string{"kafka": "python3-kafka", "confluent_kafka": "python3-confluent-kafka"}[module]
-		t.Skipf("python module %s is not installed (Debian package %s; CI installs it): %s", module, pkg, bytes.TrimSpace(out))
-	}
-}
+func needPython(t *testing.T, module string) { t.Helper(); testtools.NeedPython(t, module) }
 
 // kcatFormat prints a record's offset, timestamp, key and value lengths
 // (-1 for null) and headers on one line, then the key and value bytes.
@@ -366,7 +349,7 @@ func pythonRead(client, addr, iso string, last map[tpKey]int64) (map[tpKey][]cre
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, args...)
+	cmd := exec.CommandContext(ctx, testtools.Python, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

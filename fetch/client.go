@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -36,8 +37,9 @@ func (e *OutOfRangeError) Unwrap() error { return ErrOutOfRange }
 
 // Client is a gRPC client of the remote fetch service.
 type Client struct {
-	conn *grpc.ClientConn
-	c    tierdpb.RemoteFetchClient
+	conn     *grpc.ClientConn
+	c        tierdpb.RemoteFetchClient
+	noStream atomic.Bool // the server has no FetchStream: use Fetch
 }
 
 // Admin returns a client of the Admin service on the same connection.
@@ -58,7 +60,8 @@ func WithClientTLS(c *tls.Config) DialOption { return func(o *dialOptions) { o.t
 // unless WithClientTLS is given. The connection is made lazily. The
 // client accepts responses of any size (a Fetch answer holds at least one
 // whole batch, up to fetch.max.bytes and more), unlike gRPC's default
-// 4 MiB receive limit.
+// 4 MiB receive limit. A FetchResponse's records are copied once from the
+// transport (clientCodec), not twice as by the proto codec.
 func Dial(addr string, opts ...DialOption) (*Client, error) {
 	var o dialOptions
 	for _, opt := range opts {
@@ -70,7 +73,7 @@ func Dial(addr string, opts ...DialOption) (*Client, error) {
 	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
 		// A response holds at least one whole batch, whatever its size.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(newClientCodec())),
 		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
 		grpc.WithWriteBufferSize(ioBufferBytes), grpc.WithReadBufferSize(ioBufferBytes))
 	if err != nil {
@@ -108,26 +111,41 @@ func (c *Client) API() tierdpb.RemoteFetchClient { return c.c }
 func (c *Client) Close() error { return c.conn.Close() }
 
 // Partition returns a reader of one partition's remote log, which
-// satisfies seglog.RemoteReader.
+// satisfies seglog.RemoteReader. It is safe for concurrent use.
 func (c *Client) Partition(topic string, partition int32) *PartitionReader {
-	return &PartitionReader{c: c.c, topic: topic, partition: partition}
+	return &PartitionReader{c: c.c, cl: c, topic: topic, partition: partition}
 }
 
 // PartitionReader reads one partition's tiered log.
 type PartitionReader struct {
 	c         tierdpb.RemoteFetchClient
+	cl        *Client
 	topic     string
 	partition int32
 }
 
-// ReadRemote fetches whole batches from offset (see the Fetch RPC). An
-// OUT_OF_RANGE status becomes *OutOfRangeError.
+// ReadRemote fetches whole batches from offset (see the Fetch RPC), with
+// FetchStream: the caller owns the returned bytes. An OUT_OF_RANGE status
+// becomes *OutOfRangeError.
 func (p *PartitionReader) ReadRemote(ctx context.Context, offset int64, maxBytes int) ([]byte, error) {
-	resp, err := p.c.Fetch(ctx, &tierdpb.FetchRequest{Topic: p.topic, Partition: p.partition, Offset: offset, MaxBytes: int32(min(maxBytes, 1<<31-1))})
+	rs, err := p.cl.fetch(ctx, &tierdpb.FetchRequest{Topic: p.topic, Partition: p.partition, Offset: offset,
+		MaxBytes: int32(min(maxBytes, 1<<31-1))})
 	if err != nil {
-		return nil, fromStatus(offset, err)
+		return nil, err
 	}
-	return resp.Records, nil
+	return rs.Records, nil
+}
+
+// Fetch fetches whole batches from offset as the Fetch RPC does (through
+// FetchStream, see clientstream.go), with the isolation level
+// iso. The returned Records live in a buffer from a pool: valid until
+// Release. A caller that never calls Release leaves the buffer to the
+// garbage collector (no harm, only no reuse). An OUT_OF_RANGE status
+// becomes *OutOfRangeError; other errors are gRPC statuses (see the
+// service's doc in proto/tierd.proto) or ctx's.
+func (p *PartitionReader) Fetch(ctx context.Context, offset int64, maxBytes int, iso tierdpb.IsolationLevel) (*Batches, error) {
+	return p.cl.fetchInto(ctx, &tierdpb.FetchRequest{Topic: p.topic, Partition: p.partition, Offset: offset,
+		MaxBytes: int32(min(maxBytes, 1<<31-1)), IsolationLevel: iso}, recordsPool)
 }
 
 // RemoteLogStartOffset returns the log start offset of the whole log, or

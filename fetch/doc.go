@@ -1,5 +1,5 @@
-// Package fetch serves the remote tier's reads: over gRPC (Fetch by
-// offset, ListOffsets, ListSegments), and in process through the Go read
+// Package fetch serves the remote tier's reads: over gRPC (Fetch and
+// FetchStream by offset, ListOffsets, ListSegments), and in process through the Go read
 // API of *Server (ReadRemote, RemoteOffsets, RemotePartitions,
 // RemoteAbortedTxns, RemoteOffsetForTimestamp, RemoteMaxTimestamp,
 // RemoteLeaderEpochs), which the gRPC methods call: one implementation.
@@ -21,8 +21,12 @@
 // aborted transactions) and reads through the chunk cache (package
 // cache): the bytes from the index position to the next index entry's
 // position + max_bytes are loaded at once with one ranged GET, and the
-// answer is a slice of the cached chunk (a copy only when it spans two
-// chunks), sent without a marshal copy (recordsCodec). A read that starts
+// gRPC answer is views of the cached chunks, one per chunk, sent without
+// a copy (recordsCodec, fetchReply) and pinned until gRPC has written
+// them; ReadRemote's answer is a slice of the chunk, or a copy when it
+// spans chunks. FetchStream sends the batches as their bytes arrive
+// (stream.go); the client copies records once from the transport into
+// their buffer (clientcodec.go, clientstream.go). A read that starts
 // where an earlier one ended is sequential: whole chunks up to
 // remote.fetch.prefetch.max.bytes ahead are loaded, into the following
 // copies too, with their offset indexes. Loads run apart from requests, at

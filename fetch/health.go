@@ -133,7 +133,7 @@ func (s *Server) newGRPCServer() (*grpc.Server, *healthServer) {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls)))
 	}
 	gs := grpc.NewServer(opts...)
-	tierdpb.RegisterRemoteFetchServer(gs, s)
+	gs.RegisterService(remoteFetchDesc(), s) // Fetch without a records copy (stream.go)
 	services := []string{tierdpb.RemoteFetch_ServiceDesc.ServiceName}
 	if s.admin != nil {
 		tierdpb.RegisterAdminServer(gs, s.admin)

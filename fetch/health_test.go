@@ -223,4 +223,25 @@ func TestGrpcurl(t *testing.T) {
 	if err != nil || len(recs) <= 4<<20 || len(batches(t, recs)) == 0 || fr.NextOffset == "" {
 		t.Fatalf("grpcurl Fetch: %d record bytes, next offset %q, %v", len(recs), fr.NextOffset, err)
 	}
+	// FetchStream: its parts' records, concatenated, are Fetch's.
+	req = `{"topic": "t", "partition": 0, "offset": 0, "max_bytes": 3145728}`
+	out, errOut, err = testtools.Run(grpcurl, "-plaintext", "-d", req, e.addr, "tierd.v1.RemoteFetch/FetchStream")
+	if err != nil {
+		t.Fatalf("grpcurl FetchStream: %v\n%s", err, errOut)
+	}
+	var streamed []byte
+	for dec := json.NewDecoder(strings.NewReader(out)); dec.More(); {
+		if err := dec.Decode(&fr); err != nil {
+			t.Fatalf("grpcurl FetchStream printed %.300q: %v", out, err)
+		}
+		b, err := base64.StdEncoding.DecodeString(fr.Records)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streamed = append(streamed, b...)
+	}
+	want, err := e.fetch(0, 3<<20)
+	if err != nil || len(streamed) == 0 || !bytes.Equal(streamed, want.Records) {
+		t.Fatalf("grpcurl FetchStream: %d record bytes, Fetch %d (%v)", len(streamed), len(want.GetRecords()), err)
+	}
 }

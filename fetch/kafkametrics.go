@@ -54,7 +54,7 @@ func (s *Server) countFetch(tp remotelog.TopicPartition, start time.Time, rr *Re
 	var re *RangeError
 	switch err := *errp; {
 	case err == nil:
-		s.km.bytes.WithLabelValues(t, p).Add(float64(len(rr.Records)))
+		s.km.bytes.WithLabelValues(t, p).Add(float64(rr.n))
 	case errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrNotTiered), errors.As(err, &re), errors.Is(err, context.Canceled):
 	default:
 		failures.Inc()

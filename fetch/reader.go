@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -78,18 +79,33 @@ func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
 	return r.view(r.ctx, b.Position, int64(b.Size))
 }
 
-// readFrom returns whole entries of one segment starting with the entry
-// whose last offset is >= offset, as the Fetch contract says, or nil when
-// the segment has none (the offset is past its last batch). The bytes
-// [cur, touchEnd), where the answer most likely lies, load at once with
-// one GET and stay pinned for this read. The first entry is waited for
-// until wait ends (then ErrStillLoading); each later one is added only
-// when all its bytes arrived before wait ended. end is the file position
-// after the last entry returned (or scanned, when none is).
-func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64) (out []byte, next, end int64, err error) {
+// emitFunc receives a read's runs of whole entries, in order: views of
+// consecutive file bytes (one per chunk, see cache.Pin.Slices), which
+// stay valid while h is held (a receiver keeping them past its return
+// calls h.add, and h.done when done), and the offset after the run's last
+// entry. It must not keep parts itself, which the reader reuses.
+type emitFunc func(parts [][]byte, next int64, h *hold) error
+
+// readFrom reads whole entries of one segment starting with the entry
+// whose last offset is >= offset, as the Fetch contract says, and passes
+// them to emit: in one run at the end, or with stream set, in runs sent
+// as their bytes arrive: the run so far is sent before waiting for bytes
+// that have not arrived (so answers from the cache go in one run, whose
+// size the client then knows at once). It passes nothing when
+// the segment has no such entry (the offset is past its last batch). The
+// bytes [cur, touchEnd), where the answer most likely lies, load at once
+// with one GET and stay pinned, under the returned hold, which the caller
+// releases once the views are no longer read (also on error). The first
+// entry is waited for until wait ends (then ErrStillLoading); each later
+// one is added only when all its bytes arrived before wait ended. n is
+// the bytes passed, next the offset after the last entry passed, end the
+// file position after it (or after the last entry scanned, when none is).
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
 	r.pin = r.c.Pin(r.obj, r.cur, min(touchEnd, r.meta.SizeInBytes)-r.cur)
+	h = newHold(r.pin)
 	r.ctx = wait
-	start := int64(-1)
+	defer func() { r.ctx = ctx }()
+	start, sent := int64(-1), int64(-1) // first entry; end of the bytes emitted
 	end = r.cur
 	ourWaitEnded := func() bool { return wait.Err() != nil && ctx.Err() == nil }
 	stopped := func(err error) error { // nil: answer with what has arrived
@@ -101,11 +117,35 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 		}
 		return nil
 	}
+	var parts [][]byte
+	flush := func() error {
+		if start < 0 || sent == end {
+			return nil
+		}
+		var err error
+		if parts, err = r.pin.Slices(ctx, sent, end-sent, parts[:0]); err != nil {
+			return err
+		}
+		n += end - sent
+		sent = end
+		return emit(parts, next, h)
+	}
+	// flushBefore sends the run so far when bytes [off, off+l) are still
+	// to arrive, so that its transport overlaps their GET.
+	flushBefore := func(off, l int64) error {
+		if !stream || start < 0 || sent == end || r.pin.Arrived(off, l) {
+			return nil
+		}
+		return flush()
+	}
 	for {
+		if err := flushBefore(r.cur, min(batch.HeaderSize, r.meta.SizeInBytes-r.cur)); err != nil {
+			return h, n, next, end, err
+		}
 		b, ok, err := r.next()
 		if err != nil {
 			if err = stopped(err); err != nil {
-				return nil, 0, 0, err
+				return h, n, next, end, err
 			}
 			break
 		}
@@ -119,22 +159,44 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 		if start >= 0 && b.End()-start > maxBytes {
 			break
 		}
+		if err := flushBefore(b.Position, int64(b.Size)); err != nil {
+			return h, n, next, end, err
+		}
 		// The entry goes in once its last byte (so all of it) is in.
 		if _, err := r.view(wait, b.End()-1, 1); err != nil {
 			if err = stopped(err); err != nil {
-				return nil, 0, 0, err
+				return h, n, next, end, err
 			}
 			break
 		}
 		if start < 0 {
-			start = b.Position
+			start, sent = b.Position, b.Position
 		}
 		end, next = b.End(), b.LastOffset+1
 	}
-	r.ctx = ctx
-	if start < 0 {
-		return nil, 0, end, nil
+	return h, n, next, end, flush()
+}
+
+// hold counts the users of a read's pinned chunks: the read itself and
+// each response that gRPC has not finished writing; the last one out
+// releases the pin.
+type hold struct {
+	n   atomic.Int32
+	pin *cache.Pin
+}
+
+func newHold(p *cache.Pin) *hold {
+	h := &hold{pin: p}
+	h.n.Store(1)
+	return h
+}
+
+// add counts one more user.
+func (h *hold) add() { h.n.Add(1) }
+
+// done ends one user; the last releases the pin.
+func (h *hold) done() {
+	if h.n.Add(-1) == 0 {
+		h.pin.Release()
 	}
-	out, err = r.view(ctx, start, end-start)
-	return out, next, end, err
 }

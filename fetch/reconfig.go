@@ -13,19 +13,36 @@ import (
 
 // DynamicKeys are the fetch settings a running tierd takes from a reloaded
 // tierd.yaml, by yaml key, as Kafka's dynamic remote log configs
-// (remote.fetch.max.wait.ms, remote.log.index.file.cache.total.size.bytes,
-// the fetch quota) and tierd's per-request bounds. The listen address and
-// the chunk cache (chunk size, budgets, disk dir, GETs in flight, load
-// timeout) need a restart: chunks in use are cut to the chunk size, and
-// the budgets size the process's memory limit.
+// (remote.fetch.max.wait.ms, remote.log.index.file.cache.total.size.bytes
+// and the fetch quota are in DynamicRemoteLogConfig.ReconfigurableConfigs
+// of Kafka's DynamicBrokerConfig.scala), the chunk cache's memory and disk
+// budgets (tierd's; dynamic as the index cache's budget is) and tierd's
+// per-request bounds. The listen address and the rest of the chunk cache
+// (chunk size, disk dir, GETs in flight, load timeout) need a restart:
+// chunks in use are cut to the chunk size. Turning the disk tier on or off
+// (its budget to or from 0) needs one too (see DiskBudgetDynamic).
 var DynamicKeys = []string{
 	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.max.wait.ms",
 	"remote.log.index.file.cache.total.size.bytes", "request_timeout", "remote.log.manager.fetch.max.bytes.per.second",
+	"remote.fetch.chunk.cache.memory.bytes", "remote.fetch.chunk.cache.disk.bytes",
+}
+
+// DiskBudgetDynamic reports whether a running server with c takes next's
+// remote.fetch.chunk.cache.disk.bytes: when the disk tier is on and stays
+// on (a budget above 0 before and after); turning it on or off needs a
+// restart.
+func (c Config) DiskBudgetDynamic(next Config) bool {
+	return c.Cache.DiskDir != "" && c.Cache.DiskBytes > 0 && next.Cache.DiskBytes > 0
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what
-// a server given next by Reconfigure runs with.
+// a server given next by Reconfigure runs with. The disk budget is kept
+// when DiskBudgetDynamic says no.
 func (c Config) WithDynamic(next Config) Config {
+	if c.DiskBudgetDynamic(next) {
+		c.Cache.DiskBytes = next.Cache.DiskBytes
+	}
+	c.Cache.MemoryBytes = next.Cache.MemoryBytes
 	c.FetchMaxBytes, c.PrefetchBytes, c.MaxWaitMs = next.FetchMaxBytes, next.PrefetchBytes, next.MaxWaitMs
 	c.IndexCacheBytes, c.RequestTimeout, c.FetchMaxBytesPerSecond = next.IndexCacheBytes, next.RequestTimeout, next.FetchMaxBytesPerSecond
 	return c
@@ -52,12 +69,16 @@ func (s *Server) throttled(ctx context.Context, rc io.ReadCloser) io.ReadCloser 
 
 // Reconfigure applies next's dynamic settings (DynamicKeys; the others
 // are ignored) to the requests that start from now on, and the fetch
-// quota and index cache budget at once (a smaller budget evicts). It
-// returns Validate's error for the config that would run, and then
-// changes nothing.
+// quota, the index cache budget and the chunk cache's budgets at once (a
+// smaller budget evicts down to it; readers keep the chunks they hold,
+// see cache.SetBudgets). It returns Validate's error for the config that
+// would run, and then changes nothing.
 func (s *Server) Reconfigure(next Config) error {
-	merged := s.cfg.WithDynamic(next)
+	merged := s.conf().WithDynamic(next)
 	if err := merged.Validate(); err != nil {
+		return fmt.Errorf("fetch: reconfigure: %w", err)
+	}
+	if err := s.cache.SetBudgets(merged.Cache.MemoryBytes, merged.Cache.DiskBytes); err != nil {
 		return fmt.Errorf("fetch: reconfigure: %w", err)
 	}
 	s.dyn.Store(&merged)

@@ -81,6 +81,18 @@ type RemoteRead struct {
 	// Offsets are the partition's offsets from the metadata snapshot the
 	// read used.
 	Offsets remotelog.PartitionOffsets
+
+	n     int64    // bytes read
+	parts [][]byte // the records as views of cached chunks (gRPC reads)
+	hold  *hold    // holds the chunks of parts; nil when there are none
+}
+
+// release lets go of the chunks the read's views hold.
+func (rr *RemoteRead) release() {
+	if rr.hold != nil {
+		rr.hold.done()
+		rr.hold = nil
+	}
 }
 
 // ReadRemote reads whole record batches from the finished copy holding
@@ -101,20 +113,47 @@ type RemoteRead struct {
 func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
-	return s.readRemote(ctx, tp, offset, int64(maxBytes))
+	rr, err := s.readRemote(ctx, tp, offset, int64(maxBytes), nil)
+	if err != nil {
+		return rr, err
+	}
+	// Within one chunk the records are the chunk's own bytes (its memory
+	// is the garbage collector's); across chunks they are gathered.
+	switch len(rr.parts) {
+	case 0:
+	case 1:
+		rr.Records = rr.parts[0]
+	default:
+		rr.Records = make([]byte, 0, rr.n)
+		for _, p := range rr.parts {
+			rr.Records = append(rr.Records, p...)
+		}
+	}
+	rr.parts = nil
+	rr.release()
+	return rr, nil
 }
 
 // retries is how often a read that raced a retention delete starts over
 // with fresh metadata.
 const retries = 3
 
-func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (rr RemoteRead, err error) {
+// readRemote is ReadRemote without the request timeout, answering with
+// views (rr.parts, held until rr.release); with stream set, it passes the
+// records to stream as they arrive instead (see segmentReader.readFrom).
+func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (rr RemoteRead, err error) {
 	defer s.countFetch(tp, time.Now(), &rr, &err)
+	sent := false
+	if stream != nil {
+		inner := stream
+		stream = func(r run) error { sent = true; return inner(r) }
+	}
 	for i := 0; i < retries; i++ {
 		// A copy deleted by retention after the snapshot was taken reads as
 		// a missing object: start over, and the new snapshot says whether
-		// the offset is now below the log start offset.
-		if rr, err = s.read(ctx, tp, offset, maxBytes); !errors.Is(err, rsm.ErrNotFound) {
+		// the offset is now below the log start offset (unless part of the
+		// answer went out already).
+		if rr, err = s.read(ctx, tp, offset, maxBytes, stream); !errors.Is(err, rsm.ErrNotFound) || sent {
 			break
 		}
 	}
@@ -171,7 +210,7 @@ func (s *Server) following(p finCursor) []remotelog.SegmentMetadata {
 }
 
 // read is one attempt of readRemote, on one metadata snapshot.
-func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64) (RemoteRead, error) {
+func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (RemoteRead, error) {
 	if offset < 0 || maxBytes < 0 {
 		return RemoteRead{}, invalidf("offset and max_bytes must be >= 0 (got %d, %d)", offset, maxBytes)
 	}
@@ -207,13 +246,24 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 		}
 		pos, bound := scanBounds(offsets, offset, meta.SizeInBytes)
 		r := s.newSegmentReader(ctx, meta, pos)
-		data, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize)
+		rr := RemoteRead{Offsets: offs}
+		emit := func(parts [][]byte, _ int64, _ *hold) error { rr.parts = append(rr.parts, parts...); return nil }
+		if stream != nil {
+			emit = func(parts [][]byte, next int64, h *hold) error { return stream(run{parts, next, offs, h}) }
+		}
+		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, stream != nil, emit)
+		if err != nil || n == 0 || stream != nil {
+			h.done()
+		} else {
+			rr.hold = h
+		}
 		if err != nil {
 			return RemoteRead{}, missing(meta, err)
 		}
-		if len(data) > 0 {
-			s.afterFetch(meta, end-int64(len(data)), end, s.following(p))
-			return RemoteRead{Records: data, Next: next, Offsets: offs}, nil
+		if n > 0 {
+			s.afterFetch(meta, end-n, end, s.following(p))
+			rr.n, rr.Next = n, next
+			return rr, nil
 		}
 		want = meta.EndOffset + 1 // compacted away to the segment's end
 	}

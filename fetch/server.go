@@ -226,40 +226,6 @@ func (s *Server) observe(method string, err error) error {
 	return st.Err()
 }
 
-// Fetch implements tierdpb.RemoteFetchServer over ReadRemote and, with
-// READ_COMMITTED, RemoteAbortedTxns.
-func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
-	defer cancel()
-	resp, err := s.fetch(ctx, req)
-	return resp, s.observe("Fetch", err)
-}
-
-func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	iso := req.GetIsolationLevel()
-	if iso != tierdpb.IsolationLevel_READ_UNCOMMITTED && iso != tierdpb.IsolationLevel_READ_COMMITTED {
-		return nil, invalidf("unknown isolation level %v", iso)
-	}
-	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
-	rr, err := s.readRemote(ctx, tp, req.Offset, int64(req.MaxBytes))
-	if err != nil {
-		return nil, err
-	}
-	resp := &tierdpb.FetchResponse{Records: rr.Records, LogStartOffset: rr.Offsets.LogStartOffset,
-		HighestTieredOffset: rr.Offsets.HighestTieredOffset, NextOffset: rr.Next}
-	if iso == tierdpb.IsolationLevel_READ_COMMITTED && len(rr.Records) > 0 {
-		txns, err := s.abortedTxns(ctx, tp, req.Offset, rr.Next)
-		if err != nil {
-			return nil, err
-		}
-		resp.AbortedTransactions = make([]*tierdpb.AbortedTransaction, len(txns))
-		for i, t := range txns {
-			resp.AbortedTransactions[i] = &tierdpb.AbortedTransaction{ProducerId: t.ProducerID, FirstOffset: t.FirstOffset}
-		}
-	}
-	return resp, nil
-}
-
 // ListOffsets implements tierdpb.RemoteFetchServer over the partition's
 // offsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/grpc/codes"
@@ -34,6 +35,18 @@ type countingBucket struct {
 	rsm.Bucket
 	read, gets, logGets, txnGets atomic.Int64
 	gate                         atomic.Pointer[chan struct{}]
+	pace                         atomic.Int64 // > 0: bodies deliver 16 KiB per Read, sleeping this many ns before each
+}
+
+// pacedReader delivers its bytes 16 KiB per Read, sleeping before each.
+type pacedReader struct {
+	r     io.Reader
+	sleep time.Duration
+}
+
+func (p pacedReader) Read(b []byte) (int, error) {
+	time.Sleep(p.sleep)
+	return p.r.Read(b[:min(len(b), 16<<10)])
 }
 
 func (c *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
@@ -58,6 +71,9 @@ func (c *countingBucket) GetRange(ctx context.Context, key string, off, length i
 	data, err := io.ReadAll(rc)
 	rc.Close()
 	c.read.Add(int64(len(data)))
+	if p := c.pace.Load(); p > 0 {
+		return io.NopCloser(pacedReader{bytes.NewReader(data), time.Duration(p)}), err
+	}
 	return io.NopCloser(bytes.NewReader(data)), err
 }
 
@@ -81,7 +97,14 @@ func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, bucket: &countingBucket{Bucket: fsb}, tp: remotelog.TopicPartition{Topic: "t", Partition: 0}}
+	return newEnvOn(t, fsb, cfg, opts...)
+}
+
+// newEnvOn is newEnv over bucket b.
+func newEnvOn(t testing.TB, b rsm.Bucket, cfg Config, opts ...Option) *env {
+	t.Helper()
+	var err error
+	e := &env{t: t, bucket: &countingBucket{Bucket: b}, tp: remotelog.TopicPartition{Topic: "t", Partition: 0}}
 	if e.store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/testtools"
 )
 
 // Real clients outside Go: kcat (librdkafka) and the Debian Python
@@ -27,26 +28,9 @@ import (
 // (.ci/run: kcat, python3-kafka, python3-confluent-kafka); elsewhere the
 // tests skip when they are missing.
 
-const python = "/usr/bin/python3"
+func needKcat(t *testing.T) string { t.Helper(); return testtools.Kcat(t) }
 
-func needKcat(t *testing.T) string {
-	t.Helper()
-	p, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat is not installed (Debian package kcat); CI installs it")
-	}
-	return p
-}
-
-func needPython(t *testing.T, module string) {
-	t.Helper()
-	if _, err := os.Stat(python); err != nil {
-		t.Skipf("%s is missing", python)
-	}
-	if out, err := exec.Command(python, "-c", "import "+module).CombinedOutput(); err != nil {
-		t.Skipf("python module %s is not installed (Debian python3-%s): %s", module, strings.ReplaceAll(module, "_", "-"), out)
-	}
-}
+func needPython(t *testing.T, module string) { t.Helper(); testtools.NeedPython(t, module) }
 
 // clientRecord is a record as an outside client printed it.
 type clientRecord struct {
@@ -256,7 +240,7 @@ func runPython(t *testing.T, client, addr, iso string, want map[TopicPartition]i
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, python, args...)
+	cmd := exec.CommandContext(ctx, testtools.Python, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -174,7 +174,9 @@ func (s *Store) ChangesSince(tp remotelog.TopicPartition, since remotelog.Versio
 // Pebble's, a row that does not decode.
 func (s *Store) FinishedSnapshot(tp remotelog.TopicPartition) (remotelog.Version, remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error) {
 	v := s.PartitionVersion(tp)
-	snap := s.db().NewSnapshot()
+	db, done := s.read()
+	defer done()
+	snap := db.NewSnapshot()
 	defer snap.Close()
 	off, ok, err := readOffsets(snap, tp)
 	if err != nil {

@@ -42,7 +42,9 @@ func journalKey(seq int64) []byte {
 
 // lastJournalSeq returns the highest journal sequence number, 0 when empty.
 func (s *Store) lastJournalSeq() (int64, error) {
-	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
+	db, done := s.read()
+	defer done()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
 	if err != nil {
 		return 0, err
 	}
@@ -101,7 +103,7 @@ func (s *Store) ScheduleDeletion(tp remotelog.TopicPartition, topicID string, re
 	} else if !errors.Is(err, pebble.ErrNotFound) {
 		return d, err
 	}
-	rows, err := scanRows(s.db(), segmentPrefix(tp))
+	rows, err := s.scanRows(segmentPrefix(tp))
 	if err != nil {
 		return d, err
 	}
@@ -154,7 +156,7 @@ func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail stri
 		return d, err
 	}
 	if ok {
-		rows, err := scanRows(s.db(), segmentPrefix(tp))
+		rows, err := s.scanRows(segmentPrefix(tp))
 		if err != nil {
 			return d, err
 		}
@@ -268,7 +270,9 @@ func (s *Store) Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDe
 		lower = deletionPrefix(*tp)
 		upper = successor(lower)
 	}
-	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	db, done := s.read()
+	defer done()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +295,9 @@ func (s *Store) Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDe
 // above afterSeq, oldest first (limit <= 0: all).
 func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, error) {
 	afterSeq = max(afterSeq, 0)
-	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: journalKey(afterSeq + 1), UpperBound: []byte{journalTag + 1}})
+	db, done := s.read()
+	defer done()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: journalKey(afterSeq + 1), UpperBound: []byte{journalTag + 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -318,8 +324,10 @@ func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 	defer s.mu.Unlock()
 	b := s.db().NewBatch()
 	defer b.Close()
+	fromDB, fromDone := from.read()
+	defer fromDone()
 	for _, tag := range []byte{deletionTag, journalTag} {
-		it, err := from.db().NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
+		it, err := fromDB.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
 		if err != nil {
 			return deletions, entries, err
 		}

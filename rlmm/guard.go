@@ -2,6 +2,7 @@ package rlmm
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -19,13 +20,16 @@ import (
 // log lines a second, and behind an Open that never returns). guardFS
 // keeps those errors from Pebble: the first write that fails marks the
 // instance dead, with the error as its cause, and parks the goroutine
-// that made it, never to return; so does every later write of the dead
-// instance, failing or not, so that it cannot touch files a new instance
-// of the same directory uses. The Store then answers writes with the
-// cause, serves reads from the dead instance's memory and files, and opens
-// a new instance once the directory takes writes again (see recoverLoop).
+// that made it; so does every later write of the dead instance, failing
+// or not, so that it cannot touch files a new instance of the same
+// directory uses. The Store then answers writes with the cause, serves
+// reads from the dead instance's memory and files, and opens a new
+// instance once the directory takes writes again (see recoverLoop).
 // That is what a crash at the failed write and a restart would do, minus
-// the restart: Pebble recovers from its WAL either way.
+// the restart: Pebble recovers from its WAL either way. Once the new
+// instance is in use, the dead one is retired (see retire): its parked
+// writes return the cause without touching the filesystem, and it is
+// closed.
 //
 // Writes are Create, Link, OpenReadWrite, Remove, RemoveAll, Rename,
 // ReuseForWrite, MkdirAll and, on files, Write, WriteAt, Preallocate and
@@ -52,9 +56,18 @@ type instance struct {
 	lock             atomic.Pointer[onceCloser] // the directory lock, once this instance took it
 	onFail           func(*instance)            // told once, after dead is closed
 	retrying         sync.Once                  // the store's retries for this instance start once
+	// release is closed when a dead instance is retired: parked writes
+	// (and Fatalf) return then, and later writes fail at once, none of
+	// them touching the filesystem.
+	release     chan struct{}
+	releaseOnce sync.Once
+	// readers counts the reads under way on db (see Store.read).
+	readers atomic.Int64
 }
 
-func newInstance() *instance { return &instance{dead: make(chan struct{})} }
+func newInstance() *instance {
+	return &instance{dead: make(chan struct{}), release: make(chan struct{})}
+}
 
 // fail marks the instance dead; the first cause wins. It reports whether
 // this call did it.
@@ -82,19 +95,25 @@ func (in *instance) isDead() bool {
 // quiet reports whether every write of a dead instance has parked.
 func (in *instance) quiet() bool { return in.inflight.Load() == in.parked.Load() }
 
-// park blocks the calling goroutine for ever: its instance is dead, and
-// the goroutine belongs to Pebble, which must not see the error.
+// park blocks the calling goroutine until the instance is retired: it
+// is dead, and the goroutine belongs to Pebble, which must not see the
+// error while a new instance may be opening the directory.
 func (in *instance) park() {
 	in.parked.Add(1)
-	select {}
+	<-in.release
+	in.parked.Add(-1)
 }
 
 // write runs one write of the instance: parked if the instance is dead,
 // else done, and parked after marking the instance dead if it failed.
+// Once the instance is retired, a parked write returns an error with the
+// instance's cause, fn never run.
 func (g *guardFS) write(op, path string, sync bool, fn func() error) error {
 	g.in.inflight.Add(1)
+	defer g.in.inflight.Add(-1)
 	if g.in.isDead() {
 		g.in.park()
+		return &os.PathError{Op: op, Path: path, Err: fmt.Errorf("rlmm: write of a retired instance: %w", g.in.cause)}
 	}
 	err := fn()
 	if err != nil && (sync || !expected(err)) {
@@ -105,7 +124,6 @@ func (g *guardFS) write(op, path string, sync bool, fn func() error) error {
 		g.in.fail(err)
 		g.in.park()
 	}
-	g.in.inflight.Add(-1)
 	return err
 }
 

@@ -193,7 +193,13 @@ func (s *Store) openInstance(ctx context.Context) (*instance, error) {
 		in.db = r.db
 		return in, nil
 	case <-in.dead:
-		go s.abandon(in) // a write under way may take its time
+		go func() { // a write under way may take its time
+			if s.abandon(in) {
+				in.unpark() // Open returns now, its writes failing
+				in.db = (<-done).db
+				s.retire(in)
+			}
+		}()
 		return nil, &DirError{Dir: s.cfg.Dir, Err: in.cause}
 	case <-ctx.Done():
 		go func() {
@@ -207,19 +213,21 @@ func (s *Store) openInstance(ctx context.Context) (*instance, error) {
 
 // abandon gives up a dead instance: once none of its writes is under way
 // (they all park), it releases the directory lock the instance took, so
-// that a new instance can open the directory. It never closes the
-// instance: Close would wait on its parked goroutines.
-func (s *Store) abandon(in *instance) {
+// that a new instance can open the directory, and reports true. It
+// returns false when the store closes first. It does not close the
+// instance: retire does, once no other instance replaces it.
+func (s *Store) abandon(in *instance) bool {
 	for !in.quiet() {
 		select {
 		case <-s.closing:
-			return // keep the lock: a write may still land
+			return false // keep the lock: a write may still land
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
 	if l := in.lock.Load(); l != nil {
 		l.Close()
 	}
+	return true
 }
 
 // install makes in the instance in use. One that died meanwhile starts
@@ -307,6 +315,7 @@ func (s *Store) recoverLoop(dead *instance) {
 			s.journalSeq = seq
 		}
 		s.mu.Unlock()
+		s.retire(dead) // its goroutines and memory, released
 		return
 	}
 }
@@ -360,6 +369,12 @@ func (s *Store) closeInstance() error {
 	if in.quiet() {
 		if l := in.lock.Load(); l != nil {
 			l.Close()
+		}
+		done := make(chan struct{})
+		go func() { s.retire(in); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second): // a read stuck on a hung disk: leave it
 		}
 	}
 	return nil

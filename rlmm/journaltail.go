@@ -16,7 +16,9 @@ func (s *Store) JournalTail(limit int) ([]remotelog.JournalEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
+	db, done := s.read()
+	defer done()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{journalTag}, UpperBound: []byte{journalTag + 1}})
 	if err != nil {
 		return nil, err
 	}

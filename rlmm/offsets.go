@@ -11,7 +11,9 @@ import (
 
 // Partitions lists the partitions that have offsets recorded.
 func (s *Store) Partitions() ([]remotelog.TopicPartition, error) {
-	it, err := s.db().NewIter(&pebble.IterOptions{LowerBound: []byte{partitionTag}, UpperBound: []byte{partitionTag + 1}})
+	db, done := s.read()
+	defer done()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{partitionTag}, UpperBound: []byte{partitionTag + 1}})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +36,9 @@ func (s *Store) Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets
 }
 
 func (s *Store) offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
-	return readOffsets(s.db(), tp)
+	db, done := s.read()
+	defer done()
+	return readOffsets(db, tp)
 }
 
 func readOffsets(r reader, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {

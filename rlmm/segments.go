@@ -158,14 +158,16 @@ func (s *Store) segment(k []byte) (remotelog.SegmentMetadata, error) {
 // Segments returns every row of a partition, in any state, ordered by start
 // offset (then segment id).
 func (s *Store) Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	return scanRows(s.db(), segmentPrefix(tp))
+	return s.scanRows(segmentPrefix(tp))
 }
 
 // FinishedSegments returns the COPY_SEGMENT_FINISHED rows a reader should
 // use, ordered by start offset: a row whose offsets a newer finished copy
 // covers entirely is superseded and left out (see Supersede).
 func (s *Store) FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
-	return finishedSegments(s.db(), tp)
+	db, done := s.read()
+	defer done()
+	return finishedSegments(db, tp)
 }
 
 // reader is what *pebble.DB and *pebble.Snapshot share.

@@ -101,7 +101,9 @@ type Store struct {
 	lifecycle
 }
 
-// db returns the Pebble instance in use.
+// db returns the Pebble instance in use, for new batches only (a batch is
+// memory until commit copies it into the instance then in use). Reads
+// take the instance with read, so that it is not closed under them.
 func (s *Store) db() *pebble.DB { return s.inst.Load().db }
 
 // Open opens (creating) the store; see OpenContext.
@@ -185,7 +187,7 @@ func (s *Store) migrate() error {
 	} else if err != nil && !errors.Is(err, pebble.ErrNotFound) {
 		return err
 	}
-	rows, err := scanRows(s.db(), []byte{segmentTag})
+	rows, err := s.scanRows([]byte{segmentTag})
 	if err != nil {
 		return err
 	}
@@ -205,9 +207,12 @@ func (s *Store) migrate() error {
 }
 
 // pebbleLogger adapts slog to Pebble's logger for one instance. Fatalf
-// must not return: it marks the instance dead and parks the goroutine
-// (see guardFS), so that the process goes on and the store reopens the
-// directory.
+// marks the instance dead and parks the goroutine (see guardFS), so that
+// the process goes on and the store reopens the directory; it returns
+// only once the instance is retired (Pebble's callers then see the
+// error they reported and wind down, every write failing), so that the
+// instance can be closed. A retired instance's errors are logged at
+// debug level: they are the failures of its closing.
 type pebbleLogger struct {
 	l  *slog.Logger
 	in *instance
@@ -217,6 +222,10 @@ func (p pebbleLogger) Infof(format string, args ...any) {
 	p.l.Debug("pebble: " + fmt.Sprintf(format, args...))
 }
 func (p pebbleLogger) Errorf(format string, args ...any) {
+	if p.in.retired() {
+		p.l.Debug("pebble (retired instance): " + fmt.Sprintf(format, args...))
+		return
+	}
 	p.l.Error("pebble: " + fmt.Sprintf(format, args...))
 }
 func (p pebbleLogger) Fatalf(format string, args ...any) {
@@ -227,7 +236,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 	if p.in.fail(errors.New(msg)) {
 		p.l.Error(msg)
 	}
-	select {}
+	<-p.in.release
 }
 
 // Close closes the store. A store whose directory failed is left as a
@@ -249,7 +258,18 @@ func (s *Store) Close() error {
 	return s.closeInstance()
 }
 
-func (s *Store) get(k []byte) ([]byte, error) { return getFrom(s.db(), k) }
+func (s *Store) get(k []byte) ([]byte, error) {
+	db, done := s.read()
+	defer done()
+	return getFrom(db, k)
+}
+
+// scanRows is scanRows over the instance in use.
+func (s *Store) scanRows(prefix []byte) ([]remotelog.SegmentMetadata, error) {
+	db, done := s.read()
+	defer done()
+	return scanRows(db, prefix)
+}
 
 func getFrom(r reader, k []byte) ([]byte, error) {
 	v, closer, err := r.Get(k)

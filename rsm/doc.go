@@ -39,6 +39,21 @@
 // attempt, so a retry never overwrites an earlier attempt's objects and an
 // object can be deleted only through the row that names it.
 //
+// # Deleting, and what it costs
+//
+// A copy's row names all its keys, so DeleteSegment deletes them by key
+// (seven deletes, the manifest first) and lists nothing: its cost does
+// not grow with the bucket, the partition or the number of copies. Parts
+// of an upload that never completed (a crash mid-upload, a failed abort,
+// a retried request that started a second upload) are found only by
+// listing; AbortUploads lists the partition's incomplete uploads once for
+// every copy deleted together and aborts those whose key names one of
+// their segment ids. SweepPartition lists one partition's objects once:
+// objects no live row names can only be found by listing. On the
+// filesystem bucket a listing reads only the
+// directory the prefix names, so a partition's listing costs that
+// partition's files.
+//
 // # Manifest
 //
 // The manifest makes the bucket self-describing: with it, the remote

@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -397,80 +396,6 @@ func (m *Manager) Manifests(ctx context.Context, tp remotelog.TopicPartition) ([
 		return nil
 	})
 	return out, errors.Join(append(errs, err)...)
-}
-
-// DeleteSegment deletes every object of a copy, the manifest first so that
-// a half-deleted copy never looks complete, and aborts the copy's
-// incomplete multipart uploads. Missing objects are fine.
-func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error {
-	keys := []string{m.Key(meta, manifestSuffix), m.Key(meta, logSuffix)}
-	for _, t := range []remotelog.IndexType{remotelog.OffsetIndex, remotelog.TimeIndex, remotelog.TransactionIndex,
-		remotelog.ProducerSnapshot, remotelog.LeaderEpochIndex} {
-		keys = append(keys, m.Key(meta, t.Suffix()))
-	}
-	for _, k := range keys {
-		if err := m.b.Delete(ctx, k); err != nil {
-			return fmt.Errorf("delete %s: %w", k, err)
-		}
-	}
-	if mb, ok := m.b.(MultipartBucket); ok {
-		stem := strings.TrimSuffix(m.Key(meta, logSuffix), logSuffix)
-		if err := mb.AbortIncompleteUploads(ctx, stem); err != nil {
-			return fmt.Errorf("abort incomplete uploads of %s: %w", stem, err)
-		}
-	}
-	return nil
-}
-
-func (m *Manager) deleteObjects(ctx context.Context, mf *Manifest) {
-	for _, o := range mf.Objects {
-		_ = m.b.Delete(ctx, o.Key)
-	}
-}
-
-// SweepPartition deletes the objects of a partition's copies that keep
-// rejects, and aborts the partition's incomplete multipart uploads. keep is
-// asked once per segment id found, with whether that copy's manifest is
-// present. Call it only when no copy of the partition is in flight. It
-// returns the number of objects deleted; keys that do not follow the
-// layout are left alone.
-func (m *Manager) SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error) {
-	prefix := m.PartitionPrefix(tp)
-	byID := map[remotelog.SegmentID][]string{}
-	manifests := map[remotelog.SegmentID]bool{}
-	err := m.b.Iter(ctx, prefix, func(key string) error {
-		if _, id, suffix, ok := ParseKey(key); ok {
-			byID[id] = append(byID[id], key)
-			manifests[id] = manifests[id] || suffix == manifestSuffix
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, err
-	}
-	var doomed []string
-	for id, keys := range byID {
-		if !keep(id, manifests[id]) {
-			doomed = append(doomed, keys...)
-		}
-	}
-	// Manifests first, so a half-swept copy never looks complete.
-	sort.SliceStable(doomed, func(i, j int) bool {
-		return strings.HasSuffix(doomed[i], manifestSuffix) && !strings.HasSuffix(doomed[j], manifestSuffix)
-	})
-	n := 0
-	for _, k := range doomed {
-		if err := m.b.Delete(ctx, k); err != nil {
-			return n, fmt.Errorf("delete %s: %w", k, err)
-		}
-		n++
-	}
-	if mb, ok := m.b.(MultipartBucket); ok {
-		if err := mb.AbortIncompleteUploads(ctx, prefix); err != nil {
-			return n, fmt.Errorf("abort incomplete uploads under %s: %w", prefix, err)
-		}
-	}
-	return n, nil
 }
 
 // Partitions lists the partitions that have objects in the bucket under

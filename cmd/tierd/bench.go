@@ -8,12 +8,60 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/tierd/tierd/bench"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ba, code := benchConfig(args, stderr)
+	if code >= 0 {
+		return code
+	}
+	cfg, jsonPath, plotPath := ba.Config, &ba.jsonPath, &ba.plotPath
+	if exe, err := os.Executable(); err == nil {
+		cfg.DaemonBin = exe // the memory and readers cases measure "tierd run" children
+	}
+	rep, err := bench.Run(ctx, cfg, stderr)
+	if ctx.Err() != nil {
+		fmt.Fprintln(stderr, "tierd bench: interrupted")
+		return 1
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+		return 1
+	}
+	rep.WriteTable(stdout)
+	if *jsonPath != "" {
+		if err := rep.WriteJSON(*jsonPath); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+	}
+	if *plotPath != "" {
+		if err := rep.WritePlot(*plotPath); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+		if err := rep.WriteGrowthPlot(bench.GrowthPlotPath(*plotPath)); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// benchArgs is what "tierd bench"'s flags say.
+type benchArgs struct {
+	bench.Config
+	jsonPath, plotPath string
+}
+
+// benchConfig parses "tierd bench"'s flags into a checked config. It
+// returns the exit code to stop with (0 after -h, 2 for a bad flag,
+// with the reason on stderr), or -1 to go on.
+func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := bench.DefaultConfig()
@@ -37,54 +85,85 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.IntVar(&cfg.MaxInflightGets, "max-inflight-gets", cfg.MaxInflightGets, "remote.fetch.max.inflight.gets")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random offsets")
 	fs.DurationVar(&cfg.StoreLatency, "store-latency", 0, "delay added before every GET's first byte (raw_get and tierd alike), e.g. 20ms to model S3")
+	scale := fs.String("scale", bench.ScaleSmall, "sizes of the growth cases: small (5-50 partitions, 10-100 copies, 1-8 readers; minutes) or full (100-10,000 partitions, 1,000-100,000 copies, 1-64 readers; hours on today's code)")
+	cases := fs.String("cases", strings.Join(bench.AllCases, ","), "comma-separated cases to run: "+strings.Join(bench.AllCases, ", "))
+	partitions := fs.String("partitions", "", "scale_partitions sizes, comma-separated (default: from --scale)")
+	copies := fs.String("copies", "", "scale_segments sizes, finished copies in one partition, comma-separated (default: from --scale)")
+	readerCounts := fs.String("reader-counts", "", "readers_N numbers of readers, comma-separated (default: from --scale)")
+	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads (default: from --scale)")
+	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
+	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
-	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file")
+	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
-		return 0
+		return benchArgs{}, 0
 	} else if err != nil {
-		return 2
+		return benchArgs{}, 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tierd bench: unexpected arguments %q\n", fs.Args())
-		return 2
+		return benchArgs{}, 2
 	}
 	if *maxBytes < 1 || *maxBytes > 1<<31-1 {
 		fmt.Fprintf(stderr, "tierd bench: --max-bytes %d must be from 1 to 2147483647\n", *maxBytes)
-		return 2
+		return benchArgs{}, 2
 	}
 	cfg.MaxBytes = int32(*maxBytes)
+	if err := cfg.SetScale(*scale); err != nil {
+		fmt.Fprintf(stderr, "tierd bench: --scale: %v\n", err)
+		return benchArgs{}, 2
+	}
+	cfg.Cases, cfg.ScaleBuckets = splitList(*cases), splitList(*scaleBuckets)
+	for _, l := range []struct {
+		flag, v string
+		to      *[]int
+	}{{"partitions", *partitions, &cfg.Partitions}, {"copies", *copies, &cfg.Copies}, {"reader-counts", *readerCounts, &cfg.ReaderCounts}} {
+		if l.v == "" {
+			continue
+		}
+		var err error
+		if *l.to, err = intList(l.v); err != nil {
+			fmt.Fprintf(stderr, "tierd bench: --%s: %v\n", l.flag, err)
+			return benchArgs{}, 2
+		}
+	}
+	if *readerBytes != 0 {
+		cfg.ReaderBytes = *readerBytes
+	}
+	if *caseTimeout != 0 {
+		cfg.CaseTimeout = *caseTimeout
+	}
 	if ext := strings.ToLower(filepath.Ext(*plotPath)); *plotPath != "" && ext != ".png" && ext != ".svg" {
 		fmt.Fprintf(stderr, "tierd bench: --plot %s: the file name must end in .png or .svg\n", *plotPath)
-		return 2
+		return benchArgs{}, 2
 	}
 	if err := cfg.Validate(); err != nil {
 		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-		return 2
+		return benchArgs{}, 2
 	}
-	if exe, err := os.Executable(); err == nil {
-		cfg.DaemonBin = exe // the memory case measures a "tierd run" child
-	}
-	rep, err := bench.Run(ctx, cfg, stderr)
-	if ctx.Err() != nil {
-		fmt.Fprintln(stderr, "tierd bench: interrupted")
-		return 1
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-		return 1
-	}
-	rep.WriteTable(stdout)
-	if *jsonPath != "" {
-		if err := rep.WriteJSON(*jsonPath); err != nil {
-			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-			return 1
+	return benchArgs{Config: cfg, jsonPath: *jsonPath, plotPath: *plotPath}, -1
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(v string) []string {
+	var out []string
+	for _, f := range strings.Split(v, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
 		}
 	}
-	if *plotPath != "" {
-		if err := rep.WritePlot(*plotPath); err != nil {
-			fmt.Fprintf(stderr, "tierd bench: %v\n", err)
-			return 1
+	return out
+}
+
+// intList parses a comma-separated list of whole numbers.
+func intList(v string) ([]int, error) {
+	var out []int
+	for _, f := range splitList(v) {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", f)
 		}
+		out = append(out, n)
 	}
-	return 0
+	return out, nil
 }

@@ -139,13 +139,54 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	l, err := seglog.Open(filepath.Join(cfg.Copier.LogDirs[0], "orders-0"), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100; i++ {
+		l.Append(seglog.Record{Value: demoValue(int64(i))})
+	}
+	l.Close()
 	startServe(t, cfgPath)
 	url := "http://" + cfg.HTTP.Listen + "/-/ready"
 	waitReady(t, url, http.StatusOK, "")
+	c, err := fetch.Dial(cfg.Fetch.Listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitPartition(t, c, "orders", 0, "up_to_date", "")
 	filler := tmpfs.Fill(t, mnt)
 	waitReady(t, url, http.StatusServiceUnavailable, "metadata dir "+cfg.Metadata.Dir+" is full")
+	waitPartition(t, c, "orders", 0, "metadata_unwritable", "metadata dir "+cfg.Metadata.Dir+" is full")
 	os.Remove(filler)
 	waitReady(t, url, http.StatusOK, "")
+	waitPartition(t, c, "orders", 0, "up_to_date", "")
+}
+
+// waitPartition polls the PartitionStatus RPC until the partition's reason
+// (its state when reason is a state) is want and its detail holds says,
+// failing the test after a minute.
+func waitPartition(t *testing.T, c *fetch.Client, topic string, partition int32, want, says string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	last := ""
+	for time.Now().Before(deadline) {
+		resp, err := c.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{})
+		last = fmt.Sprint(err)
+		for _, p := range resp.GetPartitions() {
+			if p.GetTopic() == topic && p.GetPartition() == partition {
+				last = fmt.Sprintf("%s %s: %s", p.GetState(), p.GetReason(), p.GetDetail())
+				if (p.GetReason() == want || p.GetState() == want) && strings.Contains(p.GetDetail(), says) {
+					return
+				}
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("%s-%d never %s saying %q; last: %s", topic, partition, want, says, last)
 }
 
 // waitReady polls url until it answers code with a body holding want,
@@ -217,6 +258,8 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	proxy.SetRule(func(*http.Request) rsmtest.Fault { return rsmtest.Reset })
 	waitReady(t, ready, http.StatusServiceUnavailable, "object store unreachable: minio:http://"+proxy.Endpoint+"/outage")
 	waitReady(t, metrics, http.StatusOK, "tierd_bucket_up 0")
+	// The partition says why nothing happens, with the probe's error.
+	waitPartition(t, c, "orders", 2, "store_unreachable", "minio:http://"+proxy.Endpoint+"/outage")
 	_, err = c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: "orders", Partition: 2, Offset: 300, MaxBytes: 1})
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "object store unreachable: ") {
 		t.Fatalf("read during the outage: %v, want UNAVAILABLE saying the object store is unreachable", err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -29,7 +30,7 @@ func needChromium(t *testing.T) string {
 			return p
 		}
 	}
-	t.Skip("chromium is not installed (Debian package chromium; CI installs it): the status page is not checked in a browser")
+	testtools.Skip(t, "the status page's browser test needs chromium: it is not on PATH", "the Debian package chromium")
 	return ""
 }
 

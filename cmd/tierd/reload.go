@@ -55,6 +55,10 @@ type reloadResult struct {
 	Error    string   `json:"error,omitempty"` // the file was not used
 }
 
+// diskBudgetKey is dynamic only while the disk tier stays on (see
+// fetch.Config.DiskBudgetDynamic).
+const diskBudgetKey = "fetch.remote.fetch.chunk.cache.disk.bytes"
+
 // dynamicKey reports whether a running tierd applies a change of key (a
 // full key, "copier.log.retention.ms") from a reloaded file.
 func dynamicKey(key string) bool {
@@ -114,7 +118,7 @@ func diff(running, next config) (dynamic, static []change) {
 			n = "(unset)"
 		}
 		c := change{Key: k, Old: o, New: n}
-		if dynamicKey(k) {
+		if dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch)) {
 			dynamic = append(dynamic, c)
 		} else {
 			static = append(static, c)

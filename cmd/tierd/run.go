@@ -26,6 +26,7 @@ import (
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -310,12 +311,17 @@ func (d *daemon) readiness() (bool, string) {
 }
 
 // environment returns why copying must wait, nil when it may go on: the
-// metadata store takes no writes, or the object store does not answer.
+// metadata store takes no writes (metadata_unwritable), or the bucket
+// watch says the object store does not answer (store_unreachable), as a
+// *copier.GateError carrying the partitions' wait reason.
 func (d *daemon) environment() error {
 	if err := d.store.Health(); err != nil {
-		return err
+		return &copier.GateError{Reason: remotelog.WaitMetadataUnwritable, Err: err}
 	}
-	return d.watch.Err()
+	if err := d.watch.Err(); err != nil {
+		return &copier.GateError{Reason: remotelog.WaitStoreUnreachable, Err: err}
+	}
+	return nil
 }
 
 // serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not

@@ -89,7 +89,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time.Time) {
 	fmt.Fprintf(w, "status from %s", source)
 	if s.Running {
-		fmt.Fprintf(w, ": %d passes, the last ended %s, the last without errors %s", s.Passes, ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
+		fmt.Fprintf(w, ": %d passes, the last ended %s, the last successful %s", s.Passes, ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
 	}
 	fmt.Fprintln(w)
 	if s.Running && s.Passes == 0 && len(s.Partitions) == 0 {

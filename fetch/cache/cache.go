@@ -89,6 +89,7 @@ type Cache struct {
 	inflight map[chunkKey][]*slot // loads in flight
 	loads    sync.WaitGroup       // for Close
 	pending  atomic.Int64         // loads not yet ended, disk write included
+	pins     atomic.Int64         // Pins not yet released (pin.go)
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its

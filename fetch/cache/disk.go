@@ -218,7 +218,10 @@ func decode(raw []byte, name string) (int64, []byte, bool) {
 // put writes a chunk file atomically (temporary file, fsync, rename): the
 // chunk's bytes from chunk-relative offset from.
 func (d *disk) put(k chunkKey, from int64, data []byte) error {
-	if int64(len(data)+headerLen) > d.budget {
+	d.mu.Lock()
+	budget := d.budget // a reload may change it (SetBudgets)
+	d.mu.Unlock()
+	if int64(len(data)+headerLen) > budget {
 		return nil
 	}
 	name := d.name(k)

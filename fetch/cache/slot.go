@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // slot holds a chunk's bytes [from, to) (chunk-relative): loaded (done)
@@ -11,6 +12,7 @@ import (
 // may keep slices of them.
 type slot struct {
 	from, to int64
+	pins     atomic.Int32 // Pins holding the slot (pin.go)
 
 	mu   sync.Mutex
 	buf  []byte // len: the whole suffix; filled up to n
@@ -118,11 +120,11 @@ func (l *lru) peek(k chunkKey) (*slot, bool) {
 // over budget. A slot larger than the budget is not kept.
 func (l *lru) put(k chunkKey, s *slot) {
 	size := int64(len(s.buf))
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if size > l.budget {
 		return
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if e, ok := l.items[k]; ok {
 		l.size -= int64(len(e.Value.(*entry).s.buf))
 		e.Value.(*entry).s = s

@@ -149,7 +149,10 @@ func start(dataDir, certsDir string) (*Server, error) {
 		resp, err := hc.Get(scheme + "://" + s.Endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// The health check can answer 200 before the object layer takes
+			// requests ("Server not initialized yet"); a signed ListBuckets
+			// that succeeds is the proof that S3 calls will.
+			if resp.StatusCode == http.StatusOK && s.answersS3() {
 				return s, nil
 			}
 		}
@@ -159,6 +162,20 @@ func start(dataDir, certsDir string) (*Server, error) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// answersS3 reports whether a signed ListBuckets succeeds.
+func (s *Server) answersS3() bool {
+	c, err := miniogo.New(s.Endpoint, &miniogo.Options{
+		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: s.Secure, Transport: s.Transport,
+	})
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = c.ListBuckets(ctx)
+	return err == nil
 }
 
 // Pid is the server's process id.

@@ -44,8 +44,12 @@ const (
 	WaitNotLeader WaitReason = "not_leader"
 	// WaitClusterUnreachable: no fresh leadership from the Kafka cluster.
 	WaitClusterUnreachable WaitReason = "cluster_unreachable"
-	// WaitStoreUnreachable: the object store did not answer.
+	// WaitStoreUnreachable: the object store did not answer (tierd's
+	// probe says it is down, or a copy's request did not reach it).
 	WaitStoreUnreachable WaitReason = "store_unreachable"
+	// WaitMetadataUnwritable: the metadata dir takes no writes (full,
+	// read-only or failing); no pass runs until it does.
+	WaitMetadataUnwritable WaitReason = "metadata_unwritable"
 	// WaitTieringDisabled: tiering is off for the topic.
 	WaitTieringDisabled WaitReason = "tiering_disabled"
 	// WaitHeld: local evidence tierd will not act on holds the partition
@@ -65,7 +69,7 @@ const (
 
 // WaitReasons lists every WaitReason.
 var WaitReasons = []WaitReason{WaitNotInCheckpoint, WaitHighWatermark, WaitCorruptSegment, WaitLeaseHeld, WaitNotLeader,
-	WaitClusterUnreachable, WaitStoreUnreachable, WaitTieringDisabled, WaitHeld, WaitCopyFailed, WaitNextPass, WaitNotRunning}
+	WaitClusterUnreachable, WaitStoreUnreachable, WaitMetadataUnwritable, WaitTieringDisabled, WaitHeld, WaitCopyFailed, WaitNextPass, WaitNotRunning}
 
 // CopyProgress is a copy in flight.
 type CopyProgress struct {
@@ -144,8 +148,12 @@ type TieringStatus struct {
 	// Running is false for a status computed over a stopped tierd.
 	Running bool `json:"running"`
 	// Passes counts the passes run since start; LastPassMs is when the
-	// last one ended and LastSuccessMs when the last one without any
-	// error ended (-1: none yet).
+	// last one ended and LastSuccessMs when the last successful one
+	// ended (-1: none yet): a pass that ran (not skipped for the object
+	// store or the metadata dir) with every log dir read, no partition
+	// failing (a partition waiting for held, lease_held, not_leader,
+	// high_watermark, not_in_checkpoint, tiering_disabled or
+	// corrupt_segment is not a failure) and no failed check or deletion.
 	Passes        int64 `json:"passes"`
 	LastPassMs    int64 `json:"lastPassMs"`
 	LastSuccessMs int64 `json:"lastSuccessMs"`

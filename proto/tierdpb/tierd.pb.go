@@ -956,7 +956,8 @@ type PartitionStatus struct {
 	State string `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	// With waiting: not_in_checkpoint, high_watermark, corrupt_segment,
 	// lease_held, not_leader, cluster_unreachable, store_unreachable,
-	// tiering_disabled, held, copy_failed, next_pass or not_running.
+	// metadata_unwritable, tiering_disabled, held, copy_failed, next_pass
+	// or not_running.
 	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	// With reason held: the hold reason.
 	Held string `protobuf:"bytes,6,opt,name=held,proto3" json:"held,omitempty"`
@@ -1196,7 +1197,7 @@ type PartitionStatusResponse struct {
 	Running    bool  `protobuf:"varint,1,opt,name=running,proto3" json:"running,omitempty"`
 	Passes     int64 `protobuf:"varint,2,opt,name=passes,proto3" json:"passes,omitempty"`
 	LastPassMs int64 `protobuf:"varint,3,opt,name=last_pass_ms,json=lastPassMs,proto3" json:"last_pass_ms,omitempty"`
-	// The end of the last pass without any error, -1 for none.
+	// The end of the last successful pass (it ran, no partition failed; waits are no failure), -1 for none.
 	LastSuccessMs int64 `protobuf:"varint,4,opt,name=last_success_ms,json=lastSuccessMs,proto3" json:"last_success_ms,omitempty"`
 	// Kafka internal topics seen in the log dirs, never tiered.
 	SkippedTopics []string           `protobuf:"bytes,5,rep,name=skipped_topics,json=skippedTopics,proto3" json:"skipped_topics,omitempty"`
@@ -2271,9 +2272,10 @@ const file_tierd_proto_rawDesc = "" +
 	"\bEARLIEST\x10\x01\x12\x11\n" +
 	"\rLATEST_TIERED\x10\x02\x12\r\n" +
 	"\tTIMESTAMP\x10\x03\x12\x11\n" +
-	"\rMAX_TIMESTAMP\x10\x042\xe2\x01\n" +
+	"\rMAX_TIMESTAMP\x10\x042\xa4\x02\n" +
 	"\vRemoteFetch\x128\n" +
-	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12J\n" +
+	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12@\n" +
+	"\vFetchStream\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse0\x01\x12J\n" +
 	"\vListOffsets\x12\x1c.tierd.v1.ListOffsetsRequest\x1a\x1d.tierd.v1.ListOffsetsResponse\x12M\n" +
 	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xa3\x04\n" +
 	"\x05Admin\x12H\n" +
@@ -2342,27 +2344,29 @@ var file_tierd_proto_depIdxs = []int32{
 	24, // 8: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
 	27, // 9: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
 	2,  // 10: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
-	5,  // 11: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
-	7,  // 12: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
-	21, // 13: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
-	22, // 14: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
-	23, // 15: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
-	26, // 16: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
-	16, // 17: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
-	18, // 18: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
-	12, // 19: tierd.v1.Admin.PartitionStatus:input_type -> tierd.v1.PartitionStatusRequest
-	4,  // 20: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
-	6,  // 21: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
-	10, // 22: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
-	25, // 23: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
-	25, // 24: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
-	25, // 25: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
-	28, // 26: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
-	17, // 27: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
-	20, // 28: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
-	15, // 29: tierd.v1.Admin.PartitionStatus:output_type -> tierd.v1.PartitionStatusResponse
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
+	2,  // 11: tierd.v1.RemoteFetch.FetchStream:input_type -> tierd.v1.FetchRequest
+	5,  // 12: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
+	7,  // 13: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
+	21, // 14: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
+	22, // 15: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
+	23, // 16: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
+	26, // 17: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
+	16, // 18: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
+	18, // 19: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
+	12, // 20: tierd.v1.Admin.PartitionStatus:input_type -> tierd.v1.PartitionStatusRequest
+	4,  // 21: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
+	4,  // 22: tierd.v1.RemoteFetch.FetchStream:output_type -> tierd.v1.FetchResponse
+	6,  // 23: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
+	10, // 24: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
+	25, // 25: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
+	25, // 26: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
+	25, // 27: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
+	28, // 28: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
+	17, // 29: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
+	20, // 30: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
+	15, // 31: tierd.v1.Admin.PartitionStatus:output_type -> tierd.v1.PartitionStatusResponse
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

@@ -37,6 +37,7 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	RemoteFetch_Fetch_FullMethodName        = "/tierd.v1.RemoteFetch/Fetch"
+	RemoteFetch_FetchStream_FullMethodName  = "/tierd.v1.RemoteFetch/FetchStream"
 	RemoteFetch_ListOffsets_FullMethodName  = "/tierd.v1.RemoteFetch/ListOffsets"
 	RemoteFetch_ListSegments_FullMethodName = "/tierd.v1.RemoteFetch/ListSegments"
 )
@@ -50,6 +51,16 @@ type RemoteFetchClient interface {
 	// larger than max_bytes, then following batches while the total stays
 	// within max_bytes. An offset in a compacted gap reads from the next batch.
 	Fetch(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (*FetchResponse, error)
+	// FetchStream answers the same request as Fetch, with the same limits
+	// and errors, as a stream of FetchResponse parts sent as the bytes arrive
+	// from the object store, so the transport overlaps the store's GET. Each
+	// part holds whole batches following the previous part's; its
+	// next_offset is the offset after its last batch. The parts' records
+	// concatenated are Fetch's records. The last part may have no records; it
+	// alone lists aborted_transactions (for the whole answer). An error
+	// after some parts ends the stream with that status: the parts already
+	// received stay valid.
+	FetchStream(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchResponse], error)
 	// ListOffsets answers earliest (log start offset), latest tiered, by
 	// timestamp (the first offset whose record timestamp is >= timestamp),
 	// and max timestamp (KIP-734: the first record with the largest
@@ -78,6 +89,25 @@ func (c *remoteFetchClient) Fetch(ctx context.Context, in *FetchRequest, opts ..
 	}
 	return out, nil
 }
+
+func (c *remoteFetchClient) FetchStream(ctx context.Context, in *FetchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[FetchResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &RemoteFetch_ServiceDesc.Streams[0], RemoteFetch_FetchStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[FetchRequest, FetchResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteFetch_FetchStreamClient = grpc.ServerStreamingClient[FetchResponse]
 
 func (c *remoteFetchClient) ListOffsets(ctx context.Context, in *ListOffsetsRequest, opts ...grpc.CallOption) (*ListOffsetsResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
@@ -108,6 +138,16 @@ type RemoteFetchServer interface {
 	// larger than max_bytes, then following batches while the total stays
 	// within max_bytes. An offset in a compacted gap reads from the next batch.
 	Fetch(context.Context, *FetchRequest) (*FetchResponse, error)
+	// FetchStream answers the same request as Fetch, with the same limits
+	// and errors, as a stream of FetchResponse parts sent as the bytes arrive
+	// from the object store, so the transport overlaps the store's GET. Each
+	// part holds whole batches following the previous part's; its
+	// next_offset is the offset after its last batch. The parts' records
+	// concatenated are Fetch's records. The last part may have no records; it
+	// alone lists aborted_transactions (for the whole answer). An error
+	// after some parts ends the stream with that status: the parts already
+	// received stay valid.
+	FetchStream(*FetchRequest, grpc.ServerStreamingServer[FetchResponse]) error
 	// ListOffsets answers earliest (log start offset), latest tiered, by
 	// timestamp (the first offset whose record timestamp is >= timestamp),
 	// and max timestamp (KIP-734: the first record with the largest
@@ -129,6 +169,9 @@ type UnimplementedRemoteFetchServer struct{}
 
 func (UnimplementedRemoteFetchServer) Fetch(context.Context, *FetchRequest) (*FetchResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Fetch not implemented")
+}
+func (UnimplementedRemoteFetchServer) FetchStream(*FetchRequest, grpc.ServerStreamingServer[FetchResponse]) error {
+	return status.Error(codes.Unimplemented, "method FetchStream not implemented")
 }
 func (UnimplementedRemoteFetchServer) ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListOffsets not implemented")
@@ -174,6 +217,17 @@ func _RemoteFetch_Fetch_Handler(srv interface{}, ctx context.Context, dec func(i
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _RemoteFetch_FetchStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FetchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(RemoteFetchServer).FetchStream(m, &grpc.GenericServerStream[FetchRequest, FetchResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type RemoteFetch_FetchStreamServer = grpc.ServerStreamingServer[FetchResponse]
 
 func _RemoteFetch_ListOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ListOffsetsRequest)
@@ -231,7 +285,13 @@ var RemoteFetch_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _RemoteFetch_ListSegments_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "FetchStream",
+			Handler:       _RemoteFetch_FetchStream_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "tierd.proto",
 }
 

@@ -5,7 +5,10 @@
 // partial object. Conditional writes (rsm.ConditionalWriter) hold a
 // flock(2) on <dir>/.tierd-cas.lock while they compare and commit, so they
 // are atomic between processes on one host; their version is the SHA-256
-// of the object's bytes.
+// of the object's bytes. A listing (Iter, IncompleteUploads) reads only
+// the deepest directory its prefix names whole and what lies under it, so
+// listing one partition costs that partition's files; Delete removes one
+// file and reads no directory (emptied directories stay).
 package filesystem
 
 import (
@@ -17,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/rsm"
@@ -156,29 +160,85 @@ func (b *Bucket) Attributes(_ context.Context, key string) (rsm.ObjectAttributes
 	return rsm.ObjectAttributes{Size: st.Size()}, nil
 }
 
-// Iter implements rsm.Bucket. Interrupted uploads are not listed.
+// Iter implements rsm.Bucket. Interrupted uploads are not listed. It
+// reads only the directories under prefix (see walkPrefix), so listing
+// one partition costs that partition's files, not the bucket's.
 func (b *Bucket) Iter(ctx context.Context, prefix string, fn func(string) error) error {
 	var keys []string
-	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	err := b.walkPrefix(prefix, func(key string) {
+		if !strings.HasSuffix(key, tmpSuffix) && !strings.HasSuffix(key, casTmpSuffix) && key != casLockName {
+			keys = append(keys, key)
 		}
-		if d.IsDir() || strings.HasSuffix(p, tmpSuffix) || strings.HasSuffix(p, casTmpSuffix) {
-			return nil
-		}
-		rel, err := filepath.Rel(b.dir, p)
-		if err != nil {
-			return err
-		}
-		if k := filepath.ToSlash(rel); k != casLockName && strings.HasPrefix(k, prefix) {
-			keys = append(keys, k)
-		}
-		return nil
 	})
 	if err != nil {
 		return err
 	}
 	return rsm.IterKeys(ctx, keys, fn)
+}
+
+// walkPrefix calls fn with the name, relative to the bucket's directory
+// and '/'-separated, of every file whose name starts with prefix, in no
+// particular order. It reads only the deepest directory the prefix names
+// whole ("a/b" for "a/b/c", a partial name) and, under it, the
+// subdirectories whose names start with the partial name ("c..."): the
+// cost of a listing is the size of that subtree, not of the bucket. A
+// prefix whose directory part is not a possible key path (an empty, "."
+// or ".." component, a leading '/') matches nothing; a directory the
+// prefix names that does not exist holds nothing.
+func (b *Bucket) walkPrefix(prefix string, fn func(name string)) error {
+	dirPart, partial := "", prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dirPart, partial = prefix[:i], prefix[i+1:]
+		for _, c := range strings.Split(dirPart, "/") {
+			if c == "" || c == "." || c == ".." {
+				return nil
+			}
+		}
+	}
+	start := filepath.Join(b.dir, filepath.FromSlash(dirPart))
+	ents, err := os.ReadDir(start)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	keyOf := func(p string) (string, error) {
+		rel, err := filepath.Rel(b.dir, p)
+		return filepath.ToSlash(rel), err
+	}
+	for _, e := range ents {
+		if !strings.HasPrefix(e.Name(), partial) {
+			continue
+		}
+		p := filepath.Join(start, e.Name())
+		if !e.IsDir() {
+			k, err := keyOf(p)
+			if err != nil {
+				return err
+			}
+			fn(k)
+			continue
+		}
+		err := filepath.WalkDir(p, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			k, err := keyOf(p)
+			if err != nil {
+				return err
+			}
+			fn(k)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Delete implements rsm.Bucket.
@@ -200,18 +260,15 @@ func (b *Bucket) Name() string { return "filesystem:" + b.dir }
 func (b *Bucket) Close() error { return nil }
 
 // IncompleteUploads implements rsm.MultipartBucket: temporary files of
-// uploads interrupted by a crash.
+// uploads interrupted by a crash, by name relative to the bucket's
+// directory ("<key>.<random>.tierd-upload"). Like Iter it reads only the
+// directories under prefix.
 func (b *Bucket) IncompleteUploads(_ context.Context, prefix string) ([]string, error) {
 	var keys []string
-	err := filepath.WalkDir(b.dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, tmpSuffix) {
-			return err
+	err := b.walkPrefix(prefix, func(name string) {
+		if strings.HasSuffix(name, tmpSuffix) {
+			keys = append(keys, name)
 		}
-		rel, err := filepath.Rel(b.dir, p)
-		if err == nil && strings.HasPrefix(filepath.ToSlash(rel), prefix) {
-			keys = append(keys, filepath.ToSlash(rel))
-		}
-		return err
 	})
 	return keys, err
 }

@@ -91,17 +91,33 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 		}
 	})
 	t.Run("iter", func(t *testing.T) {
-		for _, k := range []string{"p/t-1/b", "p/t-1/a", "p/t-1/sub/c", "p/t-10/x", "q/t-1/y", "p/orders..v2-0/o"} {
+		for _, k := range []string{"p/t-1/b", "p/t-1/a", "p/t-1/sub/c", "p/t-1/sub-d", "p/t-10/x", "q/t-1/y", "p/orders..v2-0/o"} {
 			if err := b.Upload(ctx, k, bytes.NewReader([]byte(k)), int64(len(k))); err != nil {
 				t.Fatal(err)
 			}
 		}
-		var keys []string
-		if err := b.Iter(ctx, "p/t-1/", func(k string) error { keys = append(keys, k); return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if fmt.Sprint(keys) != "[p/t-1/a p/t-1/b p/t-1/sub/c]" {
-			t.Errorf("Iter = %v", keys)
+		// Lexical order of whole keys ("sub-d" before "sub/c": '-' sorts
+		// before '/'), prefixes that end mid-name, and prefixes that name
+		// nothing.
+		for _, tc := range []struct{ prefix, want string }{
+			{"p/t-1/", "[p/t-1/a p/t-1/b p/t-1/sub-d p/t-1/sub/c]"},
+			{"p/t-1", "[p/t-1/a p/t-1/b p/t-1/sub-d p/t-1/sub/c p/t-10/x]"},
+			{"p/t-1/s", "[p/t-1/sub-d p/t-1/sub/c]"},
+			{"p/t-1/sub", "[p/t-1/sub-d p/t-1/sub/c]"},
+			{"p/t-1/sub/", "[p/t-1/sub/c]"},
+			{"p/t-1/a", "[p/t-1/a]"},
+			{"p/t-1/a/", "[]"},
+			{"p/t-", "[p/t-0/obj p/t-1/a p/t-1/b p/t-1/sub-d p/t-1/sub/c p/t-10/x]"},
+			{"q", "[q/t-1/y]"},
+			{"p/none/", "[]"},
+		} {
+			var keys []string
+			if err := b.Iter(ctx, tc.prefix, func(k string) error { keys = append(keys, k); return nil }); err != nil {
+				t.Fatalf("Iter(%q): %v", tc.prefix, err)
+			}
+			if fmt.Sprint(keys) != tc.want {
+				t.Errorf("Iter(%q) = %v, want %s", tc.prefix, keys, tc.want)
+			}
 		}
 		if got, err := get("p/orders..v2-0/o", 0, -1); err != nil || string(got) != "p/orders..v2-0/o" {
 			t.Errorf("a topic name with '..' (legal in Kafka): %q %v", got, err)

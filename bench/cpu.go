@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// clockTicks is the unit of utime and stime in /proc/<pid>/stat
+// (sysconf(_SC_CLK_TCK), 100 on every Linux architecture Go supports).
+const clockTicks = 100
+
+// cpuSeconds returns the user + system CPU time of process pid so far,
+// seconds, from /proc/<pid>/stat (fields 14 and 15, counted after the
+// command name's closing parenthesis, which may hold spaces). It returns
+// -1 when the file cannot be read or parsed (the process is gone, or not
+// on this machine).
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return -1
+	}
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return -1
+	}
+	f := strings.Fields(string(data[i+1:]))
+	if len(f) < 13 { // state is f[0]; utime f[11], stime f[12]
+		return -1
+	}
+	u, err1 := strconv.ParseFloat(f[11], 64)
+	s, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return (u + s) / clockTicks
+}
+
+// cpuSample is the CPU seconds used so far by the bench process (the
+// clients and the in-process servers) and by the store's process (-1
+// when the store is not a child of the bench, e.g. --s3-endpoint).
+type cpuSample struct{ proc, store float64 }
+
+func (a cpuSample) sub(b cpuSample) cpuSample {
+	d := cpuSample{proc: a.proc - b.proc, store: -1}
+	if a.store >= 0 && b.store >= 0 {
+		d.store = a.store - b.store
+	}
+	return d
+}
+
+// selfCPUSeconds is this process's user + system CPU time so far,
+// seconds, from getrusage (microseconds, where /proc counts 10 ms ticks).
+func selfCPUSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return cpuSeconds(os.Getpid())
+	}
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// cpu samples the bench process's and the store's CPU seconds.
+func (e *env) cpu() cpuSample {
+	c := cpuSample{proc: selfCPUSeconds(), store: -1}
+	if e.minio != nil {
+		c.store = cpuSeconds(e.minio.Pid())
+	}
+	return c
+}
+
+// addCPU adds CPU time spent moving bytes to r's CPU-per-GiB account.
+func (r *Result) addCPU(c cpuSample, bytes int64) {
+	r.cpuProc += c.proc
+	if c.store < 0 || r.cpuStore < 0 {
+		r.cpuStore = -1
+	} else {
+		r.cpuStore += c.store
+	}
+	r.cpuBytes += bytes
+}

@@ -1,0 +1,174 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+)
+
+// This file holds the targets for cost that grows with the
+// amount of work, and for CPU per byte: ratios within one run, each with
+// its spread over the rounds.
+
+// ratioTarget judges one ratio measured in each round: met when the
+// median is within limit (at most, or at least when le is false). A
+// non-empty scaled notes that the run's sizes are not the ones the
+// target is stated for (it is judged all the same).
+func ratioTarget(text string, vals []float64, limit float64, le bool, scaled string) (Target, bool) {
+	sp, ok := spreadOf(vals)
+	if !ok {
+		return Target{}, false
+	}
+	met := sp.med <= limit
+	op := "<="
+	if !le {
+		met, op = sp.med >= limit, ">="
+	}
+	t := Target{Text: fmt.Sprintf("%s = %s (%s %s)", text, fmtNum(sp.med), op, fmtNum(limit)), Met: met}
+	if len(vals) > 1 {
+		t.Text += fmt.Sprintf("; over %d rounds %s-%s", len(vals), fmtNum(sp.lo), fmtNum(sp.hi))
+	}
+	if scaled != "" {
+		t.Text += "; the target is stated " + scaled
+	}
+	return t, true
+}
+
+// series returns the series named, or nil.
+func (rep *Report) series(c, variant, metric string) *Series {
+	for _, s := range rep.Series {
+		if s.Case == c && s.Variant == variant && s.Metric == metric {
+			return s
+		}
+	}
+	return nil
+}
+
+// perRound returns f(row) for every round whose row has both sizes i
+// and j of s (j may be i), and of t when not nil.
+func perRound(s *Series, i, j int, f func(a, b float64) float64) []float64 {
+	var out []float64
+	for _, row := range s.Values {
+		if !math.IsNaN(row[i]) && !math.IsNaN(row[j]) {
+			out = append(out, f(row[i], row[j]))
+		}
+	}
+	return out
+}
+
+func indexOf(sizes []int, n int) int {
+	for i, v := range sizes {
+		if v == n {
+			return i
+		}
+	}
+	return -1
+}
+
+// growthTargets checks the growth cases' targets.
+func (rep *Report) growthTargets() []Target {
+	var out []Target
+	add := func(t Target, ok bool) {
+		if ok {
+			out = append(out, t)
+		}
+	}
+	for _, s := range rep.Series {
+		if !s.Growth {
+			continue
+		}
+		worst, worstAt := []float64(nil), 0
+		for i := 1; i < len(s.Sizes); i++ {
+			g := s.GrowthPerTenfold(i)
+			a, okA := spreadOf(g)
+			b, okB := spreadOf(worst)
+			if okA && (!okB || a.med > b.med) {
+				worst, worstAt = g, i
+			}
+		}
+		if worst != nil {
+			add(ratioTarget(fmt.Sprintf("%s growth per tenfold, %d -> %d", s.Name(), s.Sizes[worstAt-1], s.Sizes[worstAt]), worst, 12, true, ""))
+		}
+		for i, to := range s.TimedOut {
+			if to != "" {
+				out = append(out, Target{Text: fmt.Sprintf("%s at %d: %s (growth <= 12x per tenfold)", s.Name(), s.Sizes[i], to)})
+				break
+			}
+		}
+	}
+	for _, kind := range []string{"filesystem", "minio"} {
+		if s := rep.series("scale_partitions", kind, "idle_pass_cpu_s"); s != nil && len(s.Sizes) > 0 {
+			i := len(s.Sizes) - 1
+			n := s.Sizes[i]
+			iv := rep.IdleInterval.Seconds()
+			add(ratioTarget(fmt.Sprintf("%s idle pass CPU at %d partitions / interval (%s)", s.Case+"/"+kind, n, rep.IdleInterval),
+				perRound(s, i, i, func(a, _ float64) float64 { return a / iv }), 0.05, true, unless(n == 10000, "at 10000 partitions")))
+		}
+		for _, m := range []string{"idle_pass_bucket_requests", "idle_pass_synced_writes"} {
+			if s := rep.series("scale_partitions", kind, m); s != nil && len(s.Sizes) > 0 {
+				i := len(s.Sizes) - 1
+				add(ratioTarget(fmt.Sprintf("scale_partitions/%s %s at %d partitions", kind, m, s.Sizes[i]), s.at(i), 0, true, ""))
+			}
+		}
+		c, a := rep.series("scale_segments", kind, "fetch_cached_p50_ms"), rep.series("scale_segments", kind, "fetch_after_write_p50_ms")
+		if c != nil && a != nil && len(c.Sizes) > 0 {
+			i := len(c.Sizes) - 1
+			var vals []float64
+			for r := range c.Values {
+				if x, y := c.Values[r][i], a.Values[r][i]; !math.IsNaN(x) && !math.IsNaN(y) && x > 0 {
+					vals = append(vals, y/x)
+				}
+			}
+			add(ratioTarget(fmt.Sprintf("scale_segments/%s Fetch p50 after a metadata write / cached at %d copies", kind, c.Sizes[i]), vals, 2, true, unless(c.Sizes[i] == 100000, "at 100000 copies")))
+		}
+	}
+	if s := rep.series("readers", "seq", "fetched_per_served"); s != nil {
+		if i := indexOf(s.Sizes, 8); i >= 0 {
+			add(ratioTarget("readers seq, 8 readers: bytes fetched / bytes served", s.at(i), 1.2, true, ""))
+		}
+	}
+	for _, p := range []string{"seq", "random"} {
+		if s := rep.series("readers", p, "mib_per_s"); s != nil && len(s.Sizes) > 1 {
+			last := len(s.Sizes) - 1
+			var vals []float64
+			for _, row := range s.Values {
+				best := math.Inf(-1)
+				for _, v := range row {
+					if !math.IsNaN(v) {
+						best = max(best, v)
+					}
+				}
+				if !math.IsNaN(row[last]) && best > 0 {
+					vals = append(vals, row[last]/best)
+				}
+			}
+			add(ratioTarget(fmt.Sprintf("readers %s: MiB/s at %d readers / best N", p, s.Sizes[last]), vals, 0.9, false, unless(s.Sizes[last] == 64, "at 64 readers")))
+		}
+		if s := rep.series("readers", p, "p99_ms"); s != nil && len(s.Sizes) > 1 && s.Sizes[0] == 1 {
+			last := len(s.Sizes) - 1
+			add(ratioTarget(fmt.Sprintf("readers %s: p99 at %d readers / p99 at 1", p, s.Sizes[last]),
+				perRound(s, last, 0, func(a, b float64) float64 { return a / b }), 4, true, unless(s.Sizes[last] == 64, "at 64 readers")))
+		}
+	}
+	return out
+}
+
+// cpuTotal is a result's CPU-s per GiB, the bench process's and the
+// store's together (the store's left out when unknown).
+func cpuTotal(r *Result) (float64, bool) {
+	if r == nil || r.CPUProcPerGiB == nil {
+		return 0, false
+	}
+	v := *r.CPUProcPerGiB
+	if r.CPUStorePerGiB != nil {
+		v += *r.CPUStorePerGiB
+	}
+	return v, true
+}
+
+// unless returns note when cond is false, "" when it holds.
+func unless(cond bool, note string) string {
+	if cond {
+		return ""
+	}
+	return note
+}
