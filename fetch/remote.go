@@ -175,20 +175,38 @@ func retrying[T any](fn func() (T, error)) (v T, err error) {
 	return v, err
 }
 
-// partitionState loads, from one snapshot, what every read needs, and
+// partitionState returns, from one snapshot (see metasnap.go), what every
+// read needs: the partition's offsets and its finished copies, and
 // rejects bad arguments and partitions with nothing tiered.
-func (s *Server) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, []remotelog.SegmentMetadata, error) {
+func (s *Server) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, *finList, error) {
 	if tp.Topic == "" || tp.Partition < 0 {
 		return remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", tp.Topic, tp.Partition)
 	}
-	offs, ok, fin, err := s.md.Snapshot(tp)
+	p, err := s.meta.get(tp)
 	if err != nil {
-		return offs, nil, err
+		return remotelog.PartitionOffsets{}, nil, err
 	}
-	if !ok || (offs.HighestTieredOffset < 0 && len(fin) == 0) {
-		return offs, nil, fmt.Errorf("%w: %s", ErrNotTiered, tp)
+	if !p.ok || (p.offs.HighestTieredOffset < 0 && p.fin.len() == 0) {
+		return p.offs, nil, fmt.Errorf("%w: %s", ErrNotTiered, tp)
 	}
-	return offs, fin, nil
+	return p.offs, p.fin, nil
+}
+
+// prefetchRowsMax bounds the copies after the one read that a read hands
+// to prefetch.
+const prefetchRowsMax = 1024
+
+// following returns the finished copies after the cursor's that prefetch
+// may reach: at least the next one (where a sequential reader goes on),
+// then more until their bytes reach remote.fetch.prefetch.max.bytes.
+func (s *Server) following(p finCursor) []remotelog.SegmentMetadata {
+	var out []remotelog.SegmentMetadata
+	var bytes int64
+	for p = p.next(); p.ok() && len(out) < prefetchRowsMax && (len(out) == 0 || bytes < s.conf().PrefetchBytes); p = p.next() {
+		out = append(out, *p.row())
+		bytes += p.row().SizeInBytes
+	}
+	return out
 }
 
 // read is one attempt of readRemote, on one metadata snapshot.
@@ -209,9 +227,8 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 	want := offset // the first offset still to find
 	// Finished copies are in offset order: start at the first that reaches
 	// the offset.
-	first := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= want })
-	for i := first; i < len(fin); i++ {
-		meta := fin[i]
+	for p := fin.seek(want); p.ok(); p = p.next() {
+		meta := *p.row()
 		if meta.EndOffset < want {
 			continue
 		}
@@ -244,7 +261,7 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 			return RemoteRead{}, missing(meta, err)
 		}
 		if n > 0 {
-			s.afterFetch(meta, end-n, end, fin[i+1:])
+			s.afterFetch(meta, end-n, end, s.following(p))
 			rr.n, rr.Next = n, next
 			return rr, nil
 		}
@@ -282,7 +299,7 @@ func (s *Server) RemoteLeaderEpochs(_ context.Context, tp remotelog.TopicPartiti
 		return nil, err
 	}
 	var out []epoch.Entry
-	for _, m := range fin {
+	for m := range fin.all() {
 		out = append(out, m.SegmentLeaderEpochs...)
 	}
 	sort.Slice(out, func(i, j int) bool {

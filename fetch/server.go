@@ -29,8 +29,11 @@ type Metadata interface {
 	Partitions() ([]remotelog.TopicPartition, error)
 	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
-	// Snapshot returns offsets and finished rows as of one instant.
-	Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error)
+	// PartitionVersion, ChangesSince and FinishedSnapshot keep the
+	// per-partition snapshots of reads (metasnap.go) up to date.
+	PartitionVersion(tp remotelog.TopicPartition) remotelog.Version
+	ChangesSince(tp remotelog.TopicPartition, since remotelog.Version) ([]remotelog.Change, remotelog.Version, bool)
+	FinishedSnapshot(tp remotelog.TopicPartition) (remotelog.Version, remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error)
 }
 
 // Remote is what the server needs from rsm.Manager.
@@ -58,6 +61,7 @@ type Server struct {
 	rs    Remote
 	cache *cache.Cache
 	idx   *indexCache
+	meta  *metaCache // per-partition metadata snapshots (metasnap.go)
 	seq   *seqTracker
 	log   *slog.Logger
 	reg   prometheus.Registerer
@@ -107,6 +111,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
 	}
 	s.km = newKafkaMetrics(f)
+	s.meta = newMetaCache(md, f)
 	if s.labels == nil {
 		s.labels = partlabels.New(partlabels.DefaultMax)
 	}

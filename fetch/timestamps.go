@@ -34,11 +34,11 @@ func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartitio
 		if err != nil {
 			return tsOffset{}, err
 		}
-		for _, meta := range fin {
+		for meta := range fin.from(offs.LogStartOffset) {
 			if meta.EndOffset < offs.LogStartOffset || meta.MaxTimestampMs < ts {
 				continue
 			}
-			r, err := s.offsetForTimestamp(ctx, meta, ts, offs.LogStartOffset)
+			r, err := s.offsetForTimestamp(ctx, *meta, ts, offs.LogStartOffset)
 			if err != nil || r.found {
 				return r, err
 			}
@@ -121,9 +121,9 @@ func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) 
 		}
 		lso := offs.LogStartOffset
 		var cands []remotelog.SegmentMetadata
-		for _, m := range fin {
+		for m := range fin.from(lso) {
 			if m.EndOffset >= lso && m.MaxTimestampMs >= 0 {
-				cands = append(cands, m)
+				cands = append(cands, *m)
 			}
 		}
 		// Largest timestamp first; among equals, offset order (fin's).

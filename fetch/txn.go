@@ -39,8 +39,8 @@ func (s *Server) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, f
 			return nil, err
 		}
 		var out []index.AbortedTxn
-		first := sort.Search(len(fin), func(i int) bool { return fin[i].EndOffset >= from })
-		for _, meta := range fin[first:] {
+		for m := range fin.from(from) {
+			meta := *m
 			if !meta.TxnIndexPresent {
 				continue
 			}

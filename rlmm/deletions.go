@@ -130,7 +130,7 @@ func (s *Store) ScheduleDeletion(tp remotelog.TopicPartition, topicID string, re
 	if err := s.journal(b, entryFor(d, remotelog.JournalScheduled, "", d.ScheduledMs)); err != nil {
 		return d, err
 	}
-	return d, s.commit(b)
+	return d, s.commitChange(b, tp, nil) // every row goes: readers reload the partition
 }
 
 // CancelDeletion cancels a PENDING deletion and puts the partition's rows
@@ -196,7 +196,7 @@ func (s *Store) CancelDeletion(tp remotelog.TopicPartition, topicID, detail stri
 	if err := s.journal(b, entryFor(d, remotelog.JournalCancelled, detail, s.now().UnixMilli())); err != nil {
 		return d, err
 	}
-	return d, s.commit(b)
+	return d, s.commitChange(b, tp, nil) // every row comes back: readers reload the partition
 }
 
 // StartDeletion marks a deletion DELETING and journals it (synced) before
@@ -219,7 +219,7 @@ func (s *Store) StartDeletion(tp remotelog.TopicPartition, topicID, detail strin
 	if err := s.journal(b, entryFor(d, remotelog.JournalDeleting, detail, s.now().UnixMilli())); err != nil {
 		return d, err
 	}
-	return d, s.commit(b)
+	return d, s.commitSynced(b)
 }
 
 // FinishDeletion removes a DELETING record once every object is gone and
@@ -243,7 +243,7 @@ func (s *Store) FinishDeletion(tp remotelog.TopicPartition, topicID, detail stri
 	if err := s.journal(b, entryFor(d, remotelog.JournalDeleted, detail, s.now().UnixMilli())); err != nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitSynced(b)
 }
 
 func (s *Store) deletion(tp remotelog.TopicPartition, topicID string) (remotelog.PartitionDeletion, error) {
@@ -353,7 +353,7 @@ func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 			return deletions, entries, err
 		}
 	}
-	if err := s.commit(b); err != nil {
+	if err := s.commitSynced(b); err != nil {
 		return deletions, entries, err
 	}
 	s.journalSeq, err = s.lastJournalSeq()

@@ -57,24 +57,40 @@ func readOffsets(r reader, tp remotelog.TopicPartition) (remotelog.PartitionOffs
 }
 
 // EnsurePartition records a partition first seen with its first local
-// offset as log start offset; an existing record is left alone.
+// offset as log start offset; an existing record is left alone, with no
+// write.
 func (s *Store) EnsurePartition(tp remotelog.TopicPartition, logStartOffset int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	b := s.db().NewBatch()
 	defer b.Close()
-	if err := s.ensurePartition(b, tp, logStartOffset); err != nil {
+	off, err := s.ensurePartition(b, tp, logStartOffset)
+	if err != nil || off == nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitChange(b, tp, &remotelog.Change{Offsets: off})
 }
 
-func (s *Store) ensurePartition(b *pebble.Batch, tp remotelog.TopicPartition, lso int64) error {
+// ensurePartition adds to b the offsets of a partition that has none and
+// returns them; nil when the partition has offsets.
+func (s *Store) ensurePartition(b *pebble.Batch, tp remotelog.TopicPartition, lso int64) (*remotelog.PartitionOffsets, error) {
 	_, ok, err := s.offsets(tp)
 	if err != nil || ok {
+		return nil, err
+	}
+	off := remotelog.PartitionOffsets{LogStartOffset: lso, HighestTieredOffset: -1, LocalLogStartOffset: lso}
+	return &off, putJSON(b, partitionKey(tp), off)
+}
+
+// putOffsets writes a partition's offsets, synced, and records the
+// change. Callers hold s.mu.
+func (s *Store) putOffsets(tp remotelog.TopicPartition, off remotelog.PartitionOffsets) error {
+	b := s.db().NewBatch()
+	defer b.Close()
+	if err := putJSON(b, partitionKey(tp), off); err != nil {
 		return err
 	}
-	return putJSON(b, partitionKey(tp), remotelog.PartitionOffsets{LogStartOffset: lso, HighestTieredOffset: -1, LocalLogStartOffset: lso})
+	return s.commitChange(b, tp, &remotelog.Change{Offsets: &off})
 }
 
 // AdvanceOffsets raises the log start offset and the local log start offset
@@ -82,87 +98,65 @@ func (s *Store) ensurePartition(b *pebble.Batch, tp remotelog.TopicPartition, ls
 // they never move back. The local log start offset is what is on local
 // disk; it may lie below the log start offset while a broker's retention
 // has not caught up. The write is synced, so callers may delete data
-// below the new offsets once it returns.
+// below the new offsets once it returns; when neither offset moves, no
+// write is made.
 func (s *Store) AdvanceOffsets(tp remotelog.TopicPartition, logStart, localLogStart int64) (remotelog.PartitionOffsets, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	off, _, err := s.offsets(tp)
+	old, ok, err := s.offsets(tp)
 	if err != nil {
-		return off, err
+		return old, err
 	}
+	off := old
 	off.LogStartOffset = max(off.LogStartOffset, logStart)
 	off.LocalLogStartOffset = max(off.LocalLogStartOffset, localLogStart)
-	b := s.db().NewBatch()
-	defer b.Close()
-	if err := putJSON(b, partitionKey(tp), off); err != nil {
-		return off, err
+	if ok && off == old {
+		return off, nil
 	}
-	return off, s.commit(b)
+	return off, s.putOffsets(tp, off)
 }
 
-// Snapshot returns a partition's offsets and finished rows as of one
-// instant, so a reader never pairs a log start offset with rows from
-// before or after a retention step. Results are cached until the next
-// write to the store; the returned slice must not be modified.
+// Snapshot returns a partition's offsets and the finished rows a reader
+// should use (see FinishedSegments), as of one instant, so a reader never
+// pairs a log start offset with rows from before or after a retention
+// step. It reads every finished row; readers that keep a copy use
+// PartitionVersion, ChangesSince and FinishedSnapshot instead.
 func (s *Store) Snapshot(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error) {
-	gen := s.gen.Load()
-	s.snapMu.Lock()
-	c, hit := s.snaps[tp]
-	s.snapMu.Unlock()
-	if hit && c.gen == gen {
-		return c.off, c.ok, c.fin, nil
-	}
-	db, done := s.read()
-	defer done()
-	snap := db.NewSnapshot()
-	defer snap.Close()
-	off, ok, err := readOffsets(snap, tp)
+	_, off, ok, rows, err := s.FinishedSnapshot(tp)
 	if err != nil {
 		return off, ok, nil, err
 	}
-	fin, err := finishedSegments(snap, tp)
-	if err != nil {
-		return off, ok, nil, err
-	}
-	if s.gen.Load() == gen { // no write raced the snapshot's creation
-		s.snapMu.Lock()
-		s.snaps[tp] = snapshot{gen: gen, off: off, ok: ok, fin: fin}
-		s.snapMu.Unlock()
-	}
-	return off, ok, fin, nil
+	return off, ok, remotelog.Supersede(rows), nil
 }
 
-// SetTopicID records the topic id of a partition whose offsets have none.
+// SetTopicID records the topic id of a partition whose offsets have none;
+// otherwise it makes no write.
 func (s *Store) SetTopicID(tp remotelog.TopicPartition, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	off, ok, err := s.offsets(tp)
-	if err != nil || !ok || off.TopicID != "" {
+	if err != nil || !ok || off.TopicID != "" || id == "" {
 		return err
 	}
 	off.TopicID = id
-	b := s.db().NewBatch()
-	defer b.Close()
-	if err := putJSON(b, partitionKey(tp), off); err != nil {
-		return err
-	}
-	return s.commit(b)
+	return s.putOffsets(tp, off)
 }
 
 // ResetPartition starts a partition over, as a new incarnation of its topic
 // (deleted and re-created): offsets from logStartOffset with nothing
 // tiered, under the new topic id. The caller deletes the old incarnation's
-// copies first.
+// copies first. Offsets that are already exactly these are not written
+// again.
 func (s *Store) ResetPartition(tp remotelog.TopicPartition, logStartOffset int64, topicID string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.db().NewBatch()
-	defer b.Close()
-	if err := putJSON(b, partitionKey(tp), remotelog.PartitionOffsets{TopicID: topicID, LogStartOffset: logStartOffset,
-		HighestTieredOffset: -1, LocalLogStartOffset: logStartOffset}); err != nil {
+	off := remotelog.PartitionOffsets{TopicID: topicID, LogStartOffset: logStartOffset, HighestTieredOffset: -1, LocalLogStartOffset: logStartOffset}
+	if old, ok, err := s.offsets(tp); err != nil {
 		return err
+	} else if ok && old == off {
+		return nil
 	}
-	return s.commit(b)
+	return s.putOffsets(tp, off)
 }
 
 // clusterIDKey holds the id of the Kafka cluster the metadata belongs to.
@@ -179,14 +173,19 @@ func (s *Store) ClusterID() (string, error) {
 }
 
 // SetClusterID records the Kafka cluster id the metadata belongs to
-// (synced).
+// (synced); the id already recorded is not written again.
 func (s *Store) SetClusterID(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if old, err := s.ClusterID(); err != nil {
+		return err
+	} else if old == id {
+		return nil
+	}
 	b := s.db().NewBatch()
 	defer b.Close()
 	if err := b.Set(clusterIDKey, []byte(id), nil); err != nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitSynced(b)
 }

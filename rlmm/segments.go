@@ -33,10 +33,11 @@ func (s *Store) AddSegment(meta remotelog.SegmentMetadata) error {
 	if err := putJSON(b, k, meta); err != nil {
 		return err
 	}
-	if err := s.ensurePartition(b, meta.TopicPartition, meta.StartOffset); err != nil {
+	off, err := s.ensurePartition(b, meta.TopicPartition, meta.StartOffset)
+	if err != nil {
 		return err
 	}
-	if err := s.commit(b); err != nil {
+	if err := s.commitChange(b, meta.TopicPartition, &remotelog.Change{Offsets: off}); err != nil {
 		return err
 	}
 	s.transitions.WithLabelValues(meta.State.String()).Inc()
@@ -77,7 +78,7 @@ func (s *Store) ImportSegment(meta remotelog.SegmentMetadata) error {
 	if err := putJSON(b, partitionKey(meta.TopicPartition), off); err != nil {
 		return err
 	}
-	if err := s.commit(b); err != nil {
+	if err := s.commitChange(b, meta.TopicPartition, finishedSet(meta, &off)); err != nil {
 		return err
 	}
 	s.transitions.WithLabelValues(meta.State.String()).Inc()
@@ -107,10 +108,12 @@ func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotel
 	// The 'f' family mirrors the finished rows, so readers never decode
 	// the rows of deleted copies.
 	fk := finishedKey(tp, start, id)
+	ch := &remotelog.Change{Finished: []remotelog.FinishedOp{{StartOffset: start, ID: id}}}
 	if to == remotelog.CopySegmentFinished {
 		if err := putJSON(b, fk, meta); err != nil {
 			return meta, err
 		}
+		ch = finishedSet(meta, nil)
 	} else if err := b.Delete(fk, nil); err != nil {
 		return meta, err
 	}
@@ -123,8 +126,9 @@ func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotel
 		if err := putJSON(b, partitionKey(tp), off); err != nil {
 			return meta, err
 		}
+		ch.Offsets = &off
 	}
-	if err := s.commit(b); err != nil {
+	if err := s.commitChange(b, tp, ch); err != nil {
 		return meta, err
 	}
 	s.transitions.WithLabelValues(to.String()).Inc()
@@ -219,7 +223,11 @@ func (s *Store) PurgeDeleted(tp remotelog.TopicPartition, beforeMs int64) (int, 
 	if n == 0 {
 		return 0, nil
 	}
-	return n, s.commit(b)
+	// DELETE_SEGMENT_FINISHED is final, so the rows read above cannot have
+	// changed; the lock orders the write's generation among the others.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return n, s.commitChange(b, tp, &remotelog.Change{}) // no finished row changes
 }
 
 // Supersede is remotelog.Supersede.
@@ -241,6 +249,9 @@ func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotel
 	if meta.State != remotelog.CopySegmentFinished {
 		return meta, fmt.Errorf("rlmm: mark damaged a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
 	}
+	if meta.Damaged == reason {
+		return meta, nil // already recorded: no write
+	}
 	meta.Damaged = reason
 	b := s.db().NewBatch()
 	defer b.Close()
@@ -250,7 +261,7 @@ func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotel
 	if err := putJSON(b, finishedKey(tp, start, id), meta); err != nil {
 		return meta, err
 	}
-	return meta, s.commit(b)
+	return meta, s.commitChange(b, tp, finishedSet(meta, nil))
 }
 
 // ForgetSegment removes a COPY_SEGMENT_STARTED row without touching its
@@ -274,5 +285,5 @@ func (s *Store) ForgetSegment(tp remotelog.TopicPartition, start int64, id remot
 	if err := b.Delete(k, nil); err != nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitChange(b, tp, &remotelog.Change{}) // a started row: no finished row changes
 }

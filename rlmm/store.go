@@ -87,9 +87,10 @@ type Store struct {
 
 	journalSeq int64 // the last journal entry's number; guarded by mu
 
-	gen    atomic.Uint64 // bumped by every write
-	snapMu sync.Mutex
-	snaps  map[remotelog.TopicPartition]snapshot
+	gen     atomic.Uint64 // bumped by every commit
+	changes changeLog     // per-partition generations and recent changes (changes.go)
+
+	syncedWrites prometheus.Counter
 
 	failures prometheus.Counter
 	spaceMu  sync.Mutex // guards the three below
@@ -104,14 +105,6 @@ type Store struct {
 // memory until commit copies it into the instance then in use). Reads
 // take the instance with read, so that it is not closed under them.
 func (s *Store) db() *pebble.DB { return s.inst.Load().db }
-
-// snapshot is a cached Snapshot result, valid while gen is unchanged.
-type snapshot struct {
-	gen uint64
-	off remotelog.PartitionOffsets
-	ok  bool
-	fin []remotelog.SegmentMetadata
-}
 
 // Open opens (creating) the store; see OpenContext.
 func Open(cfg Config, opts ...Option) (*Store, error) {
@@ -129,7 +122,7 @@ func OpenContext(ctx context.Context, cfg Config, opts ...Option) (*Store, error
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Store{cfg: cfg, fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler), snaps: map[remotelog.TopicPartition]snapshot{},
+	s := &Store{cfg: cfg, fs: vfs.Default, now: time.Now, log: slog.New(slog.DiscardHandler),
 		spaceTTL: time.Second, retryMin: retryMin}
 	s.closing = make(chan struct{})
 	for _, o := range opts {
@@ -149,6 +142,10 @@ func OpenContext(ctx context.Context, cfg Config, opts ...Option) (*Store, error
 	s.failures = f.NewCounter(prometheus.CounterOpts{
 		Name: "tierd_rlmm_write_failures_total",
 		Help: "Times the metadata store stopped taking writes because its directory failed a write (full, read-only, I/O error).",
+	})
+	s.syncedWrites = f.NewCounter(prometheus.CounterOpts{
+		Name: "tierd_rlmm_synced_writes_total",
+		Help: "Synced writes (Pebble batch commits) of the metadata store, failed ones included; a write that would change nothing is not made.",
 	})
 	f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "tierd_rlmm_writable",
@@ -206,7 +203,7 @@ func (s *Store) migrate() error {
 	if err := b.Set(schemaKey, []byte(schemaVersion), nil); err != nil {
 		return err
 	}
-	return s.commit(b)
+	return s.commitSynced(b)
 }
 
 // pebbleLogger adapts slog to Pebble's logger for one instance. Fatalf

@@ -241,9 +241,10 @@ func (t IndexType) String() string {
 	return [...]string{"OFFSET", "TIMESTAMP", "TRANSACTION", "PRODUCER_SNAPSHOT", "LEADER_EPOCH"}[t]
 }
 
-// newer orders copies of the same offsets: an undamaged copy before a
-// damaged one, then the later event, then the larger id.
-func newer(a, b SegmentMetadata) bool {
+// Newer orders copies of the same offsets: an undamaged copy before a
+// damaged one, then the later event (EventTimestampMs), then the larger
+// id. It reports whether a is the newer of a and b.
+func Newer(a, b *SegmentMetadata) bool {
 	if (a.Damaged == "") != (b.Damaged == "") {
 		return a.Damaged == ""
 	}
@@ -253,22 +254,27 @@ func newer(a, b SegmentMetadata) bool {
 	return bytes.Compare(a.ID[:], b.ID[:]) > 0
 }
 
+// Before is Supersede's order of finished rows: start offset ascending,
+// then end offset descending (a row before the rows it covers), then the
+// newest copy of a range first (see Newer). It reports whether a comes
+// before b; rows with distinct ids are never equal.
+func Before(a, b *SegmentMetadata) bool {
+	if a.StartOffset != b.StartOffset {
+		return a.StartOffset < b.StartOffset
+	}
+	if a.EndOffset != b.EndOffset {
+		return a.EndOffset > b.EndOffset
+	}
+	return Newer(a, b)
+}
+
 // Supersede drops, from finished rows, each one whose whole range a newer
-// row covers, and returns the rest ordered by start offset. Partly
-// overlapping rows are both kept: they hold the same offsets of the same
-// log. It runs in O(n log n) for rows that do not nest.
+// row covers, and returns the rest in Before's order (by start offset).
+// Partly overlapping rows are both kept: they hold the same offsets of
+// the same log. It runs in O(n log n) for rows that do not nest.
 func Supersede(fin []SegmentMetadata) []SegmentMetadata {
 	rows := append([]SegmentMetadata(nil), fin...)
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.StartOffset != b.StartOffset {
-			return a.StartOffset < b.StartOffset
-		}
-		if a.EndOffset != b.EndOffset {
-			return a.EndOffset > b.EndOffset // a coverer before what it covers
-		}
-		return newer(a, b) // the newest copy of a range first
-	})
+	sort.Slice(rows, func(i, j int) bool { return Before(&rows[i], &rows[j]) })
 	kept := rows[:0]
 	var open []SegmentMetadata // earlier rows that may still cover later ones
 	for i, r := range rows {
@@ -282,7 +288,7 @@ func Supersede(fin []SegmentMetadata) []SegmentMetadata {
 				continue // ends before r: covers nothing from here on
 			}
 			live = append(live, o)
-			covered = covered || (o.EndOffset >= r.EndOffset && newer(o, r))
+			covered = covered || (o.EndOffset >= r.EndOffset && Newer(&o, &r))
 		}
 		open = append(live, r)
 		if !covered {

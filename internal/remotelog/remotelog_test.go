@@ -71,7 +71,7 @@ func TestSupersedeMatchesDefinition(t *testing.T) {
 		for _, r := range rows {
 			covered := false
 			for _, o := range rows {
-				covered = covered || (o.ID != r.ID && o.StartOffset <= r.StartOffset && o.EndOffset >= r.EndOffset && newer(o, r))
+				covered = covered || (o.ID != r.ID && o.StartOffset <= r.StartOffset && o.EndOffset >= r.EndOffset && Newer(&o, &r))
 			}
 			if !covered {
 				want[r.ID] = true
