@@ -19,14 +19,14 @@ import (
 // timeout) need a restart: chunks in use are cut to the chunk size, and
 // the budgets size the process's memory limit.
 var DynamicKeys = []string{
-	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.max.wait.ms",
+	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.prefetch.gets", "remote.fetch.max.wait.ms",
 	"remote.log.index.file.cache.total.size.bytes", "request_timeout", "remote.log.manager.fetch.max.bytes.per.second",
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what
 // a server given next by Reconfigure runs with.
 func (c Config) WithDynamic(next Config) Config {
-	c.FetchMaxBytes, c.PrefetchBytes, c.MaxWaitMs = next.FetchMaxBytes, next.PrefetchBytes, next.MaxWaitMs
+	c.FetchMaxBytes, c.PrefetchBytes, c.PrefetchGets, c.MaxWaitMs = next.FetchMaxBytes, next.PrefetchBytes, next.PrefetchGets, next.MaxWaitMs
 	c.IndexCacheBytes, c.RequestTimeout, c.FetchMaxBytesPerSecond = next.IndexCacheBytes, next.RequestTimeout, next.FetchMaxBytesPerSecond
 	return c
 }

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,12 @@ type Config struct {
 	// reads and prefetch together; it also bounds the memory of loads in
 	// flight to MaxInflightGets x ChunkBytes. Default 8.
 	MaxInflightGets int `yaml:"remote.fetch.max.inflight.gets"`
+	// PrefetchBudgetBytes bounds, for all readers together, the bytes of
+	// prefetch loads in flight plus the prefetched bytes no read has used
+	// yet; a prefetch that does not fit is skipped, never queued. At most
+	// half of MemoryBytes is used, whatever this says, so demand reads
+	// keep the other half. Default 134217728 (128 MiB).
+	PrefetchBudgetBytes int64 `yaml:"remote.fetch.prefetch.budget.bytes"`
 	// LoadTimeout bounds one chunk load (a GET and its body). A load is
 	// not tied to the request that started it: a reader that gives up
 	// leaves it running for the next. Default 30s.
@@ -40,7 +47,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{ChunkBytes: 4 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30, MaxInflightGets: 8, LoadTimeout: 30 * time.Second}
+	return Config{ChunkBytes: 4 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30, MaxInflightGets: 8,
+		PrefetchBudgetBytes: 128 << 20, LoadTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem at once.
@@ -57,6 +65,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflightGets < 1 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d must be positive", c.MaxInflightGets))
+	}
+	if c.PrefetchBudgetBytes < 0 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.prefetch.budget.bytes %d must not be negative", c.PrefetchBudgetBytes))
 	}
 	if c.LoadTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.load.timeout %s must be positive", c.LoadTimeout))
@@ -89,6 +100,11 @@ type Cache struct {
 	inflight map[chunkKey][]*slot // loads in flight
 	loads    sync.WaitGroup       // for Close
 	pending  atomic.Int64         // loads not yet ended, disk write included
+
+	pool   bufPool
+	pf     pfBudget
+	pfGets atomic.Int32 // prefetch loads holding a GET slot
+	loaded atomic.Int64 // bytes loaded from the store, ever
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its
@@ -100,8 +116,13 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[chunkKey][]*slot{}}
+	c := &Cache{cfg: cfg, m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
+		inflight: map[chunkKey][]*slot{}, pool: bufPool{size: cfg.ChunkBytes}}
+	c.mem = newLRU(cfg.MemoryBytes, c.dropped)
+	c.pf = pfBudget{limit: min(cfg.PrefetchBudgetBytes, cfg.MemoryBytes/2), fifo: list.New()}
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_cache_prefetch_bytes",
+		Help: "Bytes the shared prefetch budget holds: prefetch loads in flight plus prefetched bytes no read has used yet."},
+		func() float64 { n, _ := c.PrefetchHeld(); return float64(n) })
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
 		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes, cfg.ChunkBytes)
 		if err != nil {
@@ -170,14 +191,15 @@ func (c *Cache) chunkLen(size, i int64) int64 {
 
 // View returns bytes [off, off+n) of obj, waiting until ctx ends for the
 // loads it needs. Within one chunk the result shares the cached bytes
-// (read-only); across chunks it is a copy. Errors: ctx's error, a load's
-// error (the next View tries again), or a range outside the object.
+// (read-only; that chunk's buffer is then never reused for another chunk);
+// across chunks it is a copy. Errors: ctx's error, a load's error (the
+// next View tries again), or a range outside the object.
 //
 // A chunk not cached at all is loaded for the bytes asked only (at least
 // a quarter chunk, within the chunk), so a cold random read costs one GET
 // of about its own bytes; a later read of other bytes of that chunk loads
-// the whole chunk. Readers wait only for
-// the bytes they need, as the body arrives.
+// the whole chunk. Readers wait only for the bytes they need, as the body
+// arrives.
 func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > obj.Size {
 		return nil, fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
@@ -190,12 +212,20 @@ func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, err
 	if first == last {
 		return c.viewChunk(ctx, obj, first, off-first*cb, off-first*cb+n)
 	}
-	return gather(ctx, c.touch(obj, off, n), first, cb, off, n, obj.Size) // chunks not cached load with one GET
+	slots := c.touch(obj, off, n) // chunks not cached load with one GET
+	defer c.unrefAll(slots)
+	return gather(ctx, slots, first, cb, off, n, obj.Size)
+}
+
+func (c *Cache) unrefAll(slots []*slot) {
+	for _, s := range slots {
+		c.unref(s)
+	}
 }
 
 // gather copies bytes [off, off+n) of an object of size bytes out of
 // slots, the slots of chunks first, first+1, ..., waiting for each until
-// ctx ends.
+// ctx ends. The caller holds references to the slots.
 func gather(ctx context.Context, slots []*slot, first, cb, off, n, size int64) ([]byte, error) {
 	out := make([]byte, 0, n)
 	for j, s := range slots {
@@ -210,54 +240,56 @@ func gather(ctx context.Context, slots []*slot, first, cb, off, n, size int64) (
 	return out, nil
 }
 
-// viewChunk returns chunk-relative bytes [a, b) of chunk i.
+// viewChunk returns chunk-relative bytes [a, b) of chunk i, a slice of
+// the cached bytes (which escape).
 func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byte, error) {
 	k := key(obj.Key, i)
-	if s, ok := c.mem.get(k); ok && s.covers(a, b) {
+	s, ok := c.mem.acquire(k, true)
+	if ok && s.covers(a, b) {
 		c.m.hits.WithLabelValues("memory").Inc()
-		return s.buf[a-s.from : b-s.from], nil
+		c.used(s)
+		escape(s)
+		v := s.buf[a-s.from : b-s.from]
+		c.unref(s)
+		return v, nil
 	}
-	s, hit, err := c.find(obj, i, k, a, b, false)
-	if err != nil {
-		return nil, err
+	if ok {
+		c.unref(s)
 	}
+	s, hit := c.find(obj, i, k, a, b)
 	if hit != "" {
 		c.m.hits.WithLabelValues(hit).Inc()
 	}
+	escape(s)
+	defer c.unref(s)
 	return s.wait(ctx, a, b)
 }
 
-// find returns a slot holding (or loading) chunk-relative bytes [a, b):
-// cached on disk, in flight, or a new load. With prefetch it never waits
-// for a GET slot and returns nil when none is free. hit names the tier
-// that had the chunk ("" for a new load).
-func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, err error) {
-	s, hit, isNew := c.claim(obj, i, k, a, b, prefetch)
+// find returns a slot holding (or loading) chunk-relative bytes [a, b),
+// with a reference for the caller: cached on disk, in flight, or a new
+// load. hit names the tier that had the chunk ("" for a new load).
+func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string) {
+	s, hit, isNew := c.claim(obj, i, k, a, b)
 	if isNew {
-		c.start(obj, []part{{i, k, s}}, prefetch)
+		c.start(obj, []part{{i, k, s}}, false)
 	}
-	return s, hit, nil
-}
-
-func (c *Cache) lookup(k chunkKey, a, b int64) (*slot, string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lookupLocked(k, a, b)
+	return s, hit
 }
 
 // lookupLocked finds a load in flight or a memory entry that holds bytes
-// [a, b) (caller holds mu); partial says some part of the chunk is held
-// or loading, just not those bytes.
+// [a, b) and takes a reference to it (caller holds mu); partial says some
+// part of the chunk is held or loading, just not those bytes.
 func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, partial bool) {
 	for _, s := range c.inflight[k] {
-		if s.covers(a, b) {
+		if s.covers(a, b) && s.ref() {
 			return s, "inflight", false
 		}
 	}
-	if s, ok := c.mem.peek(k); ok { // filled since the first look
+	if s, ok := c.mem.acquire(k, false); ok { // filled since the first look
 		if s.covers(a, b) {
 			return s, "memory", false
 		}
+		c.unref(s)
 		return nil, "", true
 	}
 	return nil, "", len(c.inflight[k]) > 0
@@ -265,7 +297,8 @@ func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, parti
 
 // touch starts the loads of bytes [off, off+n) of obj that are neither
 // cached nor in flight, with one GET for each run of consecutive chunks,
-// and returns, per chunk, the slot that holds or will hold its part.
+// and returns, per chunk, the slot that holds or will hold its part, with
+// a reference for the caller.
 func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	if off < 0 || n <= 0 || off+n > obj.Size {
 		return nil
@@ -282,14 +315,18 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	for i := off / cb; i <= (off+n-1)/cb; i++ {
 		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
 		k := key(obj.Key, i)
-		s, ok := c.mem.get(k)
+		s, ok := c.mem.acquire(k, true)
 		if ok && s.covers(a, b) {
 			c.m.hits.WithLabelValues("memory").Inc()
+			c.used(s)
 			flush()
 			slots = append(slots, s)
 			continue
 		}
-		s, hit, isNew := c.claim(obj, i, k, a, b, false)
+		if ok {
+			c.unref(s)
+		}
+		s, hit, isNew := c.claim(obj, i, k, a, b)
 		slots = append(slots, s)
 		if !isNew {
 			c.m.hits.WithLabelValues(hit).Inc()
@@ -306,26 +343,67 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 }
 
 // Prefetch starts loading chunk i of obj whole unless it is cached or in
-// flight, or all GET slots are busy (prefetch never waits for one). It
-// reports whether it started a load.
-func (c *Cache) Prefetch(obj Object, i int64) bool {
+// flight (PrefetchPresent) or admission control refuses it
+// (PrefetchSkipped): the shared prefetch budget
+// (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
+// prefetch never waits for one, and leaves one for demand reads), or the
+// memory budget has no room without evicting other prefetched chunks.
+func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
 	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
-		return false
+		return PrefetchPresent
 	}
 	k := key(obj.Key, i)
-	if _, ok := c.mem.peek(k); ok {
-		return false // whole, or the part a sequential reader needs
+	if c.mem.has(k) {
+		return PrefetchPresent // whole, or the part a sequential reader needs
 	}
 	whole := c.chunkLen(obj.Size, i)
-	if s, _, partial := c.lookup(k, 0, whole); s != nil || partial {
-		return false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, _, partial := c.lookupLocked(k, 0, whole); s != nil || partial {
+		if s != nil {
+			c.unref(s)
+		}
+		return PrefetchPresent
 	}
-	s, hit, _ := c.find(obj, i, k, 0, whole, true)
-	if s == nil || hit != "" {
-		return false
+	before, ok := c.pfAdmit(whole)
+	if !ok {
+		c.m.prefetchSkipped.WithLabelValues("budget").Inc()
+		return PrefetchSkipped
 	}
+	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
+		c.pfUnadmit(whole)
+		c.m.prefetchSkipped.WithLabelValues("gets").Inc()
+		return PrefetchSkipped
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.pfUnadmit(whole)
+		c.m.prefetchSkipped.WithLabelValues("gets").Inc()
+		return PrefetchSkipped
+	}
+	if !c.mem.tryReserve(whole, before) {
+		<-c.sem
+		c.pfUnadmit(whole)
+		c.m.prefetchSkipped.WithLabelValues("memory").Inc()
+		return PrefetchSkipped
+	}
+	c.pfGets.Add(1)
+	s := newSlot(0, whole, 2) // the cache's and the load's
+	c.pfTrack(s)
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
 	c.m.prefetches.Inc()
-	return true
+	c.start(obj, []part{{i, k, s}}, true)
+	return PrefetchStarted
+}
+
+// Loading reports whether a load of some part of chunk i of obj is in
+// flight.
+func (c *Cache) Loading(obj Object, i int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight[key(obj.Key, i)]) > 0
 }
 
 // finish ends a load: the slot leaves the in-flight set and, when the load
@@ -345,18 +423,21 @@ func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	} else {
 		c.inflight[k] = list
 	}
-	if err == nil {
-		if old, ok := c.mem.peek(k); !ok || old.to-old.from <= s.to-s.from {
-			c.mem.put(k, s)
-		}
-	}
+	kept := err == nil && c.mem.put(k, s)
 	c.mu.Unlock()
 	s.end(err)
+	if err != nil {
+		c.pfDone(s, "failed")
+	}
+	if !kept {
+		c.pfDone(s, "evicted")
+		c.unref(s) // the cache's reference
+	}
 }
 
 type metrics struct {
-	hits                                                         *prometheus.CounterVec
-	misses, loadedBytes, diskErrors, prefetches, prefetchSkipped prometheus.Counter
+	hits, prefetchSkipped, prefetchWasted       *prometheus.CounterVec
+	misses, loadedBytes, diskErrors, prefetches prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -366,8 +447,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		misses:          f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_misses_total", Help: "Chunk reads and prefetches that started a load from the object store."}),
 		loadedBytes:     f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_loaded_bytes_total", Help: "Bytes loaded from the object store into the cache."}),
 		diskErrors:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_disk_errors_total", Help: "Chunks that could not be written to the disk tier."}),
-		prefetches:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetches_total", Help: "Chunk loads started by prefetch."}),
-		prefetchSkipped: f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetch_skipped_total", Help: "Prefetches not started because every GET slot was busy."}),
+		prefetches:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetches_total", Help: "Chunk loads started by prefetch (admitted)."}),
+		prefetchSkipped: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_prefetch_skipped_total", Help: "Prefetches refused by admission control, by the resource that had no room (budget: the shared prefetch budget, gets: GET slots, memory: the memory budget)."}, []string{"reason"}),
+		prefetchWasted: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_prefetch_wasted_bytes_total",
+			Help: "Prefetched bytes no read used, by why they left the prefetch budget (evicted, expired: unread while the cache loaded a memory budget's worth, failed)."}, []string{"reason"}),
+	}
+	for _, r := range []string{"budget", "gets", "memory"} {
+		m.prefetchSkipped.WithLabelValues(r)
+	}
+	for _, r := range []string{"evicted", "expired", "failed"} {
+		m.prefetchWasted.WithLabelValues(r)
 	}
 	for _, t := range []string{"memory", "disk", "inflight"} {
 		m.hits.WithLabelValues(t)

@@ -213,32 +213,35 @@ func TestSingleFlightExact(t *testing.T) {
 	}
 }
 
-// Prefetch loads whole chunks, skips what is cached or loading, and never
-// takes more GET slots than there are.
+// Prefetch loads whole chunks, skips what is cached or loading, and
+// leaves demand reads one GET slot of the two.
 func TestPrefetch(t *testing.T) {
 	s := newStore(8 * 4096)
 	s.gate, s.gateAt = make(chan struct{}), 0
 	o := s.object("obj")
-	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, LoadTimeout: 5 * time.Second}, nil)
+	c, _ := New(Config{ChunkBytes: 4096, MemoryBytes: 1 << 20, MaxInflightGets: 2, PrefetchBudgetBytes: 1 << 20, LoadTimeout: 5 * time.Second}, nil)
 	started := 0
 	for i := int64(0); i < 8; i++ {
-		if c.Prefetch(o, i) {
+		if c.Prefetch(o, i) == PrefetchStarted {
 			started++
 		}
 	}
-	if started != 2 {
-		t.Fatalf("%d prefetches started with 2 GET slots", started)
+	if started != 1 {
+		t.Fatalf("%d prefetches started with 2 GET slots, want 1", started)
 	}
-	if c.Prefetch(o, 0) || c.Prefetch(o, 8) || c.Prefetch(o, -1) {
-		t.Fatal("prefetch of a chunk in flight or outside the object started")
+	if c.Prefetch(o, 0) != PrefetchPresent || c.Prefetch(o, 8) != PrefetchPresent || c.Prefetch(o, -1) != PrefetchPresent {
+		t.Fatal("prefetch of a chunk in flight or outside the object not reported present")
 	}
 	close(s.gate)
-	view(t, c, o, s, 0, 2*4096) // served by the prefetched chunks
+	view(t, c, o, s, 0, 2*4096) // chunk 0 prefetched, chunk 1 loaded on demand
 	if g := s.gets.Load(); g != 2 {
-		t.Fatalf("%d GETs, want the 2 prefetches only", g)
+		t.Fatalf("%d GETs, want the prefetch and one demand load", g)
 	}
-	if c.Prefetch(o, 1) {
+	if c.Prefetch(o, 1) != PrefetchPresent {
 		t.Fatal("prefetch of a cached chunk started")
+	}
+	if now, _ := c.PrefetchHeld(); now != 0 {
+		t.Fatalf("prefetch budget holds %d bytes after the prefetched chunk was read", now)
 	}
 }
 
@@ -261,11 +264,11 @@ func TestRangeCoalesces(t *testing.T) {
 	}
 	c.Pin(cut, 0, 3*4096)
 	c.Settle()
-	if _, ok := c.mem.peek(key("cut", 0)); !ok {
+	if !c.mem.has(key("cut", 0)) {
 		t.Fatal("chunk 0, whole before the cut, is not cached")
 	}
 	for _, i := range []int64{1, 2} {
-		if _, ok := c.mem.peek(key("cut", i)); ok {
+		if c.mem.has(key("cut", i)) {
 			t.Fatalf("chunk %d, cut short, is cached", i)
 		}
 	}

@@ -5,8 +5,11 @@ import "context"
 // Pin holds, for one reader, the chunks of a byte range of an object:
 // what the reader has had loaded stays readable to it even when the
 // memory tier evicts it meanwhile (under memory pressure a reader would
-// otherwise load the same bytes again for each look). A Pin is used by
-// one goroutine.
+// otherwise load the same bytes again for each look). Slices its View
+// returns stay valid until Release; after Release the pinned chunks'
+// buffers may be reused for other chunks. A Pin never released keeps
+// them out of the buffer pool (the garbage collector frees them as
+// before). A Pin is used by one goroutine.
 type Pin struct {
 	c        *Cache
 	obj      Object
@@ -28,9 +31,17 @@ func (c *Cache) Pin(obj Object, off, n int64) *Pin {
 	return p
 }
 
+// Release gives the pinned chunks back: slices of them that View returned
+// must not be used after it. Views after Release go to the cache (as
+// Cache.View). Release is idempotent.
+func (p *Pin) Release() {
+	p.c.unrefAll(p.slots)
+	p.slots, p.end = nil, p.off
+}
+
 // View returns bytes [off, off+n) as Cache.View does, from the pinned
-// chunks when the range lies within the pin, waiting until ctx ends for
-// bytes still arriving.
+// chunks when the range lies within the pin (the slice is valid until
+// Release), waiting until ctx ends for bytes still arriving.
 func (p *Pin) View(ctx context.Context, off, n int64) ([]byte, error) {
 	if n <= 0 || off < p.off || off+n > p.end {
 		return p.c.View(ctx, p.obj, off, n)
