@@ -3,6 +3,7 @@ package cache
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 )
 
 // bufPool keeps the buffers of whole chunks that no one uses any more, so
@@ -19,8 +20,9 @@ type bufPool struct {
 	// live, when set (tests), maps the first byte of each pooled buffer
 	// handed out and not yet back, to check that one buffer never backs
 	// two live slots.
-	mu   sync.Mutex
-	live map[*byte]bool
+	mu     sync.Mutex
+	live   map[*byte]bool
+	reused atomic.Int64 // buffers taken from the pool
 }
 
 // get returns a buffer of n bytes, not zeroed when it comes from the
@@ -31,6 +33,7 @@ func (p *bufPool) get(n int64) (buf []byte, pooled bool) {
 	}
 	if v := p.p.Get(); v != nil {
 		buf = *v.(*[]byte)
+		p.reused.Add(1)
 	} else {
 		buf = make([]byte, n)
 	}
