@@ -276,23 +276,26 @@ func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit 
 	return s, hit
 }
 
-// lookupLocked finds a load in flight or a memory entry that holds bytes
-// [a, b) and takes a reference to it (caller holds mu); partial says some
-// part of the chunk is held or loading, just not those bytes.
-func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, partial bool) {
-	for _, s := range c.inflight[k] {
-		if s.covers(a, b) && s.ref() {
-			return s, "inflight", false
-		}
-	}
+// lookupLocked finds a memory entry or a load in flight that holds bytes
+// [a, b) and takes a reference to it (caller holds mu). Otherwise held is
+// the memory tier's part of the chunk, with a reference (nil when there is
+// none), and loading says a load of another part is in flight.
+func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, held *slot, loading bool) {
 	if s, ok := c.mem.acquire(k, false); ok { // filled since the first look
 		if s.covers(a, b) {
-			return s, "memory", false
+			return s, "memory", nil, false
 		}
-		c.unref(s)
-		return nil, "", true
+		held = s
 	}
-	return nil, "", len(c.inflight[k]) > 0
+	for _, s := range c.inflight[k] {
+		if s.covers(a, b) && s.ref() {
+			if held != nil {
+				c.unref(held)
+			}
+			return s, "inflight", nil, false
+		}
+	}
+	return nil, "", held, len(c.inflight[k]) > 0
 }
 
 // touch starts the loads of bytes [off, off+n) of obj that are neither
@@ -333,6 +336,11 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 			flush()
 			continue
 		}
+		if s.pre != nil { // extends the cached part: a GET of its own
+			flush()
+			c.start(obj, []part{{i, k, s}}, false)
+			continue
+		}
 		if len(run) > 0 && (run[len(run)-1].s.to != c.chunkLen(obj.Size, i-1) || s.from != 0) {
 			flush()
 		}
@@ -342,8 +350,9 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	return slots
 }
 
-// Prefetch starts loading chunk i of obj whole unless it is cached or in
-// flight (PrefetchPresent) or admission control refuses it
+// Prefetch starts loading chunk i of obj whole (or, when a part of it
+// from some byte on is cached, the rest after that part) unless it is
+// cached or in flight (PrefetchPresent) or admission control refuses it
 // (PrefetchSkipped): the shared prefetch budget
 // (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
 // prefetch never waits for one, and leaves one for demand reads), or the
@@ -353,43 +362,54 @@ func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
 		return PrefetchPresent
 	}
 	k := key(obj.Key, i)
-	if c.mem.has(k) {
-		return PrefetchPresent // whole, or the part a sequential reader needs
-	}
 	whole := c.chunkLen(obj.Size, i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s, _, partial := c.lookupLocked(k, 0, whole); s != nil || partial {
-		if s != nil {
-			c.unref(s)
+	s, _, held, loading := c.lookupLocked(k, 0, whole)
+	if s != nil || loading || (held != nil && held.to == whole) {
+		// Cached or loading, or the suffix a sequential reader reads on
+		// into is.
+		for _, x := range []*slot{s, held} {
+			if x != nil {
+				c.unref(x)
+			}
 		}
 		return PrefetchPresent
 	}
-	before, ok := c.pfAdmit(whole)
-	if !ok {
-		c.m.prefetchSkipped.WithLabelValues("budget").Inc()
+	from := int64(0)
+	if held != nil { // the rest of the chunk, after the part cached
+		from = held.from
+	}
+	want := whole - from
+	skip := func(reason string) PrefetchOutcome {
+		if held != nil {
+			c.unref(held)
+		}
+		c.m.prefetchSkipped.WithLabelValues(reason).Inc()
 		return PrefetchSkipped
 	}
+	before, ok := c.pfAdmit(want)
+	if !ok {
+		return skip("budget")
+	}
 	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
-		c.pfUnadmit(whole)
-		c.m.prefetchSkipped.WithLabelValues("gets").Inc()
-		return PrefetchSkipped
+		c.pfUnadmit(want)
+		return skip("gets")
 	}
 	select {
 	case c.sem <- struct{}{}:
 	default:
-		c.pfUnadmit(whole)
-		c.m.prefetchSkipped.WithLabelValues("gets").Inc()
-		return PrefetchSkipped
+		c.pfUnadmit(want)
+		return skip("gets")
 	}
-	if !c.mem.tryReserve(whole, before) {
+	if !c.mem.tryReserve(want, before) {
 		<-c.sem
-		c.pfUnadmit(whole)
-		c.m.prefetchSkipped.WithLabelValues("memory").Inc()
-		return PrefetchSkipped
+		c.pfUnadmit(want)
+		return skip("memory")
 	}
 	c.pfGets.Add(1)
-	s := newSlot(0, whole, 2) // the cache's and the load's
+	s = newSlot(from, whole, 2) // the cache's and the load's
+	s.pre = held
 	c.pfTrack(s)
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
@@ -425,6 +445,10 @@ func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	}
 	kept := err == nil && c.mem.put(k, s)
 	c.mu.Unlock()
+	if s.pre != nil { // the load ended before it copied the cached part
+		c.unref(s.pre)
+		s.pre = nil
+	}
 	s.end(err)
 	if err != nil {
 		c.pfDone(s, "failed")

@@ -106,8 +106,10 @@ func TestMemoryLRU(t *testing.T) {
 }
 
 // A cold read loads its own bytes, at least a quarter chunk, within the
-// chunk (one GET); reading other bytes of that chunk then loads the whole
-// chunk once, and after that nothing is loaded again.
+// chunk (one GET); a read elsewhere in the chunk loads its own bytes
+// too, not the whole chunk; a read going on past a cached part loads the
+// rest of the chunk only, the cached part copied, and after that nothing
+// is loaded again.
 func TestPartialLoad(t *testing.T) {
 	s := newStore(3 * 4096)
 	o := s.object("obj")
@@ -117,11 +119,18 @@ func TestPartialLoad(t *testing.T) {
 		t.Fatalf("cold read: %d GETs of %d bytes, want 1 of a quarter chunk", g, b)
 	}
 	view(t, c, o, s, 4096+3500, 524) // within the part loaded: a hit
-	view(t, c, o, s, 4096+100, 10)   // before it: the whole chunk
-	view(t, c, o, s, 4096, 4096)
+	view(t, c, o, s, 4096+100, 10)   // before it: its own quarter chunk
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 2 || b != 2048 {
+		t.Fatalf("read elsewhere in the chunk: %d GETs of %d bytes in all, want 2 of 2048", g, b)
+	}
+	view(t, c, o, s, 4096+1000, 500) // past [100, 1124): the rest, from byte 1124
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 3 || b != 2048+4096-1124 {
+		t.Fatalf("read on past the cached part: %d GETs of %d bytes in all, want 3 of %d", g, b, 2048+4096-1124)
+	}
+	view(t, c, o, s, 4096+100, 3996)
 	view(t, c, o, s, 4096+3000, 100)
-	if g := s.gets.Load(); g != 2 {
-		t.Fatalf("%d GETs, want 2", g)
+	if g := s.gets.Load(); g != 3 {
+		t.Fatalf("%d GETs, want 3", g)
 	}
 }
 

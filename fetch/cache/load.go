@@ -19,8 +19,11 @@ type part struct {
 // its load, alone or with the slots of the next chunks in one GET.
 func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string, isNew bool) {
 	c.mu.Lock()
-	s, hit, partial := c.lookupLocked(k, a, b)
+	s, hit, held, _ := c.lookupLocked(k, a, b)
 	c.mu.Unlock()
+	if held != nil {
+		c.unref(held)
+	}
 	if s != nil {
 		c.used(s)
 		return s, hit, false
@@ -34,28 +37,41 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 				}
 				return s, "disk", false
 			}
-			partial = true
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, hit, p := c.lookupLocked(k, a, b)
+	s, hit, held, _ = c.lookupLocked(k, a, b)
 	if s != nil {
 		c.used(s)
 		return s, hit, false
 	}
-	if partial || p {
-		a, b = 0, c.chunkLen(obj.Size, i) // a second load of this chunk loads all of it
-	} else if a > 0 {
-		// A first load inside the chunk takes at least a quarter chunk:
-		// a reader asking for little now likely asks for more after.
-		b = min(max(b, a+c.cfg.ChunkBytes/4), c.chunkLen(obj.Size, i))
-	}
+	end := c.chunkLen(obj.Size, i)
 	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
+	switch {
+	case held != nil && held.from <= a && a <= held.to:
+		// A read going on past the cached part: load the rest of the
+		// chunk, the cached part copied over (not loaded again).
+		s.from, s.to, s.pre = held.from, end, held
+		held = nil
+	case a > 0:
+		// A first load inside the chunk takes at least minLoad: a reader
+		// asking for little now likely asks for more after. A read
+		// elsewhere in a partly cached chunk loads its own bytes only (a
+		// random reader costs about the bytes it reads).
+		s.to = min(max(b, a+c.minLoad()), end)
+	}
+	if held != nil {
+		c.unref(held)
+	}
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
 	return s, "", true
 }
+
+// minLoad is the least a load starting inside a chunk takes: a quarter
+// chunk, at most 1 MiB.
+func (c *Cache) minLoad() int64 { return min(c.cfg.ChunkBytes/4, 1<<20) }
 
 // start loads parts (slots of consecutive chunks, each but the last
 // ending at its chunk's end, each but the first starting at 0) with one
@@ -127,7 +143,7 @@ func (c *Cache) load(obj Object, parts []part, prefetched bool) {
 // stopped it (the caller finishes the rest with it).
 func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, err error) {
 	first, last := parts[0], parts[len(parts)-1]
-	start := first.i*c.cfg.ChunkBytes + first.s.from
+	start := first.i*c.cfg.ChunkBytes + first.s.from + first.s.preLen()
 	end := last.i*c.cfg.ChunkBytes + last.s.to
 	defer func() {
 		if r := recover(); r != nil { // a bucket client bug must not take the daemon down
@@ -144,13 +160,13 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
 	for _, p := range parts {
+		got := p.s.to - p.s.from - p.s.preLen()
 		if err := c.fillSlot(rc, p.s); err != nil {
 			return done, fmt.Errorf("cache: read %s bytes %d-%d, chunk %d: %w", obj.Key, start, end, p.i, err)
 		}
-		n := p.s.to - p.s.from
-		c.m.loadedBytes.Add(float64(n))
-		c.loaded.Add(n)
-		c.mem.release(n) // before the whole chunk counts in the tier
+		c.m.loadedBytes.Add(float64(got))
+		c.loaded.Add(got)
+		c.mem.release(p.s.to - p.s.from) // before the whole chunk counts in the tier
 		c.finish(p.k, p.s, nil)
 		done++
 	}
@@ -167,6 +183,12 @@ func (c *Cache) fillSlot(r io.Reader, s *slot) error {
 	s.buf, s.pooled = buf, pooled
 	s.mu.Unlock()
 	var n int
+	if pre := s.pre; pre != nil { // the part cached already: copied, not loaded
+		n = copy(buf, pre.buf[:pre.to-pre.from])
+		s.pre = nil
+		c.unref(pre)
+		s.progress(n)
+	}
 	for n < len(buf) {
 		m, err := r.Read(buf[n:])
 		n += m

@@ -37,6 +37,18 @@ type slot struct {
 	// since).
 	pf    atomic.Bool
 	pfSeq int64
+	// pre, when set, is the chunk's cached part this load extends: bytes
+	// [pre.from, pre.to) are copied from it (the load holds a reference
+	// until then), the rest comes from the store.
+	pre *slot
+}
+
+// preLen is the bytes of the slot copied from a cached part, not loaded.
+func (s *slot) preLen() int64 {
+	if s.pre == nil {
+		return 0
+	}
+	return s.pre.to - s.pre.from
 }
 
 // newSlot returns a slot for a load of [from, to), holding refs
