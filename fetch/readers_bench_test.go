@@ -19,6 +19,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"
@@ -116,46 +117,82 @@ func BenchmarkReaders(b *testing.B) {
 		b.Fatalf("no finished copies: %v", err)
 	}
 	lastOffset := fin[len(fin)-1].EndOffset
-	var logBytes int64
-	for _, m := range fin {
-		logBytes += m.SizeInBytes
-	}
 	for _, mode := range []string{"seq", "rand"} {
 		for _, n := range []int{1, 8, 32, 64} {
-			b.Run(fmt.Sprintf("%s/N=%d", mode, n), func(b *testing.B) {
-				var served, fetched int64
-				var retries atomic.Int64
-				var lat []time.Duration
-				var elapsed time.Duration
-				b.ReportAllocs()
-				for i := 0; i < b.N; i++ {
-					b.StopTimer()
-					e.srv.DropCaches(false)
-					before := read.Load()
-					b.StartTimer()
-					start := time.Now()
-					s, l := readersRound(b, e, mode, n, lastOffset, int64(i), &retries)
-					elapsed += time.Since(start)
-					b.StopTimer()
-					e.srv.Settle()
-					fetched += read.Load() - before
-					served += s
-					lat = append(lat, l...)
-					b.StartTimer()
-				}
-				sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-				b.ReportMetric(float64(served)/(1<<20)/elapsed.Seconds(), "MiB/s")
-				b.ReportMetric(float64(fetched)/float64(served), "fetched/served")
-				b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
-				b.ReportMetric(float64(retries.Load())/float64(len(lat)), "retries/read")
-			})
+			b.Run(fmt.Sprintf("%s/N=%d", mode, n), func(b *testing.B) { readersCase(b, e, e.srv, mode, n, lastOffset, &read) })
 		}
 	}
 }
 
+// BenchmarkReadersSweep is the sweep that chose the defaults of chunk
+// size, prefetch depth and prefetch GETs per reader: BenchmarkReaders'
+// rounds (8 and 64 sequential readers, 32 random ones) for each
+// combination, on one MinIO data set.
+func BenchmarkReadersSweep(b *testing.B) {
+	var read atomic.Int64
+	e := newMinIOEnv(b, DefaultConfig(), prometheus.NewRegistry(), &read)
+	fin, err := e.store.FinishedSegments(e.tp)
+	if err != nil || len(fin) == 0 {
+		b.Fatalf("no finished copies: %v", err)
+	}
+	lastOffset := fin[len(fin)-1].EndOffset
+	for _, chunk := range []int64{4 << 20, 8 << 20, 16 << 20} {
+		for _, depth := range []int64{16 << 20, 64 << 20} {
+			for _, gets := range []int{1, 2, 4} {
+				cfg := DefaultConfig()
+				cfg.Cache.ChunkBytes, cfg.PrefetchBytes, cfg.PrefetchGets = chunk, depth, gets
+				srv, err := NewServer(cfg, e.store, e.mgr, WithRegisterer(prometheus.NewRegistry()))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, c := range []struct {
+					mode string
+					n    int
+				}{{"seq", 8}, {"seq", 64}, {"rand", 32}} {
+					name := fmt.Sprintf("chunk=%dMiB/prefetch=%dMiB/gets=%d/%s/N=%d", chunk>>20, depth>>20, gets, c.mode, c.n)
+					b.Run(name, func(b *testing.B) { readersCase(b, e, srv, c.mode, c.n, lastOffset, &read) })
+				}
+				srv.Close()
+			}
+		}
+	}
+}
+
+// readersCase runs b.N rounds of n readers of one mode on srv and
+// reports aggregate MiB/s, bytes fetched per byte served (read counts
+// the bytes of GET bodies), the p99 of one read in ms, ErrStillLoading
+// retries per read, and allocations per round.
+func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffset int64, read *atomic.Int64) {
+	var served, fetched int64
+	var retries atomic.Int64
+	var lat []time.Duration
+	var elapsed time.Duration
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		srv.DropCaches(false)
+		before := read.Load()
+		b.StartTimer()
+		start := time.Now()
+		s, l := readersRound(b, srv, e.tp, mode, n, lastOffset, int64(i), &retries)
+		elapsed += time.Since(start)
+		b.StopTimer()
+		srv.Settle()
+		fetched += read.Load() - before
+		served += s
+		lat = append(lat, l...)
+		b.StartTimer()
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	b.ReportMetric(float64(served)/(1<<20)/elapsed.Seconds(), "MiB/s")
+	b.ReportMetric(float64(fetched)/float64(served), "fetched/served")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99_ms")
+	b.ReportMetric(float64(retries.Load())/float64(len(lat)), "retries/read")
+}
+
 // readersRound runs one round of n readers and returns the bytes served
 // and each read's latency (retries of ErrStillLoading included).
-func readersRound(b *testing.B, e *env, mode string, n int, lastOffset, seed int64, retries *atomic.Int64) (int64, []time.Duration) {
+func readersRound(b *testing.B, srv *Server, tp remotelog.TopicPartition, mode string, n int, lastOffset, seed int64, retries *atomic.Int64) (int64, []time.Duration) {
 	var served atomic.Int64
 	var mu sync.Mutex
 	var lat []time.Duration
@@ -169,10 +206,10 @@ func readersRound(b *testing.B, e *env, mode string, n int, lastOffset, seed int
 			var mine []time.Duration
 			read := func(off int64) (int64, bool) {
 				t := time.Now()
-				rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1<<20)
+				rr, err := srv.ReadRemote(context.Background(), tp, off, 1<<20)
 				for errors.Is(err, ErrStillLoading) { // a consumer retries (UNAVAILABLE over gRPC)
 					retries.Add(1)
-					rr, err = e.srv.ReadRemote(context.Background(), e.tp, off, 1<<20)
+					rr, err = srv.ReadRemote(context.Background(), tp, off, 1<<20)
 				}
 				if err != nil {
 					b.Errorf("read %d: %v", off, err)
