@@ -29,8 +29,8 @@ type Config struct {
 	PrefetchBytes int64 `yaml:"remote.fetch.prefetch.max.bytes"`
 	// PrefetchGets is how many of one sequential reader's prefetch loads
 	// (one chunk each) may be in flight at once. All readers' prefetches
-	// together stay within remote.fetch.prefetch.budget.bytes and leave
-	// demand reads at least one of remote.fetch.max.inflight.gets.
+	// together stay within remote.fetch.prefetch.budget.bytes and, with
+	// two or more remote.fetch.max.inflight.gets, leave demand reads one.
 	// Default 2.
 	PrefetchGets int `yaml:"remote.fetch.prefetch.gets"`
 	// MaxWaitMs bounds, in ms, how long a fetch waits for remote data

@@ -23,9 +23,12 @@
 // position + max_bytes are loaded at once with one ranged GET, and the
 // answer is a slice of the cached chunk (a copy only when it spans two
 // chunks), sent without a marshal copy (recordsCodec). A read that starts
-// where an earlier one ended is sequential: whole chunks up to
-// remote.fetch.prefetch.max.bytes ahead are loaded, into the following
-// copies too, with their offset indexes. Loads run apart from requests, at
+// where an earlier one ended is sequential (prefetch.go): whole chunks up
+// to remote.fetch.prefetch.max.bytes ahead are loaded, into the following
+// copies too, with their offset indexes, at most remote.fetch.prefetch.gets
+// of that reader's at once, all readers' within one shared budget
+// (remote.fetch.prefetch.budget.bytes; package cache's admission control
+// skips what does not fit). Loads run apart from requests, at
 // most remote.fetch.max.inflight.gets at once; a read waits for its first
 // batch at most remote.fetch.max.wait.ms, then returns ErrStillLoading
 // (UNAVAILABLE over gRPC) while the load goes on.

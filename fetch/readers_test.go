@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 
@@ -116,5 +117,20 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 	}
 	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n > 2 {
 		t.Fatalf("%v prefetches for random readers", n)
+	}
+}
+
+// Config.Validate reports the prefetch settings with the others.
+func TestConfigValidatePrefetch(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PrefetchGets, cfg.PrefetchBytes, cfg.Cache.PrefetchBudgetBytes = 0, -1, -1
+	err := cfg.Validate()
+	for _, want := range []string{"remote.fetch.prefetch.gets 0", "remote.fetch.prefetch.max.bytes -1", "remote.fetch.prefetch.budget.bytes -1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Validate() = %v, want it to mention %q", err, want)
+		}
 	}
 }

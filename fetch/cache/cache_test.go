@@ -537,9 +537,9 @@ func TestConfigValidate(t *testing.T) {
 	if err := DefaultConfig().Validate(); err != nil {
 		t.Fatal(err)
 	}
-	bad := Config{ChunkBytes: 100, MemoryBytes: -1, MaxInflightGets: 0}
+	bad := Config{ChunkBytes: 100, MemoryBytes: -1, MaxInflightGets: 0, PrefetchBudgetBytes: -1}
 	err := bad.Validate()
-	for _, want := range []string{"chunk.bytes", "two chunks", "inflight", "timeout"} {
+	for _, want := range []string{"chunk.bytes", "two chunks", "inflight", "timeout", "prefetch.budget.bytes"} {
 		if err == nil || !bytes.Contains([]byte(err.Error()), []byte(want)) {
 			t.Fatalf("Validate() = %v, want it to mention %q", err, want)
 		}

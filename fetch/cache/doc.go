@@ -9,13 +9,49 @@
 // covering its range; concurrent misses for the same chunk share one load
 // (single flight).
 //
-// A chunk first read in its middle is loaded from that byte to the chunk's
-// end (a suffix), so that a cold random read costs about one GET of its
-// own bytes; a later read of the chunk's earlier bytes loads it whole. A
-// load fills its buffer as the body arrives and a reader returns as soon
-// as its bytes are in. Loads run on their own, not under the request that
-// started them, at most MaxInflightGets at once (prefetch takes only a free
-// slot, never waits for one).
+// A chunk first read in its middle is loaded from that byte on, at least
+// a quarter chunk (at most 1 MiB), so that a cold random read costs about
+// one GET of its own bytes. A read going on past the cached part of a
+// chunk loads the rest of the chunk, the cached part copied into the new
+// buffer rather than loaded again; a read elsewhere in a partly cached
+// chunk loads its own bytes only (the memory tier keeps the larger part).
+// A load fills its buffer as the body arrives, each read of the body
+// asking for all the bytes still missing, and a reader returns as soon as
+// its bytes are in. Loads run on their own, not under the request that
+// started them, at most MaxInflightGets at once.
+//
+// # Buffers
+//
+// A whole chunk's buffer comes from a pool when one is free (not zeroed:
+// the load overwrites every byte). A slot (a loaded part) counts its
+// holders: the cache while the memory tier has it, its load until the
+// disk write ends, and each Pin and View using it. Its buffer goes back to
+// the pool when the last holder lets go and no slice of it went out for
+// good: Cache.View's single-chunk answers are slices nobody gives back, so
+// their chunk's buffer is left to the garbage collector; a Pin's slices
+// are given back by Pin.Release.
+//
+// # Prefetch
+//
+// Prefetch (Cache.Prefetch) loads whole chunks ahead of sequential readers
+// under admission control; a prefetch that does not fit is skipped, never
+// queued, and the caller tries again at its reader's next read:
+//   - one budget, PrefetchBudgetBytes (at most half of MemoryBytes), is
+//     shared by all readers: bytes of prefetch loads in flight plus
+//     prefetched bytes no demand read has used yet;
+//   - prefetches hold at most MaxInflightGets-1 GET slots, so a demand
+//     read always finds one soon, and a demand read waiting for a slot
+//     gets it before a later prefetch (Go channel senders queue in order);
+//   - a prefetch's memory is taken only when the loads in flight, the
+//     unread prefetched bytes and it fit the memory budget together.
+//
+// The memory tier evicts unread prefetched chunks last, only when a
+// demand load needs their room. A prefetched chunk leaves the budget when
+// a demand read first uses it, when it is evicted, when its load fails,
+// or when it expires: still unread after the cache has loaded a memory
+// budget's worth of bytes since (its reader has most likely moved away).
+// tierd_cache_prefetch_wasted_bytes_total counts the bytes that left
+// unread, by why.
 //
 // # Disk format
 //
