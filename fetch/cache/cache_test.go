@@ -107,9 +107,9 @@ func TestMemoryLRU(t *testing.T) {
 
 // A cold read loads its own bytes, at least a quarter chunk, within the
 // chunk (one GET); a read elsewhere in the chunk loads its own bytes
-// too, not the whole chunk; a read going on past a cached part loads the
-// rest of the chunk only, the cached part copied, and after that nothing
-// is loaded again.
+// too, not the whole chunk; a read going on past a cached part loads a
+// part twice as long (up to the chunk's end) without loading the cached
+// part again, and after that nothing is loaded again.
 func TestPartialLoad(t *testing.T) {
 	s := newStore(3 * 4096)
 	o := s.object("obj")
@@ -123,14 +123,18 @@ func TestPartialLoad(t *testing.T) {
 	if g, b := s.gets.Load(), s.bytes.Load(); g != 2 || b != 2048 {
 		t.Fatalf("read elsewhere in the chunk: %d GETs of %d bytes in all, want 2 of 2048", g, b)
 	}
-	view(t, c, o, s, 4096+1000, 500) // past [100, 1124): the rest, from byte 1124
-	if g, b := s.gets.Load(), s.bytes.Load(); g != 3 || b != 2048+4096-1124 {
-		t.Fatalf("read on past the cached part: %d GETs of %d bytes in all, want 3 of %d", g, b, 2048+4096-1124)
+	view(t, c, o, s, 4096+1000, 500) // past [100, 1124): on to 2148, twice the part
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 3 || b != 3*1024 {
+		t.Fatalf("read on past the cached part: %d GETs of %d bytes in all, want 3 of %d", g, b, 3*1024)
 	}
-	view(t, c, o, s, 4096+100, 3996)
+	view(t, c, o, s, 4096+100, 3996) // on to the chunk's end
+	if g, b := s.gets.Load(), s.bytes.Load(); g != 4 || b != 3*1024+4096-2148 {
+		t.Fatalf("read to the chunk's end: %d GETs of %d bytes in all, want 4 of %d", g, b, 3*1024+4096-2148)
+	}
 	view(t, c, o, s, 4096+3000, 100)
-	if g := s.gets.Load(); g != 3 {
-		t.Fatalf("%d GETs, want 3", g)
+	view(t, c, o, s, 4096+100, 3996)
+	if g := s.gets.Load(); g != 4 {
+		t.Fatalf("%d GETs, want 4", g)
 	}
 }
 

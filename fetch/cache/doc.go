@@ -12,8 +12,8 @@
 // A chunk first read in its middle is loaded from that byte on, at least
 // a quarter chunk (at most 1 MiB), so that a cold random read costs about
 // one GET of its own bytes. A read going on past the cached part of a
-// chunk loads the rest of the chunk, the cached part copied into the new
-// buffer rather than loaded again; a read elsewhere in a partly cached
+// chunk loads a part twice as long (up to the chunk's end), the cached
+// part copied into the new buffer rather than loaded again; a read elsewhere in a partly cached
 // chunk loads its own bytes only (the memory tier keeps the larger part).
 // A load fills its buffer as the body arrives, each read of the body
 // asking for all the bytes still missing, and a reader returns as soon as

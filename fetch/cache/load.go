@@ -50,9 +50,14 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
 	switch {
 	case held != nil && held.from <= a && a <= held.to:
-		// A read going on past the cached part: load the rest of the
-		// chunk, the cached part copied over (not loaded again).
-		s.from, s.to, s.pre = held.from, end, held
+		// A read going on past the cached part: a part twice as long
+		// (or up to the chunk's end), the cached part copied over, not
+		// loaded again. Doubling keeps the copies of a reader going on
+		// within about the chunk's size, and what a random read landing
+		// there loads within about the part cached; prefetch loads a
+		// sequential reader's rest of the chunk in one.
+		s.from, s.pre = held.from, held
+		s.to = min(end, max(b, a+c.minLoad(), held.to+(held.to-held.from)))
 		held = nil
 	case a > 0:
 		// A first load inside the chunk takes at least minLoad: a reader
@@ -60,6 +65,18 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		// elsewhere in a partly cached chunk loads its own bytes only (a
 		// random reader costs about the bytes it reads).
 		s.to = min(max(b, a+c.minLoad()), end)
+	}
+	if s.pre == nil {
+		// Loads of nearby parts in flight: one load of the span of them
+		// all, when it is short, so that concurrent readers of a region
+		// end up sharing one part.
+		lo, hi := s.from, s.to
+		for _, x := range c.inflight[k] {
+			lo, hi = min(lo, x.from), max(hi, x.to)
+		}
+		if hi-lo <= 4*c.minLoad() {
+			s.from, s.to = lo, hi
+		}
 	}
 	if held != nil {
 		c.unref(held)
