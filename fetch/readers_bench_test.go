@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,11 +137,11 @@ func BenchmarkReadersSweep(b *testing.B) {
 		b.Fatalf("no finished copies: %v", err)
 	}
 	lastOffset := fin[len(fin)-1].EndOffset
-	for _, chunk := range []int64{4 << 20, 8 << 20, 16 << 20} {
-		for _, depth := range []int64{16 << 20, 64 << 20} {
-			for _, gets := range []int{1, 2, 4} {
+	for _, chunk := range sweepInts(b, "TIERD_BENCH_SWEEP_CHUNKS", 4<<20, 8<<20, 16<<20) {
+		for _, depth := range sweepInts(b, "TIERD_BENCH_SWEEP_DEPTHS", 16<<20, 64<<20) {
+			for _, gets := range sweepInts(b, "TIERD_BENCH_SWEEP_GETS", 1, 2, 4) {
 				cfg := DefaultConfig()
-				cfg.Cache.ChunkBytes, cfg.PrefetchBytes, cfg.PrefetchGets = chunk, depth, gets
+				cfg.Cache.ChunkBytes, cfg.PrefetchBytes, cfg.PrefetchGets = chunk, depth, int(gets)
 				srv, err := NewServer(cfg, e.store, e.mgr, WithRegisterer(prometheus.NewRegistry()))
 				if err != nil {
 					b.Fatal(err)
@@ -266,4 +267,22 @@ func (c countedBody) Read(p []byte) (int, error) {
 	n, err := c.ReadCloser.Read(p)
 	c.n.Add(int64(n))
 	return n, err
+}
+
+// sweepInts returns the comma-separated integers of the environment
+// variable name, or def.
+func sweepInts(b *testing.B, name string, def ...int64) []int64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	var out []int64
+	for _, f := range strings.Split(v, ",") {
+		n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil {
+			b.Fatalf("%s=%q: %v", name, v, err)
+		}
+		out = append(out, n)
+	}
+	return out
 }
