@@ -74,7 +74,7 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		for _, x := range c.inflight[k] {
 			lo, hi = min(lo, x.from), max(hi, x.to)
 		}
-		if hi-lo <= 4*c.minLoad() {
+		if hi-lo <= 2*c.minLoad() {
 			s.from, s.to = lo, hi
 		}
 	}
