@@ -68,6 +68,7 @@ type Server struct {
 	losses    lossLog                         // data-loss answers logged
 	labels    *partlabels.Set                 // per-partition metric labels, bounded
 	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
+	pm        prefetchMetrics                 // bytes served (prefetch.go)
 	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
 	ready     func() (bool, string)           // the health service's readiness; nil: always
 	tls       *tls.Config                     // nil: plaintext
@@ -107,6 +108,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
 	}
 	s.km = newKafkaMetrics(f)
+	s.pm = newPrefetchMetrics(f)
 	if s.labels == nil {
 		s.labels = partlabels.New(partlabels.DefaultMax)
 	}
