@@ -17,7 +17,7 @@ import (
 // seqTrackerSize positions, oldest forgotten first.
 type seqTracker struct {
 	mu   sync.Mutex
-	set  map[seqPos]*stream
+	set  map[seqPos]*readAhead
 	ring []seqPos
 	next int
 }
@@ -27,10 +27,10 @@ type seqPos struct {
 	pos int64
 }
 
-// stream is one sequential reader's read-ahead: the prefetches it
+// readAhead is one sequential reader's read-ahead: the prefetches it
 // started that may still be loading, so that it holds at most
 // remote.fetch.prefetch.gets GETs at once.
-type stream struct {
+type readAhead struct {
 	mu      sync.Mutex
 	loading []chunkRef
 }
@@ -43,11 +43,11 @@ type chunkRef struct {
 const seqTrackerSize = 4096
 
 func newSeqTracker() *seqTracker {
-	return &seqTracker{set: map[seqPos]*stream{}, ring: make([]seqPos, 0, seqTrackerSize)}
+	return &seqTracker{set: map[seqPos]*readAhead{}, ring: make([]seqPos, 0, seqTrackerSize)}
 }
 
 // ended records that a fetch of reader st ended at p.
-func (t *seqTracker) ended(p seqPos, st *stream) {
+func (t *seqTracker) ended(p seqPos, st *readAhead) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if _, ok := t.set[p]; ok {
@@ -67,12 +67,12 @@ func (t *seqTracker) ended(p seqPos, st *stream) {
 func (t *seqTracker) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.set, t.ring, t.next = map[seqPos]*stream{}, t.ring[:0], 0
+	t.set, t.ring, t.next = map[seqPos]*readAhead{}, t.ring[:0], 0
 }
 
 // continues returns the reader whose earlier fetch ended at p, or nil
 // when a fetch starting at p continues none.
-func (t *seqTracker) continues(p seqPos) *stream {
+func (t *seqTracker) continues(p seqPos) *readAhead {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.set[p]
@@ -96,7 +96,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	}
 	st := s.seq.continues(seqPos{meta.ID, start})
 	if st == nil {
-		s.seq.ended(endPos, &stream{})
+		s.seq.ended(endPos, &readAhead{})
 		return
 	}
 	s.seq.ended(endPos, st)
