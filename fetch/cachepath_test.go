@@ -123,12 +123,28 @@ func TestMaxWait(t *testing.T) {
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
 	referenceLog(t, e)
-	checkFetch(t, e, 0, 1)
+	// The first offset of the copy holding offset 500: fetching it caches
+	// that copy's offset index, so that the held fetch below waits for
+	// its .log load, not for the index.
+	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.tp.Topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := int64(0)
+	for _, sg := range ls.Segments {
+		if sg.StartOffset <= 500 && 500 <= sg.EndOffset {
+			first = sg.StartOffset
+		}
+	}
+	if first == 500 {
+		t.Fatal("offset 500 starts its copy: the test needs it inside one")
+	}
+	checkFetch(t, e, first, 1)
 	gate := make(chan struct{})
 	e.bucket.gate.Store(&gate)
 	before := e.bucket.logGets.Load()
 	start := time.Now()
-	_, err := e.fetch(500, 1)
+	_, err = e.fetch(500, 1)
 	if status.Code(err) != codes.Unavailable || time.Since(start) > 2*time.Second {
 		t.Fatalf("fetch of a held chunk: %v after %s, want UNAVAILABLE after about 100ms", err, time.Since(start))
 	}

@@ -23,13 +23,17 @@
 // position + max_bytes are loaded at once with one ranged GET, and the
 // gRPC answer is views of the cached chunks, one per chunk, sent without
 // a copy (recordsCodec, fetchReply) and pinned until gRPC has written
-// them; ReadRemote's answer is a slice of the chunk, or a copy when it
-// spans chunks. FetchStream sends the batches as their bytes arrive
-// (stream.go); the client copies records once from the transport into
-// their buffer (clientcodec.go, clientstream.go). A read that starts
-// where an earlier one ended is sequential: whole chunks up to
+// them (then the chunks' buffers may go back to package cache's pool);
+// ReadRemote's answer is a copy, as its callers keep it. FetchStream
+// sends the batches as their bytes arrive (stream.go); the client copies
+// records once from the transport into their buffer (clientcodec.go,
+// clientstream.go). A read that starts where an earlier one ended is
+// sequential (prefetch.go): whole chunks up to
 // remote.fetch.prefetch.max.bytes ahead are loaded, into the following
-// copies too, with their offset indexes. Loads run apart from requests, at
+// copies too, with their offset indexes, at most remote.fetch.prefetch.gets
+// of that reader's at once, all readers' within one shared budget
+// (remote.fetch.prefetch.budget.bytes; package cache's admission control
+// skips what does not fit). Loads run apart from requests, at
 // most remote.fetch.max.inflight.gets at once; a read waits for its first
 // batch at most remote.fetch.max.wait.ms, then returns ErrStillLoading
 // (UNAVAILABLE over gRPC) while the load goes on.

@@ -20,15 +20,20 @@ type segmentReader struct {
 	meta remotelog.SegmentMetadata
 	cur  int64 // file position of the next entry
 	pin  *cache.Pin
+	buf  []byte // the last view's bytes when there is no pin
 }
 
-// view returns file bytes [off, off+n), from the pinned range when it
-// holds them.
+// view returns file bytes [off, off+n), valid until the next view: from
+// the pinned range (see cache.Pin.View), or without a pin a copy into
+// the reader's buffer, so that no chunk's buffer escapes the cache's pool
+// (the reader's callers only parse what they view).
 func (r *segmentReader) view(ctx context.Context, off, n int64) ([]byte, error) {
 	if r.pin != nil {
 		return r.pin.View(ctx, off, n)
 	}
-	return r.c.View(ctx, r.obj, off, n)
+	var err error
+	r.buf, err = r.c.Read(ctx, r.obj, off, n, r.buf[:0])
+	return r.buf, err
 }
 
 func (s *Server) newSegmentReader(ctx context.Context, meta remotelog.SegmentMetadata, pos int64) *segmentReader {

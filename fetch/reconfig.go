@@ -18,11 +18,13 @@ import (
 // of Kafka's DynamicBrokerConfig.scala), the chunk cache's memory and disk
 // budgets (tierd's; dynamic as the index cache's budget is) and tierd's
 // per-request bounds. The listen address and the rest of the chunk cache
-// (chunk size, disk dir, GETs in flight, load timeout) need a restart:
+// (chunk size, disk dir, GETs in flight, load timeout, prefetch budget)
+// need a restart (the prefetch budget in force follows the memory
+// budget, at most half of it: see cache.SetBudgets):
 // chunks in use are cut to the chunk size. Turning the disk tier on or off
 // (its budget to or from 0) needs one too (see DiskBudgetDynamic).
 var DynamicKeys = []string{
-	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.max.wait.ms",
+	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.prefetch.gets", "remote.fetch.max.wait.ms",
 	"remote.log.index.file.cache.total.size.bytes", "request_timeout", "remote.log.manager.fetch.max.bytes.per.second",
 	"remote.fetch.chunk.cache.memory.bytes", "remote.fetch.chunk.cache.disk.bytes",
 }
@@ -43,7 +45,7 @@ func (c Config) WithDynamic(next Config) Config {
 		c.Cache.DiskBytes = next.Cache.DiskBytes
 	}
 	c.Cache.MemoryBytes = next.Cache.MemoryBytes
-	c.FetchMaxBytes, c.PrefetchBytes, c.MaxWaitMs = next.FetchMaxBytes, next.PrefetchBytes, next.MaxWaitMs
+	c.FetchMaxBytes, c.PrefetchBytes, c.PrefetchGets, c.MaxWaitMs = next.FetchMaxBytes, next.PrefetchBytes, next.PrefetchGets, next.MaxWaitMs
 	c.IndexCacheBytes, c.RequestTimeout, c.FetchMaxBytesPerSecond = next.IndexCacheBytes, next.RequestTimeout, next.FetchMaxBytesPerSecond
 	return c
 }

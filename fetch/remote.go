@@ -71,9 +71,8 @@ func (s *Server) RemoteOffsets(_ context.Context, tp remotelog.TopicPartition) (
 // RemoteRead is what ReadRemote returns.
 type RemoteRead struct {
 	// Records are whole record batches (v2 or legacy message sets), byte
-	// for byte as stored. They may be the chunk cache's own memory: read
-	// them, never modify them. Empty only for an offset compacted away at
-	// the very end of the tiered log.
+	// for byte as stored, the caller's own copy. Empty only for an offset
+	// compacted away at the very end of the tiered log.
 	Records []byte
 	// Next is the offset after the last returned batch, or
 	// HighestTieredOffset+1 when Records is empty.
@@ -117,13 +116,14 @@ func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, of
 	if err != nil {
 		return rr, err
 	}
-	// Within one chunk the records are the chunk's own bytes (its memory
-	// is the garbage collector's); across chunks they are gathered.
-	switch len(rr.parts) {
-	case 0:
-	case 1:
-		rr.Records = rr.parts[0]
-	default:
+	// The records are a copy: the caller keeps them as long as it likes,
+	// while the chunks' buffers go back to the cache's pool once the pin
+	// is released. A copy costs one memmove of the answer; leaving the
+	// caller a slice of the chunk instead would keep the whole chunk
+	// (remote.fetch.chunk.bytes) out of the pool and alive outside the
+	// memory budget for as long as the caller holds any of it, and the
+	// next load would allocate and zero a new chunk.
+	if rr.n > 0 {
 		rr.Records = make([]byte, 0, rr.n)
 		for _, p := range rr.parts {
 			rr.Records = append(rr.Records, p...)

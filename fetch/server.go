@@ -72,6 +72,7 @@ type Server struct {
 	losses    lossLog                         // data-loss answers logged
 	labels    *partlabels.Set                 // per-partition metric labels, bounded
 	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
+	pm        prefetchMetrics                 // bytes served (prefetch.go)
 	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
 	ready     func() (bool, string)           // the health service's readiness; nil: always
 	tls       *tls.Config                     // nil: plaintext
@@ -112,6 +113,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	}
 	s.km = newKafkaMetrics(f)
 	s.meta = newMetaCache(md, f)
+	s.pm = newPrefetchMetrics(f)
 	if s.labels == nil {
 		s.labels = partlabels.New(partlabels.DefaultMax)
 	}

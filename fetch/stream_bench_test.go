@@ -61,6 +61,7 @@ func cpuTime() time.Duration {
 func BenchmarkFetchCPU(b *testing.B) {
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 30_000
+	cfg.Cache.ChunkBytes = 4 << 20 // what the doc says, whatever the default
 	e := newMinIOEnv(b, cfg)
 	dir := filepath.Join(b.TempDir(), "t-0")
 	scfg := seglog.DefaultConfig()

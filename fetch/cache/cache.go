@@ -1,10 +1,12 @@
 package cache
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -17,8 +19,8 @@ import (
 // Config sizes the cache. Defaults are in DefaultConfig. The yaml names
 // follow Kafka's remote.fetch.* family.
 type Config struct {
-	// ChunkBytes is the chunk size, bytes. Default 4194304 (4 MiB);
-	// minimum 4096.
+	// ChunkBytes is the chunk size, bytes. Default 16777216 (16 MiB;
+	// measured, see the package doc); minimum 4096.
 	ChunkBytes int64 `yaml:"remote.fetch.chunk.bytes"`
 	// MemoryBytes is the in-memory budget, bytes, loads in flight
 	// included. Default 268435456 (256 MiB); at least 2 x ChunkBytes, as
@@ -32,6 +34,12 @@ type Config struct {
 	// reads and prefetch together; it also bounds the memory of loads in
 	// flight to MaxInflightGets x ChunkBytes. Default 8.
 	MaxInflightGets int `yaml:"remote.fetch.max.inflight.gets"`
+	// PrefetchBudgetBytes bounds, for all readers together, the bytes of
+	// prefetch loads in flight plus the prefetched bytes no read has used
+	// yet; a prefetch that does not fit is skipped, never queued. At most
+	// half of MemoryBytes is used, whatever this says, so demand reads
+	// keep the other half. Default 134217728 (128 MiB).
+	PrefetchBudgetBytes int64 `yaml:"remote.fetch.prefetch.budget.bytes"`
 	// LoadTimeout bounds one chunk load (a GET and its body). A load is
 	// not tied to the request that started it: a reader that gives up
 	// leaves it running for the next. Default 30s.
@@ -40,7 +48,8 @@ type Config struct {
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
-	return Config{ChunkBytes: 4 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30, MaxInflightGets: 8, LoadTimeout: 30 * time.Second}
+	return Config{ChunkBytes: 16 << 20, MemoryBytes: 256 << 20, DiskBytes: 10 << 30, MaxInflightGets: 8,
+		PrefetchBudgetBytes: 128 << 20, LoadTimeout: 30 * time.Second}
 }
 
 // Validate reports every problem at once.
@@ -57,6 +66,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInflightGets < 1 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d must be positive", c.MaxInflightGets))
+	}
+	if c.PrefetchBudgetBytes < 0 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.prefetch.budget.bytes %d must not be negative", c.PrefetchBudgetBytes))
 	}
 	if c.LoadTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.load.timeout %s must be positive", c.LoadTimeout))
@@ -90,6 +102,11 @@ type Cache struct {
 	loads    sync.WaitGroup       // for Close
 	pending  atomic.Int64         // loads not yet ended, disk write included
 	pins     atomic.Int64         // Pins not yet released (pin.go)
+
+	pool   bufPool
+	pf     pfBudget
+	pfGets atomic.Int32 // prefetch loads holding a GET slot
+	loaded atomic.Int64 // bytes loaded from the store, ever
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its
@@ -101,8 +118,17 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	c := &Cache{cfg: cfg, mem: newLRU(cfg.MemoryBytes), m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[chunkKey][]*slot{}}
+	c := &Cache{cfg: cfg, m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
+		inflight: map[chunkKey][]*slot{}, pool: bufPool{size: cfg.ChunkBytes}}
+	c.mem = newLRU(cfg.MemoryBytes, c.dropped)
+	c.pf = pfBudget{fifo: list.New()}
+	c.pfLimits(cfg.MemoryBytes)
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_cache_prefetch_bytes",
+		Help: "Bytes the shared prefetch budget holds: prefetch loads in flight plus prefetched bytes no read has used yet."},
+		func() float64 { n, _ := c.PrefetchHeld(); return float64(n) })
+	promauto.With(reg).NewCounterFunc(prometheus.CounterOpts{Name: "tierd_cache_buffer_reuses_total",
+		Help: "Chunk loads that filled a pooled buffer (one no holder used any more) instead of allocating one."},
+		func() float64 { return float64(c.pool.reused.Load()) })
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
 		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes, cfg.ChunkBytes)
 		if err != nil {
@@ -171,14 +197,15 @@ func (c *Cache) chunkLen(size, i int64) int64 {
 
 // View returns bytes [off, off+n) of obj, waiting until ctx ends for the
 // loads it needs. Within one chunk the result shares the cached bytes
-// (read-only); across chunks it is a copy. Errors: ctx's error, a load's
-// error (the next View tries again), or a range outside the object.
+// (read-only; that chunk's buffer is then never reused for another chunk);
+// across chunks it is a copy. Errors: ctx's error, a load's error (the
+// next View tries again), or a range outside the object.
 //
 // A chunk not cached at all is loaded for the bytes asked only (at least
 // a quarter chunk, within the chunk), so a cold random read costs one GET
 // of about its own bytes; a later read of other bytes of that chunk loads
-// the whole chunk. Readers wait only for
-// the bytes they need, as the body arrives.
+// the whole chunk. Readers wait only for the bytes they need, as the body
+// arrives.
 func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, error) {
 	if off < 0 || n < 0 || off+n > obj.Size {
 		return nil, fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
@@ -191,12 +218,51 @@ func (c *Cache) View(ctx context.Context, obj Object, off, n int64) ([]byte, err
 	if first == last {
 		return c.viewChunk(ctx, obj, first, off-first*cb, off-first*cb+n)
 	}
-	return gather(ctx, c.touch(obj, off, n), first, cb, off, n, obj.Size) // chunks not cached load with one GET
+	v, err := c.Read(ctx, obj, off, n, nil) // chunks not cached load with one GET
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Read appends bytes [off, off+n) of obj to dst and returns it: a copy,
+// so that it stays valid whatever the cache does next and no chunk's
+// buffer escapes the pool (Cache.View's single-chunk answers do). It
+// holds the chunks only while it copies. Loads and errors are View's.
+func (c *Cache) Read(ctx context.Context, obj Object, off, n int64, dst []byte) ([]byte, error) {
+	if off < 0 || n < 0 || off+n > obj.Size {
+		return dst, fmt.Errorf("cache: bytes %d-%d outside %s of %d bytes", off, off+n, obj.Key, obj.Size)
+	}
+	if n == 0 {
+		return dst, nil
+	}
+	slots := c.touch(obj, off, n)
+	defer c.unrefAll(slots)
+	cb := c.cfg.ChunkBytes
+	first := off / cb
+	dst = slices.Grow(dst, int(n))
+	for j, s := range slots {
+		i := first + int64(j)
+		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
+		v, err := s.wait(ctx, a, b)
+		if err != nil {
+			return dst, err
+		}
+		dst = append(dst, v...)
+	}
+	return dst, nil
+}
+
+// unrefAll drops a reference to each of slots.
+func (c *Cache) unrefAll(slots []*slot) {
+	for _, s := range slots {
+		c.unref(s)
+	}
 }
 
 // gather copies bytes [off, off+n) of an object of size bytes out of
 // slots, the slots of chunks first, first+1, ..., waiting for each until
-// ctx ends.
+// ctx ends. The caller holds references to the slots.
 func gather(ctx context.Context, slots []*slot, first, cb, off, n, size int64) ([]byte, error) {
 	out := make([]byte, 0, n)
 	for j, s := range slots {
@@ -211,62 +277,68 @@ func gather(ctx context.Context, slots []*slot, first, cb, off, n, size int64) (
 	return out, nil
 }
 
-// viewChunk returns chunk-relative bytes [a, b) of chunk i.
+// viewChunk returns chunk-relative bytes [a, b) of chunk i, a slice of
+// the cached bytes (which escape).
 func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byte, error) {
 	k := key(obj.Key, i)
-	if s, ok := c.mem.get(k); ok && s.covers(a, b) {
+	s, ok := c.mem.acquire(k, true)
+	if ok && s.covers(a, b) {
 		c.m.hits.WithLabelValues("memory").Inc()
-		return s.buf[a-s.from : b-s.from], nil
+		c.used(s)
+		escape(s)
+		v := s.buf[a-s.from : b-s.from]
+		c.unref(s)
+		return v, nil
 	}
-	s, hit, err := c.find(obj, i, k, a, b, false)
-	if err != nil {
-		return nil, err
+	if ok {
+		c.unref(s)
 	}
+	s, hit := c.find(obj, i, k, a, b)
 	if hit != "" {
 		c.m.hits.WithLabelValues(hit).Inc()
 	}
+	escape(s)
+	defer c.unref(s)
 	return s.wait(ctx, a, b)
 }
 
-// find returns a slot holding (or loading) chunk-relative bytes [a, b):
-// cached on disk, in flight, or a new load. With prefetch it never waits
-// for a GET slot and returns nil when none is free. hit names the tier
-// that had the chunk ("" for a new load).
-func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, err error) {
-	s, hit, isNew := c.claim(obj, i, k, a, b, prefetch)
+// find returns a slot holding (or loading) chunk-relative bytes [a, b),
+// with a reference for the caller: cached on disk, in flight, or a new
+// load. hit names the tier that had the chunk ("" for a new load).
+func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string) {
+	s, hit, isNew := c.claim(obj, i, k, a, b)
 	if isNew {
-		c.start(obj, []part{{i, k, s}}, prefetch)
+		c.start(obj, []part{{i, k, s}}, false)
 	}
-	return s, hit, nil
+	return s, hit
 }
 
-func (c *Cache) lookup(k chunkKey, a, b int64) (*slot, string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.lookupLocked(k, a, b)
-}
-
-// lookupLocked finds a load in flight or a memory entry that holds bytes
-// [a, b) (caller holds mu); partial says some part of the chunk is held
-// or loading, just not those bytes.
-func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, partial bool) {
+// lookupLocked finds a memory entry or a load in flight that holds bytes
+// [a, b) and takes a reference to it (caller holds mu). Otherwise held is
+// the memory tier's part of the chunk, with a reference (nil when there is
+// none), and loading says a load of another part is in flight.
+func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, held *slot, loading bool) {
+	if s, ok := c.mem.acquire(k, false); ok { // filled since the first look
+		if s.covers(a, b) {
+			return s, "memory", nil, false
+		}
+		held = s
+	}
 	for _, s := range c.inflight[k] {
-		if s.covers(a, b) {
-			return s, "inflight", false
+		if s.covers(a, b) && s.ref() {
+			if held != nil {
+				c.unref(held)
+			}
+			return s, "inflight", nil, false
 		}
 	}
-	if s, ok := c.mem.peek(k); ok { // filled since the first look
-		if s.covers(a, b) {
-			return s, "memory", false
-		}
-		return nil, "", true
-	}
-	return nil, "", len(c.inflight[k]) > 0
+	return nil, "", held, len(c.inflight[k]) > 0
 }
 
 // touch starts the loads of bytes [off, off+n) of obj that are neither
 // cached nor in flight, with one GET for each run of consecutive chunks,
-// and returns, per chunk, the slot that holds or will hold its part.
+// and returns, per chunk, the slot that holds or will hold its part, with
+// a reference for the caller.
 func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	if off < 0 || n <= 0 || off+n > obj.Size {
 		return nil
@@ -283,18 +355,27 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	for i := off / cb; i <= (off+n-1)/cb; i++ {
 		a, b := max(off-i*cb, 0), min(off+n-i*cb, c.chunkLen(obj.Size, i))
 		k := key(obj.Key, i)
-		s, ok := c.mem.get(k)
+		s, ok := c.mem.acquire(k, true)
 		if ok && s.covers(a, b) {
 			c.m.hits.WithLabelValues("memory").Inc()
+			c.used(s)
 			flush()
 			slots = append(slots, s)
 			continue
 		}
-		s, hit, isNew := c.claim(obj, i, k, a, b, false)
+		if ok {
+			c.unref(s)
+		}
+		s, hit, isNew := c.claim(obj, i, k, a, b)
 		slots = append(slots, s)
 		if !isNew {
 			c.m.hits.WithLabelValues(hit).Inc()
 			flush()
+			continue
+		}
+		if s.pre != nil { // extends the cached part: a GET of its own
+			flush()
+			c.start(obj, []part{{i, k, s}}, false)
 			continue
 		}
 		if len(run) > 0 && (run[len(run)-1].s.to != c.chunkLen(obj.Size, i-1) || s.from != 0) {
@@ -306,27 +387,80 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 	return slots
 }
 
-// Prefetch starts loading chunk i of obj whole unless it is cached or in
-// flight, or all GET slots are busy (prefetch never waits for one). It
-// reports whether it started a load.
-func (c *Cache) Prefetch(obj Object, i int64) bool {
+// Prefetch starts loading chunk i of obj whole (or, when a part of it
+// from some byte on is cached, the rest after that part) unless it is
+// cached or in flight (PrefetchPresent) or admission control refuses it
+// (PrefetchSkipped): the shared prefetch budget
+// (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
+// prefetch never waits for one, and leaves one for demand reads), or the
+// memory budget has no room without evicting other prefetched chunks.
+func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
 	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
-		return false
+		return PrefetchPresent
 	}
 	k := key(obj.Key, i)
-	if _, ok := c.mem.peek(k); ok {
-		return false // whole, or the part a sequential reader needs
-	}
 	whole := c.chunkLen(obj.Size, i)
-	if s, _, partial := c.lookup(k, 0, whole); s != nil || partial {
-		return false
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, _, held, loading := c.lookupLocked(k, 0, whole)
+	if s != nil || loading || (held != nil && held.to == whole) {
+		// Cached or loading, or the suffix a sequential reader reads on
+		// into is.
+		for _, x := range []*slot{s, held} {
+			if x != nil {
+				c.unref(x)
+			}
+		}
+		return PrefetchPresent
 	}
-	s, hit, _ := c.find(obj, i, k, 0, whole, true)
-	if s == nil || hit != "" {
-		return false
+	from := int64(0)
+	if held != nil { // the rest of the chunk, after the part cached
+		from = held.from
 	}
+	want := whole - from
+	skip := func(reason string) PrefetchOutcome {
+		if held != nil {
+			c.unref(held)
+		}
+		c.m.prefetchSkipped.WithLabelValues(reason).Inc()
+		return PrefetchSkipped
+	}
+	before, ok := c.pfAdmit(want)
+	if !ok {
+		return skip("budget")
+	}
+	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	if !c.mem.tryReserve(want, before) {
+		<-c.sem
+		c.pfUnadmit(want)
+		return skip("memory")
+	}
+	c.pfGets.Add(1)
+	s = newSlot(from, whole, 2) // the cache's and the load's
+	s.pre = held
+	c.pfTrack(s)
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
 	c.m.prefetches.Inc()
-	return true
+	c.start(obj, []part{{i, k, s}}, true)
+	return PrefetchStarted
+}
+
+// Loading reports whether a load of some part of chunk i of obj is in
+// flight.
+func (c *Cache) Loading(obj Object, i int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.inflight[key(obj.Key, i)]) > 0
 }
 
 // finish ends a load: the slot leaves the in-flight set and, when the load
@@ -346,32 +480,18 @@ func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	} else {
 		c.inflight[k] = list
 	}
-	if err == nil {
-		if old, ok := c.mem.peek(k); !ok || old.to-old.from <= s.to-s.from {
-			c.mem.put(k, s)
-		}
-	}
+	kept := err == nil && c.mem.put(k, s)
 	c.mu.Unlock()
+	if s.pre != nil { // the load ended before it copied the cached part
+		c.unref(s.pre)
+		s.pre = nil
+	}
 	s.end(err)
-}
-
-type metrics struct {
-	hits                                                         *prometheus.CounterVec
-	misses, loadedBytes, diskErrors, prefetches, prefetchSkipped prometheus.Counter
-}
-
-func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
-	m := &metrics{
-		hits:            f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_hits_total", Help: "Chunk reads served without a new GET, by tier (memory, disk, or a load already in flight)."}, []string{"tier"}),
-		misses:          f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_misses_total", Help: "Chunk reads and prefetches that started a load from the object store."}),
-		loadedBytes:     f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_loaded_bytes_total", Help: "Bytes loaded from the object store into the cache."}),
-		diskErrors:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_disk_errors_total", Help: "Chunks that could not be written to the disk tier."}),
-		prefetches:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetches_total", Help: "Chunk loads started by prefetch."}),
-		prefetchSkipped: f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetch_skipped_total", Help: "Prefetches not started because every GET slot was busy."}),
+	if err != nil {
+		c.pfDone(s, "failed")
 	}
-	for _, t := range []string{"memory", "disk", "inflight"} {
-		m.hits.WithLabelValues(t)
+	if !kept {
+		c.pfDone(s, "evicted")
+		c.unref(s) // the cache's reference
 	}
-	return m
 }

@@ -14,105 +14,144 @@ type part struct {
 	s *slot
 }
 
-// claim finds a slot as find does, but a new slot is only registered as
-// in flight (isNew): the caller starts its load, alone or with the slots
-// of the next chunks in one GET.
-func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64, prefetch bool) (s *slot, hit string, isNew bool) {
-	s, hit, partial := c.lookup(k, a, b)
+// claim finds a slot as find does, with a reference for the caller, but
+// a new slot is only registered as in flight (isNew): the caller starts
+// its load, alone or with the slots of the next chunks in one GET.
+func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string, isNew bool) {
+	c.mu.Lock()
+	s, hit, held, _ := c.lookupLocked(k, a, b)
+	c.mu.Unlock()
+	if held != nil {
+		c.unref(held)
+	}
 	if s != nil {
+		c.used(s)
 		return s, hit, false
 	}
 	if c.disk != nil { // read outside the lock: a disk read takes a while
 		if from, data, ok := c.disk.get(k); ok {
 			if s := doneSlot(from, data); s.covers(a, b) {
-				c.mem.put(k, s)
+				s.ref() // the caller's
+				if !c.mem.put(k, s) {
+					c.unref(s) // the cache's
+				}
 				return s, "disk", false
 			}
-			partial = true
 		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, hit, p := c.lookupLocked(k, a, b)
+	s, hit, held, _ = c.lookupLocked(k, a, b)
 	if s != nil {
+		c.used(s)
 		return s, hit, false
 	}
-	if partial || p {
-		a, b = 0, c.chunkLen(obj.Size, i) // a second load of this chunk loads all of it
-	} else if a > 0 {
-		// A first load inside the chunk takes at least a quarter chunk:
-		// a reader asking for little now likely asks for more after.
-		b = min(max(b, a+c.cfg.ChunkBytes/4), c.chunkLen(obj.Size, i))
+	end := c.chunkLen(obj.Size, i)
+	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
+	switch {
+	case held != nil && held.from <= a && a <= held.to:
+		// A read going on past the cached part: a part twice as long
+		// (or up to the chunk's end), the cached part copied over, not
+		// loaded again. Doubling keeps the copies of a reader going on
+		// within about the chunk's size, and what a random read landing
+		// there loads within about the part cached; prefetch loads a
+		// sequential reader's rest of the chunk in one.
+		s.from, s.pre = held.from, held
+		s.to = min(end, max(b, a+c.minLoad(), held.to+(held.to-held.from)))
+		held = nil
+	case a > 0:
+		// A first load inside the chunk takes at least minLoad: a reader
+		// asking for little now likely asks for more after. A read
+		// elsewhere in a partly cached chunk loads its own bytes only (a
+		// random reader costs about the bytes it reads).
+		s.to = min(max(b, a+c.minLoad()), end)
 	}
-	if prefetch {
-		select {
-		case c.sem <- struct{}{}:
-		default:
-			c.m.prefetchSkipped.Inc()
-			return nil, "", false
+	if s.pre == nil {
+		// Loads of nearby parts in flight: one load of the span of them
+		// all, when it is short, so that concurrent readers of a region
+		// end up sharing one part.
+		lo, hi := s.from, s.to
+		for _, x := range c.inflight[k] {
+			lo, hi = min(lo, x.from), max(hi, x.to)
+		}
+		if hi-lo <= 2*c.minLoad() {
+			s.from, s.to = lo, hi
 		}
 	}
-	s = &slot{from: a, to: b, wake: make(chan struct{})}
+	if held != nil {
+		c.unref(held)
+	}
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
 	return s, "", true
 }
 
+// minLoad is the least a load starting inside a chunk takes: a quarter
+// chunk, at most 1 MiB.
+func (c *Cache) minLoad() int64 { return min(c.cfg.ChunkBytes/4, 1<<20) }
+
 // start loads parts (slots of consecutive chunks, each but the last
 // ending at its chunk's end, each but the first starting at 0) with one
-// GET.
-func (c *Cache) start(obj Object, parts []part, haveSlot bool) {
+// GET; prefetched says a prefetch's admission already took its GET slot
+// and memory.
+func (c *Cache) start(obj Object, parts []part, prefetched bool) {
 	c.loads.Add(1)
 	c.pending.Add(1)
-	go c.load(obj, parts, haveSlot)
+	go c.load(obj, parts, prefetched)
 }
 
 // load fills the parts' slots from the store with one ranged GET: it
-// takes a GET slot (unless a prefetch already holds one), reads the bytes
-// in order, wakes waiters as they arrive, and moves each chunk into the
-// tiers as soon as it is whole.
-func (c *Cache) load(obj Object, parts []part, haveSlot bool) {
+// takes a GET slot and reserves memory (a prefetch, prefetched, has both
+// already), reads the bytes in order, wakes waiters as they arrive, and
+// moves each chunk into the tiers as soon as it is whole.
+func (c *Cache) load(obj Object, parts []part, prefetched bool) {
 	defer c.loads.Done()
 	defer c.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
 	defer cancel()
-	if !haveSlot {
-		select {
-		case c.sem <- struct{}{}:
-		case <-ctx.Done():
-			for _, p := range parts {
-				c.finish(p.k, p.s, fmt.Errorf("cache: waiting for a GET slot for %s chunk %d: %w", obj.Key, p.i, ctx.Err()))
-			}
-			return
-		}
-	}
 	var total int64
 	for _, p := range parts {
 		total += p.s.to - p.s.from
 	}
-	if err := c.mem.reserve(ctx, total); err != nil {
-		<-c.sem
+	fail := func(what string, err error) {
 		for _, p := range parts {
-			c.finish(p.k, p.s, fmt.Errorf("cache: waiting for memory for %s chunk %d: %w", obj.Key, p.i, err))
+			c.finish(p.k, p.s, fmt.Errorf("cache: waiting for %s for %s chunk %d: %w", what, obj.Key, p.i, err))
+			c.unref(p.s) // the load's
 		}
-		return
+	}
+	if !prefetched {
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			fail("a GET slot", ctx.Err())
+			return
+		}
+		if err := c.mem.reserve(ctx, total); err != nil {
+			<-c.sem
+			fail("memory", err)
+			return
+		}
 	}
 	done, err := c.fill(ctx, obj, parts)
 	if err != nil && ctx.Err() != nil {
 		err = fmt.Errorf("%w (load ended: %w)", err, ctx.Err())
 	}
 	<-c.sem
+	if prefetched {
+		c.pfGets.Add(-1)
+	}
 	for _, p := range parts[done:] { // err != nil
 		c.mem.release(p.s.to - p.s.from)
 		c.finish(p.k, p.s, err)
+		c.unref(p.s)
 	}
 	for _, p := range parts[:done] {
-		c.m.loadedBytes.Add(float64(len(p.s.buf)))
 		if c.disk != nil {
 			if err := c.disk.put(p.k, p.s.from, p.s.buf); err != nil {
 				c.m.diskErrors.Inc() // the chunk is served anyway
 			}
 		}
+		c.unref(p.s)
 	}
 }
 
@@ -121,7 +160,7 @@ func (c *Cache) load(obj Object, parts []part, haveSlot bool) {
 // stopped it (the caller finishes the rest with it).
 func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, err error) {
 	first, last := parts[0], parts[len(parts)-1]
-	start := first.i*c.cfg.ChunkBytes + first.s.from
+	start := first.i*c.cfg.ChunkBytes + first.s.from + first.s.preLen()
 	end := last.i*c.cfg.ChunkBytes + last.s.to
 	defer func() {
 		if r := recover(); r != nil { // a bucket client bug must not take the daemon down
@@ -138,9 +177,12 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 	stop := context.AfterFunc(ctx, func() { rc.Close() })
 	defer stop()
 	for _, p := range parts {
-		if err := fillSlot(rc, p.s); err != nil {
+		got := p.s.to - p.s.from - p.s.preLen()
+		if err := c.fillSlot(rc, p.s); err != nil {
 			return done, fmt.Errorf("cache: read %s bytes %d-%d, chunk %d: %w", obj.Key, start, end, p.i, err)
 		}
+		c.m.loadedBytes.Add(float64(got))
+		c.loaded.Add(got)
 		c.mem.release(p.s.to - p.s.from) // before the whole chunk counts in the tier
 		c.finish(p.k, p.s, nil)
 		done++
@@ -148,18 +190,24 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 	return done, nil
 }
 
-// fillSlot reads a slot's bytes from r, announcing them to waiters as
-// each read of the body returns (at most 64 KiB at a time), so that a
-// reader gets what has arrived even when the body then stalls.
-func fillSlot(r io.Reader, s *slot) error {
-	buf := make([]byte, s.to-s.from)
+// fillSlot reads a slot's bytes from r straight into its buffer (a pooled
+// one, not zeroed, for a whole chunk), each read asking for all the bytes
+// still missing, and announces them to waiters as each read returns, so
+// that a reader gets what has arrived even when the body then stalls.
+func (c *Cache) fillSlot(r io.Reader, s *slot) error {
+	buf, pooled := c.pool.get(s.to - s.from)
 	s.mu.Lock()
-	s.buf = buf
+	s.buf, s.pooled = buf, pooled
 	s.mu.Unlock()
-	const step = 64 << 10
 	var n int
+	if pre := s.pre; pre != nil { // the part cached already: copied, not loaded
+		n = copy(buf, pre.buf[:pre.to-pre.from])
+		s.pre = nil
+		c.unref(pre)
+		s.progress(n)
+	}
 	for n < len(buf) {
-		m, err := r.Read(buf[n:min(n+step, len(buf))])
+		m, err := r.Read(buf[n:])
 		n += m
 		if m > 0 && n < len(buf) { // the last bytes are announced by finish, after the tiers have the chunk
 			s.progress(n)

@@ -13,10 +13,12 @@ import (
 // is done with it.
 //
 // The slices a Pin returns (View, Slices) share the chunks' memory: they
-// must be read only, and only until Release. Each chunk counts the Pins
-// holding it (slot.pins), so that a cache recycling chunk memory can
-// leave alone a chunk that a Pin, or a response still being written from
-// one, holds. Cache.Pinned counts the Pins not yet released.
+// must be read only, and only until Release. A Pin holds one reference to
+// each chunk's slot (see slot), so that the slot's buffer goes back to the
+// pool, to be filled with another chunk, only after Release (and after
+// every other holder let go). A Pin never released keeps its chunks out
+// of the pool (the garbage collector frees them as usual). Cache.Pinned
+// counts the Pins not yet released.
 type Pin struct {
 	c        *Cache
 	obj      Object
@@ -28,8 +30,8 @@ type Pin struct {
 
 // Pin starts the loads of bytes [off, off+n) of obj that are neither
 // cached nor in flight (one GET for each run of consecutive chunks) and
-// holds their chunks for the caller until Release; it does not wait for
-// them.
+// holds their chunks (a reference to each slot, which touch took) for
+// the caller until Release; it does not wait for them.
 func (c *Cache) Pin(obj Object, off, n int64) *Pin {
 	p := &Pin{c: c, obj: obj, off: off, end: off + n, slots: c.touch(obj, off, n)}
 	c.pins.Add(1)
@@ -37,35 +39,40 @@ func (c *Cache) Pin(obj Object, off, n int64) *Pin {
 		p.end = off // empty: every View goes to the cache
 		return p
 	}
-	for _, s := range p.slots {
-		s.pins.Add(1)
-	}
 	p.first = off / c.cfg.ChunkBytes
 	return p
 }
 
-// Release lets go of the pinned chunks. The slices the Pin returned must
-// not be read afterwards. Calls after the first do nothing.
+// Release gives the pinned chunks back: the slices the Pin returned must
+// not be read afterwards, as the chunks' buffers may then be reused for
+// other chunks. Views after Release are copies (Cache.Read).
+// Calls after the first do nothing.
 func (p *Pin) Release() {
 	if p.released.Swap(true) {
 		return
 	}
-	for _, s := range p.slots {
-		s.pins.Add(-1)
-	}
+	p.c.unrefAll(p.slots)
 	p.c.pins.Add(-1)
 }
 
-// Pinned returns the number of Pins not yet released (for tests, and a
-// recycling cache's accounting).
+// Pinned returns the number of Pins not yet released (for tests and
+// accounting).
 func (c *Cache) Pinned() int64 { return c.pins.Load() }
 
-// View returns bytes [off, off+n) as Cache.View does, from the pinned
-// chunks when the range lies within the pin, waiting until ctx ends for
-// bytes still arriving.
+// within reports whether bytes [off, off+n) lie in the pinned range of a
+// Pin not yet released.
+func (p *Pin) within(off, n int64) bool {
+	return n > 0 && off >= p.off && off+n <= p.end && !p.released.Load()
+}
+
+// View returns bytes [off, off+n), waiting until ctx ends for bytes
+// still arriving: within the pin a slice of the pinned chunk, valid until
+// Release (a copy when the range spans chunks); outside it (or after
+// Release) a copy (Cache.Read), so that no chunk's buffer escapes the
+// pool. Errors: as Cache.View's.
 func (p *Pin) View(ctx context.Context, off, n int64) ([]byte, error) {
-	if n <= 0 || off < p.off || off+n > p.end {
-		return p.c.View(ctx, p.obj, off, n)
+	if !p.within(off, n) {
+		return p.c.Read(ctx, p.obj, off, n, nil)
 	}
 	cb := p.c.cfg.ChunkBytes
 	first, last := off/cb, (off+n-1)/cb
@@ -77,16 +84,17 @@ func (p *Pin) View(ctx context.Context, off, n int64) ([]byte, error) {
 }
 
 // Slices appends to dst the bytes [off, off+n) as views of the chunks that
-// hold them, one slice per chunk, in order, without copying; it waits
-// until ctx ends for bytes still arriving. A range outside the pin is read
-// with Cache.View (one slice, a copy when it spans chunks). Errors: as
-// View's.
+// hold them, one slice per chunk, in order, without copying; they are
+// valid until Release. It waits until ctx ends for bytes still arriving.
+// A range outside the pin (or after Release) is appended as one slice
+// that is a copy (Cache.Read), so that no chunk's buffer escapes the
+// pool. Errors: as View's.
 func (p *Pin) Slices(ctx context.Context, off, n int64, dst [][]byte) ([][]byte, error) {
 	if n <= 0 {
 		return dst, nil
 	}
-	if off < p.off || off+n > p.end {
-		v, err := p.c.View(ctx, p.obj, off, n)
+	if !p.within(off, n) {
+		v, err := p.c.Read(ctx, p.obj, off, n, nil)
 		if err != nil {
 			return dst, err
 		}
@@ -106,9 +114,9 @@ func (p *Pin) Slices(ctx context.Context, off, n int64, dst [][]byte) ([][]byte,
 
 // Arrived reports whether bytes [off, off+n) of the pinned range are all
 // in memory, so that reading them would not wait. It is false for bytes
-// outside the pin and for a failed load.
+// outside the pin, after Release and for a failed load.
 func (p *Pin) Arrived(off, n int64) bool {
-	if n <= 0 || off < p.off || off+n > p.end {
+	if !p.within(off, n) {
 		return false
 	}
 	cb := p.c.cfg.ChunkBytes
@@ -121,7 +129,8 @@ func (p *Pin) Arrived(off, n int64) bool {
 	return true
 }
 
-// arrived reports whether chunk-relative bytes up to b have arrived.
+// arrived reports whether chunk-relative bytes up to b have arrived (the
+// caller holds a reference).
 func (s *slot) arrived(b int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -9,21 +9,74 @@ import (
 
 // slot holds a chunk's bytes [from, to) (chunk-relative): loaded (done)
 // or still arriving. Bytes below n never change once written, so readers
-// may keep slices of them.
+// may keep slices of them while they hold a reference (or forever, once
+// the slot has escaped).
+//
+// References (refs) are held by the cache (from the claim until the slot
+// leaves the memory tier, or is not put there), by the load filling it
+// (until its disk write ends), and by each Pin and View using it. When the
+// last one goes and no slice escaped to a caller that cannot give it back
+// (escaped), a pooled buffer goes back to the pool for the next load.
 type slot struct {
 	from, to int64
-	pins     atomic.Int32 // Pins holding the slot (pin.go)
 
 	mu   sync.Mutex
-	buf  []byte // len: the whole suffix; filled up to n
+	buf  []byte // len: the whole part; filled up to n
 	n    int
 	done bool
 	err  error
-	wake chan struct{} // closed, and replaced, whenever n or done changes
+	wake chan struct{} // made by a waiter; closed and cleared when n or done changes
+
+	refs    atomic.Int32
+	escaped atomic.Bool // a slice of buf went out with no release
+	pooled  bool        // buf is the pool's (set by the load before it fills)
+	// pf is set while the slot is a prefetch not yet read by a demand
+	// read: its bytes count in the shared prefetch budget, and eviction
+	// takes it last. pfSeq is the cache's loaded-bytes count when it was
+	// admitted (it expires once the cache has loaded its memory budget
+	// since).
+	pf    atomic.Bool
+	pfSeq int64
+	// pre, when set, is the chunk's cached part this load extends: bytes
+	// [pre.from, pre.to) are copied from it (the load holds a reference
+	// until then), the rest comes from the store.
+	pre *slot
+}
+
+// preLen is the bytes of the slot copied from a cached part, not loaded.
+func (s *slot) preLen() int64 {
+	if s.pre == nil {
+		return 0
+	}
+	return s.pre.to - s.pre.from
+}
+
+// newSlot returns a slot for a load of [from, to), holding refs
+// references.
+func newSlot(from, to int64, refs int32) *slot {
+	s := &slot{from: from, to: to}
+	s.refs.Store(refs)
+	return s
 }
 
 func doneSlot(from int64, data []byte) *slot {
-	return &slot{from: from, to: from + int64(len(data)), buf: data, n: len(data), done: true}
+	s := &slot{from: from, to: from + int64(len(data)), buf: data, n: len(data), done: true}
+	s.refs.Store(1) // the cache's
+	return s
+}
+
+// ref takes a reference unless the slot has none left (its buffer may be
+// back in the pool); it reports whether it took one.
+func (s *slot) ref() bool {
+	for {
+		r := s.refs.Load()
+		if r <= 0 {
+			return false
+		}
+		if s.refs.CompareAndSwap(r, r+1) {
+			return true
+		}
+	}
 }
 
 // covers reports whether the slot holds (or will) bytes [a, b).
@@ -33,8 +86,10 @@ func (s *slot) covers(a, b int64) bool { return s.from <= a && b <= s.to }
 func (s *slot) progress(n int) {
 	s.mu.Lock()
 	s.n = n
-	close(s.wake)
-	s.wake = make(chan struct{})
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
 	s.mu.Unlock()
 }
 
@@ -46,12 +101,15 @@ func (s *slot) end(err error) {
 	if err == nil {
 		s.n = len(s.buf)
 	}
-	close(s.wake)
-	s.wake = nil
+	if s.wake != nil {
+		close(s.wake)
+		s.wake = nil
+	}
 	s.mu.Unlock()
 }
 
-// wait returns chunk-relative bytes [a, b) once they have arrived.
+// wait returns chunk-relative bytes [a, b) once they have arrived. The
+// caller holds a reference.
 func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
 	for {
 		s.mu.Lock()
@@ -65,6 +123,9 @@ func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
+		if s.wake == nil {
+			s.wake = make(chan struct{})
+		}
 		w := s.wake
 		s.mu.Unlock()
 		select {
@@ -76,6 +137,7 @@ func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
 }
 
 // lru is the memory tier: whole loaded slots, LRU within a byte budget.
+// Unread prefetches (slot.pf) are evicted only when nothing else is left.
 type lru struct {
 	mu       sync.Mutex
 	budget   int64
@@ -84,6 +146,7 @@ type lru struct {
 	room     *sync.Cond // signalled when reserved bytes are released
 	ll       *list.List
 	items    map[chunkKey]*list.Element
+	drop     func(*slot) // called under mu for each slot leaving the tier
 }
 
 type entry struct {
@@ -91,49 +154,61 @@ type entry struct {
 	s   *slot
 }
 
-func newLRU(budget int64) *lru {
-	l := &lru{budget: budget, ll: list.New(), items: map[chunkKey]*list.Element{}}
+func newLRU(budget int64, drop func(*slot)) *lru {
+	l := &lru{budget: budget, ll: list.New(), items: map[chunkKey]*list.Element{}, drop: drop}
 	l.room = sync.NewCond(&l.mu)
 	return l
 }
 
-func (l *lru) get(k chunkKey) (*slot, bool) {
+// acquire returns k's slot with a reference taken for the caller, moved
+// to the front when touch is set.
+func (l *lru) acquire(k chunkKey, touch bool) (*slot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.items[k]; ok {
+	e, ok := l.items[k]
+	if !ok {
+		return nil, false
+	}
+	if touch {
 		l.ll.MoveToFront(e)
-		return e.Value.(*entry).s, true
 	}
-	return nil, false
+	s := e.Value.(*entry).s
+	return s, s.ref() // the tier's own reference keeps refs above 0
 }
 
-func (l *lru) peek(k chunkKey) (*slot, bool) {
+// has reports whether the tier holds some part of k.
+func (l *lru) has(k chunkKey) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e, ok := l.items[k]; ok {
-		return e.Value.(*entry).s, true
-	}
-	return nil, false
+	_, ok := l.items[k]
+	return ok
 }
 
-// put adds or replaces an entry, evicting the least recently used ones
-// over budget. A slot larger than the budget is not kept.
-func (l *lru) put(k chunkKey, s *slot) {
+// put adds s as k's entry unless the tier holds a larger part of the
+// chunk, evicting over budget; a slot larger than the budget is not kept.
+// It reports whether it took s (and the cache's reference to it).
+func (l *lru) put(k chunkKey, s *slot) bool {
 	size := int64(len(s.buf))
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if size > l.budget {
-		return
+		return false
 	}
 	if e, ok := l.items[k]; ok {
-		l.size -= int64(len(e.Value.(*entry).s.buf))
+		old := e.Value.(*entry).s
+		if int64(len(old.buf)) > size {
+			return false
+		}
+		l.size -= int64(len(old.buf))
 		e.Value.(*entry).s = s
 		l.ll.MoveToFront(e)
+		l.drop(old)
 	} else {
 		l.items[k] = l.ll.PushFront(&entry{key: k, s: s})
 	}
 	l.size += size
 	l.evict()
+	return true
 }
 
 // reserve counts n bytes of a load in flight against the budget, evicting
@@ -163,6 +238,21 @@ func (l *lru) reserve(ctx context.Context, n int64) error {
 	return nil
 }
 
+// tryReserve is reserve for a prefetch: it never waits, and takes the
+// bytes only when the loads in flight, the unread prefetched bytes
+// (unread) and n fit the budget together, so that a prefetch never evicts
+// another one and leaves demand loads their room.
+func (l *lru) tryReserve(n, unread int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reserved+unread+n > l.budget {
+		return false
+	}
+	l.reserved += n
+	l.evict()
+	return true
+}
+
 func (l *lru) release(n int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -170,19 +260,32 @@ func (l *lru) release(n int64) {
 	l.room.Broadcast()
 }
 
+// evict removes entries while the tier and the loads in flight exceed
+// the budget: the least recently used that is not an unread prefetch
+// first, unread prefetches only when nothing else is left.
 func (l *lru) evict() {
 	for l.size+l.reserved > l.budget && l.ll.Len() > 0 {
-		last := l.ll.Back()
-		e := last.Value.(*entry)
-		l.ll.Remove(last)
+		victim := l.ll.Back()
+		for e := victim; e != nil; e = e.Prev() {
+			if !e.Value.(*entry).s.pf.Load() {
+				victim = e
+				break
+			}
+		}
+		e := victim.Value.(*entry)
+		l.ll.Remove(victim)
 		delete(l.items, e.key)
 		l.size -= int64(len(e.s.buf))
+		l.drop(e.s)
 	}
 }
 
 func (l *lru) clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	for e := l.ll.Front(); e != nil; e = e.Next() {
+		l.drop(e.Value.(*entry).s)
+	}
 	l.ll.Init()
 	l.items = map[chunkKey]*list.Element{}
 	l.size = 0

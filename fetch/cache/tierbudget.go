@@ -13,10 +13,15 @@ var ErrDiskTierStatic = errors.New("cache: turning the disk tier on or off (remo
 // SetBudgets changes the memory and disk budgets of a running cache,
 // bytes (remote.fetch.chunk.cache.memory.bytes and .disk.bytes, as a
 // reload gives them; Kafka's remote.log.index.file.cache.total.size.bytes
-// is dynamic the same way). A smaller budget evicts the least recently
-// used chunks down to it at once: in memory, chunks a reader holds (a
-// Pin, a View under way) stay readable to it and are only dropped from
-// the cache; on disk, an evicted chunk's file is removed, and a reader
+// is dynamic the same way). The shared prefetch budget in force follows
+// the memory budget: remote.fetch.prefetch.budget.bytes, at most half
+// the memory budget (prefetched bytes held above a smaller limit stay
+// until read, evicted or expired; new prefetches wait for room). A
+// smaller budget evicts chunks down to it at once, in the memory tier's
+// order (least recently used first, unread prefetched chunks last): in
+// memory, chunks a reader holds (a Pin, a View under way) stay readable
+// to it and are only dropped from the cache (their buffers go back to
+// the pool when the last holder lets go); on disk, an evicted chunk's file is removed, and a reader
 // that has it open reads on. Loads in flight count against the new
 // memory budget, so new loads wait until they fit (one load may always
 // start). diskBytes is ignored without a disk tier when it is 0. Errors:
@@ -35,6 +40,7 @@ func (c *Cache) SetBudgets(memoryBytes, diskBytes int64) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
+	c.pfLimits(memoryBytes)
 	c.mem.setBudget(memoryBytes)
 	if c.disk != nil {
 		c.disk.setBudget(diskBytes)

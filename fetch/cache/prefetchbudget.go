@@ -1,0 +1,121 @@
+package cache
+
+import (
+	"container/list"
+	"sync"
+)
+
+// PrefetchOutcome is what Prefetch did.
+type PrefetchOutcome int
+
+const (
+	// PrefetchStarted: a load of the chunk started.
+	PrefetchStarted PrefetchOutcome = iota
+	// PrefetchPresent: the chunk (or the part a reader reads next) is
+	// cached or loading already, or lies outside the object.
+	PrefetchPresent
+	// PrefetchSkipped: admission control refused the load (the shared
+	// prefetch budget, the GET slots or the memory budget had no room);
+	// nothing is queued.
+	PrefetchSkipped
+)
+
+// pfBudget is the prefetch budget all readers share: the bytes of
+// prefetch loads in flight plus the prefetched bytes no demand read has
+// used yet. A prefetched chunk leaves it when a demand read first uses
+// it, when the memory tier evicts it, when its load fails, or when it
+// expires: unread while the cache loaded a memory budget's worth of other
+// bytes (its reader has most likely moved away).
+type pfBudget struct {
+	mu     sync.Mutex
+	limit  int64 // min(PrefetchBudgetBytes, memory budget / 2); SetBudgets changes it
+	window int64 // the memory budget: unread prefetches expire after the cache loaded this much
+	bytes  int64
+	max    int64      // high-water mark of bytes, for tests
+	fifo   *list.List // of *slot, in admission order; entries already out are skipped
+}
+
+// pfLimits sets the prefetch budget in force from the configured one and
+// the memory budget: at most half of it, so that demand reads keep the
+// other half.
+func (c *Cache) pfLimits(memoryBytes int64) {
+	c.pf.mu.Lock()
+	c.pf.limit = min(c.cfg.PrefetchBudgetBytes, memoryBytes/2)
+	c.pf.window = memoryBytes
+	c.pf.mu.Unlock()
+}
+
+// pfAdmit takes n bytes of the prefetch budget, first expiring stale
+// prefetches; it reports false (and takes nothing) when they do not fit.
+// It returns the bytes held before it (for the memory check).
+func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
+	b := &c.pf
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seq := c.loaded.Load()
+	for e := b.fifo.Front(); e != nil; e = b.fifo.Front() {
+		s := e.Value.(*slot)
+		if s.pf.Load() {
+			if seq-s.pfSeq <= b.window {
+				break
+			}
+			if s.pf.CompareAndSwap(true, false) {
+				b.bytes -= s.to - s.from
+				c.m.prefetchWasted.WithLabelValues("expired").Add(float64(s.to - s.from))
+			}
+		}
+		b.fifo.Remove(e)
+	}
+	if b.bytes+n > b.limit {
+		return b.bytes, false
+	}
+	before = b.bytes
+	b.bytes += n
+	b.max = max(b.max, b.bytes)
+	return before, true
+}
+
+// pfUnadmit gives back n bytes pfAdmit took for a load that did not
+// start.
+func (c *Cache) pfUnadmit(n int64) {
+	c.pf.mu.Lock()
+	c.pf.bytes -= n
+	c.pf.mu.Unlock()
+}
+
+// pfTrack makes s a prefetch counted in the budget (its bytes were
+// admitted).
+func (c *Cache) pfTrack(s *slot) {
+	s.pfSeq = c.loaded.Load()
+	s.pf.Store(true)
+	c.pf.mu.Lock()
+	c.pf.fifo.PushBack(s)
+	c.pf.mu.Unlock()
+}
+
+// pfDone takes s out of the prefetch budget if it is still in: outcome
+// "read" when a demand read used it, else why its bytes were wasted
+// ("evicted", "failed").
+func (c *Cache) pfDone(s *slot, outcome string) {
+	if !s.pf.Load() || !s.pf.CompareAndSwap(true, false) {
+		return
+	}
+	n := s.to - s.from
+	c.pf.mu.Lock()
+	c.pf.bytes -= n
+	c.pf.mu.Unlock()
+	if outcome != "read" {
+		c.m.prefetchWasted.WithLabelValues(outcome).Add(float64(n))
+	}
+}
+
+// used records a demand read's use of s (the caller holds a reference).
+func (c *Cache) used(s *slot) { c.pfDone(s, "read") }
+
+// PrefetchHeld returns the bytes the shared prefetch budget holds now and
+// the most it has held (in flight plus prefetched and unread).
+func (c *Cache) PrefetchHeld() (now, most int64) {
+	c.pf.mu.Lock()
+	defer c.pf.mu.Unlock()
+	return c.pf.bytes, c.pf.max
+}

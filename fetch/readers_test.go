@@ -1,0 +1,136 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// fetchedPerServed runs fn and returns the .log bytes GETs asked for per
+// byte the reads served (tierd_fetch_log_bytes_total over
+// tierd_fetch_served_bytes_total), after the loads fn started ended.
+func fetchedPerServed(t *testing.T, e *env, reg *prometheus.Registry, fn func()) float64 {
+	t.Helper()
+	fetched0, served0 := metricValue(t, reg, "tierd_fetch_log_bytes_total"), metricValue(t, reg, "tierd_fetch_served_bytes_total")
+	fn()
+	e.srv.Settle()
+	fetched, served := metricValue(t, reg, "tierd_fetch_log_bytes_total")-fetched0, metricValue(t, reg, "tierd_fetch_served_bytes_total")-served0
+	if served == 0 {
+		t.Fatal("nothing served")
+	}
+	return fetched / served
+}
+
+// readOn reads partition tp from offset from to the end of the tiered
+// log, as a consumer does, retrying answers still loading.
+func readOn(t *testing.T, e *env, tp remotelog.TopicPartition, from int64, maxBytes int) {
+	for off := from; ; {
+		rr, err := e.srv.ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, ErrStillLoading) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("read %s at %d: %v", tp, off, err)
+			return
+		}
+		if len(rr.Records) == 0 || rr.Next > rr.Offsets.HighestTieredOffset {
+			return
+		}
+		off = rr.Next
+	}
+}
+
+// Eight sequential readers, each of its own partition, with read-ahead
+// and a memory budget far smaller than the data: the store is asked for
+// at most 1.2 bytes per byte served (prefetch shares one budget, its
+// chunks are evicted last, and a read going on past a cached part loads
+// the rest only).
+func TestSequentialReadersFetchLittleExtra(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.Cache.MemoryBytes = 1 << 20
+	cfg.Cache.PrefetchBudgetBytes = 256 << 10
+	cfg.PrefetchBytes = 192 << 10
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, cfg, WithRegisterer(reg))
+	for p := int32(0); p < 8; p++ {
+		e.tp.Partition = p
+		referenceLog(t, e)
+	}
+	ratio := fetchedPerServed(t, e, reg, func() {
+		var wg sync.WaitGroup
+		for p := int32(0); p < 8; p++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); readOn(t, e, remotelog.TopicPartition{Topic: "t", Partition: p}, 0, 20000) }()
+		}
+		wg.Wait()
+	})
+	t.Logf("8 sequential readers: %.3f bytes fetched per byte served", ratio)
+	if ratio > 1.2 {
+		t.Fatalf("8 sequential readers: %.3f bytes fetched per byte served, want <= 1.2", ratio)
+	}
+	held, most := e.srv.cache.PrefetchHeld()
+	if most == 0 || most > 256<<10 {
+		t.Fatalf("prefetch budget peaked at %d bytes (now %d), want some and at most %d", most, held, 256<<10)
+	}
+}
+
+// Random readers are not read ahead for, and a read in a chunk part of
+// which is cached loads about its own bytes, not the whole chunk: with
+// about two reads per chunk, the store is asked for under 2 bytes per
+// byte served (whole-chunk loads would ask for several times that).
+// Reads of 64 KiB, a quarter chunk, so that the least a load takes is
+// about what a read asks.
+func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 256 << 10
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, cfg, WithRegisterer(reg))
+	referenceLog(t, e)
+	ratio := fetchedPerServed(t, e, reg, func() {
+		var wg sync.WaitGroup
+		for r := 0; r < 8; r++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(r), 1))
+				for k := 0; k < 3; k++ {
+					off := rng.Int64N(590)
+					if _, err := e.srv.ReadRemote(context.Background(), e.tp, off, 64<<10); err != nil && !errors.Is(err, ErrStillLoading) {
+						t.Errorf("read %d: %v", off, err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	})
+	t.Logf("8 random readers: %.3f bytes fetched per byte served", ratio)
+	if ratio > 2 {
+		t.Fatalf("8 random readers: %.3f bytes fetched per byte served, want < 2", ratio)
+	}
+	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n > 2 {
+		t.Fatalf("%v prefetches for random readers", n)
+	}
+}
+
+// Config.Validate reports the prefetch settings with the others.
+func TestConfigValidatePrefetch(t *testing.T) {
+	cfg := DefaultConfig()
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cfg.PrefetchGets, cfg.PrefetchBytes, cfg.Cache.PrefetchBudgetBytes = 0, -1, -1
+	err := cfg.Validate()
+	for _, want := range []string{"remote.fetch.prefetch.gets 0", "remote.fetch.prefetch.max.bytes -1", "remote.fetch.prefetch.budget.bytes -1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Validate() = %v, want it to mention %q", err, want)
+		}
+	}
+}
