@@ -16,8 +16,8 @@
 //	remote: a copy past retention.ms  remoteRetention           its max timestamp (or, when missing or more than
 //	                                                            message.timestamp.after.max.ms ahead, its copy
 //	                                                            time) is older than retention.ms
-//	remote: a copy over               remoteRetention           local size + remote-only copies exceed
-//	  retention.bytes                                           retention.bytes; oldest first
+//	remote: a copy over               remoteRetention           local size + remote-only copies, less this
+//	  retention.bytes                                           copy, still hold retention.bytes; oldest first
 //	remote: a copy below the log      remoteRetention           the log start offset (moved durably first, by
 //	  start offset                                              retention or from the broker's
 //	                                                            log-start-offset-checkpoint: delete-records)

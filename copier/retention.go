@@ -63,7 +63,9 @@ func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bo
 // segment, and when it is older than local.retention.ms or the local log is
 // larger than local.retention.bytes; deleting stops at the first segment
 // that may not go. Size retention deletes until the local log is within the
-// limit. The new local log start offset is made durable before any file is
+// limit (issue #4, case 8). This is stricter than Kafka's UnifiedLog, which
+// stops before the local log would drop below the limit; it only removes
+// local files whose copies are finished, never data. The new local log start offset is made durable before any file is
 // touched; files are renamed to ".deleted" and removed FileDeleteDelayMs
 // later, so readers with the files open finish.
 func (c *Copier) localRetention(ctx context.Context, p *partition) error {
@@ -183,7 +185,9 @@ func (c *Copier) removeDeleted(dir string) error {
 // remoteRetention deletes remote copies, oldest first, while they breach
 // retention: wholly below the log start offset, a max timestamp older than
 // retention.ms, or the log (local size + remote copies below the local log
-// start offset, each offset counted once) larger than retention.bytes.
+// start offset, each offset counted once) larger than retention.bytes by
+// at least the copy's size (Kafka's RemoteLogManager rule: the log is never
+// cut below retention.bytes).
 // The log start offset moves past a copy (durably) before its objects are
 // deleted. Superseded copies are deleted too.
 func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
@@ -242,7 +246,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		onlyRemote := r.EndOffset < localStart
 		breach := r.EndOffset < offs.LogStartOffset ||
 			(p.limits.RetentionMs >= 0 && c.remoteTime(r, nowMs) < nowMs-p.limits.RetentionMs) ||
-			(p.limits.RetentionBytes >= 0 && onlyRemote && total > p.limits.RetentionBytes)
+			(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)
 		if !breach {
 			break
 		}

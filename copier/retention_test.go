@@ -35,16 +35,50 @@ func TestLocalSizeRetention(t *testing.T) {
 	if got := r.localBases(); !reflect.DeepEqual(got, []int64{20, 30, 40, 50}) {
 		t.Fatalf("local segments %v, want two deleted", got)
 	}
-	// The whole log (local + remote below the local start) is 5 segments:
-	// over retention.bytes, so remote retention drops the oldest copies
-	// until it fits, moving the log start offset first.
+	// The whole log (local + remote below the local start) is 5 segments,
+	// 1.5 over retention.bytes: remote retention drops the oldest copy
+	// (the log keeps 4, at least the limit) and not the second, which would
+	// cut the log to 3, below the limit (Kafka's RemoteLogManager rule);
+	// the log start offset moves first.
 	r.sync()
 	off := r.offsets()
-	if off.LogStartOffset != 20 || off.LocalLogStartOffset != 20 {
+	if off.LogStartOffset != 10 || off.LocalLogStartOffset != 20 {
 		t.Fatalf("offsets %+v", off)
 	}
-	if st := r.states(); st[remotelog.DeleteSegmentFinished] != 2 || st[remotelog.CopySegmentFinished] != 3 {
+	if st := r.states(); st[remotelog.DeleteSegmentFinished] != 1 || st[remotelog.CopySegmentFinished] != 4 {
 		t.Fatalf("states %v", st)
+	}
+}
+
+// TestRemoteSizeRetentionBoundary: a remote copy goes by retention.bytes
+// only while the log without it still holds at least retention.bytes;
+// exactly at the limit it goes, one byte short it stays.
+func TestRemoteSizeRetentionBoundary(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		limit   func(size int64) int64
+		deleted int
+	}{
+		{"log without the oldest exactly at the limit", func(size int64) int64 { return 4 * size }, 1},
+		{"log without the oldest one byte short", func(size int64) int64 { return 4*size + 1 }, 0},
+		{"two fit exactly", func(size int64) int64 { return 3 * size }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			cfg.FileDeleteDelayMs = 0
+			cfg.Retention.LocalRetentionBytes = ptr(0)
+			r := newRig(t, cfg, nil)
+			size := fiveSegments(t, r)
+			r.sync() // copy all five, and delete them locally
+			r.c.cfg.Retention.RetentionBytes = ptr(tc.limit(size))
+			r.sync()
+			if st := r.states(); st[remotelog.DeleteSegmentFinished] != tc.deleted || st[remotelog.CopySegmentFinished] != 5-tc.deleted {
+				t.Fatalf("states %v, want %d deleted", st, tc.deleted)
+			}
+			if off := r.offsets(); off.LogStartOffset != int64(10*tc.deleted) {
+				t.Fatalf("offsets %+v, want log start %d", off, 10*tc.deleted)
+			}
+		})
 	}
 }
 
