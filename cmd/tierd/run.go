@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/saturate"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -209,11 +211,11 @@ func memoryLimit(cfg config) int64 {
 	var upload int64
 	switch cfg.Bucket.Type {
 	case "s3":
-		upload = cfg.Bucket.S3.PartSize * int64(cfg.Bucket.S3.PartConcurrency)
+		upload = saturate.Mul(cfg.Bucket.S3.PartSize, int64(cfg.Bucket.S3.PartConcurrency))
 	case "minio":
-		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
+		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
 	}
-	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.CopierThreadPoolSize)*upload + 64<<20
+	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(int64(cfg.Copier.CopierThreadPoolSize), upload)), 64<<20)
 }
 
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics
