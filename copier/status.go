@@ -168,6 +168,9 @@ func (c *Copier) Status() remotelog.TieringStatus {
 		detail := gateDetail(reason, gerr)
 		for i := range out.Partitions {
 			p := &out.Partitions[i]
+			if p.State == remotelog.TierWaiting && p.Reason == reason {
+				continue // the pass said so already, maybe with more (the copy's error)
+			}
 			p.State, p.Reason, p.Held, p.Detail, p.Error, p.Copying = remotelog.TierWaiting, reason, "", detail, gerr.Error(), nil
 		}
 	}
