@@ -273,7 +273,7 @@ func (c *Copier) resolveTopicID(ctx context.Context, p *partition, off remotelog
 		return err
 	}
 	c.log.Warn("topic was re-created: the old incarnation's copies are scheduled for deletion; tiering starts over",
-		"partition", p.tp, "old_topic_id", off.TopicID, "topic_id", p.topicID, "due", time.UnixMilli(d.DueMs).UTC(), "proof", st.Proof)
+		"partition", p.tp, "old_topic_id", off.TopicID, "topic_id", p.topicID, "due", remotelog.DueText(d.DueMs), "proof", st.Proof)
 	c.m.recreated.Inc()
 	return nil
 }

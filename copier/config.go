@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/tierd/tierd/internal/saturate"
 )
 
 // Config configures the copier. Defaults are in DefaultConfig.
@@ -13,7 +15,9 @@ type Config struct {
 	// partition directories. Required.
 	LogDirs []string `yaml:"log_dirs"`
 	// TaskIntervalMs is the time between sync passes, ms (Kafka's
-	// remote.log.manager.task.interval.ms). Default 30000.
+	// remote.log.manager.task.interval.ms), from 1 to 9223372036854
+	// (saturate.MaxMillis, about 292 years: the longest interval a timer
+	// takes; Validate refuses more rather than wrap). Default 30000.
 	TaskIntervalMs int64 `yaml:"remote.log.manager.task.interval.ms"`
 	// CopyTimeout bounds one segment copy. Default 5m.
 	CopyTimeout time.Duration `yaml:"copy_timeout"`
@@ -24,7 +28,9 @@ type Config struct {
 	BrokerOwned bool `yaml:"broker_owned"`
 	// FileDeleteDelayMs is how long a local segment renamed to .deleted
 	// is kept before it is removed, ms, so open readers finish (Kafka's
-	// file.delete.delay.ms). Default 60000.
+	// file.delete.delay.ms). 9223372036854 ms or more (up to
+	// 9223372036854775807, Kafka's Long.MAX_VALUE) means forever: the
+	// files are kept. Default 60000.
 	FileDeleteDelayMs int64 `yaml:"file.delete.delay.ms"`
 	// BrokerID is the broker's id (Kafka's broker.id or node.id), recorded
 	// in the ownership lease and in every metadata row; each tierd sharing
@@ -75,7 +81,10 @@ type Config struct {
 	// deleted, as the Kafka cluster confirmed, or an operator ordered it)
 	// and deleting them; "tierd partitions restore" cancels it meanwhile.
 	// Kafka's file.delete.delay.ms idea applied to the remote tier.
-	// Default 86400000 (1 day); 0 deletes on the next pass.
+	// Default 86400000 (1 day); 0 deletes on the next pass;
+	// 9223372036854775807 (Long.MAX_VALUE) and anything past
+	// 9223372036854 ms (about 292 years) mean forever: the deletion is
+	// scheduled but never comes due, so only an operator can order it.
 	RemoteLogDeleteDelayMs int64 `yaml:"remote.log.delete.delay.ms"`
 	// ClusterTopicConfigs applies the Kafka cluster's topic configs
 	// (retention.ms, retention.bytes, local.retention.ms,
@@ -124,6 +133,9 @@ func (c Config) Validate() error {
 	}
 	if c.TaskIntervalMs < 1 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.manager.task.interval.ms %d must be at least 1", c.TaskIntervalMs))
+	} else if c.TaskIntervalMs > saturate.MaxMillis {
+		errs = append(errs, fmt.Errorf("copier: remote.log.manager.task.interval.ms %d is out of range (at most %d ms, about 292 years)",
+			c.TaskIntervalMs, saturate.MaxMillis))
 	}
 	if c.CopyTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("copier: copy_timeout %s must be positive", c.CopyTimeout))
@@ -141,8 +153,9 @@ func (c Config) Validate() error {
 	if c.OwnershipLease < 0 || c.DeletedRowRetention < 0 {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s and deleted_row_retention %s must not be negative", c.OwnershipLease, c.DeletedRowRetention))
 	}
-	if c.CopierThreadPoolSize < 1 {
-		errs = append(errs, fmt.Errorf("copier: remote.log.manager.copier.thread.pool.size %d must be at least 1", c.CopierThreadPoolSize))
+	if c.CopierThreadPoolSize < 1 || c.CopierThreadPoolSize > MaxCopierThreadPoolSize {
+		errs = append(errs, fmt.Errorf("copier: remote.log.manager.copier.thread.pool.size %d is out of range (from 1 to %d partitions syncing at once)",
+			c.CopierThreadPoolSize, MaxCopierThreadPoolSize))
 	}
 	if c.CopyMaxBytesPerSecond < 1 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.manager.copy.max.bytes.per.second %d must be at least 1 (9223372036854775807: no limit)", c.CopyMaxBytesPerSecond))
@@ -153,8 +166,8 @@ func (c Config) Validate() error {
 	if c.MessageTimestampAfterMaxMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: message.timestamp.after.max.ms %d must not be negative", c.MessageTimestampAfterMaxMs))
 	}
-	if c.CopyChecksPerPass < 0 {
-		errs = append(errs, fmt.Errorf("copier: copy_checks_per_pass %d must not be negative", c.CopyChecksPerPass))
+	if c.CopyChecksPerPass < 0 || c.CopyChecksPerPass > MaxCopyChecksPerPass {
+		errs = append(errs, fmt.Errorf("copier: copy_checks_per_pass %d is out of range (from 0 to %d copies a pass)", c.CopyChecksPerPass, MaxCopyChecksPerPass))
 	}
 	if c.RemoteLogDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))
@@ -169,17 +182,40 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Interval is TaskIntervalMs as a duration.
-func (c Config) Interval() time.Duration { return time.Duration(c.TaskIntervalMs) * time.Millisecond }
+// Bounds of the settings that size goroutine pools and allocations: a
+// value past them is refused by Validate rather than tried.
+const (
+	// MaxCopierThreadPoolSize caps remote.log.manager.copier.thread.pool.size.
+	MaxCopierThreadPoolSize = 1024
+	// MaxCopyChecksPerPass caps copy_checks_per_pass.
+	MaxCopyChecksPerPass = 100000
+)
 
-// FileDeleteDelay is FileDeleteDelayMs as a duration.
-func (c Config) FileDeleteDelay() time.Duration {
-	return time.Duration(c.FileDeleteDelayMs) * time.Millisecond
+// Interval is TaskIntervalMs as a duration, saturating (see
+// saturate.Millis) and at least 1 ms, so a config that skipped Validate
+// still gives a timer a positive interval.
+func (c Config) Interval() time.Duration {
+	return max(saturate.Millis(c.TaskIntervalMs), time.Millisecond)
 }
 
-// RemoteLogDeleteDelay is RemoteLogDeleteDelayMs as a duration.
+// FileDeleteDelay is FileDeleteDelayMs as a duration, saturating:
+// saturate.Forever for 9223372036854 ms or more.
+func (c Config) FileDeleteDelay() time.Duration { return saturate.Millis(c.FileDeleteDelayMs) }
+
+// RemoteLogDeleteDelay is RemoteLogDeleteDelayMs as a duration,
+// saturating: saturate.Forever for 9223372036854 ms or more.
 func (c Config) RemoteLogDeleteDelay() time.Duration {
-	return time.Duration(c.RemoteLogDeleteDelayMs) * time.Millisecond
+	return saturate.Millis(c.RemoteLogDeleteDelayMs)
+}
+
+// deleteDueMs is when a deletion scheduled at nowMs comes due, ms since
+// the epoch: nowMs + RemoteLogDeleteDelayMs without wrapping, so Kafka's
+// Long.MAX_VALUE gives math.MaxInt64, which is never due.
+func (c Config) deleteDueMs(nowMs int64) int64 {
+	if c.RemoteLogDeleteDelayMs >= saturate.MaxMillis {
+		return math.MaxInt64
+	}
+	return saturate.Add(nowMs, c.RemoteLogDeleteDelayMs)
 }
 
 // LimitsFor resolves the retention of one topic from this config alone.

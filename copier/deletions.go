@@ -28,7 +28,7 @@ var (
 
 // schedule records a whole-partition deletion due after the grace period.
 func (c *Copier) schedule(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string) (remotelog.PartitionDeletion, error) {
-	due := c.now().Add(c.cfg.RemoteLogDeleteDelay()).UnixMilli()
+	due := c.cfg.deleteDueMs(c.now().UnixMilli())
 	d, err := c.store.ScheduleDeletion(tp, topicID, reason, proof, due)
 	if err != nil {
 		return d, err
@@ -36,7 +36,7 @@ func (c *Copier) schedule(tp remotelog.TopicPartition, topicID string, reason re
 	c.m.deletionsScheduled.Inc()
 	c.log.Warn("whole-partition deletion of remote copies scheduled; 'tierd partitions restore' cancels it until it is due",
 		"partition", tp, "topic_id", topicID, "reason", reason, "proof", proof, "copies", len(d.Segments), "bytes", d.Bytes(),
-		"due", time.UnixMilli(d.DueMs).UTC())
+		"due", remotelog.DueText(d.DueMs))
 	return d, nil
 }
 

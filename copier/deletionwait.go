@@ -2,7 +2,6 @@ package copier
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -21,7 +20,7 @@ func (c *Copier) waitForConfigs(d remotelog.PartitionDeletion, err error) {
 		"until the cluster lists the topic again and its configs are read. To act now: 'tierd partitions restore --config <file> %s' "+
 		"cancels it and keeps the copies; if the topic was deleted, 'tierd topics delete --config <file> --topic-id %s %s' then orders "+
 		"the deletion on the cluster's confirmation",
-		len(d.Segments), d.Bytes(), d.TopicID, time.UnixMilli(d.DueMs).UTC().Format(time.RFC3339), err, tp, d.TopicID, tp.Topic)
+		len(d.Segments), d.Bytes(), d.TopicID, remotelog.DueText(d.DueMs), err, tp, d.TopicID, tp.Topic)
 	c.st.mu.Lock()
 	c.st.deletionWaits[tp] = detail
 	c.st.mu.Unlock()

@@ -223,3 +223,45 @@ func TestLastSuccess(t *testing.T) {
 		t.Fatalf("after the copy went through: %v", got)
 	}
 }
+
+// TestGateStatusAtOnce: when the gate turns (the bucket watch finds the
+// object store down, the metadata store stops taking writes) between
+// passes, Status says so at once, before any pass runs; when it clears,
+// the last pass's statuses show again.
+func TestGateStatusAtOnce(t *testing.T) {
+	r := newRig(t, DefaultConfig(), nil)
+	var gate atomic.Pointer[error]
+	WithGate(func() error {
+		if p := gate.Load(); p != nil {
+			return *p
+		}
+		return nil
+	})(r.c)
+	ts := r.now.UnixMilli()
+	writeSegment(t, r.dir(), 0, seq(0, 10), same(ts, 10), 100)
+	writeSegment(t, r.dir(), 10, nil, nil, 0)
+	r.sync()
+	before := r.status(r.tp)
+	if before.State == remotelog.TierWaiting {
+		t.Fatalf("before: %+v", before)
+	}
+	passes := r.c.Status().Passes
+	var down error = &GateError{Reason: remotelog.WaitStoreUnreachable, Err: errors.New("bucket tiered: dial tcp 127.0.0.1:9: connection refused")}
+	gate.Store(&down)
+	st := r.status(r.tp)
+	if st.State != remotelog.TierWaiting || st.Reason != remotelog.WaitStoreUnreachable || !strings.Contains(st.Detail, "connection refused") || st.Copying != nil {
+		t.Fatalf("with the store down, before a pass: %+v", st)
+	}
+	if got := r.c.Status().Passes; got != passes {
+		t.Fatalf("a pass ran: %d passes, want %d", got, passes)
+	}
+	down = &GateError{Reason: remotelog.WaitMetadataUnwritable, Err: errors.New("metadata dir /m is full")}
+	gate.Store(&down)
+	if st := r.status(r.tp); st.Reason != remotelog.WaitMetadataUnwritable {
+		t.Fatalf("with the metadata dir full: %+v", st)
+	}
+	gate.Store(nil)
+	if st := r.status(r.tp); st.State != before.State || st.Reason != before.Reason {
+		t.Fatalf("gate clear: %+v, want %+v", st, before)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/saturate"
 )
 
 // segmentTime returns the time local retention judges a segment by: its
@@ -98,7 +99,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 			if err != nil {
 				return err
 			}
-			breach = ts < nowMs-p.limits.LocalRetentionMs
+			breach = saturate.Older(ts, nowMs, p.limits.LocalRetentionMs) // Long.MAX_VALUE: never
 		}
 		if !breach {
 			break
@@ -166,7 +167,11 @@ func (c *Copier) removeDeleted(dir string) error {
 	if err != nil {
 		return err
 	}
-	cutoff := time.Now().Add(-c.cfg.FileDeleteDelay())
+	delay := c.cfg.FileDeleteDelay()
+	if delay == saturate.Forever {
+		return nil // file.delete.delay.ms of ~292 years or more: kept
+	}
+	cutoff := time.Now().Add(-delay)
 	for _, e := range ents {
 		if !strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix) {
 			continue
@@ -245,7 +250,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	for _, r := range fin {
 		onlyRemote := r.EndOffset < localStart
 		breach := r.EndOffset < offs.LogStartOffset ||
-			(p.limits.RetentionMs >= 0 && c.remoteTime(r, nowMs) < nowMs-p.limits.RetentionMs) ||
+			saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
 			(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)
 		if !breach {
 			break

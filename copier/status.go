@@ -157,8 +157,29 @@ func (c *Copier) endPass(parts []*partition, failed bool) {
 
 // Status returns every partition's status as the last pass left it, with
 // the copies in flight now: a value for tools, the status page and
-// metrics.
+// metrics. While the gate (see WithGate) says passes must wait, every
+// partition shows as waiting for the gate's reason at once, not only
+// after the next pass: a bucket watch or a metadata store turning down
+// between passes shows in the status as soon as it does in readiness.
 func (c *Copier) Status() remotelog.TieringStatus {
+	reason, gerr := c.environment()
+	out := c.lastStatus()
+	if gerr != nil {
+		detail := gateDetail(reason, gerr)
+		for i := range out.Partitions {
+			p := &out.Partitions[i]
+			if p.State == remotelog.TierWaiting && p.Reason == reason {
+				continue // the pass said so already, maybe with more (the copy's error)
+			}
+			p.State, p.Reason, p.Held, p.Detail, p.Error, p.Copying = remotelog.TierWaiting, reason, "", detail, gerr.Error(), nil
+		}
+	}
+	return out
+}
+
+// lastStatus is Status as the last pass left it, with the copies in
+// flight now.
+func (c *Copier) lastStatus() remotelog.TieringStatus {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	out := remotelog.TieringStatus{Running: true, Passes: c.st.passes, LastPassMs: c.st.lastPassMs, LastSuccessMs: c.st.lastSuccessMs}

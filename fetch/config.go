@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/fetch/cache"
+	"github.com/tierd/tierd/internal/saturate"
 )
 
 // Config configures the server. Defaults are in DefaultConfig; the yaml
@@ -101,7 +102,7 @@ func (c Config) Validate() error {
 // cache's budget. Transport
 // buffers (about max_bytes per request being answered) come on top.
 func (c Config) MemoryBytes() int64 {
-	return c.Cache.MemoryBytes + c.IndexCacheBytes
+	return saturate.Add(c.Cache.MemoryBytes, c.IndexCacheBytes)
 }
 
 // CheckListen validates a listen address: host:port with a port in 0-65535.

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/tierd/tierd/internal/saturate"
 )
 
 // Config configures the Kafka protocol listener. The yaml names follow
@@ -35,7 +37,8 @@ type Config struct {
 	// ConnectionsMaxIdleMs closes a connection that sends nothing for this
 	// long between requests, or stalls this long inside a request frame,
 	// ms; it also bounds how long writing one response may take.
-	// Default 600000 (Kafka's connections.max.idle.ms).
+	// Default 600000 (Kafka's connections.max.idle.ms); 9223372036854775807
+	// (Long.MAX_VALUE) means never.
 	ConnectionsMaxIdleMs int64 `yaml:"connections.max.idle.ms"`
 	// FetchMaxBytes caps a Fetch request's max_bytes, bytes (Kafka's
 	// fetch.max.bytes). Default 52428800.
@@ -96,11 +99,12 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c Config) idle() time.Duration { return time.Duration(c.ConnectionsMaxIdleMs) * time.Millisecond }
+// idle is ConnectionsMaxIdleMs as a duration, saturating: Kafka's
+// Long.MAX_VALUE (and anything past 9223372036854 ms) gives about 292
+// years, in effect never, instead of wrapping to a deadline in the past.
+func (c Config) idle() time.Duration { return saturate.Millis(c.ConnectionsMaxIdleMs) }
 
-func (c Config) pollInterval() time.Duration {
-	return time.Duration(c.FetchPollIntervalMs) * time.Millisecond
-}
+func (c Config) pollInterval() time.Duration { return saturate.Millis(c.FetchPollIntervalMs) }
 
 // checkHostPort checks a host:port; port 0 is allowed only for a listen
 // address (the system picks one).

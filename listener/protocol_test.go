@@ -3,6 +3,7 @@ package listener
 import (
 	"context"
 	"encoding/binary"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -287,4 +288,22 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc.expectClosed()
+}
+
+// connections.max.idle.ms of Long.MAX_VALUE (Kafka's "never") serves
+// requests: it used to wrap to a negative duration, a deadline in the past
+// that closed every connection at its first read or write.
+func TestConfigHugeIdle(t *testing.T) {
+	for _, ms := range []int64{math.MaxInt64, math.MaxInt64/1_000_000 + 1} {
+		c := DefaultConfig()
+		c.ConnectionsMaxIdleMs = ms
+		if c.idle() <= 0 || c.pollInterval() <= 0 {
+			t.Fatalf("connections.max.idle.ms %d: idle %v", ms, c.idle())
+		}
+		ts := startServer(t, newFakeLog(), func(c *Config) { c.ConnectionsMaxIdleMs = ms })
+		rc := dialRaw(t, ts.addr, "huge-idle")
+		if resp := rc.roundTrip(apiVersions(3)).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
+			t.Fatalf("connections.max.idle.ms %d: ApiVersions %+v", ms, resp)
+		}
+	}
 }

@@ -20,6 +20,10 @@ type faultFS struct {
 	// stall, when set, blocks writes of files other than the store's
 	// probe until it is closed.
 	stall atomic.Pointer[chan struct{}]
+	// walFull fails the writes of Pebble's WAL files (*.log) with ENOSPC
+	// while other writes, the probe's among them, succeed: a disk with
+	// room for the probe but not for the WAL's preallocation.
+	walFull atomic.Bool
 }
 
 func newFaultFS(inner vfs.FS) *faultFS {
@@ -31,6 +35,16 @@ func newFaultFS(inner vfs.FS) *faultFS {
 func (f *faultFS) check(name string) error {
 	if f.readOnly.Load() {
 		return &os.PathError{Op: "open", Path: name, Err: syscall.EROFS}
+	}
+	return nil
+}
+
+func (f *faultFS) checkWrite(name string) error {
+	if err := f.check(name); err != nil {
+		return err
+	}
+	if f.walFull.Load() && strings.HasSuffix(name, ".log") {
+		return &os.PathError{Op: "write", Path: name, Err: syscall.ENOSPC}
 	}
 	return nil
 }
@@ -125,7 +139,7 @@ type faultFile struct {
 
 func (f *faultFile) Write(p []byte) (int, error) {
 	f.fs.wait(f.name)
-	if err := f.fs.check(f.name); err != nil {
+	if err := f.fs.checkWrite(f.name); err != nil {
 		return 0, err
 	}
 	n := f.fs.take(len(p))
@@ -138,7 +152,7 @@ func (f *faultFile) Write(p []byte) (int, error) {
 
 func (f *faultFile) WriteAt(p []byte, off int64) (int, error) {
 	f.fs.wait(f.name)
-	if err := f.fs.check(f.name); err != nil {
+	if err := f.fs.checkWrite(f.name); err != nil {
 		return 0, err
 	}
 	n := f.fs.take(len(p))

@@ -50,11 +50,22 @@ func (e *lowSpaceError) Error() string {
 
 func (e *lowSpaceError) Unwrap() error { return syscall.ENOSPC }
 
-// Retry pacing of a store whose directory stopped taking writes.
+// Retry pacing of a store whose directory stopped taking writes. The
+// backoff grows across consecutive outages too: it starts again from
+// retryMin only once the instance a retry opened has taken writes for
+// stableFor.
 const (
-	retryMin = 250 * time.Millisecond
-	retryMax = 10 * time.Second
+	retryMin  = 250 * time.Millisecond
+	retryMax  = 10 * time.Second
+	stableFor = 3 * retryMax
 )
+
+// probeReserve is the space, bytes, the write probe reserves
+// (fallocate): more than Pebble preallocates for a WAL (110 % of the 2 MiB
+// memtable), so that a directory the probe finds writable can take the
+// WAL's next write; a 4 KiB probe let a nearly full dir pass, reopen,
+// and fail the next write, over and over.
+const probeReserve = 4 << 20
 
 // checkDir tells whether the directory takes writes now: it is created if
 // missing, a probe file is written, synced and removed, and the free space
@@ -71,6 +82,9 @@ func (s *Store) checkDir() error {
 	f, err := s.fs.Create(probe, vfs.WriteCategoryUnspecified)
 	if err == nil {
 		_, err = f.Write(make([]byte, 4096))
+		if err == nil {
+			err = f.Preallocate(0, probeReserve)
+		}
 		if err == nil {
 			err = f.Sync()
 		}
@@ -252,20 +266,26 @@ func (s *Store) onFail(in *instance) {
 		if s.closed {
 			return
 		}
-		s.log.Error("metadata store stopped taking writes; reads go on; retrying with backoff", "err", &DirError{Dir: s.cfg.Dir, Err: in.cause})
+		// An outage soon after the last recovery continues its backoff.
+		wait := s.retryMin
+		if !s.recoveredAt.IsZero() && time.Since(s.recoveredAt) < stableFor {
+			wait = min(2*max(s.lastWait, s.retryMin), retryMax)
+		}
+		s.lastWait = wait
+		s.log.Error("metadata store stopped taking writes; reads go on; retrying with backoff", "err", &DirError{Dir: s.cfg.Dir, Err: in.cause},
+			"retry_in", wait)
 		s.recErr = nil
 		s.wg.Add(1)
-		go s.recoverLoop(in)
+		go s.recoverLoop(in, wait)
 	})
 }
 
 // recoverLoop waits, with backoff from retryMin to retryMax, until the
 // directory takes writes again, then opens a new instance in place of the
 // dead one.
-func (s *Store) recoverLoop(dead *instance) {
+func (s *Store) recoverLoop(dead *instance, wait time.Duration) {
 	defer s.wg.Done()
 	since := time.Now()
-	wait := s.retryMin
 	last := ""
 	for {
 		t := time.NewTimer(wait)
@@ -275,6 +295,9 @@ func (s *Store) recoverLoop(dead *instance) {
 			return
 		case <-t.C:
 		}
+		s.recMu.Lock()
+		s.lastWait = wait
+		s.recMu.Unlock()
 		wait = min(2*wait, retryMax)
 		err := s.checkDir()
 		var in *instance
@@ -302,7 +325,7 @@ func (s *Store) recoverLoop(dead *instance) {
 			continue
 		}
 		s.recMu.Lock()
-		s.recErr = nil
+		s.recErr, s.recoveredAt = nil, time.Now()
 		s.recMu.Unlock()
 		s.log.Info("metadata store takes writes again", "dir", s.cfg.Dir, "after", time.Since(since).Round(time.Millisecond))
 		s.mu.Lock()
@@ -387,5 +410,10 @@ type lifecycle struct {
 	recMu     sync.Mutex // guards closed, recErr and wg.Add
 	closed    bool
 	recErr    error // the last retry's failure
-	wg        sync.WaitGroup
+	// lastWait is the last backoff waited, recoveredAt when the last
+	// retry succeeded (zero before any): they carry the backoff across
+	// outages that follow each other (see stableFor).
+	lastWait    time.Duration
+	recoveredAt time.Time
+	wg          sync.WaitGroup
 }

@@ -35,7 +35,10 @@ type Config struct {
 	// MinFreeBytes is the free space, bytes, below which the store
 	// refuses writes (with a *DirError, until space returns) rather than
 	// let Pebble meet a full disk, and refuses to open. Default 64 MiB
-	// (DefaultConfig); 0 turns the check off.
+	// (DefaultConfig); 0 turns the check off: the write probe at open and
+	// at each retry still reserves 4 MiB (probeReserve), and a write that
+	// fails for space stops the store, retried with a backoff that grows
+	// across outages (see stableFor).
 	MinFreeBytes int64 `yaml:"min_free_bytes"`
 }
 

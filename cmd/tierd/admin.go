@@ -262,7 +262,7 @@ func printDeletions(w io.Writer, ds []*tierdpb.PartitionDeletion) {
 	fmt.Fprintln(tw, "partition\ttopic id\tcopies\tbytes\tstate\treason\tdue\tproof")
 	for _, d := range ds {
 		fmt.Fprintf(tw, "%s-%d\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", d.GetTopic(), d.GetPartition(), orDash(d.GetTopicId()), d.GetSegments(), d.GetBytes(),
-			d.GetState(), d.GetReason(), time.UnixMilli(d.GetDueMs()).UTC().Format(time.RFC3339), d.GetProof())
+			d.GetState(), d.GetReason(), remotelog.DueText(d.GetDueMs()), d.GetProof())
 	}
 	tw.Flush()
 }

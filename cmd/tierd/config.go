@@ -179,7 +179,7 @@ func loadConfig(path string) (config, error) {
 }
 
 func noFloats(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" {
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && !integral(n) { // too large a whole number: checkValue says so
 		return fmt.Errorf("line %d: %q: settings are whole numbers", n.Line, n.Value)
 	}
 	for _, c := range n.Content {

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -154,15 +155,56 @@ func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
 			return bad()
 		}
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Int64:
-		if v.Tag != "!!int" {
+		if v.Tag != "!!int" && !integral(v) {
 			return bad()
 		}
+		return inRange(v, t, key)
 	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
-		if v.Tag != "!!int" || strings.HasPrefix(v.Value, "-") {
+		if v.Tag != "!!int" && !integral(v) || strings.HasPrefix(v.Value, "-") {
 			return bad()
 		}
+		return inRange(v, t, key)
 	}
 	return nil
+}
+
+// integral reports whether a scalar is written as a whole number, such as
+// 99999999999999999999, which YAML types as a float when int64 cannot
+// hold it.
+func integral(v *yaml.Node) bool {
+	s := strings.TrimLeft(v.Value, "+-")
+	return s != "" && strings.Trim(s, "0123456789_") == ""
+}
+
+// inRange checks that a whole number fits the setting's type, and says its
+// range in the setting's units where it does not (Kafka's int settings
+// stop at 2147483647, its long ones at 9223372036854775807).
+func inRange(v *yaml.Node, t reflect.Type, key string) []error {
+	// A whole number YAML types as a float is past int64 (and yaml.v3
+	// would decode it as the nearest limit); an int is decoded to check.
+	if v.Tag == "!!int" && v.Decode(reflect.New(t).Interface()) == nil {
+		return nil
+	}
+	unit := ""
+	switch kind := valueKind(key, t); {
+	case strings.HasPrefix(kind, "bytes per second"):
+		unit = " bytes per second"
+	case strings.HasPrefix(kind, "milliseconds"):
+		unit = " ms"
+	case strings.HasPrefix(kind, "bytes"):
+		unit = " bytes"
+	}
+	var lo, hi string
+	if t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64 {
+		lo, hi = "0", strconv.FormatUint(math.MaxUint64>>(64-t.Bits()), 10)
+	} else {
+		lo, hi = strconv.FormatInt(math.MinInt64>>(64-t.Bits()), 10), strconv.FormatInt(math.MaxInt64>>(64-t.Bits()), 10)
+	}
+	bound := "at most " + hi
+	if strings.HasPrefix(v.Value, "-") {
+		bound = "at least " + lo
+	}
+	return []error{fmt.Errorf("line %d: %s: %s is out of range (%s%s)", v.Line, key, v.Value, bound, unit)}
 }
 
 // shown quotes a value node for a message.

@@ -235,3 +235,40 @@ func TestMarshalledConfigLoads(t *testing.T) {
 		t.Errorf("loaded back with changes: %v %v", d, s)
 	}
 }
+
+// TestConfigOutOfRange: a whole number past its setting's type is "out of
+// range" with the range in the setting's units, never a Go type or "whole
+// numbers"; settings that size pools and buffers have sane maxima.
+func TestConfigOutOfRange(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"fetch:\n  fetch.max.bytes: 9223372036854775807\n", "fetch.fetch.max.bytes: 9223372036854775807 is out of range (at most 2147483647 bytes)"},
+		{"kafka:\n  socket.request.max.bytes: -2147483649\n", "kafka.socket.request.max.bytes: -2147483649 is out of range (at least -2147483648 bytes)"},
+		{"fetch:\n  remote.fetch.max.wait.ms: 99999999999999999999\n", "fetch.remote.fetch.max.wait.ms: 99999999999999999999 is out of range (at most 9223372036854775807 ms)"},
+		{"copier:\n  topics:\n    orders:\n      retention.ms: -99999999999999999999\n", "retention.ms: -99999999999999999999 is out of range (at least -9223372036854775808 ms)"},
+		{"bucket:\n  minio:\n    part_concurrency: 99999999999999999999\n", "bucket.minio.part_concurrency: 99999999999999999999 is out of range (at most 18446744073709551615)"},
+		{"copier:\n  remote.log.manager.copier.thread.pool.size: 9223372036854775807\n", "remote.log.manager.copier.thread.pool.size 9223372036854775807 is out of range (from 1 to 1024"},
+		{"copier:\n  remote.log.manager.task.interval.ms: 9223372036854775807\n", "remote.log.manager.task.interval.ms 9223372036854775807 is out of range (at most 9223372036854 ms"},
+		{"fetch:\n  remote.fetch.max.inflight.gets: 9223372036854775807\n", "remote.fetch.max.inflight.gets 9223372036854775807 is out of range (from 1 to 1024"},
+		{"copier:\n  copy_checks_per_pass: 9223372036854775807\n", "copy_checks_per_pass 9223372036854775807 is out of range"},
+	} {
+		y := strings.Replace(base, "copier:\n", "copier:\n  ownership_lease: 0s\n", 1) + tc.yaml
+		if strings.HasPrefix(tc.yaml, "copier:\n") {
+			y = strings.Replace(base, "copier:\n", tc.yaml, 1)
+		}
+		_, err := loadYAML(t, y)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.yaml, err, tc.want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "int32") || strings.Contains(err.Error(), "whole numbers") || strings.Contains(err.Error(), "unmarshal")) {
+			t.Errorf("%q: %v speaks Go or calls it a fraction", tc.yaml, err)
+		}
+	}
+	// Long.MAX_VALUE is accepted where Kafka means forever or no limit.
+	for _, set := range []string{"  topics:\n    orders:\n      retention.ms: 9223372036854775807\n      local.retention.ms: 9223372036854775807\n",
+		"  log.retention.ms: 9223372036854775807\n  remote.log.delete.delay.ms: 9223372036854775807\n  file.delete.delay.ms: 9223372036854775807\n"} {
+		y := strings.Replace(base, "copier:\n", "copier:\n"+set, 1)
+		if _, err := loadYAML(t, y); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+}

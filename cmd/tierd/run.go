@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/saturate"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -52,6 +54,9 @@ type daemon struct {
 // it; it gives up when ctx ends (SIGINT, SIGTERM).
 func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
 	s, err := rlmm.OpenContext(ctx, cfg.Metadata, opts...)
+	if err != nil && ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
+		return nil, &stopError{dir: cfg.Metadata.Dir}
+	}
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return nil, fmt.Errorf("metadata dir %s is locked: another tierd is using it (%w)", cfg.Metadata.Dir, err)
 	}
@@ -169,11 +174,32 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	level.Set(l)
 	log, flush := newLogger(stderr, level)
 	defer flush()
-	if err := serve(ctx, cfg, log, level); err != nil {
+	return stopped(ctx, log, serve(ctx, cfg, log, level))
+}
+
+// stopError is what openStore returns when a stop (SIGTERM, SIGINT)
+// interrupted it: dir is the metadata dir.
+type stopError struct{ dir string }
+
+func (e *stopError) Error() string { return "stopped while opening the metadata store " + e.dir }
+
+// stopped logs how "tierd run" ended and returns its exit code: 0 when
+// it ended without an error or because a stop was requested (SIGTERM,
+// SIGINT) before it was serving, 1 otherwise.
+func stopped(ctx context.Context, log *slog.Logger, err error) int {
+	switch {
+	case err == nil:
+		log.Info("tierd stopped")
+	case errors.As(err, new(*stopError)):
+		var se *stopError
+		errors.As(err, &se)
+		log.Info("tierd stopped while opening the metadata store", "dir", se.dir)
+	case ctx.Err() != nil && errors.Is(err, context.Cause(ctx)):
+		log.Info("tierd stopped before it was serving", "while", err.Error())
+	default:
 		log.Error("tierd stopped", "err", err)
 		return 1
 	}
-	log.Info("tierd stopped")
 	return 0
 }
 
@@ -209,11 +235,11 @@ func memoryLimit(cfg config) int64 {
 	var upload int64
 	switch cfg.Bucket.Type {
 	case "s3":
-		upload = cfg.Bucket.S3.PartSize * int64(cfg.Bucket.S3.PartConcurrency)
+		upload = saturate.Mul(cfg.Bucket.S3.PartSize, int64(cfg.Bucket.S3.PartConcurrency))
 	case "minio":
-		upload = int64(cfg.Bucket.MinIO.PartSize) * int64(cfg.Bucket.MinIO.PartConcurrency)
+		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
 	}
-	return cfg.Fetch.MemoryBytes() + int64(cfg.Copier.CopierThreadPoolSize)*upload + 64<<20
+	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(int64(cfg.Copier.CopierThreadPoolSize), upload)), 64<<20)
 }
 
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics

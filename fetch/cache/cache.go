@@ -64,8 +64,8 @@ func (c Config) Validate() error {
 	if c.DiskBytes < 0 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.chunk.cache.disk.bytes %d must not be negative", c.DiskBytes))
 	}
-	if c.MaxInflightGets < 1 {
-		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d must be positive", c.MaxInflightGets))
+	if c.MaxInflightGets < 1 || c.MaxInflightGets > 1024 {
+		errs = append(errs, fmt.Errorf("cache: remote.fetch.max.inflight.gets %d is out of range (from 1 to 1024 GETs at once)", c.MaxInflightGets))
 	}
 	if c.PrefetchBudgetBytes < 0 {
 		errs = append(errs, fmt.Errorf("cache: remote.fetch.prefetch.budget.bytes %d must not be negative", c.PrefetchBudgetBytes))

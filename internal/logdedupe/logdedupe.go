@@ -6,8 +6,9 @@
 // Two records are the same when their level, their message with every run
 // of digits taken as one placeholder (Pebble writes file numbers into its
 // messages), and all their attributes, those added by WithAttrs and
-// WithGroup included, are equal; the time is not compared. The first
-// record of a kind passes at once. Further ones within Config.Window of it
+// WithGroup included, are equal, errors compared with their digits folded
+// the same way; the time is not compared. The first record of a kind
+// passes at once. Further ones within Config.Window of it
 // are counted, not written. The next one after the window passes with the
 // attribute repeated=N (the number suppressed since the last line written)
 // and opens a new window; and when a window ends with suppressed records
@@ -228,8 +229,20 @@ func (h *Handler) key(r slog.Record) string {
 	var b strings.Builder
 	b.WriteString(r.Level.String())
 	b.WriteByte('|')
+	foldDigits(&b, r.Message)
+	b.WriteByte('|')
+	b.WriteString(h.scope)
+	r.Attrs(func(a slog.Attr) bool {
+		writeAttr(&b, a)
+		return true
+	})
+	return b.String()
+}
+
+// foldDigits writes s with every run of digits as one '#'.
+func foldDigits(b *strings.Builder, s string) {
 	digits := false
-	for _, c := range r.Message {
+	for _, c := range s {
 		if c >= '0' && c <= '9' {
 			if !digits {
 				b.WriteByte('#')
@@ -240,15 +253,20 @@ func (h *Handler) key(r slog.Record) string {
 		digits = false
 		b.WriteRune(c)
 	}
-	b.WriteByte('|')
-	b.WriteString(h.scope)
-	r.Attrs(func(a slog.Attr) bool {
-		writeAttr(&b, a)
-		return true
-	})
-	return b.String()
 }
 
+// writeAttr encodes an attribute. The text of an error (an attribute whose
+// value is an error, or whose key is err or error) has its runs of digits
+// folded as the message's are: the same failure names a new file number
+// (a WAL, a probe file) each time it happens.
 func writeAttr(b *strings.Builder, a slog.Attr) {
-	fmt.Fprintf(b, "%q=%q;", a.Key, a.Value.Resolve().String())
+	v := a.Value.Resolve()
+	_, isErr := v.Any().(error)
+	if v.Kind() == slog.KindAny && isErr || a.Key == "err" || a.Key == "error" {
+		fmt.Fprintf(b, "%q=", a.Key)
+		foldDigits(b, v.String())
+		b.WriteByte(';')
+		return
+	}
+	fmt.Fprintf(b, "%q=%q;", a.Key, v.String())
 }

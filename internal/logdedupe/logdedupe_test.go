@@ -135,3 +135,32 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("Validate() = %v, want both problems", err)
 	}
 }
+
+// The same failure logged with an error attribute naming a new file number
+// each time (Pebble's WAL, a probe file) is one kind; other attributes'
+// numbers (a partition, an offset) still tell records apart.
+func TestErrorAttrDigitsFolded(t *testing.T) {
+	var buf bytes.Buffer
+	c := newClock()
+	log, _ := newLogger(t, &buf, c)
+	for i := 0; i < 100; i++ {
+		err := &testErr{"write /m/" + strings.Repeat("0", 5) + string(rune('0'+i%10)) + ".log: no space left on device"}
+		log.Error("metadata store stopped taking writes", "err", err)
+		log.Warn("retrying", "error", "open /m/00000"+string(rune('0'+i%10))+".log: no space left on device")
+		log.Info("copy failed", "cause", err)
+		c.advance(time.Millisecond)
+	}
+	if got := lines(&buf); len(got) != 3 {
+		t.Fatalf("%d lines, want one per kind:\n%s", len(got), buf.String())
+	}
+	buf.Reset()
+	log.Info("copied", "partition", 1)
+	log.Info("copied", "partition", 2)
+	if got := lines(&buf); len(got) != 2 {
+		t.Fatalf("numbers of other attributes folded:\n%s", buf.String())
+	}
+}
+
+type testErr struct{ s string }
+
+func (e *testErr) Error() string { return e.s }

@@ -108,7 +108,7 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 		l.mu.Unlock()
 		return nil
 	}
-	d := time.Duration(-l.tokens / l.rate * float64(time.Second))
+	d := debtWait(-l.tokens, l.rate)
 	l.mu.Unlock()
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -125,6 +125,18 @@ func (l *Limiter) Wait(ctx context.Context, n int) error {
 		l.mu.Unlock()
 		return ctx.Err()
 	}
+}
+
+// debtWait is how long paying off debt bytes takes at rate bytes per
+// second, saturating at the longest time.Duration: a float too large for
+// an int64 would convert to a negative duration and let the bytes through
+// at once.
+func debtWait(debt, rate float64) time.Duration {
+	ns := debt / rate * float64(time.Second)
+	if ns >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(ns)
 }
 
 // Waited returns the total time callers spent waiting, all of them

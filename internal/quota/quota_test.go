@@ -109,3 +109,28 @@ func TestBurstAndDebt(t *testing.T) {
 		t.Fatalf("tokens %f after a second; want the burst %d", tokens, Burst(1<<20))
 	}
 }
+
+// A debt too large for a time.Duration waits the longest duration, not a
+// negative one that would let the bytes through at once: 1 byte per
+// second owing 16 GiB is 544 years.
+func TestHugeDebtDoesNotWrap(t *testing.T) {
+	if d := debtWait(16<<30, 1); d <= 0 || d < time.Duration(1<<62) {
+		t.Fatalf("16 GiB at 1 B/s: wait %v", d)
+	}
+	if d := debtWait(1<<20, 1<<20); d != time.Second {
+		t.Fatalf("1 MiB at 1 MiB/s: wait %v, want 1s", d)
+	}
+	l := New(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Wait(ctx, 16<<30) }()
+	select {
+	case err := <-done:
+		t.Fatalf("16 GiB at 1 B/s went through at once: %v", err)
+	case <-time.After(50 * time.Millisecond): // still waiting, as it must
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait = %v, want context.Canceled", err)
+	}
+}

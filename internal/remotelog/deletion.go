@@ -3,6 +3,7 @@ package remotelog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -79,7 +80,16 @@ func (d PartitionDeletion) Due(nowMs int64) bool { return nowMs >= d.DueMs }
 // String describes the deletion in one line, for logs and refusals.
 func (d PartitionDeletion) String() string {
 	return fmt.Sprintf("%s (topic id %q): %d copies, %d bytes, %s, due %s: %s", d.TopicPartition, d.TopicID,
-		len(d.Segments), d.Bytes(), d.Reason, time.UnixMilli(d.DueMs).UTC().Format(time.RFC3339), d.Proof)
+		len(d.Segments), d.Bytes(), d.Reason, DueText(d.DueMs), d.Proof)
+}
+
+// DueText renders a due time, ms since the epoch, as RFC 3339 UTC, or
+// "never" for math.MaxInt64 (a grace period of Kafka's Long.MAX_VALUE).
+func DueText(dueMs int64) string {
+	if dueMs == math.MaxInt64 {
+		return "never"
+	}
+	return time.UnixMilli(dueMs).UTC().Format(time.RFC3339)
 }
 
 // Journal events.

@@ -46,10 +46,11 @@ type Config struct {
 	// MinIO expects). Default true.
 	PathStyle bool `yaml:"path_style"`
 	// PartSize is the multipart part size in bytes; objects larger than
-	// this go up in parts. Default 16 MiB; minimum 5 MiB (S3's).
+	// this go up in parts. Default 16 MiB; from 5 MiB to 5 GiB (S3's
+	// limits).
 	PartSize uint64 `yaml:"part_size"`
 	// PartConcurrency is how many parts upload at once; memory use per
-	// upload is PartSize x PartConcurrency. Default 2.
+	// upload is PartSize x PartConcurrency. Default 2; at most 1024.
 	PartConcurrency uint `yaml:"part_concurrency"`
 	// MaxRetries is how many times minio-go retries a failed request
 	// (5xx, throttling, network errors) with backoff. Default 10.
@@ -81,8 +82,11 @@ func (c Config) Validate() error {
 	if c.MaxRetries < 1 {
 		errs = append(errs, errors.New("minio: max_retries must be at least 1"))
 	}
-	if c.PartConcurrency == 0 {
-		errs = append(errs, errors.New("minio: part_concurrency must be at least 1"))
+	if c.PartSize > 5<<30 {
+		errs = append(errs, fmt.Errorf("minio: part_size %d above S3's 5 GiB maximum (5368709120 bytes)", c.PartSize))
+	}
+	if c.PartConcurrency == 0 || c.PartConcurrency > 1024 {
+		errs = append(errs, fmt.Errorf("minio: part_concurrency %d is out of range (from 1 to 1024 parts at once)", c.PartConcurrency))
 	}
 	if c.CAFile != "" && host != "" && !secure {
 		errs = append(errs, fmt.Errorf("minio: ca_file is for TLS; endpoint %s is plain http", c.Endpoint))

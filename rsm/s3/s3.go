@@ -40,10 +40,12 @@ type Config struct {
 	// S3-compatible stores). Default false.
 	PathStyle bool `yaml:"path_style"`
 	// PartSize is the multipart part size in bytes; objects of at least
-	// this size go up in parts. Default 16 MiB; minimum 5 MiB.
+	// this size go up in parts. Default 16 MiB; from 5 MiB to 5 GiB (S3's
+	// limits).
 	PartSize int64 `yaml:"part_size"`
 	// PartConcurrency is how many parts upload at once; memory use per
-	// upload is at most PartSize x PartConcurrency. Default 2.
+	// upload is at most PartSize x PartConcurrency. Default 2; at most
+	// 1024.
 	PartConcurrency int `yaml:"part_concurrency"`
 	// Checksum is when requests carry additional checksums, for every
 	// request of this bucket, uploads included: "when_required" (default)
@@ -83,8 +85,11 @@ func (c Config) Validate() error {
 	if c.PartSize < 5<<20 {
 		errs = append(errs, fmt.Errorf("s3: part_size %d below S3's 5 MiB minimum", c.PartSize))
 	}
-	if c.PartConcurrency < 1 {
-		errs = append(errs, errors.New("s3: part_concurrency must be at least 1"))
+	if c.PartSize > 5<<30 {
+		errs = append(errs, fmt.Errorf("s3: part_size %d above S3's 5 GiB maximum (5368709120 bytes)", c.PartSize))
+	}
+	if c.PartConcurrency < 1 || c.PartConcurrency > 1024 {
+		errs = append(errs, fmt.Errorf("s3: part_concurrency %d is out of range (from 1 to 1024 parts at once)", c.PartConcurrency))
 	}
 	if c.Checksum != ChecksumWhenRequired && c.Checksum != ChecksumWhenSupported {
 		errs = append(errs, fmt.Errorf("s3: checksum %q: want %s or %s", c.Checksum, ChecksumWhenRequired, ChecksumWhenSupported))
