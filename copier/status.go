@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // statusState is what Status reports, kept as each pass decides it.
@@ -380,6 +381,6 @@ func unreachable(err error) bool {
 	var ne net.Error
 	var oe *net.OpError
 	var de *net.DNSError
-	return errors.As(err, &oe) || errors.As(err, &de) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	return errors.Is(err, rsm.ErrUnreachable) || errors.As(err, &oe) || errors.As(err, &de) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &ne) && ne.Timeout())
 }

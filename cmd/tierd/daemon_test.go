@@ -98,6 +98,12 @@ http:
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if typ == "filesystem" { // as an operator does before the first "tierd run"
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"bucket", "create", "--config", p}, &out, &errOut); code != 0 {
+			t.Fatalf("tierd bucket create: exit %d: %s", code, errOut.String())
+		}
+	}
 	return p
 }
 
