@@ -239,6 +239,11 @@ func (c *Copier) fillRemote(st *remotelog.PartitionStatus) (fin []remotelog.Segm
 			fin = append(fin, r)
 			st.RemoteSegments++
 			st.RemoteBytes += r.SizeInBytes
+			if r.Damaged != "" {
+				if st.DamagedCopies++; st.Damaged == "" {
+					st.Damaged = fmt.Sprintf("base offset %d: %s", r.StartOffset, r.Damaged)
+				}
+			}
 			st.LastCopyMs = max(st.LastCopyMs, r.EventTimestampMs)
 			if r.EndOffset < offs.LogStartOffset {
 				st.DeleteLagSegments++

@@ -88,6 +88,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 		}
 	}
 	write(604800000, fetchAddr, "info")
+	bucketCreate(t, cfgPath)
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)

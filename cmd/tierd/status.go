@@ -102,6 +102,17 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 			remoteText(p), ago(p.LastCopyMs, now), whyText(p))
 	}
 	tw.Flush()
+	var damaged []string
+	total := 0
+	for _, p := range s.Partitions {
+		if p.DamagedCopies > 0 {
+			total += p.DamagedCopies
+			damaged = append(damaged, fmt.Sprintf("  %s-%d: %s, first at %s", p.Topic, p.Partition, plural(p.DamagedCopies, "copy", "copies"), p.Damaged))
+		}
+	}
+	if total > 0 {
+		fmt.Fprintf(w, "%s marked damaged (%s; tierd segments lists them):\n%s\n", plural(total, "copy", "copies"), damagedHelp, strings.Join(damaged, "\n"))
+	}
 	if len(s.SkippedTopics) > 0 {
 		fmt.Fprintf(w, "Kafka internal topics, never tiered: %s\n", strings.Join(s.SkippedTopics, ", "))
 	}
