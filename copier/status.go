@@ -94,9 +94,20 @@ var waitsNotFails = map[remotelog.WaitReason]bool{
 	remotelog.WaitNotInCheckpoint: true, remotelog.WaitTieringDisabled: true, remotelog.WaitCorruptSegment: true,
 }
 
-// failedPartition reports whether a partition's pass failed: it returned
-// an error and its status does not wait for one of waitsNotFails.
+// waitsFail are the reasons a partition waits that fail the pass even
+// without an error: the cluster, the object store or the metadata dir
+// does not answer, so the pass could not do its work.
+var waitsFail = map[remotelog.WaitReason]bool{
+	remotelog.WaitClusterUnreachable: true, remotelog.WaitStoreUnreachable: true, remotelog.WaitMetadataUnwritable: true,
+}
+
+// failedPartition reports whether a partition's pass failed: its status
+// waits for one of waitsFail, or it returned an error and its status
+// does not wait for one of waitsNotFails.
 func failedPartition(st remotelog.PartitionStatus, err error) bool {
+	if st.State == remotelog.TierWaiting && waitsFail[st.Reason] {
+		return true
+	}
 	return err != nil && !(st.State == remotelog.TierWaiting && waitsNotFails[st.Reason])
 }
 
