@@ -110,6 +110,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	if s.labels == nil {
 		s.labels = partlabels.New(partlabels.DefaultMax)
 	}
+	s.labels.OnAdmit(s.km.zero) // series from the start, for alerts and absent()
 	var err error
 	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
