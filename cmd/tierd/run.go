@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"os/signal"
 	"runtime/debug"
 	"syscall"
@@ -247,6 +248,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	defer d.Close()
 	if err := lock.Record(d.instanceID); err != nil {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
+	}
+	if err := writeRuntime(cfg.Metadata.Dir, runtimeInfo{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
+		StartedMs: time.Now().UnixMilli()}); err != nil {
+		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)

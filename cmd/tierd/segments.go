@@ -260,12 +260,12 @@ func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tier
 // remoteLister asks the running tierd at cfg.Fetch.Listen, or opens the
 // metadata store of a stopped one.
 func remoteLister(ctx context.Context, cfg config) (lister, string, func(), error) {
-	c, err := dialRunning(ctx, cfg)
+	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if c != nil {
-		return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
+		return grpcLister{c}, where, func() { c.Close() }, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)

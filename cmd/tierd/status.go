@@ -58,7 +58,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // is no status at all (err says why). With a source, err reports what
 // could not be read.
 func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, source string, err error) {
-	c, err := dialRunning(ctx, cfg)
+	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return s, "", err
 	}
@@ -71,7 +71,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 		if err != nil {
 			return s, "", err
 		}
-		return fetch.StatusFromProto(resp), "the running tierd at " + cfg.Fetch.Listen, nil
+		return fetch.StatusFromProto(resp), where, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return s, "", fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
