@@ -345,6 +345,9 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 	default:
 		st.State = remotelog.TierUpToDate
 		st.Detail = "every rolled segment has a finished copy"
+		if st.LocalSegments <= 1 && st.RemoteSegments == 0 {
+			st.Detail = "no rolled segment yet"
+		}
 		if st.ActiveBaseOffset >= 0 {
 			st.Detail += fmt.Sprintf("; the active segment (base offset %d) is copied once the broker rolls it", st.ActiveBaseOffset)
 		}

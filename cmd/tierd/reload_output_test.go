@@ -55,3 +55,12 @@ func TestReloadOutput(t *testing.T) {
 		t.Fatalf("plain = %q", got)
 	}
 }
+
+// TestBothSpellingsOneError: interval: next to its new key is one error,
+// "not both", not also an unknown key (interval is a known old spelling).
+func TestBothSpellingsOneError(t *testing.T) {
+	_, err := loadYAML(t, strings.Replace(base, "  broker_id: 1\n", "  broker_id: 1\n  interval: 5s\n  remote.log.manager.task.interval.ms: 5000\n", 1))
+	if err == nil || !strings.Contains(err.Error(), "not both") || strings.Contains(err.Error(), "unknown key") {
+		t.Fatalf("both spellings: %v", err)
+	}
+}

@@ -169,8 +169,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	l, _ := parseLevel(cfg.LogLevel)
 	level.Set(l)
 	log, flush := newLogger(stderr, level)
-	defer flush()
-	if err := serve(ctx, cfg, log, level); err != nil {
+	err := serve(ctx, cfg, log, level)
+	flush() // held-back repeats before the last line, not after it
+	if err != nil {
 		log.Error("tierd stopped", "err", err)
 		return 1
 	}

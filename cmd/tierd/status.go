@@ -89,7 +89,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time.Time) {
 	fmt.Fprintf(w, "status from %s", source)
 	if s.Running {
-		fmt.Fprintf(w, ": %d passes, the last ended %s, the last successful %s", s.Passes, ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
+		fmt.Fprintf(w, ": %s, the last ended %s, the last successful %s", plural(int(s.Passes), "pass", "passes"), ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
 	}
 	fmt.Fprintln(w)
 	if s.Running && s.Passes == 0 && len(s.Partitions) == 0 {
@@ -98,7 +98,7 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\tstate\tpending\tlocal\thigh watermark\tremote\tlast copy\twhy")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "%s-%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, pendingText(p), localText(p), offsetText(p.HighWatermark),
+		fmt.Fprintf(tw, "%s-%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, pendingText(p), localText(p), hwText(p.HighWatermark),
 			remoteText(p), ago(p.LastCopyMs, now), whyText(p))
 	}
 	tw.Flush()
@@ -131,7 +131,7 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 		}
 		parts = append(parts, part)
 	}
-	fmt.Fprintf(w, "%d partitions: %s\n", len(s.Partitions), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "%s: %s\n", plural(len(s.Partitions), "partition", "partitions"), strings.Join(parts, ", "))
 }
 
 // statusLine is "tierd segments"' line for one partition.
@@ -168,7 +168,18 @@ func remoteText(p remotelog.PartitionStatus) string {
 	if p.HighestTieredOffset < 0 {
 		return "-"
 	}
+	if p.RemoteSegments == 0 {
+		return "none" // every copy deleted: the offsets bound nothing
+	}
 	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, sizeText(p.RemoteBytes))
+}
+
+// hwText is the high watermark, or why there is none.
+func hwText(o int64) string {
+	if o < 0 {
+		return "- (no checkpoint entry)"
+	}
+	return fmt.Sprint(o)
 }
 
 func offsetText(o int64) string {
