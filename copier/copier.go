@@ -39,6 +39,8 @@ type RemoteStorage interface {
 	RaiseFence(ctx context.Context, tp remotelog.TopicPartition, f rsm.Fence) (rsm.Fence, error)
 	CheckFence(ctx context.Context, tp remotelog.TopicPartition, topicID string, leaderEpoch int32) error
 	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
+	VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata) error
+	CheckStore(ctx context.Context) error
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -55,6 +57,7 @@ type MetadataStore interface {
 	Segment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error)
 	ForgetSegment(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) error
 	MarkDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, reason string) (remotelog.SegmentMetadata, error)
+	ClearDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error)
 	ClusterID() (string, error)
 	SetClusterID(id string) error
 	ScheduleDeletion(tp remotelog.TopicPartition, topicID string, reason remotelog.DeletionReason, proof string, dueMs int64) (remotelog.PartitionDeletion, error)

@@ -2,11 +2,13 @@ package copier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // maxSuspects bounds the copies queued by readers for a check.
@@ -26,11 +28,11 @@ func (c *Copier) SuspectCopy(meta remotelog.SegmentMetadata) {
 
 // checkCopies checks, once per pass, the copies readers reported and
 // CopyChecksPerPass more taken in turn across the partitions this tierd
-// tiers (one copy of each of the next partitions), so every copy is
-// looked at now and then for the cost of a few requests per pass. A copy
-// with an object missing is marked damaged: it is reported, it no longer
-// lets a local segment be deleted, and its segment is copied again while
-// it is on local disk (the new copy then supersedes it).
+// tiers (one copy of each of the next partitions, and that partition's
+// first copy marked damaged for missing objects, if any), so every copy
+// is looked at now and then for the cost of a few requests per pass. A
+// copy with an object missing is marked damaged (see checkCopy); a
+// damaged copy found whole again is cleared.
 func (c *Copier) checkCopies(ctx context.Context, owned []remotelog.TopicPartition) error {
 	c.stateMu.Lock()
 	todo := make([]remotelog.SegmentMetadata, 0, len(c.suspects)+c.cfg.CopyChecksPerPass)
@@ -53,6 +55,12 @@ func (c *Copier) checkCopies(ctx context.Context, owned []remotelog.TopicPartiti
 			c.copyCursor[tp] = i + 1
 			c.stateMu.Unlock()
 			todo = append(todo, fin[i])
+			for j, r := range fin {
+				if j != i && recheckable(r.Damaged) {
+					todo = append(todo, r)
+					break
+				}
+			}
 		}
 	}
 	var errs []error
@@ -67,27 +75,89 @@ func (c *Copier) checkCopies(ctx context.Context, owned []remotelog.TopicPartiti
 	return nil
 }
 
+// Damage reasons. A copy marked for missing objects is checked again, and
+// cleared when found whole; one whose objects differ from its manifest
+// stays marked (tierd verify reports it).
+const (
+	damagedMissing  = "missing from the bucket: "
+	damagedChecksum = "checksum mismatch: "
+)
+
+// recheckable reports whether a damage reason is one a later check may
+// clear: objects found missing (by checkCopy, or a manifest by the
+// reconciliation of a partition taken over).
+func recheckable(reason string) bool {
+	return strings.HasPrefix(reason, damagedMissing) || strings.HasPrefix(reason, "manifest missing")
+}
+
+// checkCopy checks that copy m's objects are all in the bucket. A copy
+// with objects missing is marked damaged: it is reported, it no longer
+// lets a local segment be deleted, and its segment is copied again while
+// it is on local disk (the new copy then supersedes it). It marks only
+// while the store is up: the gate passes (tierd's probe of the bucket
+// succeeded) and a fresh check of the store (rsm.Manager.CheckStore: a
+// filesystem bucket's root directory is the one opened) succeeds, so a
+// store that is down or unmounted never reads as objects missing. A
+// damaged copy whose objects are all present again is re-read whole; when
+// every object's size and SHA-256 match its manifest the mark is cleared
+// (logged), else the reason becomes a checksum mismatch, which stays.
 func (c *Copier) checkCopy(ctx context.Context, m remotelog.SegmentMetadata) error {
 	missing, err := c.rs.MissingObjects(ctx, m)
 	if err != nil {
 		return err
 	}
 	c.m.copiesChecked.Inc()
+	cur, err := c.store.Segment(m.TopicPartition, m.StartOffset, m.ID)
+	if err != nil || cur.State != remotelog.CopySegmentFinished {
+		return nil // deleted meanwhile
+	}
 	if len(missing) == 0 {
+		if recheckable(cur.Damaged) {
+			return c.recheckDamaged(ctx, cur)
+		}
 		return nil
 	}
-	reason := "missing from the bucket: " + strings.Join(missing, " ")
-	cur, err := c.store.Segment(m.TopicPartition, m.StartOffset, m.ID)
-	if err != nil || cur.State != remotelog.CopySegmentFinished || cur.Damaged == reason {
-		return nil // deleted meanwhile, or already known
+	reason := damagedMissing + strings.Join(missing, " ")
+	if cur.Damaged == reason {
+		return nil // already known
+	}
+	if _, gerr := c.environment(); gerr != nil {
+		return fmt.Errorf("objects %v not found, but the store is not known to be up; not marking the copy damaged: %w", missing, gerr)
+	}
+	if err := c.rs.CheckStore(ctx); err != nil {
+		return fmt.Errorf("objects %v not found, but the store check fails; not marking the copy damaged: %w", missing, err)
 	}
 	if _, err := c.store.MarkDamaged(m.TopicPartition, m.StartOffset, m.ID, reason); err != nil {
 		return err
 	}
 	c.m.damaged.Inc()
-	c.log.Error("a finished copy's objects are gone from the bucket: the copy is marked damaged; its segment is copied again if it is still on local disk",
+	c.log.Error("a finished copy's objects are gone from the bucket: the copy is marked damaged; its segment is copied again if it is still on local disk; the mark clears if a later check finds every object back with its checksum",
 		"partition", m.TopicPartition, "base_offset", m.StartOffset, "end_offset", m.EndOffset, "segment", m.ID, "missing", missing)
 	return nil
+}
+
+// recheckDamaged re-reads a copy marked damaged for missing objects that
+// are all present again, and clears the mark when every object matches
+// its manifest; a mismatch replaces the reason.
+func (c *Copier) recheckDamaged(ctx context.Context, cur remotelog.SegmentMetadata) error {
+	err := c.rs.VerifyCopy(ctx, cur)
+	switch {
+	case err == nil:
+		if _, err := c.store.ClearDamaged(cur.TopicPartition, cur.StartOffset, cur.ID); err != nil {
+			return err
+		}
+		c.log.Info("a copy marked damaged is whole again (every object present, sizes and SHA-256 as its manifest records): the mark is cleared",
+			"partition", cur.TopicPartition, "base_offset", cur.StartOffset, "end_offset", cur.EndOffset, "segment", cur.ID, "was", cur.Damaged)
+		return nil
+	case errors.Is(err, rsm.ErrChecksum) || errors.Is(err, rsm.ErrBadManifest):
+		if _, merr := c.store.MarkDamaged(cur.TopicPartition, cur.StartOffset, cur.ID, damagedChecksum+err.Error()); merr != nil {
+			return merr
+		}
+		c.log.Error("a copy marked damaged has its objects back, but they differ from its manifest: it stays damaged",
+			"partition", cur.TopicPartition, "base_offset", cur.StartOffset, "segment", cur.ID, "err", err)
+		return nil
+	}
+	return fmt.Errorf("re-read the damaged copy: %w", err)
 }
 
 // undamaged returns the rows whose objects no check found missing.

@@ -364,7 +364,17 @@ func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([
 // a cluster, no other tierd holds the partition's lease (its copies are
 // in use).
 func (c *Copier) stillDeletable(ctx context.Context, tp remotelog.TopicPartition, topicID string) error {
-	if dir, id, ok := c.liveDir(tp); ok && (id == topicID || id == "" || topicID == "") {
+	dir, id, ok := c.liveDir(tp)
+	switch {
+	case ok && id == "":
+		return fmt.Errorf("%w: %s is a live partition directory with no topic id (no partition.metadata), so tierd cannot tell it from the "+
+			"incarnation to delete and would tier it again; delete the topic in Kafka first (its partition directories then go) or move "+
+			"the directory away; --topic-id cannot help while the directory has none", ErrTopicStillLocal, dir)
+	case ok && topicID == "":
+		return fmt.Errorf("%w: %s (topic id %q) is a live partition directory, and the copies to delete have no topic id, so tierd cannot "+
+			"tell them apart from it; delete the topic in Kafka first (its partition directories then go) or move the directory away",
+			ErrTopicStillLocal, dir, id)
+	case ok && id == topicID:
 		return fmt.Errorf("%w: %s holds topic id %q, the incarnation to delete (%q); delete the topic in Kafka first (its partition "+
 			"directories then go), or give --topic-id of an older incarnation", ErrTopicStillLocal, dir, id, topicID)
 	}

@@ -147,7 +147,8 @@ func TestCopyFailsWhileStoreDown(t *testing.T) {
 
 // TestLastSuccess: tierd_copier_last_success_timestamp_seconds moves for
 // a pass that ran with no failing partition, held ones included; not for
-// a pass with a failed copy, nor for a pass the gate skipped.
+// a pass with a failed copy, nor for a pass the gate skipped, nor for a
+// pass whose partitions wait because the Kafka cluster does not answer.
 func TestLastSuccess(t *testing.T) {
 	fb := &faultBucket{Bucket: memory.New(), failOn: "/"}
 	r := newRig(t, DefaultConfig(), fb)
@@ -221,6 +222,41 @@ func TestLastSuccess(t *testing.T) {
 	r.c.Sync(context.Background()) // orders-1 is still held
 	if got := last(); got != float64(r.now.UnixMilli())/1000 {
 		t.Fatalf("after the copy went through: %v", got)
+	}
+
+	// A Kafka cluster that does not answer: every partition waits
+	// cluster_unreachable, with no error; not a success.
+	fc := newFakeCluster()
+	fc.set("orders", idA, 1, 6, nil)
+	cr := clusterRig(t, fc)
+	_, creg := cr.observe(WithCluster(fc))
+	topicID(t, cr.dir(), idA)
+	writeSegment(t, cr.dir(), 0, seq(0, 10), same(cr.now.UnixMilli(), 10), 100)
+	writeSegment(t, cr.dir(), 10, nil, nil, 0)
+	clast := func() float64 {
+		t.Helper()
+		v, _ := metricValue(t, creg, "tierd_copier_last_success_timestamp_seconds", nil)
+		return v
+	}
+	cr.c.Sync(context.Background())
+	clean := float64(cr.now.UnixMilli()) / 1000
+	if got := clast(); got != clean {
+		t.Fatalf("cluster up: last success %v, want %v", got, clean)
+	}
+	fc.down, cr.c.cs = true, clusterState{}
+	cr.now = cr.now.Add(time.Minute)
+	cr.c.Sync(context.Background())
+	if st := cr.status(cr.tp); st.Reason != remotelog.WaitClusterUnreachable {
+		t.Fatalf("cluster down: %+v", st)
+	}
+	if got := clast(); got != clean {
+		t.Fatalf("a pass with every partition waiting cluster_unreachable moved the last success to %v", got)
+	}
+	fc.down = false
+	cr.now = cr.now.Add(time.Minute)
+	cr.c.Sync(context.Background())
+	if got := clast(); got != float64(cr.now.UnixMilli())/1000 {
+		t.Fatalf("cluster back: last success %v", got)
 	}
 }
 

@@ -51,6 +51,13 @@ func (c *Copier) initStatus() {
 		copyDuration: f.NewHistogram(prometheus.HistogramOpts{Name: "tierd_remote_copy_duration_seconds",
 			Help: "Time to upload one segment copy and check it stored, for copies that finished.", Buckets: prometheus.ExponentialBucketsRange(0.05, 600, 12)}),
 	}
+	// Every counter has its series from the start: the aggregate's, and
+	// each partition's as soon as it has labels of its own.
+	c.labels.OnAdmit(func(t, p string) {
+		for _, v := range []*prometheus.CounterVec{c.rm.copyBytes, c.rm.copyRequests, c.rm.copyErrors, c.rm.deleteRequests, c.rm.deleteErrors} {
+			v.WithLabelValues(t, p)
+		}
+	})
 	stamp := func(ms int64) float64 {
 		if ms < 0 {
 			return 0

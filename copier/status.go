@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // statusState is what Status reports, kept as each pass decides it.
@@ -93,9 +94,20 @@ var waitsNotFails = map[remotelog.WaitReason]bool{
 	remotelog.WaitNotInCheckpoint: true, remotelog.WaitTieringDisabled: true, remotelog.WaitCorruptSegment: true,
 }
 
-// failedPartition reports whether a partition's pass failed: it returned
-// an error and its status does not wait for one of waitsNotFails.
+// waitsFail are the reasons a partition waits that fail the pass even
+// without an error: the cluster, the object store or the metadata dir
+// does not answer, so the pass could not do its work.
+var waitsFail = map[remotelog.WaitReason]bool{
+	remotelog.WaitClusterUnreachable: true, remotelog.WaitStoreUnreachable: true, remotelog.WaitMetadataUnwritable: true,
+}
+
+// failedPartition reports whether a partition's pass failed: its status
+// waits for one of waitsFail, or it returned an error and its status
+// does not wait for one of waitsNotFails.
 func failedPartition(st remotelog.PartitionStatus, err error) bool {
+	if st.State == remotelog.TierWaiting && waitsFail[st.Reason] {
+		return true
+	}
 	return err != nil && !(st.State == remotelog.TierWaiting && waitsNotFails[st.Reason])
 }
 
@@ -259,6 +271,11 @@ func (c *Copier) fillRemote(st *remotelog.PartitionStatus) (fin []remotelog.Segm
 			fin = append(fin, r)
 			st.RemoteSegments++
 			st.RemoteBytes += r.SizeInBytes
+			if r.Damaged != "" {
+				if st.DamagedCopies++; st.Damaged == "" {
+					st.Damaged = fmt.Sprintf("base offset %d: %s", r.StartOffset, r.Damaged)
+				}
+			}
 			st.LastCopyMs = max(st.LastCopyMs, r.EventTimestampMs)
 			if r.EndOffset < offs.LogStartOffset {
 				st.DeleteLagSegments++
@@ -349,6 +366,9 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 	default:
 		st.State = remotelog.TierUpToDate
 		st.Detail = "every rolled segment has a finished copy"
+		if st.LocalSegments <= 1 && st.RemoteSegments == 0 {
+			st.Detail = "no rolled segment yet"
+		}
 		if st.ActiveBaseOffset >= 0 {
 			st.Detail += fmt.Sprintf("; the active segment (base offset %d) is copied once the broker rolls it", st.ActiveBaseOffset)
 		}
@@ -401,6 +421,6 @@ func unreachable(err error) bool {
 	var ne net.Error
 	var oe *net.OpError
 	var de *net.DNSError
-	return errors.As(err, &oe) || errors.As(err, &de) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+	return errors.Is(err, rsm.ErrUnreachable) || errors.As(err, &oe) || errors.As(err, &de) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) || (errors.As(err, &ne) && ne.Timeout())
 }

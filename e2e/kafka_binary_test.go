@@ -73,6 +73,9 @@ kafka:
 	segs := l.Segments()
 	active := segs[len(segs)-1].BaseOffset
 
+	if out, err := exec.Command(bin, "bucket", "create", "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("tierd bucket create: %v\n%s", err, out)
+	}
 	var stderr lockedBuffer
 	cmd := exec.Command(bin, "run", "--config", cfg)
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr

@@ -39,6 +39,13 @@ func newKafkaMetrics(f promauto.Factory) kafkaMetrics {
 	}
 }
 
+// zero creates a partition's series (labels from partlabels) at 0.
+func (m kafkaMetrics) zero(topic, partition string) {
+	for _, v := range []*prometheus.CounterVec{m.bytes, m.requests, m.errors} {
+		v.WithLabelValues(topic, partition)
+	}
+}
+
 // countFetch counts one read by offset that started at start, with its
 // answer and error: the caller's mistakes (an invalid argument, an offset
 // out of range, a partition with nothing tiered, a cancelled call) are

@@ -31,11 +31,18 @@ var DynamicKeys = []string{
 
 // DiskBudgetDynamic reports whether a running server with c takes next's
 // remote.fetch.chunk.cache.disk.bytes: when the disk tier is on and stays
-// on (a budget above 0 before and after); turning it on or off needs a
-// restart.
+// on (remote.fetch.chunk.cache.disk.dir set, a static key, and a budget
+// above 0 before and after); with the dir empty or the budget 0 the tier
+// is off, and turning it on or off needs a restart. DiskBudgetRule says
+// this in a sentence.
 func (c Config) DiskBudgetDynamic(next Config) bool {
 	return c.Cache.DiskDir != "" && c.Cache.DiskBytes > 0 && next.Cache.DiskBytes > 0
 }
+
+// DiskBudgetRule is DiskBudgetDynamic's rule, for a refused change.
+const DiskBudgetRule = "remote.fetch.chunk.cache.disk.bytes is dynamic only while the disk tier is on and stays on: " +
+	"remote.fetch.chunk.cache.disk.dir set (static) and the budget above 0 before and after; " +
+	"with disk.dir empty (the tier off) or a budget of 0, or a change to 0, it needs a restart"
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what
 // a server given next by Reconfigure runs with. The disk budget is kept

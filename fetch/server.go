@@ -117,6 +117,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	if s.labels == nil {
 		s.labels = partlabels.New(partlabels.DefaultMax)
 	}
+	s.labels.OnAdmit(s.km.zero) // series from the start, for alerts and absent()
 	var err error
 	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
@@ -301,7 +302,7 @@ func (s *Server) listSegments(req *tierdpb.ListSegmentsRequest) (*tierdpb.ListSe
 func SegmentToProto(r remotelog.SegmentMetadata) *tierdpb.SegmentMetadata {
 	m := &tierdpb.SegmentMetadata{SegmentId: r.ID.String(), StartOffset: r.StartOffset, EndOffset: r.EndOffset,
 		MaxTimestampMs: r.MaxTimestampMs, EventTimestampMs: r.EventTimestampMs, SizeInBytes: r.SizeInBytes,
-		State: r.State.String(), TxnIndexPresent: r.TxnIndexPresent, ProducerSnapshotPresent: r.ProducerSnapshotPresent}
+		State: r.State.String(), TxnIndexPresent: r.TxnIndexPresent, ProducerSnapshotPresent: r.ProducerSnapshotPresent, Damaged: r.Damaged}
 	for _, e := range r.SegmentLeaderEpochs {
 		m.LeaderEpochs = append(m.LeaderEpochs, &tierdpb.LeaderEpoch{Epoch: e.Epoch, StartOffset: e.StartOffset})
 	}

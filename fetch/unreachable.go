@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/tierd/tierd/rsm"
 )
 
 // ErrStoreUnreachable: a read failed, or could not finish within
@@ -20,9 +22,14 @@ var ErrStoreUnreachable = errors.New("fetch: object store unreachable")
 func WithStoreHealth(fn func() error) Option { return func(s *Server) { s.storeDown = fn } }
 
 // unreachable returns err, marked ErrStoreUnreachable when it is a
-// retryable failure and the store does not answer.
+// retryable failure and the store does not answer, or when the bucket
+// itself found the whole store unavailable (rsm.ErrUnreachable: a
+// filesystem bucket's root directory gone) before the probe did.
 func (s *Server) unreachable(err error) error {
 	var re *RangeError
+	if errors.Is(err, rsm.ErrUnreachable) && !errors.Is(err, ErrStoreUnreachable) {
+		return fmt.Errorf("%w: %w", ErrStoreUnreachable, err)
+	}
 	switch {
 	case err == nil || s.storeDown == nil,
 		errors.Is(err, ErrInvalidArgument), errors.Is(err, ErrNotTiered), errors.Is(err, ErrDataLoss), errors.As(err, &re),

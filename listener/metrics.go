@@ -68,6 +68,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		for v := a.min; v <= a.max; v++ {
 			m.requests.WithLabelValues(name, strconv.Itoa(int(v)))
 		}
+		// The codes of tierd's own failures, at 0 from the start, so
+		// that alerts on them and absent() work before the first.
+		m.errors.WithLabelValues(name, codeName(kerr.KafkaStorageError.Code))
+		m.errors.WithLabelValues(name, codeName(kerr.UnknownServerError.Code))
 	}
 	return m
 }

@@ -264,6 +264,38 @@ func (s *Store) MarkDamaged(tp remotelog.TopicPartition, start int64, id remotel
 	return meta, s.commitChange(b, tp, finishedSet(meta, nil))
 }
 
+// ClearDamaged removes a finished row's damaged mark (a later check found
+// all its objects present with the checksums its manifest records), in
+// one synced write, and returns the row as it was. A row without a mark
+// is left as it is. Errors: ErrSegmentNotFound, ErrIllegalTransition for
+// a row not COPY_SEGMENT_FINISHED.
+func (s *Store) ClearDamaged(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID) (remotelog.SegmentMetadata, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := segmentKey(tp, start, id)
+	meta, err := s.segment(k)
+	if err != nil {
+		return meta, err
+	}
+	if meta.State != remotelog.CopySegmentFinished {
+		return meta, fmt.Errorf("rlmm: clear the damage of a row in state %s: %w", meta.State, remotelog.ErrIllegalTransition)
+	}
+	if meta.Damaged == "" {
+		return meta, nil
+	}
+	was := meta
+	meta.Damaged = ""
+	b := s.db().NewBatch()
+	defer b.Close()
+	if err := putJSON(b, k, meta); err != nil {
+		return was, err
+	}
+	if err := putJSON(b, finishedKey(tp, start, id), meta); err != nil {
+		return was, err
+	}
+	return was, s.commit(b)
+}
+
 // ForgetSegment removes a COPY_SEGMENT_STARTED row without touching its
 // objects: a copy whose manifest this tierd wrote after a newer leader
 // fenced the partition belongs to that leader's judgement now (it may

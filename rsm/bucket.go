@@ -16,6 +16,12 @@ var (
 	// it is missing or at another version (PutIfMatch). Nothing was
 	// written.
 	ErrPreconditionFailed = errors.New("rsm: precondition failed")
+	// ErrUnreachable marks (wrapped) a request that found the whole store
+	// unavailable (a filesystem bucket's root directory gone or replaced),
+	// as opposed to one object missing: it is never evidence about an
+	// object, and callers treat it as they treat a store that does not
+	// answer.
+	ErrUnreachable = errors.New("rsm: object store unreachable")
 )
 
 // ObjectAttributes describes a stored object.

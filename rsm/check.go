@@ -57,3 +57,14 @@ func (e *BucketError) Error() string {
 }
 
 func (e *BucketError) Unwrap() []error { return []error{ErrMisconfigured, e.Err} }
+
+// CheckStore asks the bucket, when it is a Checker, whether the store is
+// up and configured (Checker.Check under the manager's prefix); a bucket
+// without a check is taken to be up. Callers ask before they treat an
+// object found missing as evidence. Errors: Check's.
+func (m *Manager) CheckStore(ctx context.Context) error {
+	if c, ok := m.b.(Checker); ok {
+		return c.Check(ctx, m.cfg.Prefix)
+	}
+	return nil
+}

@@ -74,6 +74,30 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 	return missing, nil
 }
 
+// VerifyCopy reads a copy's manifest, checks that it describes meta
+// (segment id, partition, offsets, size), then reads every object it
+// lists and checks its size and SHA-256. Errors: ErrNotFound (wrapped)
+// for a missing object or manifest; ErrChecksum (wrapped) for an object
+// that differs or a manifest that describes another copy; ErrBadManifest;
+// transport errors.
+func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata) error {
+	mf, err := m.ReadManifest(ctx, m.Key(meta, manifestSuffix))
+	if err != nil {
+		return err
+	}
+	if mf.SegmentID != meta.ID || mf.Topic != meta.TopicPartition.Topic || mf.Partition != meta.TopicPartition.Partition ||
+		mf.StartOffset != meta.StartOffset || mf.EndOffset != meta.EndOffset || mf.SizeInBytes != meta.SizeInBytes {
+		return fmt.Errorf("%w: manifest of %s describes offsets %d-%d, %d bytes; the row %d-%d, %d bytes", ErrChecksum,
+			meta.ID, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
+	}
+	for _, o := range mf.Objects {
+		if err := m.VerifyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // progressReader tells onRead the size of every read.
 type progressReader struct {
 	r      io.Reader

@@ -18,6 +18,19 @@ type summary struct {
 	Counts      []stateCount
 }
 
+// PassesText is "1 pass", "2 passes".
+func (s summary) PassesText() string { return countText(s.Passes, "pass", "passes") }
+
+// TotalText is "1 partition", "2 partitions".
+func (s summary) TotalText() string { return countText(int64(s.Total), "partition", "partitions") }
+
+func countText(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
 type stateCount struct {
 	State   remotelog.TierState
 	N       int

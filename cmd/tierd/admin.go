@@ -47,10 +47,10 @@ func identity(cfg config, instanceID string) fetch.Identity {
 	return fetch.Identity{InstanceID: instanceID, MetadataDir: dir, LogDirs: cfg.Copier.LogDirs, BrokerID: cfg.Copier.BrokerID}
 }
 
-// dialRunning connects to the tierd running at cfg.Fetch.Listen, and
-// returns nil when none answers. It refuses a tierd whose metadata dir is
-// not cfg's: the address would belong to another tierd.
-func dialRunning(ctx context.Context, cfg config) (*fetch.Client, error) {
+// dialAt connects to the tierd running at cfg.Fetch.Listen, and returns
+// nil when none answers. It refuses a tierd whose metadata dir is not
+// cfg's: the address would belong to another tierd.
+func dialAt(ctx context.Context, cfg config) (*fetch.Client, error) {
 	c, err := dialTierd(cfg)
 	if err != nil {
 		return nil, err
@@ -80,12 +80,12 @@ func dialRunning(ctx context.Context, cfg config) (*fetch.Client, error) {
 // cfg.Fetch.Listen or, when none answers, runs it in this process over
 // the stopped tierd's metadata, bucket and cluster.
 func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, func(), error) {
-	c, err := dialRunning(ctx, cfg)
+	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if c != nil {
-		return c.Admin(), "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
+		return c.Admin(), where, func() { c.Close() }, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/filesystem"
 )
 
 const bucketUsage = "tierd bucket create --config tierd.yaml"
@@ -39,14 +39,19 @@ func runBucket(ctx context.Context, args []string, stdout, stderr io.Writer) int
 func createBucket(ctx context.Context, c bucketConfig, stdout io.Writer) error {
 	if c.Type == "filesystem" {
 		dir := c.Filesystem.Dir
-		if st, err := os.Stat(dir); err == nil && st.IsDir() {
-			fmt.Fprintf(stdout, "filesystem bucket %s exists already; nothing to do\n", dir)
-			return nil
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		b, err := filesystem.Unopened(c.Filesystem)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "created filesystem bucket %s\n", dir)
+		created, err := b.CreateBucket(ctx)
+		if err != nil {
+			return err
+		}
+		if created {
+			fmt.Fprintf(stdout, "created filesystem bucket %s\n", dir)
+		} else {
+			fmt.Fprintf(stdout, "filesystem bucket %s exists already; nothing to do\n", dir)
+		}
 		return nil
 	}
 	b, err := openBucket(ctx, c)

@@ -232,3 +232,12 @@ func (b *watchedBucket) AbortIncompleteUploads(ctx context.Context, prefix strin
 	}
 	return nil
 }
+
+// Check implements rsm.Checker as the wrapped bucket does (nil when it
+// has no check), so that rsm.Manager.CheckStore reaches it.
+func (b *watchedBucket) Check(ctx context.Context, prefix string) error {
+	if c, ok := b.Bucket.(rsm.Checker); ok {
+		return b.note(c.Check(ctx, prefix))
+	}
+	return nil
+}

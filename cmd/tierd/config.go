@@ -250,7 +250,7 @@ func openBucket(ctx context.Context, c bucketConfig) (rsm.Bucket, error) {
 	case "s3":
 		return s3.New(ctx, c.S3, nil)
 	}
-	return filesystem.New(c.Filesystem)
+	return filesystem.Open(c.Filesystem) // never creates it: see "tierd bucket create"
 }
 
 // configCommand parses a subcommand's "--config FILE" (and the flags setup

@@ -116,6 +116,7 @@ func rename(m *yaml.Node, r renamed, done map[string]string) (string, error) {
 	}
 	where := r.section + "." + r.old
 	if child(m, r.new) != nil {
+		remove(m, r.old) // reported here; not an unknown key as well
 		return "", fmt.Errorf("line %d: %s: set %s or the old spelling %s, not both", k.Line, r.section, r.new, r.old)
 	}
 	val := v.Value

@@ -98,7 +98,20 @@ http:
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	if typ == "filesystem" {
+		bucketCreate(t, p)
+	}
 	return p
+}
+
+// bucketCreate runs "tierd bucket create --config p", as an operator does
+// before the first "tierd run".
+func bucketCreate(t *testing.T, p string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"bucket", "create", "--config", p}, &out, &errOut); code != 0 {
+		t.Fatalf("tierd bucket create: exit %d: %s", code, errOut.String())
+	}
 }
 
 func TestConfigStrict(t *testing.T) {

@@ -134,6 +134,11 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	if err := cfg.validate(); err != nil {
 		return err
 	}
+	if o.s3Endpoint == "" { // the demo's own bucket dir, under its root
+		if err := os.MkdirAll(cfg.Bucket.Filesystem.Dir, 0o755); err != nil {
+			return err
+		}
+	}
 	if o.keep != "" { // so that "tierd segments" and "tierd run" can open what is kept
 		data, err := yaml.Marshal(cfg)
 		if err != nil {

@@ -145,6 +145,7 @@ kafka:
 	if err := os.WriteFile(cfgPath, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bucketCreate(t, cfgPath)
 	startServe(t, cfgPath)
 	for deadline := time.Now().Add(30 * time.Second); !healthy(httpAddr); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -41,6 +42,7 @@ type change struct {
 	Key string `json:"key"`
 	Old string `json:"old"`
 	New string `json:"new"`
+	Why string `json:"why,omitempty"` // a refused change's rule, when not "static setting"
 }
 
 // reloadResult is what one reload did.
@@ -89,6 +91,7 @@ func (c config) withDynamic(next config) config {
 // diff lists the settings that differ between running and next, split
 // into dynamic and static ones.
 func diff(running, next config) (dynamic, static []change) {
+	dynamic, static = []change{}, []change{} // empty, never null, in tierd-reload.json
 	old, nw := map[string]setting{}, map[string]setting{}
 	var keys []string
 	for _, s := range flatten(running) {
@@ -117,14 +120,42 @@ func diff(running, next config) (dynamic, static []change) {
 		if !ok2 {
 			n = "(unset)"
 		}
+		if (!ok1 && unsetValue(sn.cmp)) || (!ok2 && unsetValue(so.cmp)) {
+			continue // a key absent on one side and unset on the other
+		}
 		c := change{Key: k, Old: o, New: n}
-		if dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch)) {
+		switch {
+		case dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch)):
 			dynamic = append(dynamic, c)
-		} else {
+		case k == diskBudgetKey:
+			c.Why = fetch.DiskBudgetRule
+			static = append(static, c)
+		default:
 			static = append(static, c)
 		}
 	}
 	return dynamic, static
+}
+
+// unsetValue reports whether a flattened value says "not set" ("-" for
+// an unset optional, as a per-topic key prints, or an empty string).
+func unsetValue(v string) bool { return v == "-" || v == "" || v == `""` }
+
+// reason is a refused change's rule.
+func (c change) reason() string {
+	if c.Why != "" {
+		return c.Why
+	}
+	return "static setting, restart needed"
+}
+
+// plain returns a flattened value without its YAML quotes, for a log
+// attribute (which quotes it again).
+func plain(v string) string {
+	if u, err := strconv.Unquote(v); err == nil {
+		return u
+	}
+	return v
 }
 
 // reloader reloads a running tierd's config.
@@ -187,7 +218,7 @@ func (r *reloader) reload() reloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli()}
+	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []change{}, Refused: []change{}}
 	defer func() { r.record(res) }()
 	if r.running.meta == nil {
 		res.Error = "this tierd was not started from a config file"
@@ -208,13 +239,13 @@ func (r *reloader) reload() reloadResult {
 	res.Applied, res.Refused = diff(r.running, next)
 	merged := r.running.withDynamic(next)
 	if err := merged.validate(); err != nil {
-		res.Error, res.Applied = err.Error(), nil
+		res.Error, res.Applied = err.Error(), []change{}
 		r.log.Error("config reload refused: the dynamic settings do not fit the running static ones; tierd keeps running with its config",
 			"file", res.File, "err", err)
 		return res
 	}
 	for _, c := range res.Refused {
-		r.log.Error("config change refused: static setting, restart needed; the running value stays", "key", c.Key, "running", c.Old, "file", c.New)
+		r.log.Error("config change refused: restart needed; the running value stays", "key", c.Key, "running", plain(c.Old), "file", plain(c.New), "why", c.reason())
 	}
 	if r.level != nil {
 		level, _ := parseLevel(merged.LogLevel)
@@ -232,7 +263,7 @@ func (r *reloader) reload() reloadResult {
 		if strings.HasPrefix(c.Key, "copier.") {
 			when = "at the next pass"
 		}
-		r.log.Info("config change applied", "key", c.Key, "old", c.Old, "new", c.New, "applies", when)
+		r.log.Info("config change applied", "key", c.Key, "old", plain(c.Old), "new", plain(c.New), "applies", when)
 	}
 	r.log.Info("config reloaded", "file", res.File, "applied", len(res.Applied), "refused", len(res.Refused))
 	return res
@@ -299,7 +330,7 @@ func (res reloadResult) describe() string {
 		fmt.Fprintf(&b, "applied: %s: %s -> %s (%s)\n", c.Key, c.Old, c.New, when)
 	}
 	for _, c := range res.Refused {
-		fmt.Fprintf(&b, "refused: %s: %s -> %s: static setting, restart needed; tierd keeps %s\n", c.Key, c.Old, c.New, c.Old)
+		fmt.Fprintf(&b, "refused: %s: %s -> %s: %s; tierd keeps %s\n", c.Key, c.Old, c.New, c.reason(), c.Old)
 	}
 	if res.Error != "" {
 		fmt.Fprintf(&b, "error: %s\n", res.Error)

@@ -88,6 +88,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 		}
 	}
 	write(604800000, fetchAddr, "info")
+	bucketCreate(t, cfgPath)
 	cfg, err := loadConfig(cfgPath)
 	if err != nil {
 		t.Fatal(err)
@@ -144,11 +145,17 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	l2 := logs.String()
 	for _, want := range []string{
 		`msg="config change applied" key=copier.log.retention.ms old=604800000 new=3600000 applies="at the next pass"`,
-		`msg="config change refused: static setting, restart needed; the running value stays" key=fetch.listen`,
+		fmt.Sprintf(`msg="config change refused: restart needed; the running value stays" key=fetch.listen running=%s file=%s why="static setting, restart needed"`, fetchAddr, otherAddr),
 	} {
 		if !strings.Contains(l2, want) {
 			t.Errorf("log lacks %q", want)
 		}
+	}
+	// The tools find the running tierd where it listens, not at the
+	// file's refused address, and say both.
+	if code, o, e := runCmd("status", "--config", cfgPath); code != 0 ||
+		!strings.Contains(o, fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", os.Getpid(), fetchAddr, otherAddr)) {
+		t.Errorf("status after the refused fetch.listen: exit %d\n%s\n%s", code, o, e)
 	}
 
 	// A file that does not load changes nothing; SIGHUP never ends tierd.

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -173,8 +174,9 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	l, _ := parseLevel(cfg.LogLevel)
 	level.Set(l)
 	log, flush := newLogger(stderr, level)
-	defer flush()
-	return stopped(ctx, log, serve(ctx, cfg, log, level))
+	err := serve(ctx, cfg, log, level)
+	flush() // held-back repeats before the last line, not after it
+	return stopped(ctx, log, err)
 }
 
 // stopError is what openStore returns when a stop (SIGTERM, SIGINT)
@@ -273,6 +275,10 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	defer d.Close()
 	if err := lock.Record(d.instanceID); err != nil {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
+	}
+	if err := writeRuntime(cfg.Metadata.Dir, runtimeInfo{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
+		StartedMs: time.Now().UnixMilli()}); err != nil {
+		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)

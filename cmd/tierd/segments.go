@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -129,10 +130,16 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tsegment id\t")
 	shown := map[int64]bool{}
+	var damaged []string
 	if pr.offsets != nil {
 		for _, s := range pr.offsets.Segments {
 			_, local := pr.local[s.StartOffset]
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t\n", s.StartOffset, s.EndOffset, s.SizeInBytes, yesNo(local), s.State, s.SegmentId)
+			state := s.State
+			if s.GetDamaged() != "" {
+				state += " (damaged)"
+				damaged = append(damaged, fmt.Sprintf("  base offset %d segment %s: %s", s.StartOffset, s.SegmentId, s.GetDamaged()))
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t\n", s.StartOffset, s.EndOffset, s.SizeInBytes, yesNo(local), state, s.SegmentId)
 			shown[s.StartOffset] = true
 		}
 	}
@@ -151,6 +158,22 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 		}
 	}
 	tw.Flush()
+	if len(damaged) > 0 {
+		fmt.Fprintf(w, "%s marked damaged (%s):\n%s\n", plural(len(damaged), "copy", "copies"), damagedHelp, strings.Join(damaged, "\n"))
+	}
+}
+
+// damagedHelp says what a damaged mark means and what clears it.
+const damagedHelp = "they no longer let a local segment be deleted, their segments are copied again while on local disk; " +
+	"a mark clears when a later check finds every object back with the size and SHA-256 its manifest records " +
+	"(tierd verify --topic T reports whether they are)"
+
+// plural is "1 copy", "2 copies".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 type lister interface {
@@ -237,12 +260,12 @@ func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tier
 // remoteLister asks the running tierd at cfg.Fetch.Listen, or opens the
 // metadata store of a stopped one.
 func remoteLister(ctx context.Context, cfg config) (lister, string, func(), error) {
-	c, err := dialRunning(ctx, cfg)
+	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, err
 	}
 	if c != nil {
-		return grpcLister{c}, "the running tierd at " + cfg.Fetch.Listen, func() { c.Close() }, nil
+		return grpcLister{c}, where, func() { c.Close() }, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)

@@ -58,7 +58,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // is no status at all (err says why). With a source, err reports what
 // could not be read.
 func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, source string, err error) {
-	c, err := dialRunning(ctx, cfg)
+	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return s, "", err
 	}
@@ -71,7 +71,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 		if err != nil {
 			return s, "", err
 		}
-		return fetch.StatusFromProto(resp), "the running tierd at " + cfg.Fetch.Listen, nil
+		return fetch.StatusFromProto(resp), where, nil
 	}
 	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
 		return s, "", fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
@@ -89,7 +89,7 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time.Time) {
 	fmt.Fprintf(w, "status from %s", source)
 	if s.Running {
-		fmt.Fprintf(w, ": %d passes, the last ended %s, the last successful %s", s.Passes, ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
+		fmt.Fprintf(w, ": %s, the last ended %s, the last successful %s", plural(int(s.Passes), "pass", "passes"), ago(s.LastPassMs, now), ago(s.LastSuccessMs, now))
 	}
 	fmt.Fprintln(w)
 	if s.Running && s.Passes == 0 && len(s.Partitions) == 0 {
@@ -98,10 +98,21 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "partition\tstate\tpending\tlocal\thigh watermark\tremote\tlast copy\twhy")
 	for _, p := range s.Partitions {
-		fmt.Fprintf(tw, "%s-%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, pendingText(p), localText(p), offsetText(p.HighWatermark),
+		fmt.Fprintf(tw, "%s-%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", p.Topic, p.Partition, p.State, pendingText(p), localText(p), hwText(p.HighWatermark),
 			remoteText(p), ago(p.LastCopyMs, now), whyText(p))
 	}
 	tw.Flush()
+	var damaged []string
+	total := 0
+	for _, p := range s.Partitions {
+		if p.DamagedCopies > 0 {
+			total += p.DamagedCopies
+			damaged = append(damaged, fmt.Sprintf("  %s-%d: %s, first at %s", p.Topic, p.Partition, plural(p.DamagedCopies, "copy", "copies"), p.Damaged))
+		}
+	}
+	if total > 0 {
+		fmt.Fprintf(w, "%s marked damaged (%s; tierd segments lists them):\n%s\n", plural(total, "copy", "copies"), damagedHelp, strings.Join(damaged, "\n"))
+	}
 	if len(s.SkippedTopics) > 0 {
 		fmt.Fprintf(w, "Kafka internal topics, never tiered: %s\n", strings.Join(s.SkippedTopics, ", "))
 	}
@@ -120,7 +131,7 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 		}
 		parts = append(parts, part)
 	}
-	fmt.Fprintf(w, "%d partitions: %s\n", len(s.Partitions), strings.Join(parts, ", "))
+	fmt.Fprintf(w, "%s: %s\n", plural(len(s.Partitions), "partition", "partitions"), strings.Join(parts, ", "))
 }
 
 // statusLine is "tierd segments"' line for one partition.
@@ -157,7 +168,18 @@ func remoteText(p remotelog.PartitionStatus) string {
 	if p.HighestTieredOffset < 0 {
 		return "-"
 	}
+	if p.RemoteSegments == 0 {
+		return "none" // every copy deleted: the offsets bound nothing
+	}
 	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, sizeText(p.RemoteBytes))
+}
+
+// hwText is the high watermark, or why there is none.
+func hwText(o int64) string {
+	if o < 0 {
+		return "- (no checkpoint entry)"
+	}
+	return fmt.Sprint(o)
 }
 
 func offsetText(o int64) string {

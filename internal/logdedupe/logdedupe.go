@@ -13,8 +13,10 @@
 // attribute repeated=N (the number suppressed since the last line written)
 // and opens a new window; and when a window ends with suppressed records
 // that nothing repeated since, the last of them is written with
-// repeated=N by the next record the handler sees of any kind, or by
-// Flush.
+// repeated=N and repeated_between="T1 and T2" by the next record the
+// handler sees of any kind, or by Flush, stamped with the time it is
+// written. Records whose message starts with one of
+// Config.ExemptPrefixes are always written.
 package logdedupe
 
 import (
@@ -34,6 +36,10 @@ type Config struct {
 	// kinds whose window ended are forgotten first, then the oldest.
 	// Default 1024.
 	MaxKinds int
+	// ExemptPrefixes are message prefixes whose records are always
+	// written (the outcome of an operator's action, which two alike
+	// actions must both show). Default none.
+	ExemptPrefixes []string
 }
 
 // DefaultConfig returns the defaults.
@@ -121,6 +127,11 @@ func (h *Handler) WithGroup(name string) slog.Handler {
 
 // Handle implements slog.Handler: it writes r, or counts it as a repeat.
 func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	for _, p := range h.st.cfg.ExemptPrefixes {
+		if strings.HasPrefix(r.Message, p) {
+			return h.next.Handle(ctx, r)
+		}
+	}
 	key := h.key(r)
 	now := h.st.now()
 	h.st.mu.Lock()
@@ -160,11 +171,12 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 // Flush writes, with repeated=N, the last suppressed record of every kind
 // that has any, whatever its window; a program calls it before it exits.
 func (h *Handler) Flush(ctx context.Context) error {
+	now := h.st.now()
 	h.st.mu.Lock()
 	var due []*kind
 	for _, k := range h.st.kinds {
 		if k.suppressed > 0 {
-			due = append(due, summary(k))
+			due = append(due, summary(k, now))
 			k.suppressed, k.last = 0, slog.Record{}
 		}
 	}
@@ -178,11 +190,20 @@ func (h *Handler) Flush(ctx context.Context) error {
 	return firstErr
 }
 
-// summary returns the record that reports k's suppressed repeats: its last
-// one, with repeated=N.
-func summary(k *kind) *kind {
-	r := k.last.Clone()
-	r.AddAttrs(slog.Int(RepeatedKey, k.suppressed))
+// RepeatedBetweenKey is the attribute of a summary written after its
+// repeats (by a later record or Flush): "T1 and T2", the times of the
+// record that opened the window and of the last repeat (RFC 3339, ms).
+const RepeatedBetweenKey = "repeated_between"
+
+// summary returns the record that reports k's suppressed repeats at now:
+// its last one, stamped now (so the log stays in time order), with
+// repeated=N and repeated_between="T1 and T2".
+func summary(k *kind, now time.Time) *kind {
+	r := slog.NewRecord(now, k.last.Level, k.last.Message, k.last.PC)
+	k.last.Attrs(func(a slog.Attr) bool { r.AddAttrs(a); return true })
+	const layout = "2006-01-02T15:04:05.000Z07:00"
+	r.AddAttrs(slog.Int(RepeatedKey, k.suppressed),
+		slog.String(RepeatedBetweenKey, k.start.Format(layout)+" and "+k.last.Time.Format(layout)))
 	return &kind{last: r, next: k.next}
 }
 
@@ -200,7 +221,7 @@ func (s *state) sweepLocked(now time.Time, skip string) []*kind {
 			continue
 		}
 		if k.suppressed > 0 {
-			due = append(due, summary(k))
+			due = append(due, summary(k, now))
 		}
 		delete(s.kinds, key)
 	}

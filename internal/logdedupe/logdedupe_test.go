@@ -164,3 +164,34 @@ func TestErrorAttrDigitsFolded(t *testing.T) {
 type testErr struct{ s string }
 
 func (e *testErr) Error() string { return e.s }
+
+// A record whose message starts with an exempt prefix is written every
+// time; the summary Flush writes carries the flush time (so it never
+// comes before lines written earlier) and the span of the repeats.
+func TestExemptAndFlushStamp(t *testing.T) {
+	var buf bytes.Buffer
+	c := newClock()
+	h, err := New(slog.NewTextHandler(&buf, nil), Config{Window: time.Minute, MaxKinds: 8, ExemptPrefixes: []string{"config reload"}}, WithClock(c.now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(h)
+	log.Info("config reloaded", "applied", 0)
+	log.Info("config reloaded", "applied", 0)
+	for i := 0; i < 3; i++ {
+		log.Error("store unreachable")
+	}
+	c.advance(10 * time.Minute)
+	if err := h.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := lines(&buf)
+	if len(got) != 4 || !strings.Contains(got[0], "config reloaded") || !strings.Contains(got[1], "config reloaded") {
+		t.Fatalf("want both reload lines, the error once and its summary:\n%s", buf.String())
+	}
+	last := got[3]
+	if !strings.Contains(last, "time="+c.t.Format("2006-01-02T15:04:05.000Z07:00")) || !strings.Contains(last, "repeated=2") ||
+		!strings.Contains(last, `repeated_between="2026-01-01T00:00:00.000Z and `) {
+		t.Fatalf("summary %q: want the flush time, repeated=2 and the span", last)
+	}
+}

@@ -30,6 +30,31 @@ type Set struct {
 	max int
 	mu  sync.Mutex
 	own map[key]string // admitted partitions and their partition label
+	on  []func(topic, partition string)
+}
+
+// OnAdmit calls fn with the labels of every partition admitted so far,
+// then of each one admitted later (the first time Labels gives it its own
+// labels), and with OtherTopic and OtherPartition now: a metric's owner
+// creates its zero series with it, so that a counter exists before its
+// first event (alerts and absent() see it). fn runs without the set's
+// lock held and must not call OnAdmit.
+func (s *Set) OnAdmit(fn func(topic, partition string)) {
+	s.mu.Lock()
+	s.on = append(s.on, fn)
+	have := make([]key, 0, len(s.own))
+	for k := range s.own {
+		have = append(have, k)
+	}
+	own := make([]string, len(have))
+	for i, k := range have {
+		own[i] = s.own[k]
+	}
+	s.mu.Unlock()
+	fn(OtherTopic, OtherPartition)
+	for i, k := range have {
+		fn(k.topic, own[i])
+	}
 }
 
 type key struct {
@@ -50,14 +75,20 @@ func (s *Set) Max() int { return s.max }
 func (s *Set) Labels(topic string, partition int32) (string, string) {
 	k := key{topic, partition}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if p, ok := s.own[k]; ok {
+		s.mu.Unlock()
 		return topic, p
 	}
 	if len(s.own) >= s.max {
+		s.mu.Unlock()
 		return OtherTopic, OtherPartition
 	}
 	p := strconv.Itoa(int(partition))
 	s.own[k] = p
+	on := s.on
+	s.mu.Unlock()
+	for _, fn := range on {
+		fn(topic, p)
+	}
 	return topic, p
 }

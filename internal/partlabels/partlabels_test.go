@@ -56,3 +56,26 @@ func TestCapConcurrent(t *testing.T) {
 		t.Fatalf("%d partitions got their own labels, want 10", len(own))
 	}
 }
+
+// OnAdmit reports the aggregate and the partitions admitted before it at
+// once, then each partition when first admitted, never one over the cap
+// nor one twice.
+func TestOnAdmit(t *testing.T) {
+	s := New(2)
+	s.Labels("orders", 0)
+	var got []string
+	s.OnAdmit(func(topic, partition string) { got = append(got, topic+"/"+partition) })
+	s.Labels("orders", 0)
+	s.Labels("orders", 1)
+	s.Labels("orders", 1)
+	s.Labels("orders", 2) // over the cap
+	want := []string{OtherTopic + "/" + OtherPartition, "orders/0", "orders/1"}
+	if len(got) != len(want) {
+		t.Fatalf("admitted %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("admitted %v, want %v", got, want)
+		}
+	}
+}

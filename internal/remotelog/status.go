@@ -137,6 +137,11 @@ type PartitionStatus struct {
 	// RemoteDeleteLagSegments, RemoteDeleteLagBytes).
 	DeleteLagSegments int   `json:"deleteLagSegments"`
 	DeleteLagBytes    int64 `json:"deleteLagBytes"`
+	// DamagedCopies counts the finished copies a check marked damaged
+	// (objects missing from the bucket, or differing from the manifest);
+	// Damaged is the first one's base offset and reason, "" for none.
+	DamagedCopies int    `json:"damagedCopies,omitempty"`
+	Damaged       string `json:"damaged,omitempty"`
 	// LastCopyMs is when the newest finished copy finished, -1 for none.
 	LastCopyMs int64 `json:"lastCopyMs"`
 	// UpdatedMs is when this status was computed.

@@ -596,8 +596,10 @@ type SegmentMetadata struct {
 	LeaderEpochs            []*LeaderEpoch `protobuf:"bytes,8,rep,name=leader_epochs,json=leaderEpochs,proto3" json:"leader_epochs,omitempty"`
 	TxnIndexPresent         bool           `protobuf:"varint,9,opt,name=txn_index_present,json=txnIndexPresent,proto3" json:"txn_index_present,omitempty"`
 	ProducerSnapshotPresent bool           `protobuf:"varint,10,opt,name=producer_snapshot_present,json=producerSnapshotPresent,proto3" json:"producer_snapshot_present,omitempty"`
-	unknownFields           protoimpl.UnknownFields
-	sizeCache               protoimpl.SizeCache
+	// Why a check marked this finished copy damaged ("" when it is not).
+	Damaged       string `protobuf:"bytes,11,opt,name=damaged,proto3" json:"damaged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SegmentMetadata) Reset() {
@@ -698,6 +700,13 @@ func (x *SegmentMetadata) GetProducerSnapshotPresent() bool {
 		return x.ProducerSnapshotPresent
 	}
 	return false
+}
+
+func (x *SegmentMetadata) GetDamaged() string {
+	if x != nil {
+		return x.Damaged
+	}
+	return ""
 }
 
 type ListSegmentsResponse struct {
@@ -982,8 +991,12 @@ type PartitionStatus struct {
 	DeleteLagBytes      int64         `protobuf:"varint,23,opt,name=delete_lag_bytes,json=deleteLagBytes,proto3" json:"delete_lag_bytes,omitempty"`
 	LastCopyMs          int64         `protobuf:"varint,24,opt,name=last_copy_ms,json=lastCopyMs,proto3" json:"last_copy_ms,omitempty"`
 	UpdatedMs           int64         `protobuf:"varint,25,opt,name=updated_ms,json=updatedMs,proto3" json:"updated_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Finished copies a check found objects of missing (marked damaged),
+	// and the first one's base offset and reason ("" for none).
+	DamagedCopies int32  `protobuf:"varint,26,opt,name=damaged_copies,json=damagedCopies,proto3" json:"damaged_copies,omitempty"`
+	Damaged       string `protobuf:"bytes,27,opt,name=damaged,proto3" json:"damaged,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PartitionStatus) Reset() {
@@ -1189,6 +1202,20 @@ func (x *PartitionStatus) GetUpdatedMs() int64 {
 		return x.UpdatedMs
 	}
 	return 0
+}
+
+func (x *PartitionStatus) GetDamagedCopies() int32 {
+	if x != nil {
+		return x.DamagedCopies
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetDamaged() string {
+	if x != nil {
+		return x.Damaged
+	}
+	return ""
 }
 
 type PartitionStatusResponse struct {
@@ -2128,7 +2155,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"F\n" +
 	"\vLeaderEpoch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12!\n" +
-	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xa8\x03\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xc2\x03\n" +
 	"\x0fSegmentMetadata\x12\x1d\n" +
 	"\n" +
 	"segment_id\x18\x01 \x01(\tR\tsegmentId\x12!\n" +
@@ -2142,7 +2169,8 @@ const file_tierd_proto_rawDesc = "" +
 	"\rleader_epochs\x18\b \x03(\v2\x15.tierd.v1.LeaderEpochR\fleaderEpochs\x12*\n" +
 	"\x11txn_index_present\x18\t \x01(\bR\x0ftxnIndexPresent\x12:\n" +
 	"\x19producer_snapshot_present\x18\n" +
-	" \x01(\bR\x17producerSnapshotPresent\"\xe0\x01\n" +
+	" \x01(\bR\x17producerSnapshotPresent\x12\x18\n" +
+	"\adamaged\x18\v \x01(\tR\adamaged\"\xe0\x01\n" +
 	"\x14ListSegmentsResponse\x125\n" +
 	"\bsegments\x18\x01 \x03(\v2\x19.tierd.v1.SegmentMetadataR\bsegments\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x122\n" +
@@ -2162,7 +2190,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\n" +
 	"sent_bytes\x18\x04 \x01(\x03R\tsentBytes\x12\x1d\n" +
 	"\n" +
-	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\x85\a\n" +
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\xc6\a\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x10\n" +
@@ -2192,7 +2220,9 @@ const file_tierd_proto_rawDesc = "" +
 	"\flast_copy_ms\x18\x18 \x01(\x03R\n" +
 	"lastCopyMs\x12\x1d\n" +
 	"\n" +
-	"updated_ms\x18\x19 \x01(\x03R\tupdatedMs\"\xf7\x01\n" +
+	"updated_ms\x18\x19 \x01(\x03R\tupdatedMs\x12%\n" +
+	"\x0edamaged_copies\x18\x1a \x01(\x05R\rdamagedCopies\x12\x18\n" +
+	"\adamaged\x18\x1b \x01(\tR\adamaged\"\xf7\x01\n" +
 	"\x17PartitionStatusResponse\x12\x18\n" +
 	"\arunning\x18\x01 \x01(\bR\arunning\x12\x16\n" +
 	"\x06passes\x18\x02 \x01(\x03R\x06passes\x12 \n" +

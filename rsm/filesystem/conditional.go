@@ -45,7 +45,7 @@ func (b *Bucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Ver
 	}
 	data, err := os.ReadFile(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+		return nil, "", b.notFound(key, "")
 	}
 	if err != nil {
 		return nil, "", err
@@ -98,6 +98,9 @@ func (b *Bucket) putConditional(ctx context.Context, key string, data []byte, co
 	p, err := b.path(key)
 	if err != nil {
 		return "", err
+	}
+	if err := b.rootErr(); err != nil {
+		return "", fmt.Errorf("write %s: %w", key, err) // never recreate a vanished root
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", err

@@ -28,8 +28,8 @@ import (
 
 // Config configures the bucket.
 type Config struct {
-	// Dir is the bucket's root directory; it is created when missing.
-	// Required.
+	// Dir is the bucket's root directory: New creates it when missing,
+	// Open requires it. Required.
 	Dir string `yaml:"dir"`
 }
 
@@ -41,15 +41,58 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// Bucket stores objects as files.
-type Bucket struct{ dir string }
+// Bucket stores objects as files. It records the root directory's device
+// and inode when opened; a request that finds the root missing, not a
+// directory or not that one (an unmounted mount point) fails with
+// ErrRootUnavailable, never rsm.ErrNotFound, and writes nothing.
+type Bucket struct {
+	dir  string
+	root rootID // the root's identity when opened (zero: unknown)
+}
 
-// New opens (creating) the bucket directory.
+// New opens the bucket directory, creating it (and its parents) when
+// missing: for tests and embedded uses that own their directory.
+// Errors: Validate's, the filesystem's.
 func New(cfg Config) (*Bucket, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	return Open(cfg)
+}
+
+// Open opens an existing bucket directory and records its identity; it
+// never creates it, so a missing mount does not turn into writes to the
+// filesystem below. Errors: Validate's; a *rsm.BucketError (wrapping
+// rsm.ErrMisconfigured) naming the directory when it is missing or not a
+// directory.
+func Open(cfg Config) (*Bucket, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	b := &Bucket{dir: cfg.Dir}
+	id, err := statRoot(cfg.Dir)
+	var re *RootError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, &rsm.BucketError{Bucket: b.Name(), Problem: "the directory " + cfg.Dir + " does not exist",
+			Fix: "create it (tierd bucket create --config FILE), or mount the filesystem it lives on"}
+	case errors.As(err, &re):
+		return nil, &rsm.BucketError{Bucket: b.Name(), Problem: "the path " + cfg.Dir + " is not a directory",
+			Fix: "set bucket.filesystem.dir to a directory"}
+	case err != nil:
+		return nil, err
+	}
+	b.root = id
+	return b, nil
+}
+
+// Unopened returns a bucket on dir that has not looked at it: for
+// CreateBucket, which creates it. Other requests fail until it exists.
+func Unopened(cfg Config) (*Bucket, error) {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	return &Bucket{dir: cfg.Dir}, nil
@@ -74,6 +117,9 @@ func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) e
 	p, err := b.path(key)
 	if err != nil {
 		return err
+	}
+	if err := b.rootErr(); err != nil {
+		return fmt.Errorf("upload %s: %w", key, err) // never recreate a vanished root
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -130,7 +176,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 	}
 	f, err := os.Open(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+		return nil, b.notFound(key, "")
 	}
 	if err != nil {
 		return nil, err
@@ -152,7 +198,7 @@ func (b *Bucket) Attributes(_ context.Context, key string) (rsm.ObjectAttributes
 	}
 	st, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return rsm.ObjectAttributes{}, fmt.Errorf("%s: %w", key, rsm.ErrNotFound)
+		return rsm.ObjectAttributes{}, b.notFound(key, "")
 	}
 	if err != nil {
 		return rsm.ObjectAttributes{}, err
@@ -198,7 +244,7 @@ func (b *Bucket) walkPrefix(prefix string, fn func(name string)) error {
 	start := filepath.Join(b.dir, filepath.FromSlash(dirPart))
 	ents, err := os.ReadDir(start)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-		return nil
+		return b.rootErr() // an empty listing only while the root is as opened
 	}
 	if err != nil {
 		return err
@@ -247,7 +293,9 @@ func (b *Bucket) Delete(_ context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := os.Remove(p); errors.Is(err, fs.ErrNotExist) {
+		return b.rootErr() // gone already, unless the whole root is
+	} else if err != nil {
 		return err
 	}
 	return nil

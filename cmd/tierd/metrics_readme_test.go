@@ -1,0 +1,69 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tierd/tierd/seglog"
+)
+
+// readmeKafkaMetrics returns the tierd metric names in the first column
+// of the README's table of metrics named after Kafka's.
+func readmeKafkaMetrics(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "### Metrics named after Kafka's")
+	if !ok {
+		t.Fatal("README has no section \"Metrics named after Kafka's\"")
+	}
+	section, _, _ = strings.Cut(section, "\n### ")
+	name := regexp.MustCompile("`(tierd_[a-z_]+)")
+	var out []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "| `tierd_") {
+			continue
+		}
+		first := strings.Split(line, "|")[1]
+		for _, m := range name.FindAllStringSubmatch(first, -1) {
+			out = append(out, m[1])
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("found only %v in the README's table", out)
+	}
+	return out
+}
+
+// TestReadmeKafkaMetricsFromStart: a tierd that has just made its first
+// pass (nothing read, nothing deleted yet) exposes every metric the
+// README's table of Kafka-named metrics lists, counters of events that
+// have not happened included, so that alerts and absent() work from the
+// start.
+func TestReadmeKafkaMetricsFromStart(t *testing.T) {
+	root := t.TempDir()
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(seglog.Record{Value: demoValue(0)}) // an active segment only
+	l.Close()
+	httpAddr := freeAddr(t)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
+	stop := startServe(t, cfgPath)
+	defer stop()
+	waitFor(t, "a pass", func() bool { return healthy(httpAddr) && metricNumber(t, httpAddr, "tierd_copier_passes_total") >= 1 })
+	metrics := get(t, "http://"+httpAddr+"/metrics")
+	for _, name := range readmeKafkaMetrics(t) {
+		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
+			t.Errorf("%s (in the README's table) is not on /metrics after the first pass", name)
+		}
+	}
+}
