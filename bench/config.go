@@ -56,8 +56,9 @@ type Config struct {
 	Rounds int
 	// ChunkBytes, CacheMemoryBytes, IndexCacheBytes, PrefetchBytes and
 	// MaxInflightGets configure tierd's fetch server as in tierd.yaml.
-	// Defaults 4 MiB, 128 MiB (half the data, so the cache must evict),
-	// 8 MiB, 16 MiB and 8.
+	// Defaults: fetch's chunk size and prefetch depth (16 MiB, 64 MiB, so
+	// the bench measures what tierd runs with), 128 MiB of memory (half
+	// the data, so the cache must evict), 8 MiB of index cache and 8 GETs.
 	ChunkBytes, CacheMemoryBytes, IndexCacheBytes, PrefetchBytes int64
 	MaxInflightGets                                              int
 	// Seed picks the random offsets. Default 1.
@@ -162,8 +163,8 @@ func (c Config) runPrefix() (string, error) {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
-		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: 4 << 20,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: 16 << 20, MaxInflightGets: 8, Seed: 1,
+		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1,
 		Cases: append([]string(nil), AllCases...), ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c

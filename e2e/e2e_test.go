@@ -182,13 +182,19 @@ func TestTieringOverMinIO(t *testing.T) {
 	}
 	readAll(t, log, 206)
 
-	// Step 4: retention.bytes below local + remote size deletes the oldest
-	// remaining copy; the log start offset moves to 412.
+	// Step 4: retention.bytes at the size of the newest copy deletes the
+	// oldest remaining copy (the log without it still holds that much) and
+	// not the newest (the log without it would not: Kafka's rule); the log
+	// start offset moves to 412.
 	fresh := w.now.UnixMilli()
 	for i := 0; i < 10; i++ {
 		log.Append(seglog.Record{Value: []byte("new"), Timestamp: fresh})
 	}
-	w.sync(w.copier(copier.Retention{RetentionMs: ptr(3 * hour), RetentionBytes: ptr(1_500_000), LocalRetentionMs: ptr(hour)}))
+	fin, err := w.store.FinishedSegments(w.tp)
+	if err != nil || len(fin) != 2 || fin[1].StartOffset != 412 {
+		t.Fatalf("finished copies %v %v", fin, err)
+	}
+	w.sync(w.copier(copier.Retention{RetentionMs: ptr(3 * hour), RetentionBytes: ptr(fin[1].SizeInBytes), LocalRetentionMs: ptr(hour)}))
 	if o := w.offsets(); o.LogStartOffset != 412 {
 		t.Fatalf("after retention.bytes: %+v", o)
 	}
