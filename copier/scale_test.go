@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -22,69 +20,15 @@ import (
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
+	"github.com/tierd/tierd/rsm/rsmtest"
 )
 
-// countingBucket counts every request made to the wrapped bucket, by
-// method.
-type countingBucket struct {
-	rsm.Bucket
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (b *countingBucket) add(m string) {
-	b.mu.Lock()
-	b.n[m]++
-	b.mu.Unlock()
-}
-
-// take returns the counts since the last call and starts over.
-func (b *countingBucket) take() map[string]int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := b.n
-	b.n = map[string]int{}
-	return out
-}
-
-func (b *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	b.add("GetRange")
-	return b.Bucket.GetRange(ctx, key, off, length)
-}
-
-func (b *countingBucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttributes, error) {
-	b.add("Attributes")
-	return b.Bucket.Attributes(ctx, key)
-}
-
-func (b *countingBucket) Iter(ctx context.Context, prefix string, fn func(string) error) error {
-	b.add("Iter")
-	return b.Bucket.Iter(ctx, prefix, fn)
-}
-
-func (b *countingBucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
-	b.add("ReadVersioned")
-	return b.Bucket.ReadVersioned(ctx, key)
-}
-
-func (b *countingBucket) PutIfAbsent(ctx context.Context, key string, data []byte) (rsm.Version, error) {
-	b.add("PutIfAbsent")
-	return b.Bucket.PutIfAbsent(ctx, key, data)
-}
-
-func (b *countingBucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.Version) (rsm.Version, error) {
-	b.add("PutIfMatch")
-	return b.Bucket.PutIfMatch(ctx, key, data, v)
-}
-
-func (b *countingBucket) Upload(ctx context.Context, key string, rd io.Reader, size int64) error {
-	b.add("Upload")
-	return b.Bucket.Upload(ctx, key, rd, size)
-}
-
-func (b *countingBucket) Delete(ctx context.Context, key string) error {
-	b.add("Delete")
-	return b.Bucket.Delete(ctx, key)
+// take returns the requests b counted since the last take, by method,
+// and starts over.
+func take(b *rsmtest.CountingBucket) map[string]int {
+	m := b.Calls()
+	b.Reset()
+	return m
 }
 
 func total(m map[string]int) int {
@@ -153,7 +97,7 @@ func (f syncCountingFile) SyncTo(length int64) (bool, error) {
 // and Pebble on disk.
 type scaleRig struct {
 	logDir string
-	bucket *countingBucket
+	bucket *rsmtest.CountingBucket
 	store  *rlmm.Store
 	syncs  atomic.Int64
 	c      *Copier
@@ -188,7 +132,7 @@ func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.bucket = &countingBucket{Bucket: fsb, n: map[string]int{}}
+	r.bucket = rsmtest.Count(fsb)
 	if r.store, err = rlmm.Open(rlmm.Config{Dir: filepath.Join(tb.TempDir(), "db")}, rlmm.WithFS(syncCountingFS{FS: vfs.Default, syncs: &r.syncs}),
 		rlmm.WithClock(func() time.Time { return r.now })); err != nil {
 		tb.Fatal(err)
@@ -226,13 +170,13 @@ func writeFile2(tb testing.TB, p, s string) {
 // and Pebble syncs.
 func (r *scaleRig) pass(tb testing.TB) (copied int, reqs map[string]int, syncs int64) {
 	tb.Helper()
-	r.bucket.take()
+	take(r.bucket)
 	before := r.syncs.Load()
 	n, err := r.c.Sync(context.Background())
 	if err != nil {
 		tb.Fatalf("sync: %v", err)
 	}
-	return n, r.bucket.take(), r.syncs.Load() - before
+	return n, take(r.bucket), r.syncs.Load() - before
 }
 
 // TestScaleReproducer is the reproducer of issue 12's idle passes: a first
