@@ -97,6 +97,12 @@ type Config struct {
 	// the partitions this tierd tiers; copies a read found missing are
 	// checked on top. Default 4; 0 checks only those.
 	CopyChecksPerPass int `yaml:"copy_checks_per_pass"`
+	// CopyCheckIntervalMs is the least time, ms, between two rounds of
+	// the sampled checks above, so that passes in between (an idle pass
+	// among them) make no bucket request for them, whatever the task
+	// interval; copies a read found missing are checked at every pass.
+	// Default 300000 (5 minutes); 0 checks at every pass.
+	CopyCheckIntervalMs int64 `yaml:"copy_check_interval_ms"`
 	// Retention is every topic's retention, with Kafka's broker-level
 	// names (log.retention.ms, log.retention.bytes,
 	// log.local.retention.ms, log.local.retention.bytes; see
@@ -122,7 +128,7 @@ func DefaultConfig() Config {
 	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
-		CopyChecksPerPass: 4}
+		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000}
 }
 
 // Validate reports every problem at once.
@@ -168,6 +174,9 @@ func (c Config) Validate() error {
 	}
 	if c.CopyChecksPerPass < 0 || c.CopyChecksPerPass > MaxCopyChecksPerPass {
 		errs = append(errs, fmt.Errorf("copier: copy_checks_per_pass %d is out of range (from 0 to %d copies a pass)", c.CopyChecksPerPass, MaxCopyChecksPerPass))
+	}
+	if c.CopyCheckIntervalMs < 0 {
+		errs = append(errs, fmt.Errorf("copier: copy_check_interval_ms %d must not be negative (0 checks at every pass)", c.CopyCheckIntervalMs))
 	}
 	if c.RemoteLogDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))

@@ -110,6 +110,7 @@ type Copier struct {
 	suspects    map[remotelog.SegmentID]remotelog.SegmentMetadata // copies readers found objects of missing
 	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
 	checkCursor int                                               // next partition to check a copy of
+	lastSample  time.Time                                         // the last round of sampled copy checks (see sampleDue)
 	cs          clusterState
 	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
 	pending     *Config                                   // from Reconfigure, for the next pass

@@ -26,9 +26,23 @@ func (c *Copier) SuspectCopy(meta remotelog.SegmentMetadata) {
 	}
 }
 
-// checkCopies checks, once per pass, the copies readers reported and
-// CopyChecksPerPass more taken in turn across the partitions this tierd
-// tiers (one copy of each of the next partitions, and that partition's
+// sampleDue reports whether a round of sampled copy checks is due (at
+// most one per CopyCheckIntervalMs) and, when it is, starts the interval
+// over.
+func (c *Copier) sampleDue() bool {
+	now := c.now()
+	c.stateMu.Lock()
+	defer c.stateMu.Unlock()
+	if !c.lastSample.IsZero() && now.Sub(c.lastSample).Milliseconds() < c.cfg.CopyCheckIntervalMs {
+		return false
+	}
+	c.lastSample = now
+	return true
+}
+
+// checkCopies checks, once per pass, the copies readers reported and, at
+// most once per CopyCheckIntervalMs, CopyChecksPerPass more taken in turn
+// across the partitions this tierd tiers (one copy of each of the next partitions, and that partition's
 // first copy marked damaged for missing objects, if any), so every copy
 // is looked at now and then for the cost of a few requests per pass. A
 // copy with an object missing is marked damaged (see checkCopy); a
@@ -41,7 +55,7 @@ func (c *Copier) checkCopies(ctx context.Context, owned []remotelog.TopicPartiti
 	}
 	c.suspects = map[remotelog.SegmentID]remotelog.SegmentMetadata{}
 	c.stateMu.Unlock()
-	if n := len(owned); n > 0 && c.cfg.CopyChecksPerPass > 0 {
+	if n := len(owned); n > 0 && c.cfg.CopyChecksPerPass > 0 && c.sampleDue() {
 		sort.Slice(owned, func(i, j int) bool { return owned[i].String() < owned[j].String() })
 		for k := 0; k < min(c.cfg.CopyChecksPerPass, n); k++ {
 			c.checkCursor++

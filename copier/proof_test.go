@@ -380,13 +380,25 @@ func TestCopyCheckRotates(t *testing.T) {
 	if err := r.bucket.Delete(context.Background(), r.mgr.Key(fin[1], ".manifest.json")); err != nil {
 		t.Fatal(err)
 	}
+	// Within copy_check_interval_ms of the round tieredTwo's passes made,
+	// passes check nothing: the missing manifest stays unseen.
+	checked := testutilCounter(t, r.c.m.copiesChecked)
+	for i := 0; i < 3; i++ {
+		r.now = r.now.Add(time.Minute)
+		r.sync()
+	}
+	if got := testutilCounter(t, r.c.m.copiesChecked); got != checked {
+		t.Fatalf("copies checked %v within the check interval, want %v", got, checked)
+	}
+	// Each interval past, one round: two rounds find it.
 	for i := 0; i < 2; i++ {
+		r.now = r.now.Add(5 * time.Minute)
 		r.sync()
 	}
 	if got, _ := r.store.Segment(r.tp, fin[1].StartOffset, fin[1].ID); got.Damaged == "" && got.State == remotelog.CopySegmentFinished {
-		t.Fatalf("two passes did not find the copy without its manifest: %+v", got)
+		t.Fatalf("two rounds of checks did not find the copy without its manifest: %+v", got)
 	}
-	if got := testutilCounter(t, r.c.m.copiesChecked); got < 2 {
+	if got := testutilCounter(t, r.c.m.copiesChecked); got < checked+2 {
 		t.Fatalf("copies checked %v", got)
 	}
 }

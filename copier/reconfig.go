@@ -21,7 +21,7 @@ var DynamicKeys = []string{
 	"log.retention.ms", "log.retention.bytes", "log.local.retention.ms", "log.local.retention.bytes",
 	"remote.storage.enable", "topics", "file.delete.delay.ms", "remote.log.manager.copier.thread.pool.size",
 	"remote.log.manager.copy.max.bytes.per.second", "message.timestamp.after.max.ms", "index.interval.bytes",
-	"copy_checks_per_pass", "deleted_row_retention", "remote.log.delete.delay.ms", "cluster_topic_configs",
+	"copy_checks_per_pass", "copy_check_interval_ms", "deleted_row_retention", "remote.log.delete.delay.ms", "cluster_topic_configs",
 }
 
 // setDynamic copies next's dynamic settings (DynamicKeys) into c, field
@@ -31,7 +31,7 @@ func (c *Config) setDynamic(next Config) {
 	c.FileDeleteDelayMs, c.CopierThreadPoolSize, c.CopyMaxBytesPerSecond = next.FileDeleteDelayMs, next.CopierThreadPoolSize, next.CopyMaxBytesPerSecond
 	c.MessageTimestampAfterMaxMs, c.IndexIntervalBytes = next.MessageTimestampAfterMaxMs, next.IndexIntervalBytes
 	c.CopyChecksPerPass, c.DeletedRowRetention, c.RemoteLogDeleteDelayMs = next.CopyChecksPerPass, next.DeletedRowRetention, next.RemoteLogDeleteDelayMs
-	c.ClusterTopicConfigs, c.Source = next.ClusterTopicConfigs, next.Source
+	c.ClusterTopicConfigs, c.Source, c.CopyCheckIntervalMs = next.ClusterTopicConfigs, next.Source, next.CopyCheckIntervalMs
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what

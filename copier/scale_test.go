@@ -215,14 +215,15 @@ func TestScaleReproducer(t *testing.T) {
 // An idle pass (nothing new locally, nothing due) over N partitions with
 // Kafka's checkpoint files makes no bucket request and no synced metadata
 // write, at any N, with tierd's local retention and with the broker's
-// (broker_owned); the sampled copy checks (copy_checks_per_pass) cost the
-// same few requests at any N.
+// (broker_owned), with the default settings: the sampled copy checks
+// (copy_checks_per_pass) run once per copy_check_interval_ms, not per
+// pass, and then cost the same few requests at any N.
 func TestIdlePassCost(t *testing.T) {
 	for _, brokerOwned := range []bool{false, true} {
 		sampled := map[int]map[string]int{}
 		for _, n := range []int{8, 40} {
-			cfg := DefaultConfig()
-			cfg.CopyChecksPerPass, cfg.BrokerOwned = 0, brokerOwned
+			cfg := DefaultConfig() // sampled checks on: 4 copies every 5 minutes
+			cfg.BrokerOwned = brokerOwned
 			r := newScaleRig(t, n, cfg)
 			if copied, _, _ := r.pass(t); copied != 3*n {
 				t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
@@ -235,8 +236,9 @@ func TestIdlePassCost(t *testing.T) {
 						brokerOwned, n, i, copied, reqs, syncs)
 				}
 			}
-			r.c.cfg.CopyChecksPerPass = 4
-			r.now = r.now.Add(30 * time.Second)
+			// copy_check_interval_ms after the first pass's round, the
+			// next round of sampled checks.
+			r.now = r.now.Add(5 * time.Minute)
 			_, sampled[n], _ = r.pass(t)
 		}
 		if a, b := sampled[8], sampled[40]; total(a) == 0 || total(a) != total(b) {
