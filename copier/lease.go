@@ -276,9 +276,25 @@ func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) err
 		return err
 	}
 	known := map[remotelog.SegmentID]bool{}
+	storeUp := func() error { // as checkCopy: a store down or unmounted is no evidence of missing objects
+		if _, err := c.environment(); err != nil {
+			return fmt.Errorf("manifests not listed, but the store is not known to be up; not marking copies damaged: %w", err)
+		}
+		if err := c.rs.CheckStore(ctx); err != nil {
+			return fmt.Errorf("manifests not listed, but the store check fails; not marking copies damaged: %w", err)
+		}
+		return nil
+	}
+	checked := false
 	for _, r := range rows {
 		known[r.ID] = true
 		if r.State == remotelog.CopySegmentFinished && !inBucket[r.ID] && r.Damaged == "" {
+			if !checked {
+				if err := storeUp(); err != nil {
+					return err
+				}
+				checked = true
+			}
 			if _, err := c.store.MarkDamaged(tp, r.StartOffset, r.ID, "manifest missing from the bucket"); err != nil {
 				return err
 			}
