@@ -75,24 +75,7 @@ func TestGrowthTargets(t *testing.T) {
 		"readers seq: MiB/s at 64 readers / best N = 0.667":                                                            false,
 		"readers seq: p99 at 64 readers / p99 at 1 = 3":                                                                true,
 	}
-	got := rep.growthTargets()
-	if len(got) != len(want) {
-		t.Errorf("%d targets, want %d:\n%v", len(got), len(want), got)
-	}
-	for _, tg := range got {
-		found := false
-		for prefix, met := range want {
-			if strings.HasPrefix(tg.Text, prefix) {
-				found = true
-				if tg.Met != met {
-					t.Errorf("%q met = %v, want %v", tg.Text, tg.Met, met)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("unexpected target %q", tg.Text)
-		}
-	}
+	checkTargets(t, rep.growthTargets(), want)
 	var sb strings.Builder
 	rep.WriteTable(&sb)
 	for _, w := range []string{"timed out after 30m0s", "8.89 (6.92-9.09)x", "MISS scale_segments/minio Fetch p50", "x10 1000->10000"} {

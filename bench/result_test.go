@@ -48,24 +48,7 @@ func TestTargets(t *testing.T) {
 		"replay MiB/s / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = 2.00": true, "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = 1.14": true,
 		"copy MiB/s / raw_put MiB/s = 0.5 (>= 0.9); over 3 rounds 0.4-0.7": false, "replay GETs per MiB = 0.280": true, "replay_8 peak anonymous RSS 150 MiB": true,
 		"kafka_fetch_cold p50 / fetch_cold p50 = 1.10": true, "kafka_replay MiB/s / replay MiB/s = 0.83": false}
-	got := rep.Targets()
-	if len(got) != len(want) {
-		t.Fatalf("%d targets, want %d: %v", len(got), len(want), got)
-	}
-	for _, tg := range got {
-		found := false
-		for prefix, met := range want {
-			if strings.HasPrefix(tg.Text, prefix) {
-				found = true
-				if tg.Met != met {
-					t.Errorf("%q met = %v, want %v", tg.Text, tg.Met, met)
-				}
-			}
-		}
-		if !found {
-			t.Errorf("unexpected target %q", tg.Text)
-		}
-	}
+	checkTargets(t, rep.Targets(), want)
 	var sb strings.Builder
 	rep.WriteTable(&sb)
 	if !strings.Contains(sb.String(), "MISS fetch_cold") || !strings.Contains(sb.String(), "MISS kafka_replay") ||
@@ -131,5 +114,29 @@ func TestSetScale(t *testing.T) {
 	}
 	if err := c.SetScale("huge"); err == nil || !strings.Contains(err.Error(), "small or full") {
 		t.Errorf("SetScale(huge) = %v", err)
+	}
+}
+
+// checkTargets checks that got holds exactly one target per prefix of
+// want (by count, and each target starting with one of them) and that
+// each is met or missed as want says.
+func checkTargets(t *testing.T, got []Target, want map[string]bool) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d targets, want %d:\n%v", len(got), len(want), got)
+	}
+	for _, tg := range got {
+		found := false
+		for prefix, met := range want {
+			if strings.HasPrefix(tg.Text, prefix) {
+				found = true
+				if tg.Met != met {
+					t.Errorf("%q met = %v, want %v", tg.Text, tg.Met, met)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("unexpected target %q", tg.Text)
+		}
 	}
 }

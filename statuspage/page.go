@@ -111,7 +111,7 @@ type Page struct {
 var pageTemplate string
 
 var tmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"bytes":  sizeText,
+	"bytes":  SizeText,
 	"offset": offsetText,
 }).Parse(pageTemplate))
 

@@ -94,25 +94,25 @@ func partitionRow(p remotelog.PartitionStatus, now time.Time) partRow {
 		if c.Bytes > 0 {
 			pct = 100 * float64(c.SentBytes) / float64(c.Bytes)
 		}
-		r.Copying = fmt.Sprintf("segment %d-%d: %s of %s (%.0f%%), started %s", c.BaseOffset, c.EndOffset, sizeText(c.SentBytes), sizeText(c.Bytes), pct, ago(c.StartedMs, now))
+		r.Copying = fmt.Sprintf("segment %d-%d: %s of %s (%.0f%%), started %s", c.BaseOffset, c.EndOffset, SizeText(c.SentBytes), SizeText(c.Bytes), pct, ago(c.StartedMs, now))
 	}
 	r.Local = "-"
 	if p.LocalSegments > 0 {
 		r.Local = fmt.Sprintf("%d.. (active %s)", p.LocalLogStartOffset, offsetText(p.ActiveBaseOffset))
-		r.LocalSize = fmt.Sprintf("%s, %s", segments(p.LocalSegments), sizeText(p.LocalBytes))
+		r.LocalSize = fmt.Sprintf("%s, %s", segments(p.LocalSegments), SizeText(p.LocalBytes))
 	}
 	r.Remote = "-"
 	if p.HighestTieredOffset >= 0 {
 		r.Remote = fmt.Sprintf("%d-%d", p.LogStartOffset, p.HighestTieredOffset)
-		r.RemoteSize = fmt.Sprintf("%s, %s", segments(p.RemoteSegments), sizeText(p.RemoteBytes))
+		r.RemoteSize = fmt.Sprintf("%s, %s", segments(p.RemoteSegments), SizeText(p.RemoteBytes))
 	}
 	r.Pending = "0"
 	if p.PendingSegments > 0 {
-		r.Pending = fmt.Sprintf("%s, %s", segments(p.PendingSegments), sizeText(p.PendingBytes))
+		r.Pending = fmt.Sprintf("%s, %s", segments(p.PendingSegments), SizeText(p.PendingBytes))
 	}
 	r.DeleteLag = "0"
 	if p.DeleteLagSegments > 0 {
-		r.DeleteLag = fmt.Sprintf("%s, %s", segments(p.DeleteLagSegments), sizeText(p.DeleteLagBytes))
+		r.DeleteLag = fmt.Sprintf("%s, %s", segments(p.DeleteLagSegments), SizeText(p.DeleteLagBytes))
 	}
 	return r
 }
@@ -137,7 +137,7 @@ type deletionRow struct {
 
 func deletionView(d remotelog.PartitionDeletion, now time.Time) deletionRow {
 	return deletionRow{Name: d.TopicPartition.String(), TopicID: d.TopicID, State: string(d.State), Reason: string(d.Reason), Proof: d.Proof,
-		Scheduled: timeText(d.ScheduledMs), Due: timeText(d.DueMs) + " (" + dueText(d.DueMs, now) + ")", Segments: len(d.Segments), Bytes: sizeText(d.Bytes())}
+		Scheduled: timeText(d.ScheduledMs), Due: timeText(d.DueMs) + " (" + dueText(d.DueMs, now) + ")", Segments: len(d.Segments), Bytes: SizeText(d.Bytes())}
 }
 
 // journalRow is one journal entry, as text.
@@ -150,7 +150,7 @@ type journalRow struct {
 
 func journalView(e remotelog.JournalEntry) journalRow {
 	return journalRow{Seq: e.Seq, Time: timeText(e.TimeMs), Event: e.Event, Name: e.TopicPartition.String(), TopicID: e.TopicID,
-		Reason: string(e.Reason), Proof: e.Proof, Detail: e.Detail, Segments: e.Segments, Bytes: sizeText(e.Bytes)}
+		Reason: string(e.Reason), Proof: e.Proof, Detail: e.Detail, Segments: e.Segments, Bytes: SizeText(e.Bytes)}
 }
 
 // Title is a box's tooltip: its offsets, size and where they are.
@@ -161,7 +161,7 @@ func (b Box) Title() string {
 	}
 	t := fmt.Sprintf("offsets %d-%s: %s", b.Start, end, b.State)
 	if b.Bytes > 0 {
-		t += ", " + sizeText(b.Bytes)
+		t += ", " + SizeText(b.Bytes)
 	}
 	if b.Note != "" {
 		t += " (" + b.Note + ")"
@@ -209,8 +209,9 @@ func ago(ms int64, now time.Time) string {
 	return d.String() + " ago"
 }
 
-// sizeText prints bytes in binary units.
-func sizeText(b int64) string {
+// SizeText prints b bytes in binary units ("512 B", "1.5 MiB"); the CLI's
+// status and segment listings print sizes the page's way.
+func SizeText(b int64) string {
 	const unit = 1024
 	if b < unit {
 		return fmt.Sprintf("%d B", b)

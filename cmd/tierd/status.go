@@ -18,6 +18,7 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/statuspage"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -154,7 +155,7 @@ func pendingText(p remotelog.PartitionStatus) string {
 	if p.PendingSegments == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%d (%s)", p.PendingSegments, sizeText(p.PendingBytes))
+	return fmt.Sprintf("%d (%s)", p.PendingSegments, statuspage.SizeText(p.PendingBytes))
 }
 
 func localText(p remotelog.PartitionStatus) string {
@@ -171,7 +172,7 @@ func remoteText(p remotelog.PartitionStatus) string {
 	if p.RemoteSegments == 0 {
 		return "none" // every copy deleted: the offsets bound nothing
 	}
-	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, sizeText(p.RemoteBytes))
+	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, statuspage.SizeText(p.RemoteBytes))
 }
 
 // hwText is the high watermark, or why there is none.
@@ -187,20 +188,6 @@ func offsetText(o int64) string {
 		return "-"
 	}
 	return fmt.Sprint(o)
-}
-
-// sizeText prints bytes in binary units.
-func sizeText(b int64) string {
-	const unit = 1024
-	if b < unit {
-		return fmt.Sprintf("%d B", b)
-	}
-	div, exp := int64(unit), 0
-	for n := b / unit; n >= unit; n /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(b)/float64(div), "KMGTPE"[exp])
 }
 
 // ago prints a time in ms since the epoch as how long before now, "-" for
