@@ -62,6 +62,9 @@ type Log struct {
 	now    func() time.Time
 	logger *slog.Logger
 
+	// cleanMu serialises Clean calls (clean.go).
+	cleanMu sync.Mutex
+
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
 	epochs []epoch.Entry
