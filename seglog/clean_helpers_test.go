@@ -107,4 +107,6 @@ func latestByKey(recs []Record) (map[string][]byte, map[string]int) {
 	return latest, count
 }
 
-func parseHeaderAt(data []byte, p int) (batch.Batch, error) { return batch.ParseHeader(data[p:], int64(p)) }
+func parseHeaderAt(data []byte, p int) (batch.Batch, error) {
+	return batch.ParseHeader(data[p:], int64(p))
+}
