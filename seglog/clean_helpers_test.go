@@ -1,6 +1,7 @@
 package seglog
 
 import (
+	"fmt"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -57,32 +58,41 @@ func partitionDir(t *testing.T, name string) string {
 // offset order. It fails on an offset that does not ascend.
 func readRecords(t testing.TB, l *Log) []Record {
 	t.Helper()
+	recs, err := scanRecords(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// scanRecords is readRecords returning its error, for goroutines.
+func scanRecords(l *Log) ([]Record, error) {
 	var out []Record
 	prev := int64(-1)
 	for off := l.LogStartOffset(); off < l.HighWatermark(); {
 		data, err := l.Read(off, 1<<20)
 		if err != nil {
-			t.Fatalf("read %d: %v", off, err)
+			return nil, fmt.Errorf("read %d: %w", off, err)
 		}
 		if len(data) == 0 {
-			t.Fatalf("read %d: nothing below the high watermark %d", off, l.HighWatermark())
+			return nil, fmt.Errorf("read %d: nothing below the high watermark %d", off, l.HighWatermark())
 		}
 		for p := 0; p < len(data); {
 			b, err := batch.ParseHeader(data[p:], int64(p))
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			raw := data[p : p+int(b.Size)]
 			if !batch.CheckCRC(raw) {
-				t.Fatalf("batch at offset %d: bad CRC", b.BaseOffset)
+				return nil, fmt.Errorf("batch at offset %d: bad CRC", b.BaseOffset)
 			}
 			recs, err := batch.Records(raw, codec.Kafka)
 			if err != nil {
-				t.Fatal(err)
+				return nil, err
 			}
 			for _, r := range recs {
 				if r.Offset <= prev {
-					t.Fatalf("offset %d read after %d", r.Offset, prev)
+					return nil, fmt.Errorf("offset %d read after %d", r.Offset, prev)
 				}
 				prev = r.Offset
 				if !b.Control && r.Offset >= off {
@@ -93,7 +103,7 @@ func readRecords(t testing.TB, l *Log) []Record {
 			p += int(b.Size)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // latestByKey is the articles' scan consumer: key -> latest value (nil for
