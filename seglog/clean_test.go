@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/kafkalog/compact"
 )
 
 // articleValue is the articles' value: a label padded to 5000 bytes.
@@ -85,6 +88,17 @@ func TestArticlesRun(t *testing.T) {
 	}
 	if len(tombs) != 2 || tombs[32] != "key-7" || tombs[33] != "key-8" {
 		t.Fatalf("tombstones after the first pass: %v, want key-7 at 32 and key-8 at 33", tombs)
+	}
+	// Their batches carry the delete horizon: now + delete.retention.ms.
+	for _, off := range []int64{32, 33} {
+		data, err := l.Read(off, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := parseHeaderAt(data, 0)
+		if h, ok := compact.DeleteHorizon(b); !ok || h != clock.Now().UnixMilli()+100 || b.BaseOffset != off {
+			t.Fatalf("tombstone batch at %d: horizon %d %v, want %d", off, h, ok, clock.Now().UnixMilli()+100)
+		}
 	}
 	if cp, ok, err := l.CleanerCheckpoint(); err != nil || !ok || cp != st.FirstUncleanableOffset || cp != l.Segments()[1].BaseOffset {
 		t.Fatalf("checkpoint %d %v %v, want %d (the active segment's base)", cp, ok, err, st.FirstUncleanableOffset)
@@ -334,6 +348,41 @@ func TestCleanerConfigValidate(t *testing.T) {
 	for _, want := range []string{"cleanup.policy", "min.cleanable.dirty.ratio", "must not be above max.compaction.lag.ms", "delete.retention.ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate = %v, want it to name %s", err, want)
+		}
+	}
+}
+
+func TestCleanKeepsCodecAndProducerFields(t *testing.T) {
+	l := mustOpen(t, partitionDir(t, "codec-0"), compactConfig(), WithClock(newFakeClock().Now))
+	defer l.Close()
+	for _, c := range []batch.Codec{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
+		if _, err := l.AppendBatch(c, Record{Key: []byte("a"), Value: []byte("old-" + c.String())},
+			Record{Key: []byte(c.String()), Value: articleValue(c.String())}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 250; i++ {
+		appendKV(t, l, fmt.Sprint(i), articleValue("x"))
+	}
+	if st, err := l.Clean(); err != nil || !st.Cleaned {
+		t.Fatal(st, err)
+	}
+	for off, c := range []batch.Codec{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
+		data, err := l.Read(int64(2*off), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := parseHeaderAt(data, 0)
+		recs, err := batch.Records(data[:b.Size], codec.Kafka)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1 // the zstd batch also holds the latest "a"
+		if c == batch.CodecZstd {
+			want = 2
+		}
+		if b.Codec != c || b.BaseOffset != int64(2*off) || b.LastOffset != int64(2*off+1) || len(recs) != want || string(recs[len(recs)-1].Key) != c.String() {
+			t.Fatalf("batch %d after cleaning: %+v, %d records", 2*off, b, len(recs))
 		}
 	}
 }
