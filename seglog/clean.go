@@ -104,13 +104,18 @@ func (l *Log) CleanerCheckpoint() (int64, bool, error) {
 //   - Finally the checkpoint file in the log dir gets this partition's new
 //     first dirty offset, the first uncleanable offset.
 //
-// Reads run concurrently; each swap takes the log's lock. Errors:
+// Reads run concurrently; each swap takes the log's lock. An I/O error
+// after a group's .swap files exist leaves them for Open to finish (Clean
+// then returns that error until the log is reopened). Errors:
 // ErrNotPartitionDir, ErrCleanAbandoned (tiering removed a segment while
 // Clean ran; nothing changed), ErrClosed, corruption errors for a segment
 // with a bad CRC (nothing changed), I/O errors.
 func (l *Log) Clean() (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
+	if l.swapPending != nil {
+		return CleanStats{}, l.swapPending
+	}
 	if !l.cfg.Compact() {
 		return CleanStats{Reason: "cleanup.policy does not include compact"}, nil
 	}

@@ -169,15 +169,18 @@ func (l *Log) swapIn(g []*segment, ns *segment) error {
 	}
 	crashpoint.Hit(CrashSwap)
 	// From here on the .swap files are the commit point: a failure leaves
-	// them for Open to finish the swap.
+	// them for Open to finish the swap, and Clean refuses to run again
+	// until then. Reads keep working on the old segments' open files.
 	for _, s := range g {
 		if err := renameSegment(s, "", kafkalog.DeletedSuffix); err != nil {
-			return fmt.Errorf("retire segment %d: %w", s.base, err)
+			l.swapPending = fmt.Errorf("retire segment %d: %w (reopen the log to finish the swap)", s.base, err)
+			return l.swapPending
 		}
 	}
 	crashpoint.Hit(CrashDeleted)
 	if err := renameSegment(ns, kafkalog.SwapSuffix, ""); err != nil {
-		return fmt.Errorf("make cleaned segment %d live: %w", ns.base, err)
+		l.swapPending = fmt.Errorf("make cleaned segment %d live: %w (reopen the log to finish the swap)", ns.base, err)
+		return l.swapPending
 	}
 	crashpoint.Hit(CrashLive)
 	segs := append(append(append([]*segment(nil), l.segs[:at]...), ns), l.segs[at+len(g):]...)
