@@ -34,6 +34,25 @@ type Config struct {
 	// already has a later epoch continues in that epoch: a leader never
 	// writes below the latest epoch.
 	LeaderEpoch int32 `yaml:"leader.epoch"`
+
+	// CompressionType is compression.type: the codec every data batch is
+	// written with, whatever codec the caller of AppendBatch gave, as a
+	// broker recompresses a producer's batch (Kafka's LogValidator):
+	// "uncompressed", "gzip", "snappy", "lz4" or "zstd"; or "producer"
+	// to keep the caller's codec. Control batches (transaction markers)
+	// stay uncompressed. The codecs write Kafka's framing (package
+	// internal/codec: gzip stream, xerial-framed snappy, LZ4 frame, zstd
+	// frame) at each library's default level. Default "producer" (Kafka's
+	// default); "" means the default.
+	CompressionType string `yaml:"compression.type"`
+	// MessageTimestampType is message.timestamp.type: "CreateTime" keeps
+	// the records' timestamps (ms); "LogAppendTime" sets each batch's
+	// timestamp type bit and max timestamp to the time of the append (ms,
+	// the Log's clock), which readers then give every record of the
+	// batch, and which the time index, segment.ms and time retention use
+	// (Kafka's LogValidator and DefaultRecordBatch.setMaxTimestamp).
+	// Default "CreateTime"; "" means the default.
+	MessageTimestampType string `yaml:"message.timestamp.type"`
 }
 
 // MinSegmentBytes is the smallest accepted segment.bytes.
@@ -47,6 +66,9 @@ func DefaultConfig() Config {
 		IndexIntervalBytes: 4096,
 		SegmentIndexBytes:  10 << 20,
 		MaxMessageBytes:    1048588,
+
+		CompressionType:      CompressionProducer,
+		MessageTimestampType: TimestampCreateTime,
 	}
 }
 
@@ -74,6 +96,7 @@ func (c Config) Validate() error {
 	if c.LeaderEpoch < 0 {
 		errs = append(errs, fmt.Errorf("leader.epoch %d: must not be negative", c.LeaderEpoch))
 	}
+	errs = append(errs, c.validateCodecs()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("seglog: invalid config: %w", errors.Join(errs...))
 	}
