@@ -94,7 +94,7 @@ func TestCompressionType(t *testing.T) {
 			cfg := smallConfig()
 			cfg.CompressionType = tc.topic
 			l := mustOpen(t, dir, cfg)
-			// 40 batches of 5 records of 2000 bytes (a 64 KiB xerial
+			// 40 batches of 5 records of 2000 bytes (a 32 KiB xerial
 			// block holds more than one record).
 			var want []Record
 			for b := 0; b < 40; b++ {
