@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 )
 
@@ -44,8 +45,8 @@ var compressionTypes = map[string]batch.Codec{
 // CompressionTypes lists compression.type's accepted values, Kafka's order.
 var CompressionTypes = []string{CompressionUncompressed, CompressionZstd, CompressionLZ4, CompressionSnappy, CompressionGzip, CompressionProducer}
 
-// validateCodecs reports invalid compression.type and
-// message.timestamp.type values. Kafka compares both case-sensitively
+// validateCodecs reports invalid compression.type, compression levels
+// and message.timestamp.type values. Kafka compares both case-sensitively
 // (ConfigDef.ValidString), and so does this; the empty string stands for
 // the default.
 func (c Config) validateCodecs() []error {
@@ -53,6 +54,7 @@ func (c Config) validateCodecs() []error {
 	if _, ok := compressionTypes[c.CompressionType]; !ok && c.CompressionType != "" {
 		errs = append(errs, fmt.Errorf("compression.type %q: want one of %v", c.CompressionType, CompressionTypes))
 	}
+	errs = append(errs, c.levels().Validate()...)
 	if !slices.Contains([]string{"", TimestampCreateTime, TimestampLogAppendTime}, c.MessageTimestampType) {
 		errs = append(errs, fmt.Errorf("message.timestamp.type %q: want %s or %s", c.MessageTimestampType, TimestampCreateTime, TimestampLogAppendTime))
 	}
@@ -73,3 +75,8 @@ func (c Config) batchCodec(asked batch.Codec, control bool) batch.Codec {
 
 // logAppendTime reports whether message.timestamp.type is LogAppendTime.
 func (c Config) logAppendTime() bool { return c.MessageTimestampType == TimestampLogAppendTime }
+
+// levels returns the compression.*.level settings.
+func (c Config) levels() codec.Levels {
+	return codec.Levels{Gzip: c.CompressionGzipLevel, LZ4: c.CompressionLZ4Level, Zstd: c.CompressionZstdLevel}
+}

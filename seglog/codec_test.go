@@ -3,6 +3,7 @@ package seglog
 import (
 	"bytes"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
@@ -226,12 +227,14 @@ func TestCodecConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.CompressionType, cfg.MessageTimestampType = "GZIP", "logappendtime"
+	cfg.CompressionGzipLevel, cfg.CompressionLZ4Level, cfg.CompressionZstdLevel = 0, 0, 99
 	err := cfg.Validate()
 	if err == nil {
 		t.Fatal("accepted")
 	}
 	for _, s := range []string{`compression.type "GZIP": want one of [uncompressed zstd lz4 snappy gzip producer]`,
-		`message.timestamp.type "logappendtime": want CreateTime or LogAppendTime`} {
+		`message.timestamp.type "logappendtime": want CreateTime or LogAppendTime`,
+		`compression.gzip.level 0: want 1 to 9, or -1`, `compression.lz4.level 0: want 1 to 17`, `compression.zstd.level 99: want -131072 to 22`} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("%v\ndoes not say %s", err, s)
 		}
@@ -363,5 +366,58 @@ func TestCreateTimeKeepsProducerTimestamps(t *testing.T) {
 	}
 	if off, ts, err := l.OffsetForTimestamp(old + 1); err != nil || off != 1 || ts != old+1 {
 		t.Fatalf("OffsetForTimestamp = %d, %d, %v", off, ts, err)
+	}
+}
+
+// TestCompressionLevels: compression.zstd.level and compression.gzip.level
+// reach the writer: the same records take fewer bytes at a higher level,
+// and read back the same.
+func TestCompressionLevels(t *testing.T) {
+	// Text with some entropy: words and numbers from a seeded source.
+	rng := rand.New(rand.NewSource(7))
+	words := strings.Fields("kafka segment offset batch record leader replica index log retention tiered remote copy object bucket order user page")
+	recs := make([]Record, 40)
+	for i := range recs {
+		var v strings.Builder
+		for v.Len() < 2000 {
+			fmt.Fprintf(&v, "%s %d %s. ", words[rng.Intn(len(words))], rng.Intn(100000), words[rng.Intn(len(words))])
+		}
+		recs[i] = Record{Key: []byte(fmt.Sprintf("key-%d", i)), Value: []byte(v.String()),
+			Headers: []RecordHeader{{Key: "h", Value: []byte("v")}}, Timestamp: 1000}
+	}
+	size := func(ct string, set func(*Config)) int64 {
+		t.Helper()
+		dir := t.TempDir()
+		cfg := smallConfig()
+		cfg.CompressionType = ct
+		set(&cfg)
+		l := mustOpen(t, dir, cfg)
+		for i := 0; i < len(recs); i += 8 {
+			if _, err := l.Append(recs[i : i+8]...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		n := l.Segments()[0].Size
+		l.Close()
+		var got []Record
+		for _, raw := range entries(t, dir) {
+			r, err := batch.Records(raw, codec.Kafka)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r...)
+		}
+		want := append([]Record(nil), recs...)
+		for i := range want {
+			want[i].Offset = int64(i)
+		}
+		sameRecords(t, got, want)
+		return n
+	}
+	if lo, hi := size(CompressionZstd, func(c *Config) { c.CompressionZstdLevel = 1 }), size(CompressionZstd, func(c *Config) { c.CompressionZstdLevel = 19 }); hi >= lo {
+		t.Errorf("zstd: %d bytes at level 19, %d at level 1", hi, lo)
+	}
+	if lo, hi := size(CompressionGzip, func(c *Config) { c.CompressionGzipLevel = 1 }), size(CompressionGzip, func(c *Config) { c.CompressionGzipLevel = 9 }); hi >= lo {
+		t.Errorf("gzip: %d bytes at level 9, %d at level 1", hi, lo)
 	}
 }

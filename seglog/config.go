@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/tierd/tierd/internal/codec"
 )
 
 // Config holds the topic-level settings a segment log honours. Names and
@@ -42,9 +44,19 @@ type Config struct {
 	// to keep the caller's codec. Control batches (transaction markers)
 	// stay uncompressed. The codecs write Kafka's framing (package
 	// internal/codec: gzip stream, xerial-framed snappy, LZ4 frame, zstd
-	// frame) at each library's default level. Default "producer" (Kafka's
-	// default); "" means the default.
+	// frame) at the levels below. Default "producer" (Kafka's default);
+	// "" means the default.
 	CompressionType string `yaml:"compression.type"`
+	// CompressionGzipLevel is compression.gzip.level: 1 to 9, or -1 for
+	// zlib's default (6). Default -1.
+	CompressionGzipLevel int `yaml:"compression.gzip.level"`
+	// CompressionLZ4Level is compression.lz4.level: 1 to 17; 9 is LZ4's
+	// fast compressor, any other level LZ4 HC (levels above 9 compress as
+	// 9 here: pierrec/lz4's deepest). Default 9.
+	CompressionLZ4Level int `yaml:"compression.lz4.level"`
+	// CompressionZstdLevel is compression.zstd.level: -131072 to 22, on
+	// the Go encoder's four speeds (codec.Levels). Default 3.
+	CompressionZstdLevel int `yaml:"compression.zstd.level"`
 	// MessageTimestampType is message.timestamp.type: "CreateTime" keeps
 	// the records' timestamps (ms); "LogAppendTime" sets each batch's
 	// timestamp type bit and max timestamp to the time of the append (ms,
@@ -68,6 +80,9 @@ func DefaultConfig() Config {
 		MaxMessageBytes:    1048588,
 
 		CompressionType:      CompressionProducer,
+		CompressionGzipLevel: codec.GzipDefaultLevel,
+		CompressionLZ4Level:  codec.LZ4DefaultLevel,
+		CompressionZstdLevel: codec.ZstdDefaultLevel,
 		MessageTimestampType: TimestampCreateTime,
 	}
 }

@@ -44,9 +44,11 @@
 //   - Payloads use Kafka's framing (package internal/codec): gzip a gzip
 //     stream; snappy the xerial framing of Java's SnappyOutputStream (a
 //     16-byte header, then length-prefixed blocks of 32 KiB input); lz4 an
-//     LZ4 frame; zstd a zstd frame. Levels are the Go libraries' defaults;
-//     Kafka's compression.gzip.level, compression.lz4.level and
-//     compression.zstd.level are not supported.
+//     LZ4 frame; zstd a zstd frame. compression.gzip.level (default -1,
+//     zlib's 6), compression.lz4.level (default 9, LZ4's fast compressor;
+//     other levels LZ4 HC) and compression.zstd.level (default 3) have
+//     Kafka's ranges and defaults (KIP-390); see codec.Levels for how they
+//     map onto the Go libraries.
 //   - message.timestamp.type "LogAppendTime" builds each batch as usual
 //     (baseTimestamp the first record's timestamp, records as deltas from
 //     it) and then sets attributes bit 3 and maxTimestamp to the time of

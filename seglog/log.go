@@ -61,6 +61,7 @@ type Log struct {
 	cfg    Config
 	now    func() time.Time
 	logger *slog.Logger
+	comp   batch.Compressor // compression.type's codecs at the configured levels
 
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
@@ -88,10 +89,13 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 	for _, o := range opts {
 		o(l)
 	}
+	var err error
+	if l.comp, err = codec.NewCompressor(cfg.levels()); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var err error
 	if l.epochs, err = epoch.ReadFile(epoch.Path(dir)); err != nil {
 		return nil, err
 	}
@@ -182,7 +186,7 @@ func (l *Log) appendWith(c batch.Codec, set func(*batch.Params), recs []Record) 
 	if l.cfg.logAppendTime() {
 		p.TimestampType = batch.LogAppendTime
 	}
-	buf, err := batch.AppendBatch(l.buf[:0], p, stamped, codec.Kafka)
+	buf, err := batch.AppendBatch(l.buf[:0], p, stamped, l.comp)
 	if err != nil {
 		return 0, err
 	}
