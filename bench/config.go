@@ -78,7 +78,7 @@ type Config struct {
 
 	// Cases are the cases to run, from AllCases: "read" (the read path's
 	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",
-	// "scale_segments". Default all of them.
+	// "scale_segments", "codecs" (codecs.go). Default all of them.
 	Cases []string
 	// Partitions are scale_partitions' sizes, partitions of 3 rolled
 	// segments each, rising. Default [5, 50] (ScaleSmall); ScaleFull
@@ -109,7 +109,7 @@ type Config struct {
 }
 
 // AllCases are the case groups a run can select (Config.Cases).
-var AllCases = []string{"read", "copy", "readers", "scale_partitions", "scale_segments"}
+var AllCases = []string{"read", "copy", "readers", "scale_partitions", "scale_segments", "codecs"}
 
 // Scale names a set of sizes for the growth cases.
 const (

@@ -265,6 +265,7 @@ func (rep *Report) Targets() []Target {
 			out = append(out, Target{Text: fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), Met: *r.PeakRSSMiB <= *r.LimitMiB})
 		}
 	}
+	out = append(out, rep.codecTargets()...)
 	return append(out, rep.growthTargets()...)
 }
 

@@ -95,6 +95,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			return err
 		}})
 	}
+	if cfg.runs("codecs") {
+		steps = append(steps, stepT{fmt.Sprintf("codecs (x%d)", cfg.Rounds), func() error {
+			s, err := e.codecsCase(ctx)
+			rep.Series = append(rep.Series, s...)
+			return err
+		}})
+	}
 	for _, s := range steps {
 		if err := step(s.name, s.f); err != nil {
 			return nil, err

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tierd/tierd/internal/codec"
 )
 
 // Config holds the topic-level settings a segment log honours. Names and
@@ -61,6 +63,35 @@ type Config struct {
 	// transaction marker Clean may remove) stays after the cleaning that
 	// first kept it. Default 86400000 (1 day); minimum 0.
 	DeleteRetentionMs int64 `yaml:"delete.retention.ms"`
+
+	// CompressionType is compression.type: the codec every data batch is
+	// written with, whatever codec the caller of AppendBatch gave, as a
+	// broker recompresses a producer's batch (Kafka's LogValidator):
+	// "uncompressed", "gzip", "snappy", "lz4" or "zstd"; or "producer"
+	// to keep the caller's codec. Control batches (transaction markers)
+	// stay uncompressed. The codecs write Kafka's framing (package
+	// internal/codec: gzip stream, xerial-framed snappy, LZ4 frame, zstd
+	// frame) at the levels below. Default "producer" (Kafka's default);
+	// "" means the default.
+	CompressionType string `yaml:"compression.type"`
+	// CompressionGzipLevel is compression.gzip.level: 1 to 9, or -1 for
+	// zlib's default (6). Default -1.
+	CompressionGzipLevel int `yaml:"compression.gzip.level"`
+	// CompressionLZ4Level is compression.lz4.level: 1 to 17; 9 is LZ4's
+	// fast compressor, any other level LZ4 HC (levels above 9 compress as
+	// 9 here: pierrec/lz4's deepest). Default 9.
+	CompressionLZ4Level int `yaml:"compression.lz4.level"`
+	// CompressionZstdLevel is compression.zstd.level: -131072 to 22, on
+	// the Go encoder's four speeds (codec.Levels). Default 3.
+	CompressionZstdLevel int `yaml:"compression.zstd.level"`
+	// MessageTimestampType is message.timestamp.type: "CreateTime" keeps
+	// the records' timestamps (ms); "LogAppendTime" sets each batch's
+	// timestamp type bit and max timestamp to the time of the append (ms,
+	// the Log's clock), which readers then give every record of the
+	// batch, and which the time index, segment.ms and time retention use
+	// (Kafka's LogValidator and DefaultRecordBatch.setMaxTimestamp).
+	// Default "CreateTime"; "" means the default.
+	MessageTimestampType string `yaml:"message.timestamp.type"`
 }
 
 // Compact reports whether cleanup.policy includes compact.
@@ -111,6 +142,11 @@ func DefaultConfig() Config {
 		MinCompactionLagMs:     0,
 		MaxCompactionLagMs:     math.MaxInt64,
 		DeleteRetentionMs:      24 * 60 * 60 * 1000,
+		CompressionType:        CompressionProducer,
+		CompressionGzipLevel:   codec.GzipDefaultLevel,
+		CompressionLZ4Level:    codec.LZ4DefaultLevel,
+		CompressionZstdLevel:   codec.ZstdDefaultLevel,
+		MessageTimestampType:   TimestampCreateTime,
 	}
 }
 
@@ -139,6 +175,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("leader.epoch %d: must not be negative", c.LeaderEpoch))
 	}
 	errs = append(errs, c.validateCleaner()...)
+	errs = append(errs, c.validateCodecs()...)
 	if len(errs) > 0 {
 		return fmt.Errorf("seglog: invalid config: %w", errors.Join(errs...))
 	}

@@ -94,4 +94,32 @@
 //
 // The directory must be named "<topic>-<partition>" for Clean
 // (ErrNotPartitionDir otherwise): that names the checkpoint entry.
+//
+// # Codecs and timestamps (Kafka LogValidator)
+//
+//   - compression.type "producer" writes a batch with the codec the caller
+//     gave AppendBatch (Append: none). Any other value is the codec of every
+//     data batch, whatever the caller gave, as a broker recompresses a
+//     producer's batch; a transactional batch keeps its producer id, epoch
+//     and sequence. A control batch (a transaction marker) given
+//     uncompressed stays uncompressed ("do not compress control records
+//     unless they are written compressed").
+//   - Payloads use Kafka's framing (package internal/codec): gzip a gzip
+//     stream; snappy the xerial framing of Java's SnappyOutputStream (a
+//     16-byte header, then length-prefixed blocks of 32 KiB input); lz4 an
+//     LZ4 frame; zstd a zstd frame. compression.gzip.level (default -1,
+//     zlib's 6), compression.lz4.level (default 9, LZ4's fast compressor;
+//     other levels LZ4 HC) and compression.zstd.level (default 3) have
+//     Kafka's ranges and defaults (KIP-390); see codec.Levels for how they
+//     map onto the Go libraries.
+//   - message.timestamp.type "LogAppendTime" builds each batch as usual
+//     (baseTimestamp the first record's timestamp, records as deltas from
+//     it) and then sets attributes bit 3 and maxTimestamp to the time of
+//     the append, in ms from the Log's clock (DefaultRecordBatch
+//     .setMaxTimestamp, CRC recomputed). Readers give every record of such
+//     a batch the batch's maxTimestamp, so a consumer sees the append time.
+//     The time index, the segment's max timestamp, OffsetForTimestamp,
+//     segment.ms and, in the copier, retention.ms and local.retention.ms
+//     all read batch maxTimestamps, so all of them go by append time. Control
+//     batches get the append time too, as Kafka's markers do.
 package seglog

@@ -61,6 +61,7 @@ type Log struct {
 	cfg    Config
 	now    func() time.Time
 	logger *slog.Logger
+	comp   batch.Compressor // compression.type's codecs at the configured levels
 
 	// cleanMu serialises Clean calls (clean.go); swapPending is set when a
 	// swap failed past its commit point and Open must finish it.
@@ -93,10 +94,13 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 	for _, o := range opts {
 		o(l)
 	}
+	var err error
+	if l.comp, err = codec.NewCompressor(cfg.levels()); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	var err error
 	if l.epochs, err = epoch.ReadFile(epoch.Path(dir)); err != nil {
 		return nil, err
 	}
@@ -141,8 +145,8 @@ func (l *Log) newSegment(base int64) error {
 	return kafkalog.SyncDir(l.dir)
 }
 
-// Append writes records as one uncompressed v2 batch at the end of the log,
-// rolling first when the batch would take the active segment past
+// Append writes records as one v2 batch at the end of the log,
+// uncompressed unless compression.type names a codec, rolling first when the batch would take the active segment past
 // segment.bytes, when segment.ms has passed, or when an index is full. It
 // returns the offset of the first record. Errors: ErrNoRecords,
 // ErrRecordTooLarge, ErrClosed, or an I/O error (the log is left as it was).
@@ -150,7 +154,11 @@ func (l *Log) Append(recs ...Record) (int64, error) {
 	return l.AppendBatch(batch.CodecNone, recs...)
 }
 
-// AppendBatch is Append with a compression codec for the batch.
+// AppendBatch is Append with the producer's compression codec for the
+// batch: the batch is written with it when compression.type is producer,
+// else with the topic's codec (see Config.CompressionType). With
+// message.timestamp.type LogAppendTime the batch's max timestamp is the
+// append time (ms) and readers see that time for every record.
 func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
 	return l.appendWith(c, nil, recs)
 }
@@ -176,15 +184,23 @@ func (l *Log) appendWith(c batch.Codec, set func(*batch.Params), recs []Record) 
 	}
 	act := l.active()
 	p := batch.NewParams(act.nextOffset, l.cfg.LeaderEpoch)
-	p.Codec = c
 	if set != nil {
 		set(&p)
 	}
-	buf, err := batch.AppendBatch(l.buf[:0], p, stamped, codec.Kafka)
+	p.Codec = l.cfg.batchCodec(c, p.Control)
+	if l.cfg.logAppendTime() {
+		p.TimestampType = batch.LogAppendTime
+	}
+	buf, err := batch.AppendBatch(l.buf[:0], p, stamped, l.comp)
 	if err != nil {
 		return 0, err
 	}
 	l.buf = buf
+	if l.cfg.logAppendTime() {
+		if err := batch.SetMaxTimestamp(buf, batch.LogAppendTime, nowMs); err != nil {
+			return 0, err
+		}
+	}
 	if len(buf) > int(l.cfg.MaxMessageBytes) || int64(len(buf)) > l.cfg.SegmentBytes {
 		return 0, fmt.Errorf("%w: %d bytes (max.message.bytes %d, segment.bytes %d)", ErrRecordTooLarge, len(buf), l.cfg.MaxMessageBytes, l.cfg.SegmentBytes)
 	}
