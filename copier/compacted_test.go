@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -303,3 +305,44 @@ func TestParseCleanupPolicy(t *testing.T) {
 }
 
 func ptrStr(s string) *string { return &s }
+
+// TestKafkaCleanupPolicyFromCluster: cleanup.policy=compact set on the
+// topic in the Kafka cluster (kfake, altered through kadm) overrides
+// tierd.yaml's delete: nothing is copied before the cleaner checkpoint
+// passes the segments, and the copies are then compacted.
+func TestKafkaCleanupPolicyFromCluster(t *testing.T) {
+	k := newKafkaRig(t)
+	id := k.create(t, 1)
+	r := k.tierdFor(t, 1, nil)
+	topicID(t, r.dir(), id)
+	ts := r.now.UnixMilli()
+	for base := int64(0); base < 30; base += 10 {
+		writeSegment(t, r.dir(), base, seq(base, 10), same(ts, 10), 10)
+	}
+	writeSegment(t, r.dir(), 30, nil, nil, 0)
+	v := "compact"
+	res, err := k.adm.AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Name: "cleanup.policy", Value: &v}}, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range res {
+		if x.Err != nil {
+			t.Fatal(x.Err)
+		}
+	}
+	if n := r.sync(); n != 0 {
+		t.Fatalf("copied %d of a topic the cluster says is compacted, with no cleaner checkpoint", n)
+	}
+	if st := r.status(r.tp); st.Reason != remotelog.WaitNotCleaned || !strings.Contains(st.Detail, "cleanup.policy=compact") {
+		t.Fatalf("status %s %q", st.Reason, st.Detail)
+	}
+	writeCleanerCheckpoint(t, r.logDir, map[remotelog.TopicPartition]int64{r.tp: 30})
+	if n := r.sync(); n != 3 {
+		t.Fatalf("copied %d once cleaned, want 3", n)
+	}
+	for _, row := range r.finished() {
+		if !row.Compacted || row.TopicID != id {
+			t.Fatalf("row %+v", row)
+		}
+	}
+}
