@@ -346,3 +346,31 @@ func TestKafkaCleanupPolicyFromCluster(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactedDamagedCopyRecopied: a copy marked damaged whose local
+// segment the cleaner rewrote since is copied again from the rewritten
+// segment (same offsets, other size), and the new copy supersedes the
+// damaged one, which goes.
+func TestCompactedDamagedCopyRecopied(t *testing.T) {
+	r := compactRig(t, "compact")
+	writeCleanerCheckpoint(t, r.logDir, map[remotelog.TopicPartition]int64{r.tp: 30})
+	if n := r.sync(); n != 3 {
+		t.Fatalf("copied %d, want 3", n)
+	}
+	old := r.finished()[0]
+	if _, err := r.store.MarkDamaged(r.tp, old.StartOffset, old.ID, damagedChecksum+"test"); err != nil {
+		t.Fatal(err)
+	}
+	size := writeSegment(t, r.dir(), 0, []int64{3, 9}, same(r.now.Add(-time.Hour).UnixMilli(), 2), 20)
+	if n := r.sync(); n != 1 {
+		t.Fatalf("copied %d, want segment 0 again", n)
+	}
+	r.sync() // remote retention deletes the superseded copy
+	fin := r.finished()
+	if len(fin) != 3 || fin[0].ID == old.ID || fin[0].StartOffset != 0 || fin[0].SizeInBytes != size || fin[0].Damaged != "" {
+		t.Fatalf("finished %+v", fin)
+	}
+	if row, err := r.store.Segment(r.tp, old.StartOffset, old.ID); err != nil || row.State != remotelog.DeleteSegmentFinished {
+		t.Fatalf("damaged copy: %+v %v", row, err)
+	}
+}
