@@ -167,8 +167,8 @@ func tierCompacted(w *kworld, lr copier.Retention) (*copier.Copier, *prometheus.
 	return nil, nil
 }
 
-// counter returns a counter's value from a registry (0 when absent).
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+// tcCounter returns a counter's value from a registry (0 when absent).
+func tcCounter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -186,8 +186,8 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// localSize sums the sizes of a partition directory's live .log files.
-func localSize(t *testing.T, dir string) int64 {
+// tcLocalSize sums the sizes of a partition directory's live .log files.
+func tcLocalSize(t *testing.T, dir string) int64 {
 	t.Helper()
 	var n int64
 	for _, b := range localLogs(t, dir) {
@@ -304,7 +304,7 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	if o := w.offsets("scan", 0); o.HighestTieredOffset != 999 {
 		t.Fatalf("step 1: tiered %+v, want up to 999", o)
 	}
-	if st := partStatus(t, c); st.Reason != remotelog.WaitNotCleaned || st.PendingSegments != 3 {
+	if st := tcStatus(t, c); st.Reason != remotelog.WaitNotCleaned || st.PendingSegments != 3 {
 		t.Fatalf("step 1: status %s/%s %q", st.State, st.Reason, st.Detail)
 	}
 	want = nil
@@ -321,13 +321,16 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	if first.Size() == 0 {
 		t.Fatal("step 2: the merged segment was cleaned empty; the history needs keys it alone holds")
 	}
-	limit := copier.Retention{LocalRetentionBytes: ptr(localSize(t, dir) - first.Size())}
+	limit := copier.Retention{LocalRetentionBytes: ptr(tcLocalSize(t, dir) - first.Size())}
 	_, reg = tierCompacted(w, limit)
 	if o := w.offsets("scan", 0); o.HighestTieredOffset != 1999 || o.LocalLogStartOffset != 1000 || o.LogStartOffset != 0 {
 		t.Fatalf("step 2: offsets %+v", o)
 	}
 	if got := localLogs(t, dir); !slices.Equal(got, []int64{1000, 1500, 2000, tcActive}) {
 		t.Fatalf("step 2: local segments %v", got)
+	}
+	if n := tcCounter(t, reg, "tierd_copier_mismatched_segments_total"); n != 0 {
+		t.Fatalf("step 2: %v mismatches for the merged segment", n)
 	}
 	want = nil
 	region(0, 1000, 1000) // the copies of step 1
@@ -341,10 +344,10 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	if o := w.offsets("scan", 0); o.HighestTieredOffset != tcActive-1 || o.LocalLogStartOffset != 1000 {
 		t.Fatalf("step 3: offsets %+v", o)
 	}
-	if n := counter(t, reg, "tierd_copier_mismatched_segments_total"); n != 0 {
+	if n := tcCounter(t, reg, "tierd_copier_mismatched_segments_total"); n != 0 {
 		t.Fatalf("step 3: %v mismatches for segments the cleaner rewrote", n)
 	}
-	if st := partStatus(t, c); st.State != remotelog.TierUpToDate || st.DamagedCopies != 0 || st.RemoteSegments != 5 {
+	if st := tcStatus(t, c); st.State != remotelog.TierUpToDate || st.DamagedCopies != 0 || st.RemoteSegments != 5 {
 		t.Fatalf("step 3: status %s/%s %q, %d damaged, %d copies", st.State, st.Reason, st.Detail, st.DamagedCopies, st.RemoteSegments)
 	}
 	want = nil
@@ -365,8 +368,8 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	t.Logf("%d updates of %d hot and 100 cold keys; %d live keys; the final scan read %d records", tcUpdates, tcKeys, len(h.latest), len(want))
 }
 
-// partStatus returns scan-0's status from the copier's last pass.
-func partStatus(t *testing.T, c *copier.Copier) remotelog.PartitionStatus {
+// tcStatus returns scan-0's status from the copier's last pass.
+func tcStatus(t *testing.T, c *copier.Copier) remotelog.PartitionStatus {
 	t.Helper()
 	for _, p := range c.Status().Partitions {
 		if p.Topic == "scan" && p.Partition == 0 {
