@@ -15,9 +15,11 @@
 //	--------------------------------  ------------------------  ------------------------------------------------
 //	remote: a copy past retention.ms  remoteRetention           its max timestamp (or, when missing or more than
 //	                                                            message.timestamp.after.max.ms ahead, its copy
-//	                                                            time) is older than retention.ms
+//	                                                            time) is older than retention.ms; never with
+//	                                                            cleanup.policy=compact alone (compact,delete: yes)
 //	remote: a copy over               remoteRetention           local size + remote-only copies, less this
-//	  retention.bytes                                           copy, still hold retention.bytes; oldest first
+//	  retention.bytes                                           copy, still hold retention.bytes; oldest first;
+//	                                                            never with cleanup.policy=compact alone
 //	remote: a copy below the log      remoteRetention           the log start offset (moved durably first, by
 //	  start offset                                              retention or from the broker's
 //	                                                            log-start-offset-checkpoint: delete-records)
@@ -63,8 +65,15 @@
 //	local: a rolled segment           localRetention            either an undamaged finished copy of exactly this
 //	                                                            file (offsets and size), checked present in the
 //	                                                            bucket right before, and local retention
-//	                                                            breached; or the segment lies wholly below the
-//	                                                            log start offset (moved by remote retention, or
+//	                                                            breached; or, for a segment the log cleaner
+//	                                                            rewrote after its copy (compacted.go: the topic
+//	                                                            is compacted now or the copies were made
+//	                                                            compacted, same topic id), undamaged finished
+//	                                                            copies covering every offset of it, each checked
+//	                                                            present right before (cleaning only removes
+//	                                                            records: they hold all it holds), and local
+//	                                                            retention breached; or the segment lies wholly
+//	                                                            below the log start offset (moved by remote retention, or
 //	                                                            the broker's checkpoint when within its high
 //	                                                            watermark); the new local log start offset is
 //	                                                            saved before the rename to .deleted (never with
@@ -85,6 +94,10 @@
 // row whose manifest the bucket no longer lists is marked damaged
 // (reconcile). Tools (demo, bench) delete only the keys they uploaded,
 // under a run prefix of their own that was empty (rsm.RecordingBucket).
+//
+// A local segment of a compacted topic that differs from its copies (the
+// broker's cleaner rewrote it) is never evidence against the copies: it
+// marks nothing damaged and deletes nothing remote (compacted.go).
 //
 // Never a proof, each with another explanation: a "<topic>-<p>.<uuid>-delete",
 // "-future" or "-stray" directory (a topic deletion, but also a move to

@@ -22,6 +22,7 @@ var DynamicKeys = []string{
 	"remote.storage.enable", "topics", "file.delete.delay.ms", "remote.log.manager.copier.thread.pool.size",
 	"remote.log.manager.copy.max.bytes.per.second", "message.timestamp.after.max.ms", "index.interval.bytes",
 	"copy_checks_per_pass", "copy_check_interval_ms", "deleted_row_retention", "remote.log.delete.delay.ms", "cluster_topic_configs",
+	"log.cleanup.policy",
 }
 
 // setDynamic copies next's dynamic settings (DynamicKeys) into c, field
@@ -32,6 +33,7 @@ func (c *Config) setDynamic(next Config) {
 	c.MessageTimestampAfterMaxMs, c.IndexIntervalBytes = next.MessageTimestampAfterMaxMs, next.IndexIntervalBytes
 	c.CopyChecksPerPass, c.DeletedRowRetention, c.RemoteLogDeleteDelayMs = next.CopyChecksPerPass, next.DeletedRowRetention, next.RemoteLogDeleteDelayMs
 	c.ClusterTopicConfigs, c.Source, c.CopyCheckIntervalMs = next.ClusterTopicConfigs, next.Source, next.CopyCheckIntervalMs
+	c.LogCleanupPolicy = next.LogCleanupPolicy
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what
