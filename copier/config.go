@@ -88,7 +88,8 @@ type Config struct {
 	RemoteLogDeleteDelayMs int64 `yaml:"remote.log.delete.delay.ms"`
 	// ClusterTopicConfigs applies the Kafka cluster's topic configs
 	// (retention.ms, retention.bytes, local.retention.ms,
-	// local.retention.bytes, remote.storage.enable), when a cluster is
+	// local.retention.bytes, remote.storage.enable and the others
+	// TopicConfig names, cleanup.policy among them), when a cluster is
 	// configured and the value is set rather than Kafka's built-in
 	// default, over the retention below. Default true.
 	ClusterTopicConfigs bool `yaml:"cluster_topic_configs"`
@@ -114,6 +115,10 @@ type Config struct {
 	// Topics or, with a cluster, in their topic configs. Kafka's internal
 	// topics are never tiered. Default true.
 	RemoteStorageEnable bool `yaml:"remote.storage.enable"`
+	// LogCleanupPolicy is the default of every topic's cleanup.policy,
+	// as Kafka's broker-level log.cleanup.policy: "delete", "compact" or
+	// "compact,delete". Default "delete" ("" reads as "delete").
+	LogCleanupPolicy string `yaml:"log.cleanup.policy"`
 	// Topics holds per-topic settings with Kafka's topic-level names:
 	// retention and tiering (see TopicConfig).
 	Topics map[string]TopicConfig `yaml:"topics"`
@@ -128,7 +133,7 @@ func DefaultConfig() Config {
 	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
-		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000}
+		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete"}
 }
 
 // Validate reports every problem at once.
@@ -185,6 +190,11 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("copier: file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs))
 	}
 	errs = append(errs, Retention(c.Retention).validate("copier: ", "log.")...)
+	if c.LogCleanupPolicy != "" {
+		if _, err := ParseCleanupPolicy(c.LogCleanupPolicy); err != nil {
+			errs = append(errs, fmt.Errorf("copier: log.cleanup.policy: %w", err))
+		}
+	}
 	for topic, tc := range c.Topics {
 		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}
@@ -243,8 +253,14 @@ func (c Config) retention(topic string) Retention {
 // alone.
 func (c Config) TieringFor(topic string) Tiering { return c.tiering(topic) }
 
-// validate checks a topic's entry (its retention values; the three
-// booleans take any value, as Kafka's do).
+// validate checks a topic's entry (its retention values and
+// cleanup.policy; the three booleans take any value, as Kafka's do).
 func (tc TopicConfig) validate(where string) []error {
-	return tc.Retention.validate(where, "")
+	errs := tc.Retention.validate(where, "")
+	if tc.CleanupPolicy != nil {
+		if _, err := ParseCleanupPolicy(*tc.CleanupPolicy); err != nil {
+			errs = append(errs, fmt.Errorf("%scleanup.policy: %w", where, err))
+		}
+	}
+	return errs
 }

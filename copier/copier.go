@@ -270,6 +270,9 @@ func (c *Copier) scan() ([]*partition, []error) {
 			errs = append(errs, err)
 			continue
 		}
+		// Read for compacted topics only; an unreadable file holds them
+		// alone (their status says why), not the log dir.
+		cleaned, cerr := readCleanerCheckpoint(dir)
 		found := 0
 		for _, e := range ents {
 			if !e.IsDir() {
@@ -297,6 +300,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 			if v, ok := lsos[tp]; ok {
 				p.brokerLSO = v
 			}
+			p.cleaner = cleanerOf(cleaned, cerr, tp)
 			if prev, ok := byTP[tp]; ok {
 				dup[tp] = append(dup[tp], prev.dir, p.dir)
 				continue
@@ -371,6 +375,11 @@ type partition struct {
 	// hasDeleted: the directory held files renamed to .deleted when the
 	// pass listed it.
 	hasDeleted bool
+	// policy is the topic's cleanup.policy as the pass resolved it.
+	policy CleanupPolicy
+	// cleaner is the partition's entry in the log dir's
+	// cleaner-offset-checkpoint (compacted.go).
+	cleaner cleanerEntry
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
@@ -399,7 +408,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	c.stateMu.Lock()
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
-	p.limits = st.limits
+	p.limits, p.policy = st.limits, st.policy
 	for _, w := range st.warns {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)

@@ -131,8 +131,10 @@ func covered(fin []remotelog.SegmentMetadata, s localSegment) bool {
 
 // copyRolled copies, oldest first, every rolled segment without a finished
 // copy that is committed (below the high watermark when the log dir has a
-// replication-offset-checkpoint) and not below the log start offset. It
-// stops at the first failure so the tiered offsets stay contiguous.
+// replication-offset-checkpoint), not below the log start offset, and,
+// for a compacted topic, cleaned (below the cleaner checkpoint, see
+// compacted.go). It stops at the first failure or uncleaned segment so
+// the tiered offsets stay contiguous.
 func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 	fin, err := c.store.FinishedSegments(p.tp)
 	if err != nil {
@@ -151,15 +153,22 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if s.end < offs.LogStartOffset {
 			continue
 		}
-		if damagedExactly(fin, s) {
+		if damagedExactly(fin, s) || (p.policy.Compact && p.damagedCompacted(fin, s)) {
 			if c.once(fmt.Sprintf("recopy %s %d", p.tp, s.base)) {
 				c.log.Warn("copying a segment again: its copy is damaged", "partition", p.tp, "base_offset", s.base)
 			}
 		} else if covered(fin, s) || s.end <= highest {
 			if s.base >= offs.LogStartOffset && !copiedExactly(fin, s) {
-				c.reportMismatch(p.tp, s)
+				if p.cleanedCover(fin, s) != nil {
+					c.noteRecleaned(p.tp, s) // the cleaner rewrote it: not a mismatch
+				} else {
+					c.reportMismatch(p.tp, s)
+				}
 			}
 			continue
+		}
+		if p.policy.Compact && !p.cleanedThrough(s) {
+			break // the status says why (not_cleaned)
 		}
 		if highest >= 0 && s.base > highest+1 && highest+1 >= offs.LogStartOffset {
 			c.reportGap(p.tp, highest+1, s.base-1)
@@ -172,7 +181,10 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if own, err := c.renew(ctx, p); err != nil || !own {
 			return copied, err
 		}
-		if err := c.copyOne(ctx, p, s); err != nil {
+		if err := c.copyOne(ctx, p, s); errors.Is(err, errCleanerBusy) {
+			c.wait(p.tp, remotelog.WaitNotCleaned, fmt.Sprintf("cleanup.policy=%s: segment %d waits for the next pass: %v", p.policy, s.base, err))
+			return copied, nil
+		} else if err != nil {
 			return copied, fmt.Errorf("copy segment %d: %w", s.base, err)
 		}
 		copied++
@@ -198,7 +210,7 @@ func (c *Copier) reportGap(tp remotelog.TopicPartition, from, to int64) {
 // ends in DELETE_SEGMENT_FINISHED; the next pass retries with a new id.
 func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) error {
 	id := remotelog.NewSegmentID()
-	st, err := stage(p, s, id)
+	st, err := stageSettled(p, s, id)
 	defer func() {
 		os.RemoveAll(st.dir)
 		os.Remove(filepath.Dir(st.dir)) // the staging root, when empty
@@ -232,6 +244,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
+		Compacted: p.policy.Compact,
 	}
 	if in.size < in.fileSize {
 		meta.LocalSizeInBytes = in.fileSize // the copy leaves out the zero tail

@@ -31,6 +31,7 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 			errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
 		}
 		p.copyDone = true // nothing stopped it: it did not run
+		p.policy, _ = cfg.cleanupPolicy(p.tp.Topic, nil)
 		st := c.partitionStatus(p, nil)
 		if st.State == remotelog.TierWaiting && st.Reason == remotelog.WaitNextPass {
 			st.Reason = remotelog.WaitNotRunning

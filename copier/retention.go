@@ -90,8 +90,12 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 			break
 		}
 		below := s.end < offs.LogStartOffset
-		if !below && !copiedExactly(fin, s) {
-			break // never delete what is not durably copied
+		exact := copiedExactly(fin, s)
+		var cover []remotelog.SegmentMetadata // copies of a segment the cleaner rewrote since
+		if !below && !exact {
+			if cover = p.cleanedCover(fin, s); cover == nil {
+				break // never delete what is not durably copied
+			}
 		}
 		breach := below || (p.limits.LocalRetentionBytes >= 0 && total > p.limits.LocalRetentionBytes)
 		if !breach && p.limits.LocalRetentionMs >= 0 {
@@ -108,7 +112,13 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 			// The copy is checked in the bucket right before the only
 			// local copy goes: a copy damaged behind tierd's back since the
 			// last sampled check must not be the proof.
-			if ok, err := c.copyPresent(ctx, fin, s); err != nil || !ok {
+			present := c.copyPresent
+			if !exact {
+				present = func(ctx context.Context, _ []remotelog.SegmentMetadata, s localSegment) (bool, error) {
+					return c.coverPresent(ctx, cover, s)
+				}
+			}
+			if ok, err := present(ctx, fin, s); err != nil || !ok {
 				if err != nil {
 					return err
 				}
@@ -249,9 +259,11 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	nowMs := c.now().UnixMilli()
 	for _, r := range fin {
 		onlyRemote := r.EndOffset < localStart
-		breach := r.EndOffset < offs.LogStartOffset ||
-			saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
-			(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)
+		// retention.ms/bytes delete only with cleanup.policy delete: a
+		// compact-only log keeps its copies, as Kafka keeps its segments.
+		breach := r.EndOffset < offs.LogStartOffset || (!p.policy.compactOnly() &&
+			(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
+				(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
 		if !breach {
 			break
 		}

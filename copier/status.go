@@ -91,7 +91,7 @@ func (c *Copier) syncReported(ctx context.Context, p *partition) (int, remotelog
 // success (tierd_copier_last_success_timestamp_seconds).
 var waitsNotFails = map[remotelog.WaitReason]bool{
 	remotelog.WaitHeld: true, remotelog.WaitLeaseHeld: true, remotelog.WaitNotLeader: true, remotelog.WaitHighWatermark: true,
-	remotelog.WaitNotInCheckpoint: true, remotelog.WaitTieringDisabled: true, remotelog.WaitCorruptSegment: true,
+	remotelog.WaitNotInCheckpoint: true, remotelog.WaitTieringDisabled: true, remotelog.WaitCorruptSegment: true, remotelog.WaitNotCleaned: true,
 }
 
 // waitsFail are the reasons a partition waits that fail the pass even
@@ -360,6 +360,9 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 		st.Reason = remotelog.WaitHighWatermark
 		st.Detail = fmt.Sprintf("the high watermark %d (%s) does not pass the last offset %d of the next segment (base offset %d): it is copied once the broker commits its offsets",
 			p.hw, kafkalog.ReplicationOffsetCheckpointFile, todo[0].end, todo[0].base)
+	case len(todo) > 0 && p.policy.Compact && !p.cleanedThrough(todo[0]):
+		st.Reason = remotelog.WaitNotCleaned
+		st.Detail = p.notCleanedDetail(todo[0], st.PendingSegments, st.PendingBytes)
 	case len(todo) > 0:
 		st.Reason = remotelog.WaitNextPass
 		st.Detail = fmt.Sprintf("%d rolled segments (%d bytes) wait for the next pass: this one ended before copying them", st.PendingSegments, st.PendingBytes)

@@ -31,6 +31,7 @@ type topicSettings struct {
 	limits  Limits
 	warns   []string // clamped retention values
 	tiering Tiering
+	policy  CleanupPolicy // cleanup.policy
 	// known is false when a cluster is configured and none of the
 	// topic's configs were read yet: then no retention runs and no
 	// deletion is ordered (tierd.yaml's values might be far shorter than
@@ -55,17 +56,21 @@ func (c *Copier) settings(topic string) topicSettings {
 		}
 	}
 	r, t, from := c.cfg.resolveTopic(topic, configs)
+	pol, polFrom := c.cfg.cleanupPolicy(topic, configs)
 	if configs != nil {
-		own, _, _ := c.cfg.resolveTopic(topic, nil)
-		for _, v := range c.cfg.explain(topic, r, t, from) {
-			if cv, ok := configs[v.Name]; ok && strings.HasPrefix(v.From, "cluster ") && v.Value != explainOne(own, v.Name) {
+		own := map[string]string{}
+		for _, v := range c.cfg.Explain(topic, nil) {
+			own[v.Name] = v.Value
+		}
+		for _, v := range c.cfg.explain(topic, r, t, from, pol, polFrom) {
+			if cv, ok := configs[v.Name]; ok && strings.HasPrefix(v.From, "cluster ") && v.Value != own[v.Name] {
 				if c.once(fmt.Sprintf("override %s %s %s", topic, v.Name, cv.Value)) {
 					c.log.Info("topic config from the cluster overrides tierd.yaml", "topic", topic, "config", v.Name, "value", cv.Value, "source", cv.Source)
 				}
 			}
 		}
 	}
-	st.tiering = t
+	st.tiering, st.policy = t, pol
 	st.limits, st.warns = r.resolve()
 	if t.CopyDisabled {
 		st.limits.LocalRetentionMs, st.limits.LocalRetentionBytes = st.limits.RetentionMs, st.limits.RetentionBytes
@@ -134,9 +139,9 @@ type TopicValue struct {
 	Name, Value, From string
 }
 
-// Explain lists a topic's seven settings (retention.ms, retention.bytes,
+// Explain lists a topic's eight settings (retention.ms, retention.bytes,
 // local.retention.ms, local.retention.bytes, remote.storage.enable,
-// remote.log.copy.disable, remote.log.delete.on.disable) as a pass
+// remote.log.copy.disable, remote.log.delete.on.disable, cleanup.policy) as a pass
 // resolves them from this config and the cluster's topic configs (nil:
 // none; ignored when ClusterTopicConfigs is off). Values are as set:
 // -2 and -1 keep their meaning.
@@ -145,17 +150,19 @@ func (c Config) Explain(topic string, configs map[string]cluster.ConfigValue) []
 		configs = nil
 	}
 	r, t, from := c.resolveTopic(topic, configs)
-	return c.explain(topic, r, t, from)
+	pol, polFrom := c.cleanupPolicy(topic, configs)
+	return c.explain(topic, r, t, from, pol, polFrom)
 }
 
-func (c Config) explain(topic string, r Retention, t Tiering, from map[string]string) []TopicValue {
+func (c Config) explain(topic string, r Retention, t Tiering, from map[string]string, pol CleanupPolicy, polFrom string) []TopicValue {
 	var out []TopicValue
 	for _, n := range []string{cfgRetentionMs, cfgRetentionBytes, cfgLocalRetentionMs, cfgLocalRetentionBytes} {
 		out = append(out, TopicValue{n, explainOne(r, n), from[n]})
 	}
 	return append(out, TopicValue{cfgRemoteStorageEnable, strconv.FormatBool(t.Enabled), t.EnabledFrom},
 		TopicValue{cfgRemoteLogCopyDisable, strconv.FormatBool(t.CopyDisabled), t.CopyDisabledFrom},
-		TopicValue{cfgRemoteLogDeleteOnDis, strconv.FormatBool(t.DeleteOnDisable), t.DeleteOnFrom})
+		TopicValue{cfgRemoteLogDeleteOnDis, strconv.FormatBool(t.DeleteOnDisable), t.DeleteOnFrom},
+		TopicValue{cfgCleanupPolicy, pol.String(), polFrom})
 }
 
 // explainOne returns one retention value as text.

@@ -267,12 +267,13 @@ func TestExplain(t *testing.T) {
 	got := cfg.Explain("orders", map[string]cluster.ConfigValue{
 		"retention.ms":          {Value: "3600000", Source: "DYNAMIC_TOPIC_CONFIG"},
 		"remote.storage.enable": {Value: "false", Source: "DEFAULT_CONFIG", IsDefault: true},
+		"cleanup.policy":        {Value: "delete,compact", Source: "DYNAMIC_TOPIC_CONFIG"},
 	})
 	want := []TopicValue{
 		{"retention.ms", "3600000", "cluster DYNAMIC_TOPIC_CONFIG"}, {"retention.bytes", "1000", "copier.log.retention.bytes"},
 		{"local.retention.ms", "60000", "copier.topics.orders"}, {"local.retention.bytes", "-2", "copier.log.local.retention.bytes"},
 		{"remote.storage.enable", "true", "copier.remote.storage.enable"}, {"remote.log.copy.disable", "true", "copier.topics.orders"},
-		{"remote.log.delete.on.disable", "false", "default"},
+		{"remote.log.delete.on.disable", "false", "default"}, {"cleanup.policy", "compact,delete", "cluster DYNAMIC_TOPIC_CONFIG"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Explain:\n got %v\nwant %v", got, want)

@@ -49,11 +49,17 @@ type LogRetention struct {
 //     false, delete the topic's remote copies (journaled, after
 //     remote.log.delete.delay.ms). Default false: a topic whose tiering
 //     is off keeps its copies, readable, and is otherwise left alone.
+//   - cleanup.policy: "delete", "compact" or "compact,delete" (either
+//     order). With compact, a rolled segment is copied only once the
+//     broker's log cleaner has passed it, and retention.ms/bytes delete
+//     no remote copy unless delete is listed too (see CleanupPolicy).
+//     Default: the copier's log.cleanup.policy ("delete").
 type TopicConfig struct {
 	Retention                `yaml:",inline"`
-	RemoteStorageEnable      *bool `yaml:"remote.storage.enable"`
-	RemoteLogCopyDisable     *bool `yaml:"remote.log.copy.disable"`
-	RemoteLogDeleteOnDisable *bool `yaml:"remote.log.delete.on.disable"`
+	RemoteStorageEnable      *bool   `yaml:"remote.storage.enable"`
+	RemoteLogCopyDisable     *bool   `yaml:"remote.log.copy.disable"`
+	RemoteLogDeleteOnDisable *bool   `yaml:"remote.log.delete.on.disable"`
+	CleanupPolicy            *string `yaml:"cleanup.policy"`
 }
 
 // Limits are resolved retention settings of one topic: -1 is unlimited.

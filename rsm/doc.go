@@ -114,4 +114,16 @@
 // older manifests) is written when the .log object is shorter than the
 // local file it was copied from because a zero tail was left out: it is
 // that file's size, and "sizeInBytes" is the object's.
+//
+// An optional "compacted": true (absent in older manifests and in copies
+// of topics that are not compacted; absent reads as false, and the format
+// version stays 1, since a reader that does not know the field loses
+// nothing by ignoring it) says the copy was made from a segment of a
+// topic whose cleanup.policy includes compact, after the broker's log
+// cleaner had passed it (below the partition's entry in the log dir's
+// cleaner-offset-checkpoint). Its .log may miss offsets (the cleaner's
+// gaps) and holds at least the latest record of every key in its range
+// as of the copy; the broker may clean the local segment again later,
+// so the local file's size need not match "sizeInBytes" (see the
+// copier's "Tiering compacted topics").
 package rsm

@@ -125,6 +125,7 @@ type Manifest struct {
 	BrokerID                int32                  `json:"brokerId"`
 	InstanceID              string                 `json:"instanceId,omitempty"`
 	CopyLeaderEpoch         *int32                 `json:"copyLeaderEpoch,omitempty"`
+	Compacted               bool                   `json:"compacted,omitempty"`
 	Objects                 map[string]ObjectInfo  `json:"objects"`
 }
 
@@ -136,7 +137,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID, CopyLeaderEpoch: mf.CopyLeaderEpoch,
-		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent,
+		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent, Compacted: mf.Compacted,
 	}
 }
 
@@ -186,6 +187,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, CopyLeaderEpoch: meta.CopyLeaderEpoch, Objects: map[string]ObjectInfo{},
+		Compacted: meta.Compacted,
 	}
 	defer func() {
 		if err != nil {

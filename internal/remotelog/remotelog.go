@@ -177,6 +177,15 @@ type SegmentMetadata struct {
 	// objects were uploaded.
 	TxnIndexPresent         bool `json:"txnIndexPresent"`
 	ProducerSnapshotPresent bool `json:"producerSnapshotPresent"`
+	// Compacted says the copy was made from a segment of a topic whose
+	// cleanup.policy includes compact, once the log cleaner had passed
+	// it (below the partition's cleaner checkpoint): offsets may be
+	// missing from it, and it holds at least the latest value of every
+	// key in its range as of the copy. The local segment may be cleaned
+	// again after the copy, so its size may differ from SizeInBytes.
+	// false in rows written before this field existed (omitted when
+	// false, so older rows read as not compacted).
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 // Contains reports whether offset lies in [StartOffset, EndOffset].

@@ -34,6 +34,12 @@ const (
 	// WaitHighWatermark: the broker's high watermark does not pass the last
 	// offset of the next segment to copy.
 	WaitHighWatermark WaitReason = "high_watermark"
+	// WaitNotCleaned: the topic's cleanup.policy includes compact and the
+	// broker's log cleaner has not passed the next segment to copy (its
+	// last offset is not below the partition's entry in the log dir's
+	// cleaner-offset-checkpoint, or there is no entry), or it is
+	// replacing the partition's segments right now.
+	WaitNotCleaned WaitReason = "not_cleaned"
 	// WaitCorruptSegment: the next segment to copy fails its checks (the
 	// detail gives the byte position); it is kept locally and not copied.
 	WaitCorruptSegment WaitReason = "corrupt_segment"
@@ -68,7 +74,7 @@ const (
 )
 
 // WaitReasons lists every WaitReason.
-var WaitReasons = []WaitReason{WaitNotInCheckpoint, WaitHighWatermark, WaitCorruptSegment, WaitLeaseHeld, WaitNotLeader,
+var WaitReasons = []WaitReason{WaitNotInCheckpoint, WaitHighWatermark, WaitNotCleaned, WaitCorruptSegment, WaitLeaseHeld, WaitNotLeader,
 	WaitClusterUnreachable, WaitStoreUnreachable, WaitMetadataUnwritable, WaitTieringDisabled, WaitHeld, WaitCopyFailed, WaitNextPass, WaitNotRunning}
 
 // CopyProgress is a copy in flight.

@@ -1,0 +1,322 @@
+package copier
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// Tiering compacted topics (issue 13). A broker's log cleaner rewrites
+// the closed segments of a topic whose cleanup.policy includes compact,
+// again and again, keeping the latest record of each key at its original
+// offset. tierd therefore copies such a segment only once the cleaner
+// has passed it: its whole range lies below the partition's entry in the
+// log dir's cleaner-offset-checkpoint (Kafka's LogCleanerManager writes
+// there the first dirty offset: every offset below it is cleaned). A
+// later rewrite of the local segment (a new cleaning pass, segments
+// merged into one) leaves the copy valid: cleaning only removes records,
+// so the copy holds every record the local segment holds, and at least
+// the latest value of every key in its range, which is what compaction
+// promises. Such a rewrite is noted, never reported as a mismatch, never
+// marks the copy damaged, and the copies covering the segment's offsets
+// let local retention delete it.
+
+// compactOnly reports a policy that compacts and does not delete: then
+// retention.ms and retention.bytes delete no remote copy (local segments
+// with finished copies still go by local.retention.*).
+func (p CleanupPolicy) compactOnly() bool { return p.Compact && !p.Delete }
+
+// cfgCleanupPolicy is the topic config this file resolves.
+const cfgCleanupPolicy = "cleanup.policy"
+
+// CleanupPolicy is a topic's cleanup.policy (Kafka's TopicConfig): a list
+// of "delete" and "compact". Compact: the broker's log cleaner keeps the
+// latest record of each key, and tierd copies only what it has cleaned.
+// Delete: retention.ms and retention.bytes delete old data, local and
+// remote. A topic with compact and without delete keeps its remote copies
+// whatever retention.ms/bytes say, as Kafka deletes nothing of a
+// compact-only log by retention; local.retention.* still removes local
+// segments whose copies are finished, as for any tiered topic.
+type CleanupPolicy struct {
+	Compact, Delete bool
+}
+
+// ParseCleanupPolicy parses Kafka's list syntax: "delete", "compact",
+// "compact,delete" or "delete,compact" (spaces around items allowed).
+// Other items, and an empty list, return an error (an empty value from
+// the cluster is ignored, as any value tierd does not understand).
+func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
+	var p CleanupPolicy
+	if strings.TrimSpace(s) == "" {
+		return p, fmt.Errorf("empty: want delete, compact or compact,delete")
+	}
+	for _, item := range strings.Split(s, ",") {
+		switch strings.TrimSpace(item) {
+		case "compact":
+			p.Compact = true
+		case "delete":
+			p.Delete = true
+		default:
+			return p, fmt.Errorf("%q: want delete, compact or compact,delete", s)
+		}
+	}
+	return p, nil
+}
+
+// String is the policy as Kafka lists it ("compact,delete").
+func (p CleanupPolicy) String() string {
+	switch {
+	case p.Compact && p.Delete:
+		return "compact,delete"
+	case p.Compact:
+		return "compact"
+	case p.Delete:
+		return "delete"
+	}
+	return ""
+}
+
+// cleanupPolicy resolves a topic's cleanup.policy as the other topic
+// settings are: Kafka's default "delete", then the copier's
+// log.cleanup.policy, then the topic's entry, then the cluster's topic
+// config when set there (not Kafka's built-in default; an unparsable
+// value from the cluster is ignored). from names the source.
+func (c Config) cleanupPolicy(topic string, configs map[string]cluster.ConfigValue) (CleanupPolicy, string) {
+	p, from := CleanupPolicy{Delete: true}, "default"
+	if c.LogCleanupPolicy != "" {
+		if v, err := ParseCleanupPolicy(c.LogCleanupPolicy); err == nil {
+			p, from = v, "copier.log.cleanup.policy"
+		}
+	}
+	if tc, ok := c.Topics[topic]; ok && tc.CleanupPolicy != nil {
+		if v, err := ParseCleanupPolicy(*tc.CleanupPolicy); err == nil {
+			p, from = v, "copier.topics."+topic
+		}
+	}
+	if cv, ok := setInCluster(configs, cfgCleanupPolicy); ok {
+		if v, err := ParseCleanupPolicy(cv.Value); err == nil {
+			p, from = v, "cluster "+cv.Source
+		}
+	}
+	return p, from
+}
+
+// CleanupPolicyFor resolves the cleanup.policy of one topic from this
+// config alone, with where it came from.
+func (c Config) CleanupPolicyFor(topic string) (CleanupPolicy, string) {
+	return c.cleanupPolicy(topic, nil)
+}
+
+// cleanerEntry is what the log dir's cleaner-offset-checkpoint says of
+// one partition.
+type cleanerEntry struct {
+	file       bool  // the log dir has the file
+	err        error // the file could not be read or parsed
+	has        bool  // the partition has an entry
+	firstDirty int64 // the entry: every offset below it is cleaned
+}
+
+// readCleanerCheckpoint reads a log dir's cleaner-offset-checkpoint: nil
+// and no error when the file is missing.
+func readCleanerCheckpoint(logDir string) (map[kafkalog.TopicPartition]int64, error) {
+	return checkpoint.ReadFile(filepath.Join(logDir, checkpoint.CleanerOffsetFile))
+}
+
+// cleanerOf returns the entry of tp in a parsed checkpoint (m nil: no
+// file; err: unreadable).
+func cleanerOf(m map[kafkalog.TopicPartition]int64, err error, tp remotelog.TopicPartition) cleanerEntry {
+	e := cleanerEntry{file: m != nil, err: err}
+	e.firstDirty, e.has = m[tp]
+	return e
+}
+
+// activeBase is the base offset of the partition's active segment, -1
+// when it has no segment.
+func (p *partition) activeBase() int64 {
+	if len(p.segs) == 0 {
+		return -1
+	}
+	return p.segs[len(p.segs)-1].base
+}
+
+// cleanedThrough reports whether the broker's log cleaner has passed all
+// of rolled segment s: the partition's cleaner checkpoint is past its
+// last offset. An entry past the active segment's base offset is one
+// Kafka's cleaner never writes (it never cleans the active segment; a
+// truncated log leaves such a stale entry, which Kafka itself resets):
+// nothing counts as cleaned then.
+func (p *partition) cleanedThrough(s localSegment) bool {
+	e := p.cleaner
+	return e.err == nil && e.has && s.end < e.firstDirty && e.firstDirty <= p.activeBase()
+}
+
+// notCleanedDetail says why segment s of a compacted topic waits; n and
+// bytes are the rolled segments waiting.
+func (p *partition) notCleanedDetail(s localSegment, n int, bytes int64) string {
+	file := filepath.Join(p.logDir(), checkpoint.CleanerOffsetFile)
+	e := p.cleaner
+	head := fmt.Sprintf("cleanup.policy=%s: rolled segments are copied only once the broker's log cleaner has passed them; %d (%d bytes) wait: ", p.policy, n, bytes)
+	switch {
+	case e.err != nil:
+		return head + fmt.Sprintf("%s cannot be read (%v)", file, e.err)
+	case !e.file:
+		return head + fmt.Sprintf("the log dir has no %s: the cleaner has written none there yet (is log.cleaner.enable off?), so nothing counts as cleaned", file)
+	case !e.has:
+		return head + fmt.Sprintf("the partition has no entry in %s: the cleaner has not cleaned it yet (a topic just switched to compact waits for its first cleaning)", file)
+	case e.firstDirty > p.activeBase():
+		return head + fmt.Sprintf("the entry in %s, %d, is past the active segment's base offset %d, which the cleaner never passes (a truncated log's stale entry, which Kafka resets): nothing counts as cleaned",
+			file, e.firstDirty, p.activeBase())
+	}
+	return head + fmt.Sprintf("the first dirty offset in %s is %d, and the next segment (base offset %d) ends at %d", file, e.firstDirty, s.base, s.end)
+}
+
+// rewritable reports whether a finished copy may differ in size from the
+// local segment of its offsets because the log cleaner rewrote that
+// segment: the topic is compacted now, or the copy was made compacted;
+// and the copy belongs to the incarnation the directory holds (when both
+// topic ids are known).
+func (p *partition) rewritable(r remotelog.SegmentMetadata) bool {
+	if p.topicID != "" && r.TopicID != "" && p.topicID != r.TopicID {
+		return false
+	}
+	return p.policy.Compact || r.Compacted
+}
+
+// cleanedCover returns finished copies among fin (oldest first) that
+// together hold every offset of local segment s, each one a copy the
+// cleaner may have rewritten the local segment after (rewritable): the
+// local segment, however often cleaned since, holds no record they do
+// not hold. nil when no such copies cover s.
+func (p *partition) cleanedCover(fin []remotelog.SegmentMetadata, s localSegment) []remotelog.SegmentMetadata {
+	var out []remotelog.SegmentMetadata
+	next := s.base
+	for next <= s.end {
+		best := -1
+		for i, r := range fin {
+			if r.Contains(next) && p.rewritable(r) && (best < 0 || r.EndOffset > fin[best].EndOffset) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		out = append(out, fin[best])
+		next = fin[best].EndOffset + 1
+	}
+	return out
+}
+
+// damagedCompacted is damagedExactly for a segment the cleaner may have
+// rewritten after its copy: no undamaged copies cover it, and a damaged
+// copy of exactly its offsets exists, so it is copied again.
+func (p *partition) damagedCompacted(fin []remotelog.SegmentMetadata, s localSegment) bool {
+	if p.cleanedCover(undamaged(fin), s) != nil {
+		return false
+	}
+	for _, r := range fin {
+		if r.Damaged != "" && r.StartOffset == s.base && r.EndOffset == s.end && p.rewritable(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// coverPresent is copyPresent for the copies cleanedCover returned: each
+// is checked in the bucket right before the local segment goes, and
+// marked damaged when an object is missing.
+func (c *Copier) coverPresent(ctx context.Context, cover []remotelog.SegmentMetadata, s localSegment) (bool, error) {
+	for _, r := range cover {
+		if err := c.checkCopy(ctx, r); err != nil {
+			return false, fmt.Errorf("check the copy at %d of segment %d before deleting it locally: %w", r.StartOffset, s.base, err)
+		}
+		cur, err := c.store.Segment(r.TopicPartition, r.StartOffset, r.ID)
+		if err != nil {
+			return false, err
+		}
+		if cur.State != remotelog.CopySegmentFinished || cur.Damaged != "" {
+			return false, nil
+		}
+	}
+	return len(cover) > 0, nil
+}
+
+// noteRecleaned logs, once per file size, a local segment of a compacted
+// topic that differs from the copies of its offsets: the cleaner
+// rewrote it after they were made. Not an error; the copies stay.
+func (c *Copier) noteRecleaned(tp remotelog.TopicPartition, s localSegment) {
+	if c.once(fmt.Sprintf("recleaned %s %d %d", tp, s.base, s.size)) {
+		c.log.Info("local segment of a compacted topic was cleaned again after its copy: the copy stays (it holds at least the latest value of every key in its range)",
+			"partition", tp, "base_offset", s.base, "end_offset", s.end, "bytes", s.size)
+	}
+}
+
+// errCleanerBusy: the broker's log cleaner replaced segments of the
+// partition while a copy was being staged; the next pass tries again.
+var errCleanerBusy = errors.New("copier: the log cleaner is replacing the partition's segments")
+
+// stageSettled stages segment s of a compacted topic as stage does, and
+// then checks that the broker's log cleaner did not swap segments under
+// it: Kafka replaces cleaned segments by renaming ".cleaned" files to
+// ".swap", deleting the old segments (several may be merged into one)
+// and renaming the ".swap" files live. A listing taken mid-swap can
+// show a segment's base offset with a range another segment holds, and
+// a staged file can be the old one. So the live .log must be the very
+// file listed before staging (same file, size and modification time),
+// the directory must hold no ".cleaned" or ".swap" file, and the next
+// live segment must still start at s.end+1. Otherwise errCleanerBusy:
+// the copy waits for the next pass. Topics that are not compacted are
+// staged as they are.
+func stageSettled(p *partition, s localSegment, id remotelog.SegmentID) (*staged, error) {
+	if !p.policy.Compact {
+		return stage(p, s, id)
+	}
+	before, err := os.Stat(s.path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return &staged{dir: filepath.Join(p.dir, StagingDir, "none")}, fmt.Errorf("%w: %s is gone", errCleanerBusy, s.path)
+		}
+		return &staged{dir: filepath.Join(p.dir, StagingDir, "none")}, err
+	}
+	st, err := stage(p, s, id)
+	if err != nil {
+		return st, err
+	}
+	after, err := os.Stat(s.path)
+	switch {
+	case err != nil && os.IsNotExist(err):
+		return st, fmt.Errorf("%w: %s went while it was staged", errCleanerBusy, s.path)
+	case err != nil:
+		return st, err
+	case before.Size() != s.size || !os.SameFile(before, after) || after.Size() != before.Size() || !after.ModTime().Equal(before.ModTime()):
+		return st, fmt.Errorf("%w: %s was replaced after it was listed", errCleanerBusy, s.path)
+	}
+	ents, err := os.ReadDir(p.dir)
+	if err != nil {
+		return st, err
+	}
+	next := int64(-1)
+	for _, e := range ents {
+		f, ok := kafkalog.ParseFileName(e.Name())
+		if !ok {
+			continue
+		}
+		if f.Pending == kafkalog.CleanedSuffix || f.Pending == kafkalog.SwapSuffix {
+			return st, fmt.Errorf("%w: %s is there", errCleanerBusy, e.Name())
+		}
+		if f.Live && f.Suffix == kafkalog.LogSuffix && f.BaseOffset > s.base && (next < 0 || f.BaseOffset < next) {
+			next = f.BaseOffset
+		}
+	}
+	if next != s.end+1 {
+		return st, fmt.Errorf("%w: the segment after base offset %d now starts at %d, not %d", errCleanerBusy, s.base, next, s.end+1)
+	}
+	return st, nil
+}
