@@ -47,6 +47,7 @@ type demoOptions struct {
 	serve      bool   // keep serving after the checks, until interrupted
 	kafka      string // the Kafka listener's address
 	grpc       string // the gRPC API's address
+	compact    bool   // run the compaction scenario (demo_compact.go) instead
 }
 
 // demoRunPrefix is the key prefix of one demo run: "tierd-demo-<id>",
@@ -79,6 +80,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.serve, "serve", false, "after the checks, keep serving the demo log (Kafka listener and gRPC API) until interrupted")
 	fs.StringVar(&o.kafka, "kafka-listen", "127.0.0.1:9192", "address of the Kafka listener (with --serve; otherwise a free port)")
 	fs.StringVar(&o.grpc, "grpc-listen", "127.0.0.1:7450", "address of the gRPC API (with --serve; otherwise a free port)")
+	fs.BoolVar(&o.compact, "compact", false, "run the compaction scenario instead: a cleanup.policy=compact topic cleaned twice (34 -> 258 -> 506 records), then tiered")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
 	} else if err != nil {
@@ -99,23 +101,42 @@ func demoValue(offset int64) []byte {
 	return v
 }
 
-// demo writes the reference scenario with the embedded segment log, lets
-// tierd tier it, and reads every record back across both tiers. It writes
-// only under a prefix of its own, unique to the run (refused when it is not
-// empty), and at the end, without --keep, deletes exactly the keys it
-// uploaded; nothing else in the bucket is touched.
-func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
-	root := o.keep
-	if root == "" {
+// demoEnv is a demo run's tierd: its config, daemon and the bucket
+// wrapper that records what the run uploaded.
+type demoEnv struct {
+	o    demoOptions
+	root string
+	cfg  config
+	log  *slog.Logger
+	d    *daemon
+	rec  *rsm.RecordingBucket
+	done []func(*error) // run by close, last first
+}
+
+// openDemo prepares a demo run: its root dir (a temp dir, or --keep, which
+// must be new or empty), a config (tweak adjusts it before it is checked
+// and kept), and a daemon writing only under the run's own prefix. close
+// undoes it all: without --keep it deletes exactly the objects the run
+// uploaded and the temp dir.
+func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, tweak func(*config)) (_ *demoEnv, err error) {
+	e := &demoEnv{o: o}
+	defer func() {
+		if err != nil {
+			e.close(&err, stdout)
+		}
+	}()
+	e.root = o.keep
+	if e.root == "" {
 		tmp, err := os.MkdirTemp("", "tierd-demo-")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		defer os.RemoveAll(tmp)
-		root = tmp
-	} else if ents, err := os.ReadDir(root); err == nil && len(ents) > 0 {
-		return fmt.Errorf("--keep %s: directory is not empty", root)
+		e.done = append(e.done, func(*error) { os.RemoveAll(tmp) })
+		e.root = tmp
+	} else if ents, err := os.ReadDir(e.root); err == nil && len(ents) > 0 {
+		return nil, fmt.Errorf("--keep %s: directory is not empty", e.root)
 	}
+	root := e.root
 	cfg := defaultConfig()
 	cfg.Copier.LogDirs = []string{filepath.Join(root, "logs")}
 	cfg.Copier.FileDeleteDelayMs = 0
@@ -125,40 +146,43 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	cfg.Metadata.Dir = filepath.Join(root, "metadata")
 	cfg.Bucket.Filesystem.Dir = filepath.Join(root, "bucket")
 	if cfg.Bucket.Prefix, err = demoRunPrefix(o); err != nil {
-		return err
+		return nil, err
 	}
 	if o.s3Endpoint != "" {
 		cfg.Bucket.Type = "s3"
 		cfg.Bucket.S3.Endpoint, cfg.Bucket.S3.Bucket, cfg.Bucket.S3.Region, cfg.Bucket.S3.PathStyle = o.s3Endpoint, o.s3Bucket, o.s3Region, true
 	}
-	if err := cfg.validate(); err != nil {
-		return err
+	if tweak != nil {
+		tweak(&cfg)
 	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	e.cfg = cfg
 	if o.s3Endpoint == "" { // the demo's own bucket dir, under its root
 		if err := os.MkdirAll(cfg.Bucket.Filesystem.Dir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if o.keep != "" { // so that "tierd segments" and "tierd run" can open what is kept
 		data, err := yaml.Marshal(cfg)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.MkdirAll(root, 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.WriteFile(filepath.Join(root, "tierd.yaml"), data, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	log := slog.New(slog.DiscardHandler)
+	e.log = slog.New(slog.DiscardHandler)
 	if o.verbose {
 		var flush func()
-		log, flush = newLogger(stderr, slog.LevelInfo)
-		defer flush()
+		e.log, flush = newLogger(stderr, slog.LevelInfo)
+		e.done = append(e.done, func(*error) { flush() })
 	}
-	var rec *rsm.RecordingBucket
-	d, err := newDaemon(ctx, cfg, log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
+	d, err := newDaemon(ctx, cfg, e.log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
 		if eb, ok := b.(interface{ EnsureBucket(context.Context) error }); ok {
 			if err := eb.EnsureBucket(ctx); err != nil {
 				return nil, err
@@ -168,27 +192,65 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 		if err != nil {
 			return nil, fmt.Errorf("the demo writes only under a new prefix of its own: %w", err)
 		}
-		rec = r
+		e.rec = r
 		return r, nil
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer d.Close()
-	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
+	e.d = d
+	e.done = append(e.done, func(*error) { d.Close() })
 	if o.keep == "" {
 		// The temp dirs go at the end, and the objects this run uploaded:
 		// those keys exactly, never what a listing finds.
-		defer func() {
-			n, derr := rec.DeleteWritten(context.WithoutCancel(ctx))
+		e.done = append(e.done, func(err *error) {
+			n, derr := e.rec.DeleteWritten(context.WithoutCancel(ctx))
 			if derr != nil {
-				err = errors.Join(err, fmt.Errorf("clean up the demo's objects: %w", derr))
+				*err = errors.Join(*err, fmt.Errorf("clean up the demo's objects: %w", derr))
 			}
 			if o.s3Endpoint != "" {
-				fmt.Fprintf(stdout, "deleted the %d objects the demo wrote under %s in %s\n", n, rec.Prefix(), d.bucket.Name())
+				fmt.Fprintf(stdout, "deleted the %d objects the demo wrote under %s in %s\n", n, e.rec.Prefix(), d.bucket.Name())
 			}
-		}()
+		})
 	}
+	return e, nil
+}
+
+// close undoes openDemo, joining its errors into *err.
+func (e *demoEnv) close(err *error, stdout io.Writer) {
+	for i := len(e.done) - 1; i >= 0; i-- {
+		e.done[i](err)
+	}
+	e.done = nil
+}
+
+// printKept says what --keep kept and how to list it.
+func (e *demoEnv) printKept(stdout io.Writer) {
+	switch {
+	case e.o.keep != "" && e.o.s3Endpoint == "":
+		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n", e.o.keep, e.o.keep)
+	case e.o.keep != "":
+		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n",
+			e.o.keep, e.cfg.Bucket.Prefix, e.d.bucket.Name(), e.o.keep)
+	}
+}
+
+// demo writes the reference scenario with the embedded segment log, lets
+// tierd tier it, and reads every record back across both tiers. It writes
+// only under a prefix of its own, unique to the run (refused when it is not
+// empty), and at the end, without --keep, deletes exactly the keys it
+// uploaded; nothing else in the bucket is touched.
+func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
+	if o.compact {
+		return demoCompact(ctx, o, stdout, stderr)
+	}
+	e, err := openDemo(ctx, o, stdout, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer e.close(&err, stdout)
+	cfg, d, log := e.cfg, e.d, e.log
+	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
 
 	// 1. Write the scenario with the embedded segment log.
 	partDir := filepath.Join(cfg.Copier.LogDirs[0], demoTopic+"-0")
@@ -300,12 +362,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	if err := errors.Join(<-served, <-kserved); err != nil {
 		return err
 	}
-	if o.keep != "" && o.s3Endpoint == "" {
-		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n", o.keep, o.keep)
-	} else if o.keep != "" {
-		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n",
-			o.keep, cfg.Bucket.Prefix, d.bucket.Name(), o.keep)
-	}
+	e.printKept(stdout)
 	return nil
 }
 

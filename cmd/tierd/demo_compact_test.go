@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
+)
+
+// TestDemoCompact runs "tierd demo --compact", the articles' compaction
+// run, and checks its counts (34, 258 with tombstones at 32 and 33, 506)
+// as the scans through the Kafka listener found them, the tiered copies
+// marked compacted, the final scan across both tiers, and the kept
+// cleaner-offset-checkpoint.
+func TestDemoCompact(t *testing.T) {
+	keep := filepath.Join(t.TempDir(), "keep")
+	var out, errOut bytes.Buffer
+	if err := demo(context.Background(), demoOptions{keep: keep, runID: "compact", compact: true}, &out, &errOut); err != nil {
+		t.Fatalf("demo --compact: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	s := out.String()
+	norm := regexp.MustCompile(`\s+`)
+	flat := norm.ReplaceAllString(s, " ")
+	for _, want := range []string{
+		"8 keys x 4 updates + 2 tombstones: 34 records, 6 keys, tombstones at [32 33]",
+		"250 filler records (keys filler-0..249): 284 records, 256 keys, tombstones at [32 33]",
+		"first cleaner pass: 258 records, 256 keys, tombstones at [32 33]",
+		"250 more filler records (keys filler-250..499): 508 records, 506 keys, tombstones at [32 33]",
+		"second cleaner pass, after delete.retention.ms=100: 506 records, 506 keys, tombstones at []",
+		"scan across the remote and local tiers: 506 records, 506 keys, tombstones at []",
+	} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	remote := regexp.MustCompile(`(?m)^\s*remote\s+\d+\s+\d+\s+\d+\s+COPY_SEGMENT_FINISHED\s+yes\s*$`).FindAllString(s, -1)
+	if len(remote) < 2 {
+		t.Errorf("want at least 2 finished copies marked compacted, got %d:\n%s", len(remote), s)
+	}
+	entries, err := checkpoint.ReadFile(filepath.Join(keep, "logs", checkpoint.CleanerOffsetFile))
+	if err != nil {
+		t.Fatalf("kept cleaner-offset-checkpoint: %v", err)
+	}
+	if off, ok := entries[kafkalog.TopicPartition{Topic: compactTopic, Partition: 0}]; len(entries) != 1 || !ok || off != 414 {
+		t.Fatalf("cleaner-offset-checkpoint: %v, want only %s-0 at 414 (the active segment's base offset)", entries, compactTopic)
+	}
+	if _, err := os.Stat(filepath.Join(keep, "tierd.yaml")); err != nil {
+		t.Error(err)
+	}
+}
