@@ -281,9 +281,9 @@ func stageSettled(p *partition, s localSegment, id remotelog.SegmentID) (*staged
 	before, err := os.Stat(s.path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return &staged{dir: filepath.Join(p.dir, StagingDir, "none")}, fmt.Errorf("%w: %s is gone", errCleanerBusy, s.path)
+			return nil, fmt.Errorf("%w: %s is gone", errCleanerBusy, s.path)
 		}
-		return &staged{dir: filepath.Join(p.dir, StagingDir, "none")}, err
+		return nil, err
 	}
 	st, err := stage(p, s, id)
 	if err != nil {

@@ -212,6 +212,9 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	id := remotelog.NewSegmentID()
 	st, err := stageSettled(p, s, id)
 	defer func() {
+		if st == nil { // nothing was staged
+			return
+		}
 		os.RemoveAll(st.dir)
 		os.Remove(filepath.Dir(st.dir)) // the staging root, when empty
 	}()
