@@ -8,11 +8,13 @@ import (
 	"testing"
 )
 
-// TestCodecsOrder: one segment of the same records (the articles' shape:
-// "key-N" keys, 5000-byte values of English-like text) is smaller with
-// gzip and zstd than with lz4, smaller with lz4 and snappy than
-// uncompressed, and every record reads back (codecSegment checks each).
-// The issue's order also puts zstd below gzip; at Kafka's default levels
+// TestCodecsOrder: on the articles' shape (a label padded to 5000 bytes)
+// one segment of the same records is smallest with zstd, then gzip, then
+// lz4, then uncompressed, as the issue asks. On the text shape ("key-N"
+// keys, 5000-byte values of English-like text) it is smaller with gzip and
+// zstd than with lz4, smaller with lz4 and snappy than uncompressed, and
+// every record reads back (codecSegment checks each). On text the order
+// of zstd and gzip is not fixed; at Kafka's default levels
 // (zstd 3, gzip 6) and 80 KB batches the two are within a few percent of
 // each other on text, either way round (the C libraries Kafka uses give
 // zstd the larger output on this shape too), so the test bounds zstd to
@@ -29,7 +31,7 @@ func TestCodecsOrder(t *testing.T) {
 	t.Log(progress.String())
 	rep := &Report{Series: series}
 	size := func(name string) float64 {
-		s := rep.series("codecs", name, "segment_bytes")
+		s := rep.series("codecs", "text/"+name, "segment_bytes")
 		if s == nil || len(s.at(0)) != 1 {
 			t.Fatalf("no segment size for %s", name)
 		}
@@ -43,15 +45,29 @@ func TestCodecsOrder(t *testing.T) {
 	if zstd > 1.05*gzip || none/gzip < 2 {
 		t.Fatalf("zstd %.0f more than 5%% above gzip %.0f, or gzip only %.2fx smaller than none", zstd, gzip, none/gzip)
 	}
+	art := func(name string) float64 {
+		s := rep.series("codecs", "articles/"+name, "segment_bytes")
+		if s == nil || len(s.at(0)) != 1 {
+			t.Fatalf("no articles segment size for %s", name)
+		}
+		return s.at(0)[0]
+	}
+	if az, ag, al, an := art("zstd"), art("gzip"), art("lz4"), art("none"); !(az < ag && ag < al && al < an) {
+		t.Fatalf("articles shape: segment bytes zstd %.0f, gzip %.0f, lz4 %.0f, none %.0f: want zstd < gzip < lz4 < none", az, ag, al, an)
+	}
 	ts := rep.codecTargets()
-	if len(ts) != 1 || ts[0].Met != (zstd < gzip) || !strings.Contains(ts[0].Text, "zstd < gzip < lz4 < none") {
+	if len(ts) != 2 || !ts[0].Met || !strings.Contains(ts[0].Text, "articles shape") ||
+		ts[1].Met != (zstd < gzip) || !strings.Contains(ts[1].Text, "text shape") {
 		t.Fatalf("targets %+v", ts)
 	}
 	t.Log(ts[0].Text)
-	for _, v := range codecVariants {
-		for _, m := range []string{"write_cpu_s", "read_cpu_s"} {
-			if s := rep.series("codecs", v.name, m); s == nil || len(s.at(0)) != 1 || s.at(0)[0] < 0 {
-				t.Fatalf("%s %s missing or negative", v.name, m)
+	t.Log(ts[1].Text)
+	for _, shape := range codecShapes {
+		for _, v := range codecVariants {
+			for _, m := range []string{"write_cpu_s", "read_cpu_s"} {
+				if s := rep.series("codecs", shape+"/"+v.name, m); s == nil || len(s.at(0)) != 1 || s.at(0)[0] < 0 {
+					t.Fatalf("%s/%s %s missing or negative", shape, v.name, m)
+				}
 			}
 		}
 	}
