@@ -114,6 +114,9 @@ type Config struct {
 	// Topics or, with a cluster, in their topic configs. Kafka's internal
 	// topics are never tiered. Default true.
 	RemoteStorageEnable bool `yaml:"remote.storage.enable"`
+	// RemoteCompaction merges adjacent remote copies of compacted topics
+	// (see RemoteCompaction for its settings and their defaults).
+	RemoteCompaction RemoteCompaction `yaml:"remote_compaction"`
 	// Topics holds per-topic settings with Kafka's topic-level names:
 	// retention and tiering (see TopicConfig).
 	Topics map[string]TopicConfig `yaml:"topics"`
@@ -128,7 +131,7 @@ func DefaultConfig() Config {
 	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
-		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000}
+		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, RemoteCompaction: DefaultRemoteCompaction()}
 }
 
 // Validate reports every problem at once.
@@ -185,6 +188,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("copier: file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs))
 	}
 	errs = append(errs, Retention(c.Retention).validate("copier: ", "log.")...)
+	errs = append(errs, c.RemoteCompaction.validate()...)
 	for topic, tc := range c.Topics {
 		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}

@@ -51,9 +51,10 @@ type LogRetention struct {
 //     is off keeps its copies, readable, and is otherwise left alone.
 type TopicConfig struct {
 	Retention                `yaml:",inline"`
-	RemoteStorageEnable      *bool `yaml:"remote.storage.enable"`
-	RemoteLogCopyDisable     *bool `yaml:"remote.log.copy.disable"`
-	RemoteLogDeleteOnDisable *bool `yaml:"remote.log.delete.on.disable"`
+	RemoteStorageEnable      *bool   `yaml:"remote.storage.enable"`
+	RemoteLogCopyDisable     *bool   `yaml:"remote.log.copy.disable"`
+	RemoteLogDeleteOnDisable *bool   `yaml:"remote.log.delete.on.disable"`
+	CleanupPolicy            *string `yaml:"cleanup.policy"`
 }
 
 // Limits are resolved retention settings of one topic: -1 is unlimited.

@@ -177,6 +177,10 @@ type SegmentMetadata struct {
 	// objects were uploaded.
 	TxnIndexPresent         bool `json:"txnIndexPresent"`
 	ProducerSnapshotPresent bool `json:"producerSnapshotPresent"`
+	// CompactionOf lists, oldest first, the copies a remote compaction
+	// merged into this one (their segment ids; package copier,
+	// remotecompact.go); nil for a copy of a local segment.
+	CompactionOf []SegmentID `json:"compactionOf,omitempty"`
 }
 
 // Contains reports whether offset lies in [StartOffset, EndOffset].
