@@ -1,0 +1,61 @@
+package checkpoint
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+)
+
+// Format encodes entries in the offset checkpoint format (version 0, the
+// count, then "topic partition offset" lines), sorted by topic and
+// partition so that equal maps give equal bytes.
+func Format(entries map[kafkalog.TopicPartition]int64) []byte {
+	tps := make([]kafkalog.TopicPartition, 0, len(entries))
+	for tp := range entries {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
+		}
+		return tps[i].Partition < tps[j].Partition
+	})
+	out := []byte("0\n" + strconv.Itoa(len(tps)) + "\n")
+	for _, tp := range tps {
+		out = fmt.Appendf(out, "%s %d %d\n", tp.Topic, tp.Partition, entries[tp])
+	}
+	return out
+}
+
+// WriteFile replaces the checkpoint file at path with entries, atomically
+// as Kafka's CheckpointFile.write does: write path+".tmp", fsync it, rename
+// it over path, fsync the directory.
+func WriteFile(path string, entries map[kafkalog.TopicPartition]int64) error {
+	return kafkalog.WriteFileAtomic(path, Format(entries))
+}
+
+// fileLocks serialises Update calls on one path within the process.
+var fileLocks sync.Map // path -> *sync.Mutex
+
+// Update sets tp's entry of the checkpoint file at path to offset and keeps
+// every other entry, creating the file when missing. Calls for one path are
+// serialised within the process; the file must not be written by another
+// process at the same time. Errors: the file's parse error (a corrupt file
+// is left as it is, not overwritten) or an I/O error.
+func Update(path string, tp kafkalog.TopicPartition, offset int64) error {
+	mu, _ := fileLocks.LoadOrStore(path, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	entries, err := ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if entries == nil {
+		entries = map[kafkalog.TopicPartition]int64{}
+	}
+	entries[tp] = offset
+	return WriteFile(path, entries)
+}

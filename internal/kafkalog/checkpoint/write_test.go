@@ -1,0 +1,63 @@
+package checkpoint
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+)
+
+func TestUpdateKeepsOtherEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CleanerOffsetFile)
+	a, b := kafkalog.TopicPartition{Topic: "a", Partition: 0}, kafkalog.TopicPartition{Topic: "b", Partition: 3}
+	if err := Update(path, a, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(path, b, 7); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(path, a, 12); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	if string(data) != "0\n2\na 0 12\nb 3 7\n" {
+		t.Fatalf("file %q", data)
+	}
+	if _, err := os.Stat(path + ".tmp"); !os.IsNotExist(err) {
+		t.Fatalf("tmp file left: %v", err)
+	}
+}
+
+func TestUpdateRefusesCorruptFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CleanerOffsetFile)
+	if err := os.WriteFile(path, []byte("9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Update(path, kafkalog.TopicPartition{Topic: "a"}, 1); err == nil {
+		t.Fatal("a corrupt checkpoint was overwritten")
+	}
+	if data, _ := os.ReadFile(path); string(data) != "9\n" {
+		t.Fatalf("corrupt file changed to %q", data)
+	}
+}
+
+func TestConcurrentUpdatesLoseNothing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CleanerOffsetFile)
+	var wg sync.WaitGroup
+	for p := int32(0); p < 8; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Update(path, kafkalog.TopicPartition{Topic: "t", Partition: p}, int64(p)*10); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	m, err := ReadFile(path)
+	if err != nil || len(m) != 8 || m[kafkalog.TopicPartition{Topic: "t", Partition: 5}] != 50 {
+		t.Fatalf("%v %v", m, err)
+	}
+}
