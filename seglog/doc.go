@@ -31,4 +31,67 @@
 //   - Read serves whole batches from the batch whose last offset reaches the
 //     requested offset; the base offset in a file name is a lower bound, not
 //     the first offset, and offsets may have gaps.
+//
+// # Log cleaner (Kafka LogCleaner, LogCleanerManager, LocalLog.replaceSegments)
+//
+// With cleanup.policy compact or compact,delete, Clean runs one cleaning
+// pass and RunCleaner runs one per tick; with delete it does nothing.
+// seglog applies no retention for the delete part of compact,delete:
+// tierd's copier does, as it does for delete topics.
+//
+//   - Cleanable range: from the log start offset to the first uncleanable
+//     offset, the lowest of the active segment's base offset, the base
+//     offset of the segment holding the first offset of an open
+//     transaction (Kafka stops at the last stable offset itself; seglog
+//     stops at its segment), and the base offset of the first dirty
+//     segment whose max timestamp is within min.compaction.lag.ms of now.
+//     The active segment is never cleaned.
+//   - Dirty range: from the first dirty offset, the partition's entry in
+//     cleaner-offset-checkpoint (the log start offset when it has none or
+//     it lies outside the log), to the first uncleanable offset. A pass
+//     runs when the dirty range's bytes are more than
+//     min.cleanable.dirty.ratio of the cleanable range's bytes, or when a
+//     dirty segment's first batch is more than max.compaction.lag.ms old.
+//   - A key map of the dirty range is built and the whole cleanable range
+//     rewritten by package internal/kafkalog/compact's rules (latest record
+//     per key; tombstones kept by the pass that first meets them, which
+//     sets their batch's delete horizon, and dropped by a pass after
+//     delete.retention.ms; aborted transactions dropped; markers dropped
+//     once their transaction's batches are gone and their own horizon
+//     passed; codec, producer id, epoch and sequence kept). Consecutive
+//     segments are grouped so that their sizes add up to at most
+//     segment.bytes (and their indexes to segment.index.bytes); each group
+//     becomes one segment named by the group's first base offset, holding
+//     the original offsets (gaps appear, base offsets stay), with rebuilt
+//     indexes and a .txnindex of the aborted transactions whose batches it
+//     still holds. The last batch of each group is kept, empty if need be,
+//     so a cleaned segment ends where its group ended.
+//   - Swap, one group at a time, under the log's lock (reads wait, they
+//     never see half a swap): "<base>.{index,timeindex,txnindex,log}.cleaned"
+//     are written and fsynced; renamed to ".swap" (the .log last), the
+//     commit point; the group's old segment files renamed to ".deleted";
+//     the ".swap" files renamed to live names; the ".deleted" files
+//     removed. Each step ends with a directory fsync and a crash point
+//     (CrashCleaned, CrashSwap, CrashDeleted, CrashLive).
+//   - Open settles an interrupted swap before loading: ".cleaned" files are
+//     removed (the old segments are whole); a ".swap" index without its
+//     ".log.swap" is removed; for each "<base>.log.swap" the live files of
+//     the segments with base offsets in [base, one past its last offset)
+//     are removed and the ".swap" files renamed to live names; ".deleted"
+//     files are removed.
+//   - Checkpoint: after the last group, this partition's entry of
+//     "cleaner-offset-checkpoint" in the log dir (the partition
+//     directory's parent; Kafka's offset checkpoint format, other entries
+//     kept, written tmp + fsync + rename + dir fsync) is set to the first
+//     uncleanable offset (crash point CrashCheckpoint before). It is the
+//     first dirty offset: every offset below it has been through at least
+//     one cleaning, and in seglog it is always a segment's base offset, so a
+//     rolled segment whose next segment starts at or below it holds cleaned
+//     contents. A crash before the write leaves the older, lower value; the
+//     checkpoint never runs ahead of the segments. A later pass may rewrite
+//     segments below it again (to drop tombstones or newly superseded
+//     keys).
+//
+// The directory must be named "<topic>-<partition>" for Clean
+// (ErrNotPartitionDir otherwise): that names the checkpoint entry.
 package seglog

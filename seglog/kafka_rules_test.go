@@ -118,8 +118,9 @@ func TestKafkaLimits(t *testing.T) {
 	}
 }
 
-// An interrupted log cleaner swap is refused, not silently skipped.
-func TestSwapFileRefused(t *testing.T) {
+// A .swap log that cannot be read is refused, not silently skipped (an
+// interrupted cleaning with a readable .swap is finished: clean_test.go).
+func TestCorruptSwapFileRefused(t *testing.T) {
 	dir := t.TempDir()
 	l := mustOpen(t, dir, smallConfig())
 	fill(t, l, 3, 10)

@@ -62,6 +62,11 @@ type Log struct {
 	now    func() time.Time
 	logger *slog.Logger
 
+	// cleanMu serialises Clean calls (clean.go); swapPending is set when a
+	// swap failed past its commit point and Open must finish it.
+	cleanMu     sync.Mutex
+	swapPending error
+
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
 	epochs []epoch.Entry

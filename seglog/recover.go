@@ -20,6 +20,9 @@ import (
 // cut bytes are kept in "<log>.<position>.broken"), and its indexes are
 // rebuilt.
 func (l *Log) load() error {
+	if err := l.recoverCleaning(); err != nil {
+		return err
+	}
 	names, err := os.ReadDir(l.dir)
 	if err != nil {
 		return err
@@ -38,9 +41,6 @@ func (l *Log) load() error {
 		f, ok := kafkalog.ParseFileName(name)
 		if !ok {
 			continue
-		}
-		if f.Pending == kafkalog.SwapSuffix {
-			return fmt.Errorf("%s: a log cleaner swap was interrupted; let a Kafka broker finish it before opening the log with tierd", filepath.Join(l.dir, name))
 		}
 		if !f.Live {
 			if f.Pending == kafkalog.DeletedSuffix { // a delete that did not finish

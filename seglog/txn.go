@@ -33,6 +33,7 @@ type producerState struct {
 	epoch    int16
 	nextSeq  int32
 	txnFirst int64 // first offset of the open transaction; -1 when none
+	lastData int64 // last offset of the producer's last data batch; -1 when none
 }
 
 // AppendTransactional writes recs as one transactional batch of producer
@@ -52,6 +53,7 @@ func (l *Log) AppendTransactional(pid int64, epoch int16, recs ...Record) (int64
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ps.nextSeq += int32(len(recs))
+	ps.lastData = off + int64(len(recs)) - 1
 	if ps.txnFirst < 0 {
 		ps.txnFirst = off
 	}
@@ -65,9 +67,9 @@ func (l *Log) producer(pid int64, epoch int16) *producerState {
 	}
 	ps, ok := l.producers[pid]
 	if !ok || ps.epoch != epoch {
-		ps = &producerState{epoch: epoch, txnFirst: -1}
+		ps = &producerState{epoch: epoch, txnFirst: -1, lastData: -1}
 		if ok {
-			ps.txnFirst = l.producers[pid].txnFirst
+			ps.txnFirst, ps.lastData = l.producers[pid].txnFirst, l.producers[pid].lastData
 		}
 		l.producers[pid] = ps
 	}

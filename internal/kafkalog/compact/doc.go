@@ -14,12 +14,16 @@
 // order, through one Filter:
 //
 //	m := compact.NewOffsetMap(firstDirty, aborted, dec)
-//	for each entry e of [firstDirty, end) { m.Add(e) }
+//	for each dirty segment { for each entry e { m.Add(e) }; m.Cover(segmentEnd) }
 //	f := compact.NewFilter(m, compact.Options{NowMs: now, DeleteRetentionMs: d, ...})
 //	for each entry e of [start, end) { out, res, err = f.Batch(out, e) }
+//	kept := f.AbortedKept() // the .txnindex entries the output keeps
 //
 // The new first dirty offset is end (Kafka checkpoints the map's latest
-// offset + 1, and the map's latest offset is the end of its last segment).
+// offset + 1, and Cover makes the map's latest offset the end of its last
+// segment minus one). A caller writing several output segments in one pass
+// calls f.SetUpperBound(segmentEnd) before each, so each keeps its last
+// batch (possibly empty) and ends where its input ended.
 //
 // # Rules
 //

@@ -179,6 +179,12 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 	return out, res, nil
 }
 
+// SetUpperBound changes Options.UpperBound for the entries that follow, so
+// that a caller writing several output segments in one pass can keep the
+// last batch of each (seglog does, so that a cleaned segment always ends
+// at its original next offset).
+func (f *Filter) SetUpperBound(end int64) { f.o.UpperBound = end }
+
 // retainRecord is LogCleaner.shouldRetainRecord for a v2 data record.
 func (f *Filter) retainRecord(b batch.Batch, r batch.Record) bool {
 	if r.Offset > f.m.LatestOffset() {

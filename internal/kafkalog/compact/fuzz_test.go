@@ -80,6 +80,9 @@ func records(t *testing.T, entries [][]byte) []flatRec {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if b.Control {
+			continue
+		}
 		for _, r := range recs {
 			if r.Offset < b.BaseOffset || r.Offset > b.LastOffset {
 				t.Fatalf("record offset %d outside batch [%d, %d]", r.Offset, b.BaseOffset, b.LastOffset)
