@@ -113,5 +113,11 @@
 // object bytes, hex. An optional "localSizeInBytes" (bytes; absent in
 // older manifests) is written when the .log object is shorter than the
 // local file it was copied from because a zero tail was left out: it is
-// that file's size, and "sizeInBytes" is the object's.
+// that file's size, and "sizeInBytes" is the object's. An optional
+// "compactionOf" (absent on copies of local segments) lists, oldest first,
+// the segment ids of the copies a remote compaction merged into this one:
+// the copy covers their whole offset range with their records re-compacted
+// (older versions of a key gone, offsets unchanged), and replaces them; a
+// bucket holding both (a crash before their deletion) is read by the
+// newer createdMs.
 package rsm
