@@ -1,19 +1,25 @@
 package copier
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tierd/tierd/internal/codec"
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/compact"
 	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/kafkalog/snapshot"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -386,5 +392,91 @@ func TestRemoteCompactionOnlyCompactedTopics(t *testing.T) {
 				t.Fatalf("%d copies, want the 3 copies unmerged", len(rr.rows))
 			}
 		})
+	}
+}
+
+// TestRemoteCompactionTransactions merges two copies holding an aborted
+// and a committed transaction: the aborted records go (they were never
+// readable), the markers stay, the .txnindex keeps the aborted
+// transaction whose marker the copy still holds, and the producer
+// snapshot is the last copy's.
+func TestRemoteCompactionTransactions(t *testing.T) {
+	r := newRig(t, compactedConfig(DefaultRemoteCompaction()), nil)
+	ts := r.now.UnixMilli()
+	dir := r.dir()
+	rec := func(k, v string) batch.Record { return batch.Record{Timestamp: ts, Key: []byte(k), Value: []byte(v)} }
+	mkBatch := func(dst []byte, base int64, pid int64, control bool, recs ...batch.Record) []byte {
+		p := batch.NewParams(base, 0)
+		if pid >= 0 {
+			p.Transactional, p.Control, p.ProducerID, p.ProducerEpoch, p.BaseSequence = true, control, pid, 0, 0
+		}
+		out, err := batch.AppendBatch(dst, p, recs, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	marker := func(kind byte) batch.Record {
+		return batch.Record{Timestamp: ts, Key: []byte{0, 0, 0, kind}, Value: []byte{0, 0, 0, 0, 0, 0}}
+	}
+	segA := mkBatch(nil, 0, -1, false, rec("k1", "v1"))
+	segA = mkBatch(segA, 1, 7, false, rec("k2", "aborted"), rec("k3", "aborted"))
+	segA = mkBatch(segA, 3, 7, true, marker(0)) // ABORT
+	segB := mkBatch(nil, 4, -1, false, rec("k1", "v2"))
+	segB = mkBatch(segB, 5, 8, false, rec("k4", "committed"))
+	segB = mkBatch(segB, 6, 8, true, marker(1)) // COMMIT
+	aborted := index.AppendAbortedTxn(nil, index.AbortedTxn{ProducerID: 7, FirstOffset: 1, LastOffset: 3, LastStableOffset: 4})
+	snap := snapshot.Append(nil, []snapshot.Entry{{ProducerID: 8, LastSequence: 0, LastOffset: 5, Timestamp: ts, CurrentTxnFirstOffset: -1}})
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{
+		kafkalog.FileName(0, kafkalog.LogSuffix): segA, kafkalog.FileName(0, kafkalog.TxnIndexSuffix): aborted,
+		kafkalog.FileName(4, kafkalog.LogSuffix): segB, kafkalog.FileName(7, kafkalog.SnapshotSuffix): snap,
+		kafkalog.FileName(0, kafkalog.IndexSuffix): nil, kafkalog.FileName(0, kafkalog.TimeIndexSuffix): nil,
+		kafkalog.FileName(4, kafkalog.IndexSuffix): nil, kafkalog.FileName(4, kafkalog.TimeIndexSuffix): nil,
+	} {
+		writeFile(t, filepath.Join(dir, name), string(data))
+	}
+	writeSegment(t, dir, 7, nil, nil, 0)
+	r.sync()
+	r.now = r.now.Add(time.Second)
+	r.sync()
+	rr := readRemote(t, r)
+	if len(rr.rows) != 1 || rr.rows[0].CompactionOf == nil {
+		t.Fatalf("copies %+v, want one merged", rr.rows)
+	}
+	if got, want := rr.latest(), map[string]string{"k1": "v2", "k4": "committed"}; !maps.Equal(got, want) || len(rr.recs) != 2 {
+		t.Fatalf("read %v in %d records, want %v: aborted records gone, k1=v1 gone", got, len(rr.recs), want)
+	}
+	m := rr.rows[0]
+	ctx := context.Background()
+	raw, err := r.mgr.FetchIndex(ctx, m, remotelog.TransactionIndex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if txns, err := index.ParseTxnIndex(raw); err != nil || len(txns) != 1 || txns[0].ProducerID != 7 || txns[0].LastOffset != 3 {
+		t.Fatalf("merged .txnindex %+v, %v; want the aborted transaction of producer 7", txns, err)
+	}
+	if got, err := r.mgr.FetchIndex(ctx, m, remotelog.ProducerSnapshot); err != nil || !bytes.Equal(got, snap) {
+		t.Fatalf("merged producer snapshot %x, %v; want the last copy's", got, err)
+	}
+	// Both markers stay: the transactions' batches were read in this merge.
+	markers := 0
+	rc, _ := r.mgr.FetchLogSegment(ctx, m, 0, -1)
+	data, _ := io.ReadAll(rc)
+	rc.Close()
+	for pos := 0; pos < len(data); {
+		b, err := batch.ParseHeader(data[pos:], 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Control {
+			markers++
+		}
+		pos += int(b.Size)
+	}
+	if markers != 2 {
+		t.Fatalf("%d markers in the merged copy, want 2", markers)
 	}
 }
