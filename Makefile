@@ -2,7 +2,7 @@
 GO ?= go
 FUZZTIME ?= 10s
 SHELL := /bin/bash
-HARNESS := ^(TestCrash|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
+HARNESS := ^(TestCrash|TestCrashRemoteCompaction|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
 .PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go
 
@@ -47,18 +47,19 @@ vet:
 SKIPS := $(CURDIR)/.unit-skips
 unit:
 	@rm -f $(SKIPS)
-	TIERD_SKIP_REPORT=$(SKIPS) $(GO) test -count=1 -race -skip '^(TestCrash|TestFaultRate)$$' ./...; s=$$?; \
+	TIERD_SKIP_REPORT=$(SKIPS) $(GO) test -count=1 -race -skip '^(TestCrash|TestCrashRemoteCompaction|TestFaultRate)$$' ./...; s=$$?; \
 	  if [ -s $(SKIPS) ]; then sort -u $(SKIPS); fi; rm -f $(SKIPS); exit $$s
 
-# harness: the crash test (25 kills), the fault-proxy test (24 copies,
+# harness: the crash tests (25 kills; remote compaction's 12), the fault-proxy test (24 copies,
 # 250 fetches) over MinIO and the 1000-round fetch-during-deletion test,
 # without the race detector; prints their summary lines.
 harness:
-	set -o pipefail; $(GO) test -count=1 -v -timeout 30m -run '$(HARNESS)' ./e2e/ | grep -E '^(crash test|fault test|--- |ok|FAIL|PASS|panic)|_test.go'
+	set -o pipefail; $(GO) test -count=1 -v -timeout 30m -run '$(HARNESS)' ./e2e/ | grep -E '^(crash test|remote compaction crash test|fault test|--- |ok|FAIL|PASS|panic)|_test.go'
 
-# crash, faults: the same at full count (200 kills; 100 copies, 1000 fetches).
+# crash, faults: the same at full count (200 kills, remote compaction's 60; 100 copies, 1000 fetches).
 crash:
-	set -o pipefail; TIERD_CRASH_ROUNDS=200 $(GO) test -count=1 -v -timeout 60m -run '^TestCrash$$' ./e2e/ | grep -E '^(crash test|--- |ok|FAIL)|_test.go'
+	set -o pipefail; TIERD_CRASH_ROUNDS=200 TIERD_COMPACT_CRASH_ROUNDS=60 $(GO) test -count=1 -v -timeout 60m \
+	  -run '^(TestCrash|TestCrashRemoteCompaction)$$' ./e2e/ | grep -E '^(crash test|remote compaction crash test|--- |ok|FAIL)|_test.go'
 
 faults:
 	set -o pipefail; TIERD_FAULT_SCALE=1 $(GO) test -count=1 -v -timeout 60m -run '^TestFaultRate$$' ./e2e/ | grep -E '^(fault test|--- |ok|FAIL)|_test.go'

@@ -21,6 +21,9 @@ var TopicConfigKeys = []string{
 	"remote.log.copy.disable",
 	"remote.log.delete.on.disable",
 	"cleanup.policy",
+	"segment.bytes",
+	"min.cleanable.dirty.ratio",
+	"delete.retention.ms",
 }
 
 // SASL mechanisms, spelled as Kafka's sasl.mechanism spells them.

@@ -171,7 +171,7 @@ func TestDescribeConfigsPassThroughTieredKeys(t *testing.T) {
 			add("local.retention.bytes", "-2", kmsg.ConfigSourceDefaultConfig, false)
 			add("remote.storage.enable", "true", kmsg.ConfigSourceStaticBrokerConfig, false)
 			add("retention.bytes", "hidden", kmsg.ConfigSourceDynamicBrokerConfig, true)
-			add("segment.bytes", "1024", kmsg.ConfigSourceDynamicTopicConfig, false) // not asked
+			add("max.message.bytes", "1024", kmsg.ConfigSourceDynamicTopicConfig, false) // not asked
 			resp.Resources = append(resp.Resources, r)
 		}
 		return resp, nil, true

@@ -119,6 +119,9 @@ type Config struct {
 	// as Kafka's broker-level log.cleanup.policy: "delete", "compact" or
 	// "compact,delete". Default "delete" ("" reads as "delete").
 	LogCleanupPolicy string `yaml:"log.cleanup.policy"`
+	// RemoteCompaction merges adjacent remote copies of compacted topics
+	// (see RemoteCompaction for its settings and their defaults).
+	RemoteCompaction RemoteCompaction `yaml:"remote_compaction"`
 	// Topics holds per-topic settings with Kafka's topic-level names:
 	// retention and tiering (see TopicConfig).
 	Topics map[string]TopicConfig `yaml:"topics"`
@@ -133,7 +136,7 @@ func DefaultConfig() Config {
 	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
-		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete"}
+		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete", RemoteCompaction: DefaultRemoteCompaction()}
 }
 
 // Validate reports every problem at once.
@@ -195,6 +198,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("copier: log.cleanup.policy: %w", err))
 		}
 	}
+	errs = append(errs, c.RemoteCompaction.validate()...)
 	for topic, tc := range c.Topics {
 		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}

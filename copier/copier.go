@@ -41,6 +41,7 @@ type RemoteStorage interface {
 	MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error)
 	VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata) error
 	CheckStore(ctx context.Context) error
+	DownloadCopy(ctx context.Context, meta remotelog.SegmentMetadata, dir string) (*rsm.DownloadedCopy, error)
 }
 
 // MetadataStore is what the copier needs from rlmm.Store.
@@ -95,7 +96,8 @@ type Copier struct {
 	reg   prometheus.Registerer
 	now   func() time.Time
 	m     *metrics
-	mu    sync.Mutex // one pass at a time
+	rc    *compactMetrics // remote compaction (remotecompact.go)
+	mu    sync.Mutex      // one pass at a time
 
 	stateMu     sync.Mutex // guards the maps below
 	warns       map[string]bool
@@ -140,6 +142,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	c.rc = newCompactMetrics(c.reg)
 	c.initStatus()
 	c.initDynamic()
 	return c, nil
@@ -477,6 +480,8 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	}
 	if err := c.remoteRetention(ctx, p); err != nil {
 		errs = append(errs, fmt.Errorf("remote retention: %w", err))
+	} else if err := c.remoteCompact(ctx, p); err != nil {
+		errs = append(errs, err)
 	}
 	c.pruneTimes(p)
 	if err := c.purgeDeleted(p.tp); err != nil {

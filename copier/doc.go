@@ -27,6 +27,12 @@
 //	remote: a superseded copy         remoteRetention           a newer, undamaged finished copy covers its whole
 //	                                                            offset range (so a damaged copy goes once its
 //	                                                            segment was copied again)
+//	remote: a copy merged by remote   deleteMerged              the merged copy naming it (compactionOf) is
+//	  compaction                                                FINISHED, undamaged, newer and covers its whole
+//	                                                            range, so Supersede no longer keeps it (logged:
+//	                                                            "superseded by copy <id> COPY_SEGMENT_FINISHED
+//	                                                            covering [a, b]"); after a crash, remoteRetention
+//	                                                            deletes it on the same proof
 //	remote: this tierd's failed or    copyOne, upload,          the attempt is this tierd's own (a row it wrote,
 //	  fenced copy attempt             rsm.CopySegment           new segment id) and failed, timed out, or was
 //	                                                            fenced by a newer leader epoch before its
@@ -89,6 +95,34 @@
 // listing of the partition's uploads (rsm.AbortUploads), and only those
 // whose key names one of those copies' segment ids: the copy's own proof
 // covers them.
+//
+// # Remote compaction
+//
+// For a topic whose cleanup.policy contains compact, a pass that owns a
+// partition merges, after retention, one run of adjacent remote copies
+// into one copy re-compacted by Kafka's log cleaner rules (package
+// internal/kafkalog/compact), so that the remote tier does not keep
+// every dead version of a key (remotecompact.go, remotecompact_plan.go,
+// remotecompact_build.go; settings in RemoteCompaction):
+//
+//	read the run's copies by key, checked against their manifests
+//	COPY_SEGMENT_STARTED   new segment id, range [first start, last end]   crash point compact.started
+//	upload, manifest last  the manifest's compactionOf names the copies    compact.uploaded
+//	COPY_SEGMENT_FINISHED  newer than each merged copy: readers switch     compact.finished
+//	delete each merged copy (DELETE_SEGMENT_STARTED/FINISHED, with proof)  compact.merged-deleted
+//
+// A run holds only undamaged copies Supersede keeps, wholly below the
+// first local offset, contiguous, of one topic id, at most segment.bytes
+// of .log together, and is merged when its bytes that no merge wrote are
+// at least min.cleanable.dirty.ratio of them. The key map covers the run:
+// a record goes when a later record of the run has its key. Tombstones and
+// transaction markers follow delete.retention.ms (the first merge sets the
+// delete horizon, one past it drops them) only in a run that starts at
+// the partition's first live copy; a later run keeps them, since an
+// earlier copy may still hold an older value of their key. A crash before
+// COPY_SEGMENT_FINISHED leaves the old copies readable and a STARTED row
+// that cleanupUnfinished deletes; after it, the merged copy is read and
+// remoteRetention deletes the superseded copies.
 //
 // A takeover (new lease holder or new leader) deletes nothing: a finished
 // row whose manifest the bucket no longer lists is marked damaged

@@ -14,8 +14,9 @@ import (
 // DynamicKeys are the copier settings a running tierd takes from a
 // reloaded tierd.yaml, by yaml key; "topics" covers every per-topic
 // setting. Kafka draws the same line: retention, the topics' tiering,
-// file.delete.delay.ms (log.segment.delete.delay.ms), the copier pool and
-// the copy quota are dynamic broker configs there. The others (log dirs,
+// file.delete.delay.ms (log.segment.delete.delay.ms), the copier pool,
+// the copy quota and the cleaner's settings (remote_compaction) are
+// dynamic broker configs there. The others (log dirs,
 // broker id, ownership, the task interval) need a restart.
 var DynamicKeys = []string{
 	"log.retention.ms", "log.retention.bytes", "log.local.retention.ms", "log.local.retention.bytes",
@@ -23,6 +24,8 @@ var DynamicKeys = []string{
 	"remote.log.manager.copy.max.bytes.per.second", "message.timestamp.after.max.ms", "index.interval.bytes",
 	"copy_checks_per_pass", "copy_check_interval_ms", "deleted_row_retention", "remote.log.delete.delay.ms", "cluster_topic_configs",
 	"log.cleanup.policy",
+	"remote_compaction.enable", "remote_compaction.segment.bytes", "remote_compaction.min.cleanable.dirty.ratio",
+	"remote_compaction.delete.retention.ms",
 }
 
 // setDynamic copies next's dynamic settings (DynamicKeys) into c, field
@@ -34,6 +37,7 @@ func (c *Config) setDynamic(next Config) {
 	c.CopyChecksPerPass, c.DeletedRowRetention, c.RemoteLogDeleteDelayMs = next.CopyChecksPerPass, next.DeletedRowRetention, next.RemoteLogDeleteDelayMs
 	c.ClusterTopicConfigs, c.Source, c.CopyCheckIntervalMs = next.ClusterTopicConfigs, next.Source, next.CopyCheckIntervalMs
 	c.LogCleanupPolicy = next.LogCleanupPolicy
+	c.RemoteCompaction = next.RemoteCompaction
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what

@@ -231,7 +231,11 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	}
 	for _, r := range finished {
 		if !live[r.ID] {
-			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset)
+			proof := "superseded"
+			if by, ok := supersedingRow(finished, r); ok {
+				proof = supersededProof(by)
+			}
+			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset, "proof", proof)
 			if err := c.deleteRemote(ctx, r); err != nil {
 				errs = append(errs, err)
 			} else {

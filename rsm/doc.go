@@ -126,4 +126,11 @@
 // as of the copy; the broker may clean the local segment again later,
 // so the local file's size need not match "sizeInBytes" (see the
 // copier's "Tiering compacted topics").
+//
+// An optional "compactionOf" (absent on copies of local segments) lists, oldest first,
+// the segment ids of the copies a remote compaction merged into this one:
+// the copy covers their whole offset range with their records re-compacted
+// (older versions of a key gone, offsets unchanged), and replaces them; a
+// bucket holding both (a crash before their deletion) is read by the
+// newer createdMs.
 package rsm

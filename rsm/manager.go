@@ -126,7 +126,10 @@ type Manifest struct {
 	InstanceID              string                 `json:"instanceId,omitempty"`
 	CopyLeaderEpoch         *int32                 `json:"copyLeaderEpoch,omitempty"`
 	Compacted               bool                   `json:"compacted,omitempty"`
-	Objects                 map[string]ObjectInfo  `json:"objects"`
+	// CompactionOf names the copies a remote compaction merged into this
+	// one, oldest first (see the package doc); absent otherwise.
+	CompactionOf []remotelog.SegmentID `json:"compactionOf,omitempty"`
+	Objects      map[string]ObjectInfo `json:"objects"`
 }
 
 // Metadata returns the COPY_SEGMENT_FINISHED row the manifest stands for.
@@ -137,7 +140,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		MaxTimestampMs: mf.MaxTimestampMs, EventTimestampMs: mf.CreatedMs,
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID, CopyLeaderEpoch: mf.CopyLeaderEpoch,
-		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent, Compacted: mf.Compacted,
+		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent, Compacted: mf.Compacted, CompactionOf: mf.CompactionOf,
 	}
 }
 
@@ -187,7 +190,8 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
 		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, CopyLeaderEpoch: meta.CopyLeaderEpoch, Objects: map[string]ObjectInfo{},
-		Compacted: meta.Compacted,
+		Compacted:    meta.Compacted,
+		CompactionOf: meta.CompactionOf,
 	}
 	defer func() {
 		if err != nil {

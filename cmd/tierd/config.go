@@ -120,8 +120,8 @@ func defaultConfig() config {
 
 // loadConfig reads a YAML file strictly: unknown keys (with the nearest
 // known one suggested), values of the wrong kind, fractional numbers
-// (tierd has no fractional settings, and truncating one would silently
-// change its meaning) and extra documents are errors, all reported at
+// (outside the few settings that are fractions, see fractional: truncating
+// a whole-number setting would silently change its meaning) and extra documents are errors, all reported at
 // once. Old spellings are converted, with warnings (see migrate).
 func loadConfig(path string) (config, error) {
 	cfg := defaultConfig()
@@ -182,13 +182,20 @@ func noFloats(n *yaml.Node) error {
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && !integral(n) { // too large a whole number: checkValue says so
 		return fmt.Errorf("line %d: %q: settings are whole numbers", n.Line, n.Value)
 	}
-	for _, c := range n.Content {
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 1 && fractional[n.Content[i-1].Value] {
+			continue
+		}
 		if err := noFloats(c); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// fractional names the settings that are fractions, as Kafka's are:
+// min.cleanable.dirty.ratio (copier.remote_compaction).
+var fractional = map[string]bool{"min.cleanable.dirty.ratio": true}
 
 func (c config) validate() error {
 	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}

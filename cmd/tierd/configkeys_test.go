@@ -196,6 +196,8 @@ func changeSetting(v reflect.Value, key, path string) bool {
 			fv.SetInt(fv.Int() - 1)
 		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 			fv.SetUint(fv.Uint() + 1)
+		case reflect.Float32, reflect.Float64:
+			fv.SetFloat(fv.Float() / 2)
 		case reflect.Slice:
 			fv.Set(reflect.Append(fv, reflect.ValueOf("x")))
 		case reflect.Pointer:

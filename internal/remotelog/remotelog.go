@@ -186,6 +186,10 @@ type SegmentMetadata struct {
 	// false in rows written before this field existed (omitted when
 	// false, so older rows read as not compacted).
 	Compacted bool `json:"compacted,omitempty"`
+	// CompactionOf lists, oldest first, the copies a remote compaction
+	// merged into this one (their segment ids; package copier,
+	// remotecompact.go); nil for a copy of a local segment.
+	CompactionOf []SegmentID `json:"compactionOf,omitempty"`
 }
 
 // Contains reports whether offset lies in [StartOffset, EndOffset].

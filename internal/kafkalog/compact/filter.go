@@ -40,6 +40,13 @@ type Options struct {
 	// kept, empty if nothing else in it stays, so the cleaned log keeps
 	// its last offset (Kafka 4.0 LogCleaner.cleanInto). 0 disables it.
 	UpperBound int64
+	// KeepDeletes keeps every tombstone and transaction marker whatever
+	// its delete horizon (the horizon is still set where none is): for a
+	// cleaning that does not start at the log start, whose earlier part
+	// may hold older records of a tombstone's key or the batches a marker
+	// ends (remote compaction of a run of copies after the first). Kafka's
+	// cleaner always starts at the log start and has no such case.
+	KeepDeletes bool
 	// Compressor re-compresses rewritten batches with their own codec;
 	// Decompressor reads compressed batches. Either may be nil when no
 	// compressed batch is met.
@@ -122,7 +129,7 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 	if b.Control {
 		canDiscard = f.txns.onControl(b, recs)
 		h, ok := horizon(b)
-		discardRecords = canDiscard && ok && h <= f.o.NowMs
+		discardRecords = canDiscard && ok && h <= f.o.NowMs && !f.o.KeepDeletes
 	} else {
 		canDiscard = f.txns.onData(b)
 		discardRecords = canDiscard
@@ -193,7 +200,7 @@ func (f *Filter) retainRecord(b batch.Batch, r batch.Record) bool {
 		return true
 	}
 	h, ok := horizon(b)
-	return !ok || f.o.NowMs < h
+	return !ok || f.o.NowMs < h || f.o.KeepDeletes
 }
 
 // lastOfProducer reports whether b holds an active producer's last data

@@ -1,0 +1,109 @@
+package copier
+
+import (
+	"fmt"
+
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// compactionRun is a run of adjacent finished copies that one remote
+// compaction merges into one copy.
+type compactionRun struct {
+	copies []remotelog.SegmentMetadata // oldest first, offsets contiguous
+	// atLogStart: the run starts with the partition's first live copy, so
+	// no record of its keys lies before it and tombstones and transaction
+	// markers past their delete horizon may go.
+	atLogStart bool
+	bytes      int64 // the copies' .log bytes
+	dirty      int64 // the bytes of copies no remote compaction wrote
+}
+
+// start and end are the run's first and last offsets.
+func (r compactionRun) start() int64 { return r.copies[0].StartOffset }
+func (r compactionRun) end() int64   { return r.copies[len(r.copies)-1].EndOffset }
+
+// ids returns the segment ids of the run's copies, oldest first.
+func (r compactionRun) ids() []remotelog.SegmentID {
+	out := make([]remotelog.SegmentID, len(r.copies))
+	for i, m := range r.copies {
+		out[i] = m.ID
+	}
+	return out
+}
+
+// String names the run for logs.
+func (r compactionRun) String() string {
+	return fmt.Sprintf("%d copies, offsets %d-%d, %d bytes (%d not compacted remotely)", len(r.copies), r.start(), r.end(), r.bytes, r.dirty)
+}
+
+// planCompaction chooses the run of copies to merge next among a
+// partition's finished rows, or reports none.
+//
+// Rules:
+//   - Only the rows remotelog.Supersede keeps take part (what readers
+//     see), and only undamaged ones; a damaged copy ends a run.
+//   - Only copies wholly below localStart, the first offset still on
+//     local disk: a local segment is deleted on the proof of its exact
+//     copy (copiedExactly), which a merge would replace.
+//   - Only copies at or past the log start offset in part: a copy wholly
+//     below it is retention's to delete.
+//   - The copies of a run follow each other with no gap (each starts
+//     right after the previous one ends), belong to the same topic id and
+//     were finished before nowMs (so the merged copy, finished later, is
+//     remotelog.Newer than each).
+//   - The .log bytes of a run sum to at most segmentBytes, and its
+//     offsets span at most 2^31-1 (an index entry's relative offset), as
+//     Kafka's LogCleaner.groupSegmentsBySize groups segments.
+//   - A run is worthwhile when it has two copies or more and the bytes of
+//     its copies that no remote compaction wrote are at least dirtyRatio
+//     of its bytes (min.cleanable.dirty.ratio).
+//
+// The window slides from the oldest copy: it grows while the copies fit,
+// and when the run it holds is not worthwhile, its first copy leaves. The
+// first worthwhile run wins, so merges start at the log start when they
+// can. It costs O(n) for n rows.
+func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs int64, s compactionSettings) (compactionRun, bool) {
+	rows := remotelog.Supersede(fin)
+	eligible := func(m remotelog.SegmentMetadata) bool {
+		return m.Damaged == "" && m.EndOffset < localStart && m.EndOffset >= logStart && m.EventTimestampMs < nowMs
+	}
+	follows := func(prev, next remotelog.SegmentMetadata) bool {
+		return next.StartOffset == prev.EndOffset+1 && next.TopicID == prev.TopicID
+	}
+	first := 0 // the first eligible row: the log start of what remote compaction may touch
+	for first < len(rows) && rows[first].EndOffset < logStart {
+		first++
+	}
+	i, j := 0, 0 // the window is rows[i:j]
+	var bytes, dirty int64
+	for i < len(rows) {
+		if j <= i {
+			j, bytes, dirty = i, 0, 0
+			if !eligible(rows[i]) {
+				i++
+				continue
+			}
+		}
+		for j < len(rows) && eligible(rows[j]) && (j == i || follows(rows[j-1], rows[j])) &&
+			bytes+rows[j].SizeInBytes <= s.segmentBytes && rows[j].EndOffset-rows[i].StartOffset <= maxRemoteCompactionGap {
+			bytes += rows[j].SizeInBytes
+			if rows[j].CompactionOf == nil {
+				dirty += rows[j].SizeInBytes
+			}
+			j++
+		}
+		if j-i >= 2 && float64(dirty) >= s.dirtyRatio*float64(bytes) {
+			return compactionRun{copies: append([]remotelog.SegmentMetadata(nil), rows[i:j]...), atLogStart: i == first, bytes: bytes, dirty: dirty}, true
+		}
+		if j == i { // rows[i] alone does not fit
+			i++
+			continue
+		}
+		bytes -= rows[i].SizeInBytes
+		if rows[i].CompactionOf == nil {
+			dirty -= rows[i].SizeInBytes
+		}
+		i++
+	}
+	return compactionRun{}, false
+}

@@ -1,0 +1,107 @@
+package copier
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// planRow is a finished row for the plan tests: offsets [start, end],
+// size bytes, finished at event ms; merged marks a copy a remote
+// compaction wrote.
+func planRow(start, end, size, event int64, merged bool) remotelog.SegmentMetadata {
+	m := remotelog.SegmentMetadata{TopicPartition: remotelog.TopicPartition{Topic: "t"}, ID: remotelog.NewSegmentID(), StartOffset: start,
+		EndOffset: end, SizeInBytes: size, EventTimestampMs: event, State: remotelog.CopySegmentFinished}
+	if merged {
+		m.CompactionOf = []remotelog.SegmentID{remotelog.NewSegmentID()}
+	}
+	return m
+}
+
+func TestPlanCompaction(t *testing.T) {
+	s := compactionSettings{segmentBytes: 1000, dirtyRatio: 0.5}
+	const now = 100
+	type want struct {
+		ok         bool
+		start, end int64
+		atStart    bool
+	}
+	cases := []struct {
+		name       string
+		rows       []remotelog.SegmentMetadata
+		localStart int64
+		logStart   int64
+		mutate     func([]remotelog.SegmentMetadata)
+		s          compactionSettings
+		want       want
+	}{
+		{name: "two adjacent copies from the log start", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false)},
+			localStart: math.MaxInt64, want: want{true, 0, 19, true}},
+		{name: "one copy is no run", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false)}, localStart: math.MaxInt64},
+		{name: "a gap ends a run", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(11, 19, 100, 1, false)},
+			localStart: math.MaxInt64},
+		{name: "copies still local are left alone", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false),
+			planRow(20, 29, 100, 1, false)}, localStart: 20, want: want{true, 0, 19, true}},
+		{name: "local from the second copy on", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false)},
+			localStart: 10},
+		{name: "copies finished this very ms wait", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, now, false)},
+			localStart: math.MaxInt64},
+		{name: "segment.bytes bounds the run", rows: []remotelog.SegmentMetadata{planRow(0, 9, 600, 1, false), planRow(10, 19, 300, 1, false),
+			planRow(20, 29, 300, 1, false), planRow(30, 39, 300, 1, false)}, localStart: math.MaxInt64, want: want{true, 0, 19, true}},
+		{name: "a full merged copy is passed by", rows: []remotelog.SegmentMetadata{planRow(0, 9, 900, 1, true), planRow(10, 19, 100, 1, false),
+			planRow(20, 29, 100, 1, false)}, localStart: math.MaxInt64, want: want{true, 10, 29, false}},
+		{name: "a merged copy with enough dirty bytes after it is merged again", rows: []remotelog.SegmentMetadata{planRow(0, 9, 400, 1, true),
+			planRow(10, 19, 300, 1, false), planRow(20, 29, 200, 1, false)}, localStart: math.MaxInt64, want: want{true, 0, 29, true}},
+		{name: "not dirty enough", rows: []remotelog.SegmentMetadata{planRow(0, 9, 400, 1, true), planRow(10, 19, 300, 1, false)},
+			localStart: math.MaxInt64},
+		{name: "dirty ratio 0 merges merged copies", rows: []remotelog.SegmentMetadata{planRow(0, 9, 400, 1, true), planRow(10, 19, 300, 1, true)},
+			localStart: math.MaxInt64, s: compactionSettings{segmentBytes: 1000, dirtyRatio: 0}, want: want{true, 0, 19, true}},
+		{name: "a damaged copy splits runs", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false),
+			planRow(20, 29, 100, 1, false), planRow(30, 39, 100, 1, false)}, localStart: math.MaxInt64,
+			mutate: func(rows []remotelog.SegmentMetadata) { rows[0].Damaged, rows[1].Damaged = ".log", ".log" }, want: want{true, 20, 39, false}},
+		{name: "only a damaged copy between", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false),
+			planRow(20, 29, 100, 1, false)}, localStart: math.MaxInt64, mutate: func(rows []remotelog.SegmentMetadata) { rows[1].Damaged = ".log" }},
+		{name: "copies below the log start offset are retention's", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
+			planRow(10, 19, 100, 1, false), planRow(20, 29, 100, 1, false)}, localStart: math.MaxInt64, logStart: 10, want: want{true, 10, 29, true}},
+		{name: "another incarnation ends a run", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false)},
+			localStart: math.MaxInt64, mutate: func(rows []remotelog.SegmentMetadata) { rows[1].TopicID = "other" }},
+		{name: "an older copy a newer one covers takes no part", rows: []remotelog.SegmentMetadata{planRow(0, 19, 200, 2, true),
+			planRow(0, 9, 100, 1, false), planRow(20, 29, 100, 1, false)}, localStart: math.MaxInt64,
+			s: compactionSettings{segmentBytes: 1000, dirtyRatio: 0.3}, want: want{true, 0, 29, true}},
+		{name: "offsets spanning more than an index entry reaches", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
+			planRow(10, 1<<31+5, 100, 1, false)}, localStart: math.MaxInt64},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.mutate != nil {
+				tc.mutate(tc.rows)
+			}
+			st := s
+			if tc.s.segmentBytes != 0 {
+				st = tc.s
+			}
+			run, ok := planCompaction(tc.rows, tc.localStart, tc.logStart, now, st)
+			got := want{ok: ok}
+			if ok {
+				got = want{true, run.start(), run.end(), run.atLogStart}
+				for i := 1; i < len(run.copies); i++ {
+					if run.copies[i].StartOffset != run.copies[i-1].EndOffset+1 {
+						t.Fatalf("run not contiguous: %v", run)
+					}
+				}
+			}
+			if got != tc.want {
+				t.Fatalf("planned %+v (%s), want %+v", got, describe(run), tc.want)
+			}
+		})
+	}
+}
+
+func describe(r compactionRun) string {
+	if len(r.copies) == 0 {
+		return "nothing"
+	}
+	return fmt.Sprint(r)
+}

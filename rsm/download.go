@@ -1,0 +1,120 @@
+package rsm
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/remotelog"
+)
+
+// DownloadedCopy is a finished copy read back from the bucket, every part
+// checked against its manifest: what a remote compaction merges.
+type DownloadedCopy struct {
+	// Manifest is the copy's manifest, which describes the row asked for.
+	Manifest *Manifest
+	// Log is the path of the local file holding the copy's .log object
+	// (Manifest.SizeInBytes bytes).
+	Log string
+	// TxnIndex is the copy's .txnindex object (aborted transactions, in
+	// Kafka's format), nil when the copy has none.
+	TxnIndex []byte
+	// ProducerSnapshot is the copy's .snapshot object (producer state at
+	// its end offset + 1), nil when the copy has none.
+	ProducerSnapshot []byte
+}
+
+// DownloadCopy reads the copy that the COPY_SEGMENT_FINISHED row meta
+// names, by key (nothing is listed): its manifest, which must describe
+// meta (segment id, partition, offsets, size); its .log into the new file
+// dir/<20-digit base offset>-<segment id>.log, streamed; and its
+// transaction index and producer snapshot, when the manifest lists them,
+// into memory. Each object's size and SHA-256 must match the manifest, so
+// that a damaged copy is never taken for a whole one. On an error the
+// .log file written so far is removed.
+//
+// Errors: ErrNotFound (wrapped) for a missing object or manifest;
+// ErrChecksum (wrapped) for an object that differs from the manifest or a
+// manifest that describes another copy; ErrBadManifest; transport and
+// disk errors.
+func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetadata, dir string) (_ *DownloadedCopy, err error) {
+	mf, err := m.ReadManifest(ctx, m.Key(meta, manifestSuffix))
+	if err != nil {
+		return nil, err
+	}
+	if mf.SegmentID != meta.ID || mf.Topic != meta.TopicPartition.Topic || mf.Partition != meta.TopicPartition.Partition ||
+		mf.StartOffset != meta.StartOffset || mf.EndOffset != meta.EndOffset || mf.SizeInBytes != meta.SizeInBytes {
+		return nil, fmt.Errorf("%w: manifest of %s describes offsets %d-%d, %d bytes; the row %d-%d, %d bytes", ErrChecksum,
+			meta.ID, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
+	}
+	out := &DownloadedCopy{Manifest: mf, Log: filepath.Join(dir, fmt.Sprintf("%020d-%s%s", meta.StartOffset, meta.ID, logSuffix))}
+	o, ok := mf.Objects[logSuffix]
+	if !ok || o.Size != mf.SizeInBytes {
+		return nil, fmt.Errorf("%w: manifest of %s: .log object of %d bytes, copy of %d", ErrBadManifest, meta.ID, o.Size, mf.SizeInBytes)
+	}
+	f, err := os.OpenFile(out.Log, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := f.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			os.Remove(out.Log)
+		}
+	}()
+	if err := m.readChecked(ctx, o, f); err != nil {
+		return nil, err
+	}
+	for _, opt := range []struct {
+		suffix string
+		dst    *[]byte
+	}{{kafkalog.TxnIndexSuffix, &out.TxnIndex}, {kafkalog.SnapshotSuffix, &out.ProducerSnapshot}} {
+		o, ok := mf.Objects[opt.suffix]
+		if !ok {
+			continue
+		}
+		w := &byteSink{b: []byte{}} // an empty object is present, not nil
+		if err := m.readChecked(ctx, o, w); err != nil {
+			return nil, err
+		}
+		*opt.dst = w.b
+	}
+	if (out.TxnIndex != nil) != mf.TxnIndexPresent || (out.ProducerSnapshot != nil) != mf.ProducerSnapshotPresent {
+		return nil, fmt.Errorf("%w: manifest of %s: its objects and its presence flags disagree", ErrBadManifest, meta.ID)
+	}
+	return out, nil
+}
+
+// readChecked copies object o into w and checks its size and SHA-256
+// against the manifest's record of it.
+func (m *Manager) readChecked(ctx context.Context, o ObjectInfo, w io.Writer) error {
+	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(w, h), rc)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", o.Key, err)
+	}
+	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
+		return fmt.Errorf("%w: %s holds %d bytes that differ from its manifest's record (%d bytes)", ErrChecksum, o.Key, n, o.Size)
+	}
+	return nil
+}
+
+// byteSink collects what is written to it.
+type byteSink struct{ b []byte }
+
+func (s *byteSink) Write(p []byte) (int, error) {
+	s.b = append(s.b, p...)
+	return len(p), nil
+}
