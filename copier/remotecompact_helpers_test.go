@@ -12,6 +12,7 @@ import (
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -94,9 +95,22 @@ func (h *history) writeKeyedSegment(t *testing.T, dir string, ts int64, perBatch
 }
 
 // activeSegment writes the empty active segment at the history's end.
+//
+// The log dir's cleaner-offset-checkpoint then names the active segment's
+// base offset as the partition's first dirty offset, as the broker's
+// cleaner leaves it after a pass, so that the copier copies the rolled
+// segments (it copies a compacted topic's segments only below it).
 func (h *history) activeSegment(t *testing.T, dir string) {
 	t.Helper()
-	writeSegment(t, dir, int64(len(h.updates)), nil, nil, 0)
+	base := int64(len(h.updates))
+	writeSegment(t, dir, base, nil, nil, 0)
+	tp, ok := kafkalog.ParsePartitionDir(filepath.Base(dir))
+	if !ok {
+		t.Fatalf("%s is no partition dir", dir)
+	}
+	if err := checkpoint.Update(filepath.Join(filepath.Dir(dir), checkpoint.CleanerOffsetFile), tp, base); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // updates returns n updates cycling over keys, value naming the offset

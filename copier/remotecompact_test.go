@@ -439,6 +439,7 @@ func TestRemoteCompactionTransactions(t *testing.T) {
 		writeFile(t, filepath.Join(dir, name), string(data))
 	}
 	writeSegment(t, dir, 7, nil, nil, 0)
+	writeCleanerCheckpoint(t, r.logDir, map[remotelog.TopicPartition]int64{r.tp: 7}) // the broker's cleaner passed both
 	r.sync()
 	r.now = r.now.Add(time.Second)
 	r.sync()
