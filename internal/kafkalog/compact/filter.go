@@ -3,6 +3,7 @@ package compact
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -160,7 +161,7 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 	}
 	h := batch.NoTimestamp
 	if setHorizon {
-		h = f.o.NowMs + f.o.DeleteRetentionMs
+		h = addSaturated(f.o.NowMs, f.o.DeleteRetentionMs)
 	} else if hasHorizon {
 		h = b.FirstTimestamp
 	}
@@ -214,6 +215,18 @@ func (f *Filter) lastOfProducer(b batch.Batch) bool {
 // the .txnindex entries the cleaned segments keep (Kafka's cleanedIndex).
 func (f *Filter) AbortedKept() []index.AbortedTxn {
 	return append([]index.AbortedTxn(nil), f.txns.kept...)
+}
+
+// addSaturated returns now + d (ms), capped at math.MaxInt64 instead of
+// wrapping: delete.retention.ms may be Long.MAX_VALUE ("keep tombstones
+// for good"), and a wrapped sum would be a horizon in the past that the
+// next cleaning passes. Kafka's MemoryRecords.filterTo adds without the
+// cap.
+func addSaturated(now, d int64) int64 {
+	if d > 0 && now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
 }
 
 // horizon returns a v2 batch's delete horizon (KIP-534: attributes bit 6

@@ -1,0 +1,24 @@
+package compact
+
+import (
+	"fmt"
+	"math"
+	"testing"
+)
+
+// TestDeleteHorizonSaturates checks that delete.retention.ms of
+// Long.MAX_VALUE keeps a tombstone for good: now + delete.retention.ms
+// must saturate, not wrap to a horizon in the past that the next cleaning
+// would pass.
+func TestDeleteHorizonSaturates(t *testing.T) {
+	in := [][]byte{mk(t, 0, nil, rec("a", "1", 1)), mk(t, 1, nil, rec("a", tomb, 2), rec("b", "1", 2))}
+	out, _ := pass(t, in, 0, Options{NowMs: 1000, DeleteRetentionMs: math.MaxInt64})
+	if h, ok := DeleteHorizon(header(t, out[len(out)-1])); !ok || h != math.MaxInt64 {
+		t.Fatalf("delete horizon %d %v, want %d (saturated)", h, ok, int64(math.MaxInt64))
+	}
+	out, fd := dirty(t, out, "z")
+	again, _ := pass(t, out, fd, Options{NowMs: 2000, DeleteRetentionMs: math.MaxInt64})
+	if got, want := fmt.Sprint(flat(t, again)), "[1:a=<nil> 2:b=1 3:z=1]"; got != want {
+		t.Fatalf("second pass kept %s, want %s (the tombstone stays)", got, want)
+	}
+}
