@@ -153,6 +153,13 @@ func (l *Log) swapIn(g []*segment, ns *segment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := l.groupIndex(g)
+	if at >= 0 && groupGone(g) {
+		// Tiering's local retention renamed a segment of the group away
+		// after Clean planned (Refresh only runs at the start): swapping
+		// now would fail past the commit point and a reopen would bring
+		// the removed offsets back from the .swap.
+		at = -1
+	}
 	if at < 0 || l.closed {
 		ns.log.Close()
 		for _, sfx := range segmentSuffixes {
@@ -199,6 +206,17 @@ func (l *Log) swapIn(g []*segment, ns *segment) error {
 		l.logger.Warn("removing replaced segment files", "dir", l.dir, "err", err)
 	}
 	return nil
+}
+
+// groupGone reports whether the .log of any segment of g left the
+// directory (tiering's local retention renames it to .deleted first).
+func groupGone(g []*segment) bool {
+	for _, s := range g {
+		if s.gone() {
+			return true
+		}
+	}
+	return false
 }
 
 // groupIndex returns where g sits in l.segs, contiguous and below the

@@ -1,0 +1,74 @@
+package seglog
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tierd/tierd/internal/kafkalog"
+)
+
+// TestCleanAbandonedWhenTieringRemovesAGroupSegment checks that a segment
+// removed by tiering's local retention (its files renamed to .deleted)
+// while Clean writes its group abandons the cleaning with nothing changed:
+// no swap left pending, and a reopen does not bring the removed offsets
+// back.
+func TestCleanAbandonedWhenTieringRemovesAGroupSegment(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t, "tiered-0")
+	cfg := compactConfig()
+	l := mustOpen(t, dir, cfg, WithClock(clock.Now))
+	defer func() { l.Close() }()
+	for seg := 0; seg < 3; seg++ {
+		for i := 0; i < 5; i++ {
+			appendKV(t, l, fmt.Sprintf("k%d", i), []byte(fmt.Sprint(seg)))
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendKV(t, l, "z", []byte("x"))
+	// Clean reads the clock when it plans and again when it starts writing
+	// the first group: at that moment tiering's local retention renames
+	// segment 0's files to .deleted, as copier.markDeleted does.
+	calls := 0
+	l.now = func() time.Time {
+		if calls++; calls == 2 {
+			for _, sfx := range []string{kafkalog.LogSuffix, kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix} {
+				p := filepath.Join(dir, kafkalog.FileName(0, sfx))
+				if err := os.Rename(p, p+kafkalog.DeletedSuffix); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		return clock.Now()
+	}
+	if _, err := l.Clean(); !errors.Is(err, ErrCleanAbandoned) {
+		t.Fatalf("Clean after tiering removed segment 0: %v, want ErrCleanAbandoned", err)
+	}
+	if calls < 2 {
+		t.Fatalf("the clock was read %d times; the test did not remove segment 0 during Clean", calls)
+	}
+	if _, err := os.Stat(filepath.Join(dir, kafkalog.FileName(0, kafkalog.LogSuffix)+kafkalog.SwapSuffix)); err == nil {
+		t.Fatal("a .swap file was left behind")
+	}
+	l.now = clock.Now
+	// The next pass works on what is left.
+	if _, err := l.Clean(); err != nil {
+		t.Fatalf("Clean after the abandoned pass: %v", err)
+	}
+	l.Close()
+	l = mustOpen(t, dir, cfg, WithClock(clock.Now))
+	if got := l.LogStartOffset(); got != 5 {
+		t.Fatalf("log start offset %d after reopen, want 5 (segment 0 went to tiering)", got)
+	}
+	latest, _ := latestByKey(readRecords(t, l))
+	for i := 0; i < 5; i++ {
+		if v := string(latest[fmt.Sprintf("k%d", i)]); v != "2" {
+			t.Fatalf("k%d = %q after reopen, want 2", i, v)
+		}
+	}
+}
