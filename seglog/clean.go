@@ -181,6 +181,13 @@ func (l *Log) planClean(tp kafkalog.TopicPartition) (cleanPlan, CleanStats, erro
 		}
 		p.producers[pid] = compact.Producer{LastDataOffset: ps.lastData, Epoch: ps.epoch}
 	}
+	first, err := l.txnScan.firstOpen(l.segs)
+	if err != nil {
+		return cleanPlan{}, CleanStats{}, fmt.Errorf("find open transactions: %w", err)
+	}
+	if first >= 0 {
+		lso = min(lso, first)
+	}
 	rolled := l.segs[:len(l.segs)-1]
 	for _, s := range rolled {
 		lagged := l.cfg.MinCompactionLagMs > 0 && s.nextOffset > p.firstDirty && s.largestTimestamp() > p.nowMs-l.cfg.MinCompactionLagMs

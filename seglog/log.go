@@ -66,6 +66,7 @@ type Log struct {
 	// swap failed past its commit point and Open must finish it.
 	cleanMu     sync.Mutex
 	swapPending error
+	txnScan     openTxnScan // the log's open transactions, for Clean
 
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
