@@ -72,3 +72,55 @@ func TestCleanAbandonedWhenTieringRemovesAGroupSegment(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanCorruptCleanSegmentErrors corrupts a batch in a segment below
+// the cleaner checkpoint (the offset map does not read it, so the
+// corruption is met while the group is rewritten): Clean must return a
+// corruption error, leave no .cleaned file and change nothing.
+func TestCleanCorruptCleanSegmentErrors(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t, "corrupt-0")
+	cfg := compactConfig()
+	l := mustOpen(t, dir, cfg, WithClock(clock.Now))
+	defer func() { l.Close() }()
+	for i := 0; i < 5; i++ {
+		appendKV(t, l, fmt.Sprintf("k%d", i), []byte("v"))
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	appendKV(t, l, "z", []byte("x"))
+	if st, err := l.Clean(); err != nil || !st.Cleaned {
+		t.Fatalf("first pass: %+v %v", st, err)
+	}
+	// Flip a byte in the last record of the cleaned segment 0.
+	p := filepath.Join(dir, kafkalog.FileName(0, kafkalog.LogSuffix))
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 0xff
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	appendKV(t, l, "y", []byte("x"))
+	before := l.Segments()
+	_, err = l.Clean()
+	if !errors.Is(err, kafkalog.ErrCorrupt) {
+		t.Fatalf("Clean over a corrupt clean segment: %v, want a corruption error", err)
+	}
+	if got := l.Segments(); fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("segments changed: %v, was %v", got, before)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"+kafkalog.CleanedSuffix))
+	if len(left) > 0 {
+		t.Fatalf(".cleaned files left: %v", left)
+	}
+	after, err := os.ReadFile(p)
+	if err != nil || string(after) != string(data) {
+		t.Fatalf("segment 0 changed (%v)", err)
+	}
+}

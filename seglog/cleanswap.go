@@ -34,9 +34,11 @@ var segmentSuffixes = []string{kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, k
 // its indexes, fsynced, and returns the new segment (its files still named
 // .cleaned). keptTxns counts the filter's kept aborted transactions already
 // written to an earlier group's .txnindex.
-func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *CleanStats) (ns *segment, err error) {
+func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *CleanStats) (_ *segment, err error) {
 	base, end := g[0].base, g[len(g)-1].nextOffset
-	ns = &segment{dir: l.dir, base: base, nextOffset: end, idx: index.NewBuilder(base, int64(l.cfg.IndexIntervalBytes)),
+	// ns is not the named result: the error returns set that to nil,
+	// and the cleanup below still needs ns.
+	ns := &segment{dir: l.dir, base: base, nextOffset: end, idx: index.NewBuilder(base, int64(l.cfg.IndexIntervalBytes)),
 		firstBatchTimestamp: batch.NoTimestamp, createdMs: l.now().UnixMilli()}
 	cleaned := func(suffix string) string { return ns.path(suffix) + kafkalog.CleanedSuffix }
 	defer func() {
