@@ -130,7 +130,7 @@ func (l *Log) Clean() (CleanStats, error) {
 	}
 	m, err := l.buildOffsetMap(p)
 	if err != nil {
-		return CleanStats{}, err
+		return CleanStats{}, l.abandonedBy(p.segs, err)
 	}
 	f := compact.NewFilter(m, compact.Options{
 		NowMs: p.nowMs, DeleteRetentionMs: l.cfg.DeleteRetentionMs, Aborted: p.aborted,
@@ -139,10 +139,10 @@ func (l *Log) Clean() (CleanStats, error) {
 	keptTxns := 0
 	for _, g := range l.groupSegments(p.segs) {
 		ns, err := l.writeCleaned(g, f, &keptTxns, &st)
-		if err == nil {
-			err = l.swapIn(g, ns)
-		}
 		if err != nil {
+			return st, l.abandonedBy(g, err)
+		}
+		if err := l.swapIn(g, ns); err != nil {
 			return st, err
 		}
 		st.SegmentsRead += len(g)
@@ -153,6 +153,18 @@ func (l *Log) Clean() (CleanStats, error) {
 		return st, fmt.Errorf("write cleaner checkpoint: %w", err)
 	}
 	return st, nil
+}
+
+// abandonedBy returns err wrapped with ErrCleanAbandoned when segs are no
+// longer all in the log: Refresh dropped and closed a segment tiering
+// removed while Clean was reading it, which is why the read failed.
+func (l *Log) abandonedBy(segs []*segment, err error) error {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.groupIndex(segs) < 0 {
+		return fmt.Errorf("%w: %w", ErrCleanAbandoned, err)
+	}
+	return err
 }
 
 // planClean picks the cleanable and dirty ranges and decides whether to

@@ -124,3 +124,50 @@ func TestCleanCorruptCleanSegmentErrors(t *testing.T) {
 		t.Fatalf("segment 0 changed (%v)", err)
 	}
 }
+
+// TestCleanAbandonedWhenRefreshDropsAGroupSegment is the same removal
+// with a read noticing it (Refresh drops and closes the segment) while
+// Clean still reads the segment's file: Clean must report
+// ErrCleanAbandoned, not an I/O error on a closed file.
+func TestCleanAbandonedWhenRefreshDropsAGroupSegment(t *testing.T) {
+	clock := newFakeClock()
+	dir := partitionDir(t, "tiered-0")
+	cfg := compactConfig()
+	l := mustOpen(t, dir, cfg, WithClock(clock.Now))
+	defer func() { l.Close() }()
+	for seg := 0; seg < 3; seg++ {
+		for i := 0; i < 5; i++ {
+			appendKV(t, l, fmt.Sprintf("k%d", i), []byte(fmt.Sprint(seg)))
+		}
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendKV(t, l, "z", []byte("x"))
+	calls := 0
+	l.now = func() time.Time {
+		if calls++; calls == 2 {
+			for _, sfx := range []string{kafkalog.LogSuffix, kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix} {
+				p := filepath.Join(dir, kafkalog.FileName(0, sfx))
+				if err := os.Rename(p, p+kafkalog.DeletedSuffix); err != nil {
+					t.Error(err)
+				}
+			}
+			l.Refresh()
+		}
+		return clock.Now()
+	}
+	if _, err := l.Clean(); !errors.Is(err, ErrCleanAbandoned) {
+		t.Fatalf("Clean after a read dropped segment 0: %v, want ErrCleanAbandoned", err)
+	}
+	l.now = clock.Now
+	if _, err := l.Clean(); err != nil {
+		t.Fatalf("Clean after the abandoned pass: %v", err)
+	}
+	latest, _ := latestByKey(readRecords(t, l))
+	for i := 0; i < 5; i++ {
+		if v := string(latest[fmt.Sprintf("k%d", i)]); v != "2" {
+			t.Fatalf("k%d = %q, want 2", i, v)
+		}
+	}
+}
