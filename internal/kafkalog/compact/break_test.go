@@ -2,6 +2,7 @@ package compact
 
 import (
 	"fmt"
+	"github.com/tierd/tierd/internal/kafkalog/index"
 	"math"
 	"testing"
 )
@@ -20,5 +21,26 @@ func TestDeleteHorizonSaturates(t *testing.T) {
 	again, _ := pass(t, out, fd, Options{NowMs: 2000, DeleteRetentionMs: math.MaxInt64})
 	if got, want := fmt.Sprint(flat(t, again)), "[1:a=<nil> 2:b=1 3:z=1]"; got != want {
 		t.Fatalf("second pass kept %s, want %s (the tombstone stays)", got, want)
+	}
+}
+
+// TestAbortedBeforeFirstDirtyDoesNotHideLaterTransactions checks Kafka's
+// collectAbortedTransactions(firstDirty, end) rule for the offset map: an
+// aborted transaction whose marker is below the first dirty offset is over
+// and must not make the producer's later, committed transaction look
+// aborted (its keys then never entered the map and older values of them
+// survived every pass).
+func TestAbortedBeforeFirstDirtyDoesNotHideLaterTransactions(t *testing.T) {
+	in := [][]byte{
+		mk(t, 0, txn(7, 0, 0), rec("a", "aborted", 1)),
+		marker(t, 1, 7, 0, false),
+		mk(t, 2, nil, rec("a", "old", 2)),
+		mk(t, 3, txn(7, 0, 1), rec("a", "new", 3)),
+		marker(t, 4, 7, 0, true),
+	}
+	aborted := []index.AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}}
+	out, _ := pass(t, in, 3, Options{NowMs: 10, DeleteRetentionMs: 100, Aborted: aborted})
+	if got, want := fmt.Sprint(flat(t, out)), "[3:a=new]"; got != want {
+		t.Fatalf("kept %s, want %s", got, want)
 	}
 }
