@@ -2,6 +2,7 @@ package compact
 
 import (
 	"fmt"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"math"
 	"testing"
@@ -41,6 +42,27 @@ func TestAbortedBeforeFirstDirtyDoesNotHideLaterTransactions(t *testing.T) {
 	aborted := []index.AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}}
 	out, _ := pass(t, in, 3, Options{NowMs: 10, DeleteRetentionMs: 100, Aborted: aborted})
 	if got, want := fmt.Sprint(flat(t, out)), "[3:a=new]"; got != want {
+		t.Fatalf("kept %s, want %s", got, want)
+	}
+}
+
+// TestFilterIgnoresAbortedTransactionsEndedBeforeItsInput runs
+// CompactSegments over segments that start after an aborted transaction
+// of the producer ended (remote compaction of a later range): that
+// transaction must not make the producer's committed records there look
+// aborted, which would drop them.
+func TestFilterIgnoresAbortedTransactionsEndedBeforeItsInput(t *testing.T) {
+	seg := concat(
+		mk(t, 2, nil, rec("b", "1", 2)),
+		mk(t, 3, txn(7, 0, 1), rec("a", "committed", 3)),
+		marker(t, 4, 7, 0, true),
+	)
+	aborted := []index.AbortedTxn{{ProducerID: 7, FirstOffset: 0, LastOffset: 1, LastStableOffset: 2}}
+	out, _, err := CompactSegments([]Segment{{Log: seg, End: 5}}, 2, Options{NowMs: 10, DeleteRetentionMs: 100, Aborted: aborted, Compressor: batch.Stdlib, Decompressor: batch.Stdlib})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(flat(t, split(t, out))), "[2:b=1 3:a=committed]"; got != want {
 		t.Fatalf("kept %s, want %s", got, want)
 	}
 }

@@ -84,9 +84,10 @@ type Result struct {
 // order, by Kafka's rules (see the package doc). One Filter serves one
 // cleaning pass: it follows transactions across entries.
 type Filter struct {
-	m    *OffsetMap
-	o    Options
-	txns *txnState
+	m       *OffsetMap
+	o       Options
+	txns    *txnState
+	started bool // an entry was read
 }
 
 // NewFilter returns a Filter applying m, built over the dirty range of the
@@ -117,6 +118,12 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 		return dst, Result{}, fmt.Errorf("%w: batch at offset %d: %w", ErrDecode, b.BaseOffset, err)
 	}
 	res := Result{RecordsRead: len(recs)}
+	if !f.started {
+		// Input may start past the log start (remote compaction of a
+		// later range): transactions that ended before it are over.
+		f.started = true
+		f.txns.dropEndedBefore(b.BaseOffset)
+	}
 
 	// LogCleaner's checkBatchRetention.
 	var canDiscard, discardRecords bool
