@@ -109,7 +109,9 @@ func (l *Log) CleanerCheckpoint() (int64, bool, error) {
 // then returns that error until the log is reopened). Errors:
 // ErrNotPartitionDir, ErrCleanAbandoned (tiering removed a segment while
 // Clean ran; nothing changed), ErrClosed, corruption errors for a segment
-// with a bad CRC (nothing changed), I/O errors.
+// with a bad CRC (its group is left as it was; groups before it in the
+// pass may have been swapped, the log stays consistent and the
+// checkpoint does not move), I/O errors.
 func (l *Log) Clean() (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()

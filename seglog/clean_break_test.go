@@ -3,8 +3,10 @@ package seglog
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,6 +170,103 @@ func TestCleanAbandonedWhenRefreshDropsAGroupSegment(t *testing.T) {
 	for i := 0; i < 5; i++ {
 		if v := string(latest[fmt.Sprintf("k%d", i)]); v != "2" {
 			t.Fatalf("k%d = %q, want 2", i, v)
+		}
+	}
+}
+
+// TestCleanWithAppendsAndTimeLookups runs Clean passes while one goroutine
+// appends (rolling now and then, a transaction now and then) and another
+// looks up offsets by timestamp and reads: run with -race. Afterwards every
+// key's latest value is there, once below the checkpoint.
+func TestCleanWithAppendsAndTimeLookups(t *testing.T) {
+	clock := newFakeClock()
+	cfg := compactConfig()
+	cfg.DeleteRetentionMs = math.MaxInt64
+	l := mustOpen(t, partitionDir(t, "busy-0"), cfg, WithClock(clock.Now))
+	defer l.Close()
+	want := map[string]string{}
+	var mu sync.Mutex
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() {
+		defer close(done)
+		for i := 0; i < 400; i++ {
+			key := fmt.Sprintf("k%d", i%17)
+			v := fmt.Sprintf("%s-%d", key, i)
+			if i%50 == 7 {
+				if _, err := l.AppendTransactional(9, 0, Record{Key: []byte(key), Value: []byte(v)}); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := l.EndTransaction(9, 0, true); err != nil {
+					errs <- err
+					return
+				}
+			} else if _, err := l.Append(Record{Key: []byte(key), Value: []byte(v)}); err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			want[key] = v
+			mu.Unlock()
+			if i%23 == 0 {
+				if err := l.Roll(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}
+	}()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, _, err := l.OffsetForTimestamp(clock.Now().UnixMilli()); err != nil && !errors.Is(err, ErrNoTimestampFound) {
+				errs <- err
+				return
+			}
+			if _, err := scanRecords(l); err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if _, err := l.Clean(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	appendKV(t, l, "end", []byte("x"))
+	if _, err := l.Clean(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecords(t, l)
+	latest, count := latestByKey(recs)
+	for k, v := range want {
+		if string(latest[k]) != v || count[k] != 1 {
+			t.Fatalf("%s: latest %q (%d records), want %q once", k, latest[k], count[k], v)
 		}
 	}
 }
