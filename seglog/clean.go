@@ -79,6 +79,31 @@ func (l *Log) CleanerCheckpoint() (int64, bool, error) {
 	return off, ok, nil
 }
 
+// dropStaleCleanerCheckpoint removes this partition's cleaner checkpoint
+// entry when Open creates the log afresh: an entry left by an earlier log
+// of the same name (a topic deleted and recreated) would make the new
+// log's first offsets count as cleaned, so a key's older value there would
+// never be compared with its later records and would outlive its
+// tombstone. Kafka removes the entry when it deletes the log. A corrupt
+// checkpoint file is an error only when cleanup.policy includes compact.
+func (l *Log) dropStaleCleanerCheckpoint() error {
+	tp, ok := kafkalog.ParsePartitionDir(filepath.Base(l.dir))
+	if !ok {
+		return nil
+	}
+	err := checkpoint.Remove(l.CheckpointPath(), tp)
+	if err != nil && !l.cfg.Compact() {
+		if l.logger != nil {
+			l.logger.Warn("cannot remove a stale cleaner checkpoint entry", "dir", l.dir, "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove stale cleaner checkpoint entry: %w", err)
+	}
+	return nil
+}
+
 // Clean runs one pass of Kafka's log cleaner over the log when
 // cleanup.policy includes compact, as LogCleaner does for one partition:
 //

@@ -270,3 +270,50 @@ func TestCleanWithAppendsAndTimeLookups(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanStaleCheckpointOfARecreatedLog deletes a cleaned partition
+// directory and creates the log again (a topic deleted and recreated): the
+// old cleaner checkpoint entry must not make the new log's first offsets
+// count as cleaned, or a key's older value there outlives its tombstone.
+func TestCleanStaleCheckpointOfARecreatedLog(t *testing.T) {
+	clock := newFakeClock()
+	cfg := compactConfig()
+	dir := partitionDir(t, "recreated-0")
+	l := mustOpen(t, dir, cfg, WithClock(clock.Now))
+	for i := 0; i < 20; i++ {
+		appendKV(t, l, fmt.Sprintf("old%d", i), []byte("x"))
+	}
+	if err := l.Roll(); err != nil {
+		t.Fatal(err)
+	}
+	appendKV(t, l, "z", []byte("x"))
+	if st, err := l.Clean(); err != nil || st.FirstUncleanableOffset != 20 {
+		t.Fatalf("first log's pass: %+v %v", st, err)
+	}
+	l.Close()
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	l = mustOpen(t, dir, cfg, WithClock(clock.Now))
+	defer func() { l.Close() }()
+	appendKV(t, l, "k", []byte("v1"))
+	appendKV(t, l, "k", nil)
+	for i := 0; i < 30; i++ {
+		appendKV(t, l, fmt.Sprintf("n%d", i), []byte("x"))
+	}
+	for pass := 0; pass < 2; pass++ {
+		if err := l.Roll(); err != nil {
+			t.Fatal(err)
+		}
+		appendKV(t, l, fmt.Sprintf("p%d", pass), []byte("x"))
+		if _, err := l.Clean(); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Duration(cfg.DeleteRetentionMs+1) * time.Millisecond)
+	}
+	for _, r := range readRecords(t, l) {
+		if string(r.Key) == "k" && r.Value != nil {
+			t.Fatalf("k=%q at offset %d outlived its tombstone", r.Value, r.Offset)
+		}
+	}
+}

@@ -116,6 +116,10 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		if err := l.newSegment(0); err != nil {
 			return nil, err
 		}
+		if err := l.dropStaleCleanerCheckpoint(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
 	}
 	return l, nil
 }

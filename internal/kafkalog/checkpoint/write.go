@@ -59,3 +59,23 @@ func Update(path string, tp kafkalog.TopicPartition, offset int64) error {
 	entries[tp] = offset
 	return WriteFile(path, entries)
 }
+
+// Remove deletes tp's entry from the checkpoint file at path and keeps
+// every other entry, as Kafka's LogCleanerManager.updateCheckpoints does
+// for a deleted partition. A missing file or entry is not an error and
+// leaves the file untouched. Calls are serialised with Update. Errors: the
+// file's parse error (a corrupt file is left as it is) or an I/O error.
+func Remove(path string, tp kafkalog.TopicPartition) error {
+	mu, _ := fileLocks.LoadOrStore(path, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	entries, err := ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if _, ok := entries[tp]; !ok {
+		return nil
+	}
+	delete(entries, tp)
+	return WriteFile(path, entries)
+}

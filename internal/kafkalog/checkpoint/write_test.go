@@ -61,3 +61,34 @@ func TestConcurrentUpdatesLoseNothing(t *testing.T) {
 		t.Fatalf("%v %v", m, err)
 	}
 }
+
+func TestRemoveKeepsOtherEntries(t *testing.T) {
+	path := filepath.Join(t.TempDir(), CleanerOffsetFile)
+	a, b := kafkalog.TopicPartition{Topic: "a", Partition: 0}, kafkalog.TopicPartition{Topic: "b", Partition: 3}
+	if err := Remove(path, a); err != nil {
+		t.Fatalf("remove from a missing file: %v", err)
+	}
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("remove created the file: %v", err)
+	}
+	for tp, off := range map[kafkalog.TopicPartition]int64{a: 10, b: 7} {
+		if err := Update(path, tp, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Remove(path, a); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(path); string(data) != "0\n1\nb 3 7\n" {
+		t.Fatalf("file %q", data)
+	}
+	if err := os.WriteFile(path, []byte("0\n5\nb 3 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Remove(path, b); err == nil {
+		t.Fatal("remove from a corrupt file: no error")
+	}
+	if data, _ := os.ReadFile(path); string(data) != "0\n5\nb 3 7\n" {
+		t.Fatalf("corrupt file rewritten: %q", data)
+	}
+}
