@@ -92,3 +92,44 @@ func TestRemoveKeepsOtherEntries(t *testing.T) {
 		t.Fatalf("corrupt file rewritten: %q", data)
 	}
 }
+
+// TestUpdateSerialisesPathSpellings updates one file from many goroutines
+// through different spellings of its path (two Logs opened with a relative
+// and an absolute directory): no entry may be lost and the file must parse.
+func TestUpdateSerialisesPathSpellings(t *testing.T) {
+	dir := t.TempDir()
+	spellings := []string{
+		filepath.Join(dir, CleanerOffsetFile),
+		dir + "/./" + CleanerOffsetFile,
+		dir + "//" + CleanerOffsetFile,
+		filepath.Join(dir, "sub", "..", CleanerOffsetFile),
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tp := kafkalog.TopicPartition{Topic: "t", Partition: int32(i)}
+			if err := Update(spellings[i%len(spellings)], tp, int64(i)); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	m, err := ReadFile(spellings[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != n {
+		t.Fatalf("%d entries after %d updates", len(m), n)
+	}
+}
