@@ -317,3 +317,26 @@ func TestCleanStaleCheckpointOfARecreatedLog(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactedLogRefusesNullKeys checks Kafka's LogValidator rule: a
+// compacted topic does not accept a record without a key, which the
+// cleaner would otherwise drop silently after it was acknowledged.
+func TestCompactedLogRefusesNullKeys(t *testing.T) {
+	l := mustOpen(t, partitionDir(t, "nokey-0"), compactConfig())
+	defer l.Close()
+	appendKV(t, l, "a", []byte("1"))
+	if _, err := l.Append(Record{Key: []byte("b"), Value: []byte("1")}, Record{Value: []byte("no key")}); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("append without a key to a compacted log: %v, want ErrNoKey", err)
+	}
+	if _, err := l.AppendTransactional(3, 0, Record{Value: []byte("no key")}); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("transactional append without a key: %v, want ErrNoKey", err)
+	}
+	if hw := l.HighWatermark(); hw != 1 {
+		t.Fatalf("high watermark %d after refused appends, want 1", hw)
+	}
+	d := mustOpen(t, partitionDir(t, "nokeydelete-0"), smallConfig())
+	defer d.Close()
+	if _, err := d.Append(Record{Value: []byte("no key")}); err != nil {
+		t.Fatalf("append without a key to a delete log: %v", err)
+	}
+}
