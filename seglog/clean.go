@@ -151,7 +151,11 @@ func (l *Log) Clean() (CleanStats, error) {
 		return CleanStats{}, fmt.Errorf("%w: %s", ErrNotPartitionDir, l.dir)
 	}
 	l.Refresh()
-	p, st, err := l.planClean(tp)
+	firstOpen, err := l.scanOpenTxns()
+	if err != nil {
+		return CleanStats{}, fmt.Errorf("find open transactions: %w", err)
+	}
+	p, st, err := l.planClean(tp, firstOpen)
 	if err != nil || !st.Cleaned {
 		return st, err
 	}
@@ -186,6 +190,9 @@ func (l *Log) Clean() (CleanStats, error) {
 // longer all in the log: Refresh dropped and closed a segment tiering
 // removed while Clean was reading it, which is why the read failed.
 func (l *Log) abandonedBy(segs []*segment, err error) error {
+	if len(segs) == 0 {
+		return err
+	}
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.groupIndex(segs) < 0 {
@@ -195,8 +202,9 @@ func (l *Log) abandonedBy(segs []*segment, err error) error {
 }
 
 // planClean picks the cleanable and dirty ranges and decides whether to
-// clean; st.Cleaned is true when it should.
-func (l *Log) planClean(tp kafkalog.TopicPartition) (cleanPlan, CleanStats, error) {
+// clean; st.Cleaned is true when it should. firstOpen is the first offset
+// of the earliest open transaction found in the log, -1 for none.
+func (l *Log) planClean(tp kafkalog.TopicPartition, firstOpen int64) (cleanPlan, CleanStats, error) {
 	cp, cpOK, err := l.CleanerCheckpoint()
 	if err != nil {
 		return cleanPlan{}, CleanStats{}, fmt.Errorf("read cleaner checkpoint: %w", err)
@@ -220,12 +228,8 @@ func (l *Log) planClean(tp kafkalog.TopicPartition) (cleanPlan, CleanStats, erro
 		}
 		p.producers[pid] = compact.Producer{LastDataOffset: ps.lastData, Epoch: ps.epoch}
 	}
-	first, err := l.txnScan.firstOpen(l.segs)
-	if err != nil {
-		return cleanPlan{}, CleanStats{}, fmt.Errorf("find open transactions: %w", err)
-	}
-	if first >= 0 {
-		lso = min(lso, first)
+	if firstOpen >= 0 {
+		lso = min(lso, firstOpen)
 	}
 	rolled := l.segs[:len(l.segs)-1]
 	for _, s := range rolled {

@@ -3,37 +3,53 @@ package seglog
 import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/kafkalog/index"
 )
 
 // openTxnScan finds, from the log itself, the transactions that have data
 // but no marker yet, so that the cleaner's last stable offset also covers
 // a transaction left open when the log was last closed (the in-memory
 // producer state starts empty at Open, while Kafka rebuilds it from the
-// log). It reads batch headers once from the log start, then only what
-// was appended since; Clean calls it under the read lock with cleanMu
-// held.
+// log). It reads the whole log once after Open, then only what was
+// appended since, without holding the log's lock (appends go on). Only
+// Clean uses it, with cleanMu held, so no swap runs meanwhile.
 type openTxnScan struct {
 	next int64           // offsets below next have been scanned
 	open map[int64]int64 // producer id -> first offset of its open transaction
+	seg  *segment        // the segment the last scan stopped in
+	pos  int64           // and the byte position it stopped at
 }
 
-// firstOpen scans the segments past the last scan and returns the first
-// offset of the earliest open transaction, or -1 when none is open.
-// Errors are corruption errors naming the segment file.
-func (t *openTxnScan) firstOpen(segs []*segment) (int64, error) {
+// scanOpenTxns brings the scan up to the log's current end and returns the
+// first offset of the earliest open transaction it found, or -1 when none
+// is open. A transaction opened after the scan is known to the in-memory
+// producer state, so the caller takes the lower of both. Errors are
+// ErrClosed and corruption or I/O errors naming the segment file.
+func (l *Log) scanOpenTxns() (int64, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return 0, ErrClosed
+	}
+	segs := append([]*segment(nil), l.segs...)
+	sizes, nexts := make([]int64, len(segs)), make([]int64, len(segs))
+	for i, s := range segs {
+		sizes[i], nexts[i] = s.size, s.nextOffset
+	}
+	l.mu.RUnlock()
+
+	t := &l.txnScan
 	if t.open == nil {
 		t.open = map[int64]int64{}
 	}
-	for _, s := range segs {
-		if s.nextOffset <= t.next {
+	for i, s := range segs {
+		if nexts[i] <= t.next && i < len(segs)-1 {
 			continue
 		}
-		var pos int64
-		if e, ok := index.LookupOffset(s.idx.Offsets, t.next); ok {
-			pos = int64(e.Position)
+		var start int64
+		if s == t.seg {
+			start = t.pos
 		}
-		sc := batch.NewScanner(s.log, s.size, batch.ScanOptions{Start: pos})
+		sc := batch.NewScanner(s.log, sizes[i], batch.ScanOptions{Start: start})
 		for sc.Next() {
 			b := sc.Batch()
 			if b.LastOffset < t.next || b.Legacy() || !b.Transactional {
@@ -44,11 +60,15 @@ func (t *openTxnScan) firstOpen(segs []*segment) (int64, error) {
 			} else if _, ok := t.open[b.ProducerID]; !ok {
 				t.open[b.ProducerID] = b.BaseOffset
 			}
+			t.next = b.LastOffset + 1
 		}
 		if err := sc.Err(); err != nil {
-			return 0, kafkalog.WithFile(err, s.path(kafkalog.LogSuffix))
+			return 0, l.abandonedBy(segs[:len(segs)-1], kafkalog.WithFile(err, s.path(kafkalog.LogSuffix)))
 		}
-		t.next = max(t.next, s.nextOffset)
+		t.seg, t.pos = s, sizes[i]
+		if i < len(segs)-1 {
+			t.next = max(t.next, nexts[i])
+		}
 	}
 	first := int64(-1)
 	for _, off := range t.open {
