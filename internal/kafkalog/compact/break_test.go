@@ -66,3 +66,35 @@ func TestFilterIgnoresAbortedTransactionsEndedBeforeItsInput(t *testing.T) {
 		t.Fatalf("kept %s, want %s", got, want)
 	}
 }
+
+// TestDuplicateKeysInOneCompressedBatch checks that within one batch
+// (compressed, each codec the stdlib has) only the last record of a key
+// stays, a tombstone last in the batch stays with a horizon, and the
+// records kept are byte for byte the originals.
+func TestDuplicateKeysInOneCompressedBatch(t *testing.T) {
+	for _, c := range []batch.Codec{batch.CodecNone, batch.CodecGzip} {
+		r := rec("b", "keep", 4)
+		r.Headers = []batch.RecordHeader{{Key: "h", Value: []byte{}}, {Key: "n"}}
+		in := [][]byte{
+			mk(t, 0, func(p *batch.Params) { p.Codec = c },
+				rec("a", "1", 1), rec("a", tomb, 2), rec("a", "3", 3), r, rec("c", "1", 5), rec("c", tomb, 6)),
+		}
+		out, _ := pass(t, in, 0, Options{NowMs: 100, DeleteRetentionMs: 50})
+		if got, want := fmt.Sprint(flat(t, out)), "[2:a=3 3:b=keep 5:c=<nil>]"; got != want {
+			t.Fatalf("%s: kept %s, want %s", c, got, want)
+		}
+		b := header(t, out[0])
+		if h, ok := DeleteHorizon(b); !ok || h != 150 || b.Codec != c || b.BaseOffset != 0 || b.LastOffset != 5 {
+			t.Fatalf("%s: header %+v", c, b)
+		}
+		recs, err := batch.Records(out[0], batch.Stdlib)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := recs[1].Headers
+		if recs[0].Timestamp != 3 || recs[1].Timestamp != 4 || recs[2].Timestamp != 6 || len(hs) != 2 ||
+			hs[0].Value == nil || len(hs[0].Value) != 0 || hs[1].Value != nil {
+			t.Fatalf("%s: records %+v", c, recs)
+		}
+	}
+}
