@@ -79,6 +79,31 @@ func (l *Log) CleanerCheckpoint() (int64, bool, error) {
 	return off, ok, nil
 }
 
+// dropStaleCleanerCheckpoint removes this partition's cleaner checkpoint
+// entry when Open creates the log afresh: an entry left by an earlier log
+// of the same name (a topic deleted and recreated) would make the new
+// log's first offsets count as cleaned, so a key's older value there would
+// never be compared with its later records and would outlive its
+// tombstone. Kafka removes the entry when it deletes the log. A corrupt
+// checkpoint file is an error only when cleanup.policy includes compact.
+func (l *Log) dropStaleCleanerCheckpoint() error {
+	tp, ok := kafkalog.ParsePartitionDir(filepath.Base(l.dir))
+	if !ok {
+		return nil
+	}
+	err := checkpoint.Remove(l.CheckpointPath(), tp)
+	if err != nil && !l.cfg.Compact() {
+		if l.logger != nil {
+			l.logger.Warn("cannot remove a stale cleaner checkpoint entry", "dir", l.dir, "err", err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("remove stale cleaner checkpoint entry: %w", err)
+	}
+	return nil
+}
+
 // Clean runs one pass of Kafka's log cleaner over the log when
 // cleanup.policy includes compact, as LogCleaner does for one partition:
 //
@@ -109,7 +134,9 @@ func (l *Log) CleanerCheckpoint() (int64, bool, error) {
 // then returns that error until the log is reopened). Errors:
 // ErrNotPartitionDir, ErrCleanAbandoned (tiering removed a segment while
 // Clean ran; nothing changed), ErrClosed, corruption errors for a segment
-// with a bad CRC (nothing changed), I/O errors.
+// with a bad CRC (its group is left as it was; groups before it in the
+// pass may have been swapped, the log stays consistent and the
+// checkpoint does not move), I/O errors.
 func (l *Log) Clean() (CleanStats, error) {
 	l.cleanMu.Lock()
 	defer l.cleanMu.Unlock()
@@ -124,13 +151,17 @@ func (l *Log) Clean() (CleanStats, error) {
 		return CleanStats{}, fmt.Errorf("%w: %s", ErrNotPartitionDir, l.dir)
 	}
 	l.Refresh()
-	p, st, err := l.planClean(tp)
+	firstOpen, err := l.scanOpenTxns()
+	if err != nil {
+		return CleanStats{}, fmt.Errorf("find open transactions: %w", err)
+	}
+	p, st, err := l.planClean(tp, firstOpen)
 	if err != nil || !st.Cleaned {
 		return st, err
 	}
 	m, err := l.buildOffsetMap(p)
 	if err != nil {
-		return CleanStats{}, err
+		return CleanStats{}, l.abandonedBy(p.segs, err)
 	}
 	f := compact.NewFilter(m, compact.Options{
 		NowMs: p.nowMs, DeleteRetentionMs: l.cfg.DeleteRetentionMs, Aborted: p.aborted,
@@ -139,10 +170,10 @@ func (l *Log) Clean() (CleanStats, error) {
 	keptTxns := 0
 	for _, g := range l.groupSegments(p.segs) {
 		ns, err := l.writeCleaned(g, f, &keptTxns, &st)
-		if err == nil {
-			err = l.swapIn(g, ns)
-		}
 		if err != nil {
+			return st, l.abandonedBy(g, err)
+		}
+		if err := l.swapIn(g, ns); err != nil {
 			return st, err
 		}
 		st.SegmentsRead += len(g)
@@ -155,9 +186,25 @@ func (l *Log) Clean() (CleanStats, error) {
 	return st, nil
 }
 
+// abandonedBy returns err wrapped with ErrCleanAbandoned when segs are no
+// longer all in the log: Refresh dropped and closed a segment tiering
+// removed while Clean was reading it, which is why the read failed.
+func (l *Log) abandonedBy(segs []*segment, err error) error {
+	if len(segs) == 0 {
+		return err
+	}
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.groupIndex(segs) < 0 {
+		return fmt.Errorf("%w: %w", ErrCleanAbandoned, err)
+	}
+	return err
+}
+
 // planClean picks the cleanable and dirty ranges and decides whether to
-// clean; st.Cleaned is true when it should.
-func (l *Log) planClean(tp kafkalog.TopicPartition) (cleanPlan, CleanStats, error) {
+// clean; st.Cleaned is true when it should. firstOpen is the first offset
+// of the earliest open transaction found in the log, -1 for none.
+func (l *Log) planClean(tp kafkalog.TopicPartition, firstOpen int64) (cleanPlan, CleanStats, error) {
 	cp, cpOK, err := l.CleanerCheckpoint()
 	if err != nil {
 		return cleanPlan{}, CleanStats{}, fmt.Errorf("read cleaner checkpoint: %w", err)
@@ -180,6 +227,9 @@ func (l *Log) planClean(tp kafkalog.TopicPartition) (cleanPlan, CleanStats, erro
 			lso = min(lso, ps.txnFirst)
 		}
 		p.producers[pid] = compact.Producer{LastDataOffset: ps.lastData, Epoch: ps.epoch}
+	}
+	if firstOpen >= 0 {
+		lso = min(lso, firstOpen)
 	}
 	rolled := l.segs[:len(l.segs)-1]
 	for _, s := range rolled {

@@ -34,9 +34,11 @@ var segmentSuffixes = []string{kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, k
 // its indexes, fsynced, and returns the new segment (its files still named
 // .cleaned). keptTxns counts the filter's kept aborted transactions already
 // written to an earlier group's .txnindex.
-func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *CleanStats) (ns *segment, err error) {
+func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *CleanStats) (_ *segment, err error) {
 	base, end := g[0].base, g[len(g)-1].nextOffset
-	ns = &segment{dir: l.dir, base: base, nextOffset: end, idx: index.NewBuilder(base, int64(l.cfg.IndexIntervalBytes)),
+	// ns is not the named result: the error returns set that to nil,
+	// and the cleanup below still needs ns.
+	ns := &segment{dir: l.dir, base: base, nextOffset: end, idx: index.NewBuilder(base, int64(l.cfg.IndexIntervalBytes)),
 		firstBatchTimestamp: batch.NoTimestamp, createdMs: l.now().UnixMilli()}
 	cleaned := func(suffix string) string { return ns.path(suffix) + kafkalog.CleanedSuffix }
 	defer func() {
@@ -153,6 +155,13 @@ func (l *Log) swapIn(g []*segment, ns *segment) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := l.groupIndex(g)
+	if at >= 0 && groupGone(g) {
+		// Tiering's local retention renamed a segment of the group away
+		// after Clean planned (Refresh only runs at the start): swapping
+		// now would fail past the commit point and a reopen would bring
+		// the removed offsets back from the .swap.
+		at = -1
+	}
 	if at < 0 || l.closed {
 		ns.log.Close()
 		for _, sfx := range segmentSuffixes {
@@ -199,6 +208,17 @@ func (l *Log) swapIn(g []*segment, ns *segment) error {
 		l.logger.Warn("removing replaced segment files", "dir", l.dir, "err", err)
 	}
 	return nil
+}
+
+// groupGone reports whether the .log of any segment of g left the
+// directory (tiering's local retention renames it to .deleted first).
+func groupGone(g []*segment) bool {
+	for _, s := range g {
+		if s.gone() {
+			return true
+		}
+	}
+	return false
 }
 
 // groupIndex returns where g sits in l.segs, contiguous and below the

@@ -43,7 +43,10 @@
 //     offset, the lowest of the active segment's base offset, the base
 //     offset of the segment holding the first offset of an open
 //     transaction (Kafka stops at the last stable offset itself; seglog
-//     stops at its segment), and the base offset of the first dirty
+//     stops at its segment; open transactions are found in the log
+//     itself, so one left open when the log was last closed still counts,
+//     and since seglog cannot end it after a reopen it holds the cleaner
+//     back for good), and the base offset of the first dirty
 //     segment whose max timestamp is within min.compaction.lag.ms of now.
 //     The active segment is never cleaned.
 //   - Dirty range: from the first dirty offset, the partition's entry in

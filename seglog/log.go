@@ -23,12 +23,15 @@ type Record = batch.Record
 // RecordHeader is one record header.
 type RecordHeader = batch.RecordHeader
 
-// Errors returned by Log.
+// Errors returned by Log. ErrNoKey: Append, AppendBatch or
+// AppendTransactional to a log whose cleanup.policy includes compact, with a
+// record whose key is null.
 var (
 	ErrClosed           = errors.New("seglog: log closed")
 	ErrRecordTooLarge   = errors.New("seglog: batch larger than max.message.bytes")
 	ErrNoRecords        = errors.New("seglog: no records to append")
 	ErrNoTimestampFound = errors.New("seglog: no record with a timestamp at or after the target")
+	ErrNoKey            = errors.New("seglog: a compacted log does not accept a record without a key")
 )
 
 // OffsetOutOfRangeError is returned by Read for an offset outside
@@ -67,6 +70,7 @@ type Log struct {
 	// swap failed past its commit point and Open must finish it.
 	cleanMu     sync.Mutex
 	swapPending error
+	txnScan     openTxnScan // the log's open transactions, for Clean
 
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
@@ -119,6 +123,10 @@ func Open(dir string, cfg Config, opts ...Option) (*Log, error) {
 		if err := l.newSegment(0); err != nil {
 			return nil, err
 		}
+		if err := l.dropStaleCleanerCheckpoint(); err != nil {
+			l.closeSegments()
+			return nil, err
+		}
 	}
 	return l, nil
 }
@@ -168,6 +176,15 @@ func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
 func (l *Log) appendWith(c batch.Codec, set func(*batch.Params), recs []Record) (int64, error) {
 	if len(recs) == 0 {
 		return 0, ErrNoRecords
+	}
+	if l.cfg.Compact() {
+		// Kafka's LogValidator.validateKey: the cleaner drops keyless
+		// records, so a compacted log refuses them up front.
+		for i, r := range recs {
+			if r.Key == nil {
+				return 0, fmt.Errorf("%w (record %d of %d)", ErrNoKey, i, len(recs))
+			}
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -37,8 +38,22 @@ func WriteFile(path string, entries map[kafkalog.TopicPartition]int64) error {
 	return kafkalog.WriteFileAtomic(path, Format(entries))
 }
 
-// fileLocks serialises Update calls on one path within the process.
-var fileLocks sync.Map // path -> *sync.Mutex
+// fileLocks serialises Update and Remove calls on one file within the
+// process, keyed by its cleaned absolute path so that two spellings of
+// one path (a Log opened with a relative directory, another with an
+// absolute one) share a lock: they also share the ".tmp" file.
+var fileLocks sync.Map // absolute path -> *sync.Mutex
+
+// lockFile locks path's mutex and returns its unlock.
+func lockFile(path string) func() {
+	key, err := filepath.Abs(path)
+	if err != nil {
+		key = filepath.Clean(path)
+	}
+	mu, _ := fileLocks.LoadOrStore(key, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
 
 // Update sets tp's entry of the checkpoint file at path to offset and keeps
 // every other entry, creating the file when missing. Calls for one path are
@@ -46,9 +61,7 @@ var fileLocks sync.Map // path -> *sync.Mutex
 // process at the same time. Errors: the file's parse error (a corrupt file
 // is left as it is, not overwritten) or an I/O error.
 func Update(path string, tp kafkalog.TopicPartition, offset int64) error {
-	mu, _ := fileLocks.LoadOrStore(path, &sync.Mutex{})
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	defer lockFile(path)()
 	entries, err := ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("update %s: %w", path, err)
@@ -57,5 +70,23 @@ func Update(path string, tp kafkalog.TopicPartition, offset int64) error {
 		entries = map[kafkalog.TopicPartition]int64{}
 	}
 	entries[tp] = offset
+	return WriteFile(path, entries)
+}
+
+// Remove deletes tp's entry from the checkpoint file at path and keeps
+// every other entry, as Kafka's LogCleanerManager.updateCheckpoints does
+// for a deleted partition. A missing file or entry is not an error and
+// leaves the file untouched. Calls are serialised with Update. Errors: the
+// file's parse error (a corrupt file is left as it is) or an I/O error.
+func Remove(path string, tp kafkalog.TopicPartition) error {
+	defer lockFile(path)()
+	entries, err := ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("update %s: %w", path, err)
+	}
+	if _, ok := entries[tp]; !ok {
+		return nil
+	}
+	delete(entries, tp)
 	return WriteFile(path, entries)
 }

@@ -3,6 +3,7 @@ package compact
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -90,9 +91,10 @@ type Result struct {
 // order, by Kafka's rules (see the package doc). One Filter serves one
 // cleaning pass: it follows transactions across entries.
 type Filter struct {
-	m    *OffsetMap
-	o    Options
-	txns *txnState
+	m       *OffsetMap
+	o       Options
+	txns    *txnState
+	started bool // an entry was read
 }
 
 // NewFilter returns a Filter applying m, built over the dirty range of the
@@ -123,6 +125,12 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 		return dst, Result{}, fmt.Errorf("%w: batch at offset %d: %w", ErrDecode, b.BaseOffset, err)
 	}
 	res := Result{RecordsRead: len(recs)}
+	if !f.started {
+		// Input may start past the log start (remote compaction of a
+		// later range): transactions that ended before it are over.
+		f.started = true
+		f.txns.dropEndedBefore(b.BaseOffset)
+	}
 
 	// LogCleaner's checkBatchRetention.
 	var canDiscard, discardRecords bool
@@ -167,7 +175,7 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 	}
 	h := batch.NoTimestamp
 	if setHorizon {
-		h = f.o.NowMs + f.o.DeleteRetentionMs
+		h = addSaturated(f.o.NowMs, f.o.DeleteRetentionMs)
 	} else if hasHorizon {
 		h = b.FirstTimestamp
 	}
@@ -221,6 +229,18 @@ func (f *Filter) lastOfProducer(b batch.Batch) bool {
 // the .txnindex entries the cleaned segments keep (Kafka's cleanedIndex).
 func (f *Filter) AbortedKept() []index.AbortedTxn {
 	return append([]index.AbortedTxn(nil), f.txns.kept...)
+}
+
+// addSaturated returns now + d (ms), capped at math.MaxInt64 instead of
+// wrapping: delete.retention.ms may be Long.MAX_VALUE ("keep tombstones
+// for good"), and a wrapped sum would be a horizon in the past that the
+// next cleaning passes. Kafka's MemoryRecords.filterTo adds without the
+// cap.
+func addSaturated(now, d int64) int64 {
+	if d > 0 && now > math.MaxInt64-d {
+		return math.MaxInt64
+	}
+	return now + d
 }
 
 // horizon returns a v2 batch's delete horizon (KIP-534: attributes bit 6

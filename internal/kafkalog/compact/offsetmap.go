@@ -28,10 +28,21 @@ type OffsetMap struct {
 
 // NewOffsetMap returns an empty map for a dirty range starting at start
 // (the first dirty offset). aborted lists the aborted transactions
-// (.txnindex entries) that may cover the range, in any order; dec
+// (.txnindex entries) that may cover the range, in any order (those
+// ending below start are ignored); dec
 // decompresses compressed batches (nil is fine when there are none).
 func NewOffsetMap(start int64, aborted []index.AbortedTxn, dec batch.Decompressor) *OffsetMap {
-	return &OffsetMap{start: start, keys: map[string]int64{}, latest: -1, txns: newTxnState(aborted), dec: dec}
+	// Only the transactions still running at start matter, as in Kafka's
+	// collectAbortedTransactions(start, end): the map never reads the
+	// marker of one that ended below start, so it would stay "ongoing"
+	// and make the producer's later transactions look aborted.
+	var live []index.AbortedTxn
+	for _, a := range aborted {
+		if a.LastOffset >= start {
+			live = append(live, a)
+		}
+	}
+	return &OffsetMap{start: start, keys: map[string]int64{}, latest: -1, txns: newTxnState(live), dec: dec}
 }
 
 // Add reads one whole log entry (as batch.Scanner's Raw returns it); raw

@@ -44,6 +44,20 @@ func newTxnState(aborted []index.AbortedTxn) *txnState {
 	return &txnState{pending: p, aborted: map[int64]*abortedTxn{}, committed: map[int64]bool{}}
 }
 
+// dropEndedBefore forgets the aborted transactions whose marker lies
+// below off, the first offset read: their markers will never be read, so
+// they would otherwise stay ongoing and make the producer's later
+// transactions look aborted.
+func (t *txnState) dropEndedBefore(off int64) {
+	live := t.pending[:0]
+	for _, a := range t.pending {
+		if a.LastOffset >= off {
+			live = append(live, a)
+		}
+	}
+	t.pending = live
+}
+
 // consumeUpTo makes every aborted transaction starting at or before off
 // ongoing (CleanedTransactionMetadata.consumeAbortedTxnsUpTo).
 func (t *txnState) consumeUpTo(off int64) {
