@@ -199,8 +199,9 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 	}
 
 	// 4. Tier: tierd copies the cleaned segments (those below the cleaner
-	// checkpoint) and local.retention.ms removes their local files; the
-	// scan then reads the cleaned log from both tiers.
+	// checkpoint), local.retention.ms removes their local files, and
+	// remote compaction merges the adjacent copies into one re-compacted
+	// copy; the scan then reads the cleaned log from both tiers.
 	segs := w.Segments()
 	active := segs[len(segs)-1].BaseOffset
 	deadline := time.Now().Add(60 * time.Second)
@@ -212,15 +213,19 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 		if err != nil {
 			return err
 		}
-		if offs.LocalLogStartOffset == active {
+		merged, err := mergedCopy(e.d, tp, active)
+		if err != nil {
+			return err
+		}
+		if offs.LocalLogStartOffset == active && merged {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("tiering did not finish in 60s: %+v", offs)
+			return fmt.Errorf("tiering and remote compaction did not finish in 60s: %+v, merged copy %v", offs, merged)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	fmt.Fprintf(stdout, "tierd copied the cleaned segments (below the cleaner checkpoint); local.retention.ms=%d removed their local copies:\n", demoLocalRetMs)
+	fmt.Fprintf(stdout, "tierd copied the cleaned segments (below the cleaner checkpoint), local.retention.ms=%d removed their local copies, and remote compaction merged the copies:\n", demoLocalRetMs)
 	if err := printCompactTiers(stdout, e.d, w, tp); err != nil {
 		return err
 	}
@@ -280,17 +285,36 @@ func compactStep(ctx context.Context, stdout io.Writer, w *seglog.Log, clean fun
 	return nil
 }
 
-// printCompactTiers prints the partition's remote copies and local
-// segments.
+// mergedCopy reports whether a finished copy that a remote compaction
+// wrote covers every offset below end.
+func mergedCopy(d *daemon, tp remotelog.TopicPartition, end int64) (bool, error) {
+	rows, err := d.store.Segments(tp)
+	if err != nil {
+		return false, err
+	}
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished && len(r.CompactionOf) > 0 && r.StartOffset == 0 && r.EndOffset == end-1 {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// printCompactTiers prints the partition's remote copies (every row,
+// those a remote compaction replaced included) and local segments.
 func printCompactTiers(stdout io.Writer, d *daemon, w *seglog.Log, tp remotelog.TopicPartition) error {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "tier\tbase offset\tlast offset\tbytes\tstate\tcompacted\t")
+	fmt.Fprintln(tw, "tier\tbase offset\tlast offset\tbytes\tstate\tcompacted\tmerged from\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "remote\t%d\t%d\t%d\t%s\t%s\t\n", r.StartOffset, r.EndOffset, r.SizeInBytes, r.State, yesNo(r.Compacted))
+		from := "-"
+		if n := len(r.CompactionOf); n > 0 {
+			from = fmt.Sprintf("%d copies", n)
+		}
+		fmt.Fprintf(tw, "remote\t%d\t%d\t%d\t%s\t%s\t%s\t\n", r.StartOffset, r.EndOffset, r.SizeInBytes, r.State, yesNo(r.Compacted), from)
 	}
 	w.Refresh() // tierd's local retention removed files under it
 	for _, s := range w.Segments() {
@@ -302,7 +326,7 @@ func printCompactTiers(stdout io.Writer, d *daemon, w *seglog.Log, tp remotelog.
 		if s.Active {
 			state = "active"
 		}
-		fmt.Fprintf(tw, "local\t%d\t%s\t%d\t%s\t-\t\n", s.BaseOffset, last, s.Size, state)
+		fmt.Fprintf(tw, "local\t%d\t%s\t%d\t%s\t-\t-\t\n", s.BaseOffset, last, s.Size, state)
 	}
 	return tw.Flush()
 }

@@ -39,9 +39,15 @@ func TestDemoCompact(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, s)
 		}
 	}
-	remote := regexp.MustCompile(`(?m)^\s*remote\s+\d+\s+\d+\s+\d+\s+COPY_SEGMENT_FINISHED\s+yes\s*$`).FindAllString(s, -1)
-	if len(remote) < 2 {
-		t.Errorf("want at least 2 finished copies marked compacted, got %d:\n%s", len(remote), s)
+	// Two copies of the cleaned segments, merged by remote compaction
+	// into one copy of offsets 0-413, then deleted.
+	finished := regexp.MustCompile(`(?m)^\s*remote\s+(\d+)\s+(\d+)\s+\d+\s+COPY_SEGMENT_FINISHED\s+yes\s+2 copies\s*$`).FindAllStringSubmatch(s, -1)
+	if len(finished) != 1 || finished[0][1] != "0" || finished[0][2] != "413" {
+		t.Errorf("want one finished copy of offsets 0-413 merged from 2 copies, got %v:\n%s", finished, s)
+	}
+	replaced := regexp.MustCompile(`(?m)^\s*remote\s+\d+\s+\d+\s+\d+\s+DELETE_SEGMENT_FINISHED\s+yes\s+-\s*$`).FindAllString(s, -1)
+	if len(replaced) != 2 {
+		t.Errorf("want the 2 merged copies deleted, got %d:\n%s", len(replaced), s)
 	}
 	entries, err := checkpoint.ReadFile(filepath.Join(keep, "logs", checkpoint.CleanerOffsetFile))
 	if err != nil {
