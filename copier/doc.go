@@ -83,7 +83,9 @@
 //	                                                            the broker's checkpoint when within its high
 //	                                                            watermark); the new local log start offset is
 //	                                                            saved before the rename to .deleted (never with
-//	                                                            broker_owned)
+//	                                                            broker_owned); the .log is renamed only while it
+//	                                                            is the file listed (same inode and size), else
+//	                                                            renamed back at once: a cleaner's swap since
 //	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms ago
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
 //	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,

@@ -19,6 +19,11 @@ type localSegment struct {
 	end  int64 // last offset it may hold (next base - 1); -1 for the active one
 	size int64 // bytes of the .log
 	path string
+	// info is the .log as listed: local retention renames the file only
+	// while it is still that file (a log cleaner replaces segments by
+	// renaming new files into place, never by writing old ones). nil
+	// when unknown.
+	info os.FileInfo
 }
 
 func (s localSegment) active() bool { return s.end < 0 }
@@ -55,7 +60,7 @@ func listDir(dir string) ([]localSegment, bool, error) {
 			}
 			return nil, false, err
 		}
-		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name())})
+		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name()), info: info})
 	}
 	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
 	for i := range segs {

@@ -136,8 +136,15 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 		return err
 	}
 	crashpoint.Hit("local.offset-saved")
-	for _, s := range p.segs[:last+1] {
-		if err := markDeleted(s, newLocalStart); err != nil {
+	for i, s := range p.segs[:last+1] {
+		if err := markDeleted(s, newLocalStart); errors.Is(err, errCleanerBusy) {
+			// The offsets below newLocalStart have finished copies, so
+			// the recorded local log start offset stays; the rewritten
+			// segment is judged again at the next listing.
+			c.log.Info("local segment replaced by the log cleaner while being deleted; it stays until the next pass", "partition", p.tp, "base_offset", s.base, "err", err)
+			p.segs = p.segs[i:]
+			return nil
+		} else if err != nil {
 			return err
 		}
 		crashpoint.Hit("local.renamed")
@@ -151,7 +158,16 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 // markDeleted renames a segment's files to "<name>.deleted" and stamps
 // them with the current time, which removeDeleted reads. Producer
 // snapshots below the new local log start offset go too.
+//
+// The .log goes first, and only while it is still the file that was
+// listed and checked (same file, same size): a broker's log cleaner may
+// have swapped in a rewritten segment under the same name since, holding
+// offsets no copy covers (two segments merged into one). Such a file is
+// renamed back at once, nothing else is touched, and errCleanerBusy is
+// returned. A .log already gone (the broker deleted or is swapping it)
+// leaves the segment's other files alone.
 func markDeleted(s localSegment, newLocalStart int64) error {
+	dir := filepath.Dir(s.path)
 	for _, suffix := range []string{kafkalog.LogSuffix, kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix, kafkalog.SnapshotSuffix} {
 		p := s.file(suffix)
 		if suffix == kafkalog.SnapshotSuffix && s.base >= newLocalStart {
@@ -159,16 +175,28 @@ func markDeleted(s localSegment, newLocalStart int64) error {
 		}
 		if err := os.Rename(p, p+kafkalog.DeletedSuffix); err != nil {
 			if os.IsNotExist(err) {
+				if suffix == kafkalog.LogSuffix {
+					return kafkalog.SyncDir(dir)
+				}
 				continue
 			}
 			return err
+		}
+		if suffix == kafkalog.LogSuffix && s.info != nil {
+			after, err := os.Stat(p + kafkalog.DeletedSuffix)
+			if err != nil || !os.SameFile(s.info, after) || after.Size() != s.size {
+				if rerr := os.Rename(p+kafkalog.DeletedSuffix, p); rerr != nil {
+					return errors.Join(fmt.Errorf("%w: %s was replaced after it was listed, and renaming it back failed", errCleanerBusy, p), rerr, err)
+				}
+				return errors.Join(fmt.Errorf("%w: %s was replaced after it was listed; left in place", errCleanerBusy, p), err)
+			}
 		}
 		now := time.Now()
 		if err := os.Chtimes(p+kafkalog.DeletedSuffix, now, now); err != nil {
 			return err
 		}
 	}
-	return kafkalog.SyncDir(filepath.Dir(s.path))
+	return kafkalog.SyncDir(dir)
 }
 
 // removeDeleted removes ".deleted" files older than FileDeleteDelayMs.
