@@ -43,6 +43,12 @@ type CleanStats struct {
 	SegmentsRead, SegmentsWritten int
 	BytesRead, BytesWritten       int64
 	RecordsRead, RecordsKept      int
+	// LatestDeleteHorizonMs is the largest delete horizon (ms, KIP-534)
+	// still ahead of the pass's clock among the batches the pass kept; 0
+	// when none. Once it passes, Clean runs even with nothing dirty, to
+	// drop the tombstones and markers it covers, as Kafka's
+	// LogCleanerManager does for logs whose latest delete horizon passed.
+	LatestDeleteHorizonMs int64
 }
 
 // cleanPlan is what one cleaning works on, taken under the read lock.
@@ -179,6 +185,9 @@ func (l *Log) Clean() (CleanStats, error) {
 		st.SegmentsRead += len(g)
 		st.SegmentsWritten++
 	}
+	l.mu.Lock()
+	l.latestDeleteHorizon = st.LatestDeleteHorizonMs
+	l.mu.Unlock()
 	crashpoint.Hit("seglog.clean.checkpoint")
 	if err := checkpoint.Update(l.CheckpointPath(), tp, p.end); err != nil {
 		return st, fmt.Errorf("write cleaner checkpoint: %w", err)
@@ -256,16 +265,24 @@ func (l *Log) planClean(tp kafkalog.TopicPartition, firstOpen int64) (cleanPlan,
 			earliest = min(earliest, ts)
 		}
 	}
-	if dirtyBytes == 0 || p.firstDirty >= p.end {
+	dirty := dirtyBytes > 0 && p.firstDirty < p.end
+	if dirty {
+		st.DirtyRatio = float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
+	}
+	// Tombstones and markers whose delete horizon passed are dropped by a
+	// pass over the cleaned range even when nothing is dirty
+	// (LogCleanerManager's logs with an expired latest delete horizon).
+	expired := l.latestDeleteHorizon > 0 && l.latestDeleteHorizon <= p.nowMs && len(p.segs) > 0
+	switch {
+	case dirty && st.DirtyRatio > l.cfg.MinCleanableDirtyRatio:
+		st.Cleaned, st.Reason = true, "dirty ratio"
+	case dirty && earliest != math.MaxInt64 && p.nowMs-earliest > l.cfg.MaxCompactionLagMs:
+		st.Cleaned, st.Reason = true, "max.compaction.lag.ms"
+	case expired:
+		st.Cleaned, st.Reason = true, "delete horizon passed"
+	case !dirty:
 		st.Reason = "nothing dirty to clean"
 		return p, st, nil
-	}
-	st.DirtyRatio = float64(dirtyBytes) / float64(cleanBytes+dirtyBytes)
-	switch {
-	case st.DirtyRatio > l.cfg.MinCleanableDirtyRatio:
-		st.Cleaned, st.Reason = true, "dirty ratio"
-	case earliest != math.MaxInt64 && p.nowMs-earliest > l.cfg.MaxCompactionLagMs:
-		st.Cleaned, st.Reason = true, "max.compaction.lag.ms"
 	default:
 		st.Reason = "dirty ratio not above min.cleanable.dirty.ratio"
 		return p, st, nil
@@ -334,6 +351,7 @@ func (l *Log) buildOffsetMap(p cleanPlan) (*compact.OffsetMap, error) {
 		}
 		m.Cover(s.nextOffset)
 	}
+	m.Cover(p.end) // with nothing dirty: the map still ends at the cleanable range's end
 	return m, nil
 }
 

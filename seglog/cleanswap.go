@@ -78,6 +78,9 @@ func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *C
 			if err != nil {
 				return err
 			}
+			if h, ok := compact.DeleteHorizon(b); ok && h > f.NowMs() {
+				st.LatestDeleteHorizonMs = max(st.LatestDeleteHorizonMs, h)
+			}
 			if _, err := w.Write(out); err != nil {
 				return err
 			}

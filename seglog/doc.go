@@ -54,7 +54,11 @@
 //     it lies outside the log), to the first uncleanable offset. A pass
 //     runs when the dirty range's bytes are more than
 //     min.cleanable.dirty.ratio of the cleanable range's bytes, or when a
-//     dirty segment's first batch is more than max.compaction.lag.ms old.
+//     dirty segment's first batch is more than max.compaction.lag.ms old,
+//     or, with nothing dirty, when the latest delete horizon the last pass
+//     set has passed (Kafka's LogCleanerManager cleans such logs so that
+//     expired tombstones go without new writes; kept in memory, as
+//     Kafka's).
 //   - A key map of the dirty range is built and the whole cleanable range
 //     rewritten by package internal/kafkalog/compact's rules (latest record
 //     per key; tombstones kept by the pass that first meets them, which

@@ -68,9 +68,12 @@ type Log struct {
 
 	// cleanMu serialises Clean calls (clean.go); swapPending is set when a
 	// swap failed past its commit point and Open must finish it.
-	cleanMu     sync.Mutex
-	swapPending error
-	txnScan     openTxnScan // the log's open transactions, for Clean
+	cleanMu sync.Mutex
+	// latestDeleteHorizon is the last pass's CleanStats.LatestDeleteHorizonMs
+	// (0: none known; in memory only, as Kafka's UnifiedLog keeps it).
+	latestDeleteHorizon int64
+	swapPending         error
+	txnScan             openTxnScan // the log's open transactions, for Clean
 
 	mu     sync.RWMutex
 	segs   []*segment // ascending base offset; the last is active
@@ -157,7 +160,9 @@ func (l *Log) newSegment(base int64) error {
 // uncompressed unless compression.type names a codec, rolling first when the batch would take the active segment past
 // segment.bytes, when segment.ms has passed, or when an index is full. It
 // returns the offset of the first record. Errors: ErrNoRecords,
-// ErrRecordTooLarge, ErrClosed, or an I/O error (the log is left as it was).
+// ErrRecordTooLarge, ErrNoKey (a record without a key in a compacted
+// log), ErrClosed, or an I/O error (the log is left as it was). Read's
+// batches decode with DecodeRecords.
 func (l *Log) Append(recs ...Record) (int64, error) {
 	return l.AppendBatch(batch.CodecNone, recs...)
 }
@@ -166,7 +171,8 @@ func (l *Log) Append(recs ...Record) (int64, error) {
 // batch: the batch is written with it when compression.type is producer,
 // else with the topic's codec (see Config.CompressionType). With
 // message.timestamp.type LogAppendTime the batch's max timestamp is the
-// append time (ms) and readers see that time for every record.
+// append time (ms) and readers see that time for every record. Errors as
+// Append.
 func (l *Log) AppendBatch(c batch.Codec, recs ...Record) (int64, error) {
 	return l.appendWith(c, nil, recs)
 }

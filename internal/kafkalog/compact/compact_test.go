@@ -481,9 +481,15 @@ func TestActiveProducerLastMarkerKept(t *testing.T) {
 
 func TestCoverJudgesTrailingGap(t *testing.T) {
 	m := NewOffsetMap(5, nil, nil)
-	m.Cover(5)
+	m.Cover(4)
 	if m.LatestOffset() != -1 {
-		t.Fatalf("empty range moved the latest offset to %d", m.LatestOffset())
+		t.Fatalf("a range ending before the map's start moved the latest offset to %d", m.LatestOffset())
+	}
+	// An empty dirty range: the map covers what lies below its start (a
+	// pass with nothing dirty judges the whole cleaned range).
+	m.Cover(5)
+	if m.LatestOffset() != 4 {
+		t.Fatalf("empty dirty range: latest offset %d, want 4", m.LatestOffset())
 	}
 	m.Cover(9)
 	if m.LatestOffset() != 8 {

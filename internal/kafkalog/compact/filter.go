@@ -193,6 +193,10 @@ func (f *Filter) Batch(dst, raw []byte) ([]byte, Result, error) {
 // at its original next offset).
 func (f *Filter) SetUpperBound(end int64) { f.o.UpperBound = end }
 
+// NowMs returns the cleaning's clock (Options.NowMs, ms): a delete horizon
+// at or before it has passed.
+func (f *Filter) NowMs() int64 { return f.o.NowMs }
+
 // retainRecord is LogCleaner.shouldRetainRecord for a v2 data record.
 func (f *Filter) retainRecord(b batch.Batch, r batch.Record) bool {
 	if r.Offset > f.m.LatestOffset() {

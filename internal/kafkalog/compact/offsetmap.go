@@ -83,9 +83,12 @@ func (m *OffsetMap) Add(raw []byte) error {
 // Cover records that the map covers the dirty range up to end
 // (exclusive) even where no batch reaches it, as Kafka does at the end of
 // each segment it maps (updateLatestOffset(nextSegmentStartOffset - 1)),
-// so records in a segment's trailing gap are judged too.
+// so records in a segment's trailing gap are judged too. Cover(start) on a
+// map of an empty dirty range makes its latest offset start - 1: a pass
+// with nothing dirty (one run because a delete horizon passed) judges
+// every record below start.
 func (m *OffsetMap) Cover(end int64) {
-	if end-1 >= m.start {
+	if end >= m.start {
 		m.latest = max(m.latest, end-1)
 	}
 }
