@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,25 +94,32 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 	}
 	defer func() { err = errors.Join(err, w.Close()) }()
 
-	kafkaAddr := "127.0.0.1:0"
+	grpcAddr, kafkaAddr := "127.0.0.1:0", "127.0.0.1:0"
 	if o.serve {
-		kafkaAddr = o.kafka
+		grpcAddr, kafkaAddr = o.grpc, o.kafka
+	}
+	glis, err := net.Listen("tcp", grpcAddr)
+	if err != nil {
+		return fmt.Errorf("gRPC API: %w", err)
 	}
 	klis, err := net.Listen("tcp", kafkaAddr)
 	if err != nil {
+		glis.Close()
 		return fmt.Errorf("kafka listener: %w", err)
 	}
 	kl, err := e.d.kafkaListener(e.cfg, e.log, klis.Addr().String())
 	if err != nil {
+		glis.Close()
 		klis.Close()
 		return err
 	}
 	sctx, stop := context.WithCancel(ctx)
-	kserved := make(chan error, 1)
+	served, kserved := make(chan error, 1), make(chan error, 1)
+	go func() { served <- e.d.fetch.Serve(sctx, glis) }()
 	go func() { kserved <- kl.Serve(sctx, klis) }()
 	defer func() {
 		stop()
-		err = errors.Join(err, <-kserved)
+		err = errors.Join(err, <-served, <-kserved)
 	}()
 	addr := klis.Addr().String()
 	fmt.Fprintf(stdout, "topic %s: cleanup.policy=compact segment.bytes=%d segment.ms=%d min.cleanable.dirty.ratio=%v delete.retention.ms=%d min.compaction.lag.ms=%d max.compaction.lag.ms=%d\n",
@@ -234,7 +242,7 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 		return err
 	}
 	if o.serve {
-		fmt.Fprintf(stdout, "\nserving the compacted log until interrupted (Ctrl-C):\n  Kafka listener %s: kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%S\\n'\n", addr, addr, compactTopic)
+		fmt.Fprintf(stdout, "\nserving the compacted log until interrupted (Ctrl-C):\n  Kafka listener %s: kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%S\\n'\n  gRPC API %s\n", addr, addr, compactTopic, glis.Addr())
 		<-ctx.Done()
 	}
 	e.printKept(stdout)
@@ -307,6 +315,15 @@ func printCompactTiers(stdout io.Writer, d *daemon, w *seglog.Log, tp remotelog.
 	if err != nil {
 		return err
 	}
+	slices.SortStableFunc(rows, func(a, b remotelog.SegmentMetadata) int { // live copies first, then by offset
+		if fa, fb := a.State == remotelog.CopySegmentFinished, b.State == remotelog.CopySegmentFinished; fa != fb {
+			if fa {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.StartOffset, b.StartOffset)
+	})
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "tier\tbase offset\tlast offset\tbytes\tstate\tcompacted\tmerged from\t")
 	for _, r := range rows {
