@@ -211,7 +211,11 @@ func TestCompactedRewrittenAfterCopy(t *testing.T) {
 	}
 
 	// The same rewrite on a topic that is not compacted: a mismatch, kept.
+	// The broker's cleaner checkpoint names the partition: the mismatch's
+	// log line says the topic looks compacted to its cleaner.
 	d := compactRig(t, "delete")
+	logs, _ := d.observe()
+	writeCleanerCheckpoint(t, d.logDir, map[remotelog.TopicPartition]int64{d.tp: 30})
 	if n := d.sync(); n != 3 {
 		t.Fatalf("copied %d", n)
 	}
@@ -220,6 +224,9 @@ func TestCompactedRewrittenAfterCopy(t *testing.T) {
 	d.sync()
 	if got := testutilCounter(t, d.c.m.mismatch); got != 1 {
 		t.Fatalf("%v mismatches for a rewritten segment of a delete topic, want 1", got)
+	}
+	if recs := logs.with("differs from the tiered copy"); len(recs) != 1 || !strings.Contains(recs[0].attrs["hint"], "set cleanup.policy: compact") {
+		t.Fatalf("mismatch log lines %+v, want one with the cleanup.policy hint", recs)
 	}
 	if got := d.localBases(); !reflect.DeepEqual(got, []int64{0, 10, 20, 30}) {
 		t.Fatalf("local segments %v, want all kept (deletion stops at the changed segment)", got)

@@ -162,7 +162,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 				if p.cleanedCover(fin, s) != nil {
 					c.noteRecleaned(p.tp, s) // the cleaner rewrote it: not a mismatch
 				} else {
-					c.reportMismatch(p.tp, s)
+					c.reportMismatch(p, s)
 				}
 			}
 			continue
@@ -335,11 +335,21 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 
 // reportMismatch logs and counts, once, a local segment whose offsets are
 // tiered by a copy of different contents (a log rewritten after its copy,
-// or a topic re-created without topic ids). It stays local.
-func (c *Copier) reportMismatch(tp remotelog.TopicPartition, s localSegment) {
-	if c.once(fmt.Sprintf("mismatch %s %d %d", tp, s.base, s.size)) {
+// or a topic re-created without topic ids). It stays local. When the log
+// dir's cleaner-offset-checkpoint has an entry for the partition while its
+// cleanup.policy (as tierd resolved it) lacks compact, the log line says
+// so: a log cleaner rewrites the partition, and tierd was not told it is
+// compacted.
+func (c *Copier) reportMismatch(p *partition, s localSegment) {
+	if c.once(fmt.Sprintf("mismatch %s %d %d", p.tp, s.base, s.size)) {
 		c.m.mismatch.Inc()
-		c.log.Error("local segment differs from the tiered copy of its offsets; it is kept locally", "partition", tp, "base_offset", s.base, "bytes", s.size)
+		args := []any{"partition", p.tp, "base_offset", s.base, "bytes", s.size}
+		if p.cleaner.has && !p.policy.Compact {
+			args = append(args, "hint", fmt.Sprintf("the log dir's cleaner-offset-checkpoint has an entry for this partition (first dirty offset %d): "+
+				"the broker's log cleaner compacts it, but its cleanup.policy here is %s; set cleanup.policy: compact for the topic "+
+				"(topics.<topic>.cleanup.policy or log.cleanup.policy in tierd.yaml, or the cluster's topic config) and reload", p.cleaner.firstDirty, p.policy))
+		}
+		c.log.Error("local segment differs from the tiered copy of its offsets; it is kept locally", args...)
 	}
 }
 
