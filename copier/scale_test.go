@@ -3,6 +3,7 @@ package copier
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -103,6 +104,50 @@ type scaleRig struct {
 	c      *Copier
 	now    time.Time
 	parts  int
+	dbDir  string
+	mgr    *rsm.Manager
+	cfg    Config
+	down   atomic.Bool // the lease objects' reads and writes fail (downBucket)
+}
+
+// errBucketDown is what downBucket answers while down.
+var errBucketDown = errors.New("bucket down")
+
+// downBucket fails the conditional reads and writes (leases, heartbeats)
+// while down is set, as a bucket that cannot be reached does; everything
+// else passes through.
+type downBucket struct {
+	rsm.Bucket
+	down *atomic.Bool
+}
+
+func (b downBucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
+	if b.down.Load() {
+		return nil, "", errBucketDown
+	}
+	return b.Bucket.ReadVersioned(ctx, key)
+}
+
+func (b downBucket) PutIfAbsent(ctx context.Context, key string, data []byte) (rsm.Version, error) {
+	if b.down.Load() {
+		return "", errBucketDown
+	}
+	return b.Bucket.PutIfAbsent(ctx, key, data)
+}
+
+func (b downBucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.Version) (rsm.Version, error) {
+	if b.down.Load() {
+		return "", errBucketDown
+	}
+	return b.Bucket.PutIfMatch(ctx, key, data, v)
+}
+
+func (b downBucket) IncompleteUploads(ctx context.Context, prefix string) ([]string, error) {
+	return b.Bucket.(rsm.MultipartBucket).IncompleteUploads(ctx, prefix)
+}
+
+func (b downBucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {
+	return b.Bucket.(rsm.MultipartBucket).AbortIncompleteUploads(ctx, prefix)
 }
 
 func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
@@ -132,23 +177,41 @@ func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.bucket = rsmtest.Count(fsb)
-	if r.store, err = rlmm.Open(rlmm.Config{Dir: filepath.Join(tb.TempDir(), "db")}, rlmm.WithFS(syncCountingFS{FS: vfs.Default, syncs: &r.syncs}),
-		rlmm.WithClock(func() time.Time { return r.now })); err != nil {
-		tb.Fatal(err)
-	}
+	r.bucket = rsmtest.Count(downBucket{Bucket: fsb, down: &r.down})
+	r.dbDir = filepath.Join(tb.TempDir(), "db")
 	tb.Cleanup(func() { r.store.Close() })
-	mgr, err := rsm.NewManager(r.bucket, rsm.Config{Prefix: "tierd"})
-	if err != nil {
+	if r.mgr, err = rsm.NewManager(r.bucket, rsm.Config{Prefix: "tierd"}); err != nil {
 		tb.Fatal(err)
 	}
 	cfg.LogDirs = []string{r.logDir}
 	cfg.BrokerID = 0
 	cfg.InstanceID = "scale-instance"
-	if r.c, err = New(cfg, r.store, mgr, WithClock(func() time.Time { return r.now })); err != nil {
+	r.cfg = cfg
+	r.open(tb)
+	return r
+}
+
+// open opens the rig's metadata store and a new copier over it.
+func (r *scaleRig) open(tb testing.TB) {
+	tb.Helper()
+	var err error
+	if r.store, err = rlmm.Open(rlmm.Config{Dir: r.dbDir}, rlmm.WithFS(syncCountingFS{FS: vfs.Default, syncs: &r.syncs}),
+		rlmm.WithClock(func() time.Time { return r.now })); err != nil {
 		tb.Fatal(err)
 	}
-	return r
+	if r.c, err = New(r.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now })); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// restart closes the metadata store and opens it again with a new
+// copier, as a restarted tierd does (the copier's memory is gone).
+func (r *scaleRig) restart(tb testing.TB) {
+	tb.Helper()
+	if err := r.store.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	r.open(tb)
 }
 
 // topicIDFor returns a topic id as partition.metadata spells it (base64url
@@ -279,6 +342,39 @@ func TestLeaseRenewalIndependentOfN(t *testing.T) {
 	}
 }
 
+// While the bucket cannot be reached, a pass tries to renew the instance
+// heartbeat once, not once per partition, at any partition count, and
+// every partition of the pass fails with that error; the pass after the
+// bucket is back renews it and tiers again.
+func TestHeartbeatOneAttemptPerPass(t *testing.T) {
+	for _, n := range []int{4, 32} {
+		cfg := DefaultConfig()
+		cfg.CopyChecksPerPass = 0
+		r := newScaleRig(t, n, cfg)
+		if copied, _, _ := r.pass(t); copied != 3*n {
+			t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
+		}
+		r.down.Store(true)
+		for i := 0; i < 2; i++ {
+			r.now = r.now.Add(cfg.OwnershipLease / 2) // the heartbeat is due
+			take(r.bucket)
+			_, err := r.c.Sync(context.Background())
+			reqs := take(r.bucket)
+			if !errors.Is(err, errBucketDown) {
+				t.Fatalf("N=%d pass %d with the bucket down: err %v, want the bucket's error", n, i, err)
+			}
+			if got := leaseRequests(reqs); got != 1 {
+				t.Errorf("N=%d pass %d with the bucket down: %d lease requests %v, want 1 (one heartbeat attempt)", n, i, got, reqs)
+			}
+		}
+		r.down.Store(false)
+		r.now = r.now.Add(time.Second)
+		if _, reqs, _ := r.pass(t); reqs["PutIfMatch"] == 0 {
+			t.Errorf("N=%d: the pass after the bucket came back wrote no lease or heartbeat: %v", n, reqs)
+		}
+	}
+}
+
 // cpuTime is the CPU time (user and system) this process used so far.
 func cpuTime(tb testing.TB) time.Duration {
 	var ru syscall.Rusage
@@ -366,4 +462,37 @@ func BenchmarkIdlePass(b *testing.B) {
 		}
 		return cpuTime(b) - start
 	})
+}
+
+// TestRestartProfile is a reproducer of issue 12's restart pass: a first
+// pass over N partitions (TIERD_SCALE_N), then a new store handle and a
+// new copier over the same state and its first pass, logging what it
+// cost and, with TIERD_SCALE_PROF, a CPU profile of that pass.
+func TestRestartProfile(t *testing.T) {
+	if os.Getenv("TIERD_SCALE_N") == "" {
+		t.Skip("set TIERD_SCALE_N")
+	}
+	var n int
+	fmt.Sscan(os.Getenv("TIERD_SCALE_N"), &n)
+	cfg := DefaultConfig()
+	if os.Getenv("TIERD_SCALE_NO_LEASE") != "" {
+		cfg.OwnershipLease = 0 // as tierd bench's scale_partitions runs
+	}
+	r := newScaleRig(t, n, cfg)
+	start := cpuTime(t)
+	copied, _, _ := r.pass(t)
+	t.Logf("first pass: %d partitions, copied %d, %s CPU", n, copied, cpuTime(t)-start)
+	r.restart(t)
+	if p := os.Getenv("TIERD_SCALE_PROF"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	start = cpuTime(t)
+	copied, reqs, syncs := r.pass(t)
+	t.Logf("restart pass: copied %d, %s CPU, %d requests %v, %d syncs", copied, cpuTime(t)-start, total(reqs), reqs, syncs)
 }
