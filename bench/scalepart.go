@@ -84,7 +84,7 @@ func writeScaleLogs(dir string, n int) (string, error) {
 // scaleBucket returns a new, empty bucket of the kind named: "filesystem"
 // (a directory under dir) or "minio" (a prefix of its own under the run's
 // prefix in the bench's S3 bucket), wrapped to count requests.
-func (e *env) scaleBucket(kind, dir, name string) (*countingBucket, *rsm.Manager, error) {
+func (e *env) scaleBucket(kind, dir, name string) (*rsm.CountingBucket, *rsm.Manager, error) {
 	var b rsm.Bucket
 	prefix := ""
 	switch kind {
@@ -99,7 +99,7 @@ func (e *env) scaleBucket(kind, dir, name string) (*countingBucket, *rsm.Manager
 	default:
 		return nil, nil, fmt.Errorf("bench: unknown bucket %q (filesystem, minio)", kind)
 	}
-	cb := &countingBucket{Bucket: b}
+	cb := rsm.Count(b)
 	mgr, err := rsm.NewManager(cb, rsm.Config{Prefix: prefix})
 	return cb, mgr, err
 }
@@ -118,11 +118,11 @@ type passCost struct {
 }
 
 // pass runs one copier pass and measures it.
-func (e *env) pass(ctx context.Context, c *copier.Copier, b *countingBucket, syncs *atomic.Int64) (passCost, error) {
-	r0, s0, c0, t0 := b.requests(), syncs.Load(), e.cpu(), time.Now()
+func (e *env) pass(ctx context.Context, c *copier.Copier, b *rsm.CountingBucket, syncs *atomic.Int64) (passCost, error) {
+	r0, s0, c0, t0 := int64(b.Total()), syncs.Load(), e.cpu(), time.Now()
 	_, err := c.Sync(ctx)
 	d := e.cpu().sub(c0)
-	pc := passCost{cpu: d.proc + max(d.store, 0), wall: time.Since(t0), requests: b.requests() - r0, syncs: syncs.Load() - s0}
+	pc := passCost{cpu: d.proc + max(d.store, 0), wall: time.Since(t0), requests: int64(b.Total()) - r0, syncs: syncs.Load() - s0}
 	return pc, err
 }
 
