@@ -108,6 +108,10 @@ type scaleRig struct {
 	mgr    *rsm.Manager
 	cfg    Config
 	down   atomic.Bool // the lease objects' reads and writes fail (downBucket)
+	// perTopic is the number of partitions of each topic: 16, or all of
+	// them in one topic with TIERD_SCALE_ONE_TOPIC set (as tierd bench's
+	// scale_partitions has them).
+	perTopic int
 }
 
 // errBucketDown is what downBucket answers while down.
@@ -152,33 +156,25 @@ func (b downBucket) AbortIncompleteUploads(ctx context.Context, prefix string) e
 
 func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 	tb.Helper()
-	r := &scaleRig{logDir: tb.TempDir(), now: time.UnixMilli(1_700_000_000_000), parts: n}
-	ts := r.now.UnixMilli()
-	var hw, lso strings.Builder
-	fmt.Fprintf(&hw, "0\n%d\n", n)
-	fmt.Fprintf(&lso, "0\n%d\n", n)
-	for i := 0; i < n; i++ {
-		tp := kafkalog.TopicPartition{Topic: fmt.Sprintf("t%d", i/16), Partition: int32(i % 16)}
-		dir := filepath.Join(r.logDir, tp.String())
-		for s := int64(0); s < 4; s++ {
-			cnt := 3
-			if s == 3 {
-				cnt = 0 // the active segment, empty
-			}
-			writeSegment(tb, dir, s*3, seq(s*3, cnt), same(ts, cnt), 10)
-		}
-		writeFile2(tb, filepath.Join(dir, kafkalog.PartitionMetadataFile), fmt.Sprintf("version: 0\ntopic_id: %s\n", topicIDFor(i/16)))
-		fmt.Fprintf(&hw, "%s %d 9\n", tp.Topic, tp.Partition)
-		fmt.Fprintf(&lso, "%s %d 0\n", tp.Topic, tp.Partition)
+	return newScaleRigIn(tb, n, cfg, tb.TempDir(), tb.TempDir(), filepath.Join(tb.TempDir(), "db"), true)
+}
+
+// newScaleRigIn is newScaleRig over the given directories; with write
+// false the log dir is taken as written before.
+func newScaleRigIn(tb testing.TB, n int, cfg Config, logDir, bucketDir, dbDir string, write bool) *scaleRig {
+	tb.Helper()
+	r := &scaleRig{logDir: logDir, now: time.UnixMilli(1_700_000_000_000), parts: n, dbDir: dbDir, perTopic: 16}
+	if os.Getenv("TIERD_SCALE_ONE_TOPIC") != "" {
+		r.perTopic = n
 	}
-	writeFile2(tb, filepath.Join(r.logDir, kafkalog.ReplicationOffsetCheckpointFile), hw.String())
-	writeFile2(tb, filepath.Join(r.logDir, kafkalog.LogStartOffsetCheckpointFile), lso.String())
-	fsb, err := filesystem.New(filesystem.Config{Dir: tb.TempDir()})
+	if write {
+		r.writeLogs(tb, n)
+	}
+	fsb, err := filesystem.New(filesystem.Config{Dir: bucketDir})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	r.bucket = rsmtest.Count(downBucket{Bucket: fsb, down: &r.down})
-	r.dbDir = filepath.Join(tb.TempDir(), "db")
 	tb.Cleanup(func() { r.store.Close() })
 	if r.mgr, err = rsm.NewManager(r.bucket, rsm.Config{Prefix: "tierd"}); err != nil {
 		tb.Fatal(err)
@@ -189,6 +185,31 @@ func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 	r.cfg = cfg
 	r.open(tb)
 	return r
+}
+
+// writeLogs writes the rig's n partitions and checkpoint files.
+func (r *scaleRig) writeLogs(tb testing.TB, n int) {
+	tb.Helper()
+	ts := r.now.UnixMilli()
+	var hw, lso strings.Builder
+	fmt.Fprintf(&hw, "0\n%d\n", n)
+	fmt.Fprintf(&lso, "0\n%d\n", n)
+	for i := 0; i < n; i++ {
+		tp := kafkalog.TopicPartition{Topic: fmt.Sprintf("t%d", i/r.perTopic), Partition: int32(i % r.perTopic)}
+		dir := filepath.Join(r.logDir, tp.String())
+		for s := int64(0); s < 4; s++ {
+			cnt := 3
+			if s == 3 {
+				cnt = 0 // the active segment, empty
+			}
+			writeSegment(tb, dir, s*3, seq(s*3, cnt), same(ts, cnt), 10)
+		}
+		writeFile2(tb, filepath.Join(dir, kafkalog.PartitionMetadataFile), fmt.Sprintf("version: 0\ntopic_id: %s\n", topicIDFor(i/r.perTopic)))
+		fmt.Fprintf(&hw, "%s %d 9\n", tp.Topic, tp.Partition)
+		fmt.Fprintf(&lso, "%s %d 0\n", tp.Topic, tp.Partition)
+	}
+	writeFile2(tb, filepath.Join(r.logDir, kafkalog.ReplicationOffsetCheckpointFile), hw.String())
+	writeFile2(tb, filepath.Join(r.logDir, kafkalog.LogStartOffsetCheckpointFile), lso.String())
 }
 
 // open opens the rig's metadata store and a new copier over it.
@@ -465,24 +486,50 @@ func BenchmarkIdlePass(b *testing.B) {
 }
 
 // TestRestartProfile is a reproducer of issue 12's restart pass: a first
-// pass over N partitions (TIERD_SCALE_N), then a new store handle and a
-// new copier over the same state and its first pass, logging what it
-// cost and, with TIERD_SCALE_PROF, a CPU profile of that pass.
+// pass over N partitions (TIERD_SCALE_N), then TIERD_SCALE_RESTARTS
+// (default 1) times a new store handle and a new copier over the same
+// state and its first pass, logging what each cost and, with
+// TIERD_SCALE_PROF, a CPU profile of them. TIERD_SCALE_DIR keeps the
+// log dir, bucket and store there, to be reused by the next run (the
+// first pass is then skipped); TIERD_SCALE_NO_LEASE runs without the
+// ownership lease, as tierd bench's scale_partitions does.
 func TestRestartProfile(t *testing.T) {
 	if os.Getenv("TIERD_SCALE_N") == "" {
 		t.Skip("set TIERD_SCALE_N")
 	}
-	var n int
+	var n, restarts int
 	fmt.Sscan(os.Getenv("TIERD_SCALE_N"), &n)
+	restarts = 1
+	if s := os.Getenv("TIERD_SCALE_RESTARTS"); s != "" {
+		fmt.Sscan(s, &restarts)
+	}
 	cfg := DefaultConfig()
 	if os.Getenv("TIERD_SCALE_NO_LEASE") != "" {
-		cfg.OwnershipLease = 0 // as tierd bench's scale_partitions runs
+		cfg.OwnershipLease = 0
 	}
-	r := newScaleRig(t, n, cfg)
-	start := cpuTime(t)
-	copied, _, _ := r.pass(t)
-	t.Logf("first pass: %d partitions, copied %d, %s CPU", n, copied, cpuTime(t)-start)
-	r.restart(t)
+	var r *scaleRig
+	if keep := os.Getenv("TIERD_SCALE_DIR"); keep != "" {
+		_, err := os.Stat(filepath.Join(keep, "ready"))
+		ready := err == nil
+		if !ready {
+			os.RemoveAll(keep)
+			for _, d := range []string{"logs", "bucket"} {
+				if err := os.MkdirAll(filepath.Join(keep, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r = newScaleRigIn(t, n, cfg, filepath.Join(keep, "logs"), filepath.Join(keep, "bucket"), filepath.Join(keep, "db"), !ready)
+		if !ready {
+			r.pass(t)
+			writeFile2(t, filepath.Join(keep, "ready"), "")
+		}
+	} else {
+		r = newScaleRig(t, n, cfg)
+		start := cpuTime(t)
+		copied, _, _ := r.pass(t)
+		t.Logf("first pass: %d partitions, copied %d, %s CPU", n, copied, cpuTime(t)-start)
+	}
 	if p := os.Getenv("TIERD_SCALE_PROF"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
@@ -492,7 +539,11 @@ func TestRestartProfile(t *testing.T) {
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	start = cpuTime(t)
-	copied, reqs, syncs := r.pass(t)
-	t.Logf("restart pass: copied %d, %s CPU, %d requests %v, %d syncs", copied, cpuTime(t)-start, total(reqs), reqs, syncs)
+	for i := 0; i < restarts; i++ {
+		r.restart(t)
+		start := cpuTime(t)
+		copied, reqs, syncs := r.pass(t)
+		cpu := cpuTime(t) - start
+		t.Logf("restart pass %d: copied %d, %s CPU (%.1f us a partition), %d requests %v, %d syncs", i, copied, cpu, float64(cpu.Microseconds())/float64(n), total(reqs), reqs, syncs)
+	}
 }
