@@ -331,6 +331,47 @@ func TestIdlePassCost(t *testing.T) {
 	}
 }
 
+// A restarted copier's first pass over N partitions (a new store handle
+// and a new copier over the same state, nothing new to copy) costs the
+// same requests per partition at any N: one listing of the partition's
+// objects and one of its incomplete uploads (the sweep after a start),
+// plus the sampled copy checks, which do not depend on N; and it makes
+// no synced metadata write.
+func TestRestartPassCost(t *testing.T) {
+	perPart := map[int]map[string]float64{}
+	fixed := map[int]int{}
+	for _, n := range []int{8, 40} {
+		cfg := DefaultConfig()
+		cfg.OwnershipLease = 0 // the leases' own requests are TestLeaseRenewalIndependentOfN's
+		r := newScaleRig(t, n, cfg)
+		if copied, _, _ := r.pass(t); copied != 3*n {
+			t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)
+		}
+		r.restart(t)
+		copied, reqs, syncs := r.pass(t)
+		if copied != 0 || syncs != 0 {
+			t.Errorf("N=%d restart pass: copied %d, %d Pebble syncs; want none", n, copied, syncs)
+		}
+		perPart[n] = map[string]float64{}
+		for m, v := range reqs {
+			if m == "Attributes" || m == "GetRange" {
+				fixed[n] += v // the sampled copy checks
+				continue
+			}
+			perPart[n][m] = float64(v) / float64(n)
+		}
+	}
+	want := map[string]float64{"Iter": 1, "AbortIncompleteUploads": 1}
+	for n, got := range perPart {
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("N=%d restart pass: requests per partition %v, want %v", n, got, want)
+		}
+	}
+	if fixed[8] != fixed[40] {
+		t.Errorf("restart pass: %d copy-check requests at 8 partitions, %d at 40; want the same", fixed[8], fixed[40])
+	}
+}
+
 // leaseRequests counts the requests that read or write lease objects
 // (partition leases and heartbeats).
 func leaseRequests(m map[string]int) int {
