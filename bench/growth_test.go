@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
 )
 
@@ -122,13 +123,13 @@ func TestCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &countingBucket{Bucket: fb}
+	b := rsm.Count(fb)
 	ctx := context.Background()
 	b.Upload(ctx, "a/x", strings.NewReader("x"), 1)
 	b.Attributes(ctx, "a/x")
 	b.Iter(ctx, "a/", func(string) error { return nil })
 	b.Delete(ctx, "a/x")
-	if n := b.requests(); n != 4 {
+	if n := b.Total(); n != 4 {
 		t.Errorf("%d requests counted, want 4", n)
 	}
 	var syncs atomic.Int64

@@ -84,7 +84,7 @@ func writeScaleLogs(dir string, n int) (string, error) {
 // scaleBucket returns a new, empty bucket of the kind named: "filesystem"
 // (a directory under dir) or "minio" (a prefix of its own under the run's
 // prefix in the bench's S3 bucket), wrapped to count requests.
-func (e *env) scaleBucket(kind, dir, name string) (*countingBucket, *rsm.Manager, error) {
+func (e *env) scaleBucket(kind, dir, name string) (*rsm.CountingBucket, *rsm.Manager, error) {
 	var b rsm.Bucket
 	prefix := ""
 	switch kind {
@@ -99,7 +99,7 @@ func (e *env) scaleBucket(kind, dir, name string) (*countingBucket, *rsm.Manager
 	default:
 		return nil, nil, fmt.Errorf("bench: unknown bucket %q (filesystem, minio)", kind)
 	}
-	cb := &countingBucket{Bucket: b}
+	cb := rsm.Count(b)
 	mgr, err := rsm.NewManager(cb, rsm.Config{Prefix: prefix})
 	return cb, mgr, err
 }
@@ -111,18 +111,25 @@ func metaStore(dir string, n *atomic.Int64) (*rlmm.Store, error) {
 
 // passCost is what one copier pass cost.
 type passCost struct {
-	cpu      float64 // CPU seconds, the bench process's and the store's
+	cpu      float64 // CPU seconds, the bench process's and, on MinIO, the store's
 	wall     time.Duration
 	requests int64 // bucket requests
 	syncs    int64 // metadata file syncs
 }
 
-// pass runs one copier pass and measures it.
-func (e *env) pass(ctx context.Context, c *copier.Copier, b *countingBucket, syncs *atomic.Int64) (passCost, error) {
-	r0, s0, c0, t0 := b.requests(), syncs.Load(), e.cpu(), time.Now()
+// pass runs one copier pass over a bucket of the kind named and measures
+// it. The store's CPU counts only on the minio bucket: on the filesystem
+// bucket MinIO takes no part in the pass, and its background work (which
+// grows with the objects the earlier sizes left in it and with the
+// pass's wall time) would be counted as the pass's.
+func (e *env) pass(ctx context.Context, kind string, c *copier.Copier, b *rsm.CountingBucket, syncs *atomic.Int64) (passCost, error) {
+	r0, s0, c0, t0 := int64(b.Total()), syncs.Load(), e.cpu(), time.Now()
 	_, err := c.Sync(ctx)
 	d := e.cpu().sub(c0)
-	pc := passCost{cpu: d.proc + max(d.store, 0), wall: time.Since(t0), requests: b.requests() - r0, syncs: syncs.Load() - s0}
+	pc := passCost{cpu: d.proc, wall: time.Since(t0), requests: int64(b.Total()) - r0, syncs: syncs.Load() - s0}
+	if kind == "minio" {
+		pc.cpu += max(d.store, 0)
+	}
 	return pc, err
 }
 
@@ -153,7 +160,7 @@ func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int)
 		store.Close()
 		return
 	}
-	first, err = e.pass(ctx, c, b, &syncs)
+	first, err = e.pass(ctx, kind, c, b, &syncs)
 	if err == nil {
 		err = checkCopied(store, n)
 	}
@@ -170,11 +177,11 @@ func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int)
 	if c, err = newScaleCopier(logs, store, mgr); err != nil {
 		return
 	}
-	if restart, err = e.pass(ctx, c, b, &syncs); err != nil {
+	if restart, err = e.pass(ctx, kind, c, b, &syncs); err != nil {
 		err = fmt.Errorf("restart pass: %w", err)
 		return
 	}
-	if idle, err = e.pass(ctx, c, b, &syncs); err != nil {
+	if idle, err = e.pass(ctx, kind, c, b, &syncs); err != nil {
 		err = fmt.Errorf("idle pass: %w", err)
 		return
 	}

@@ -174,7 +174,7 @@ func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st s
 	if err != nil {
 		return st, err
 	}
-	if st.retention, err = e.pass(ctx, rc, b, &syncs); err != nil {
+	if st.retention, err = e.pass(ctx, kind, rc, b, &syncs); err != nil {
 		return st, fmt.Errorf("retention pass: %w", err)
 	}
 	fin, err := store.FinishedSegments(tp)

@@ -198,6 +198,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	c.beginPass()
+	c.hb.beginPass()
 	c.applyPending()
 	parts, errs := c.scan()
 	c.refreshCluster(ctx, parts)

@@ -27,6 +27,16 @@ type heartbeatState struct {
 	mu      sync.Mutex
 	hb      *rsm.HeartbeatVersioned // nil: none written by this process yet
 	renewed time.Time               // the RenewedMs written, by this tierd's clock
+	pass    uint64                  // passes begun (beginPass)
+	failed  error                   // the renewal's error in pass failIn, nil if none failed
+	failIn  uint64                  // the pass whose renewal failed
+}
+
+// beginPass starts a pass: the heartbeat is tried again, once, in it.
+func (h *heartbeatState) beginPass() {
+	h.mu.Lock()
+	h.pass++
+	h.mu.Unlock()
 }
 
 // claim decides whether this tierd may work on a partition now, by the
@@ -143,8 +153,11 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 // lease or more after the last one (another tierd may have seen the
 // heartbeat expire and taken partitions over, allowing clocks to differ
 // by up to a third of the lease), when another writer changed the object,
-// and when this process had none yet. Errors: the bucket's, wrapped.
-func (c *Copier) heartbeat(ctx context.Context, now time.Time) error {
+// and when this process had none yet. A renewal that failed is not
+// tried again in the same pass: every partition of the pass gets its
+// error (one request per pass, not one per partition, while the bucket
+// is down). Errors: the bucket's, wrapped.
+func (c *Copier) heartbeat(ctx context.Context, now time.Time) (err error) {
 	h := &c.hb
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -152,6 +165,14 @@ func (c *Copier) heartbeat(ctx context.Context, now time.Time) error {
 	if h.hb != nil && now.Sub(h.renewed) < lease/3 {
 		return nil
 	}
+	if h.failed != nil && h.failIn == h.pass {
+		return h.failed
+	}
+	defer func() {
+		if err != nil {
+			h.failed, h.failIn = err, h.pass
+		}
+	}()
 	prev := h.hb
 	if prev == nil {
 		cur, ok, err := c.rs.ReadHeartbeat(ctx, c.cfg.BrokerID, c.cfg.InstanceID)

@@ -103,17 +103,58 @@ type scaleRig struct {
 	c      *Copier
 	now    time.Time
 	parts  int
+	dbDir  string
+	mgr    *rsm.Manager
+	cfg    Config
+	down   atomic.Bool // the lease objects' reads and writes fail (downBucket)
+	// perTopic is the number of partitions of each topic: 16, or all of
+	// them in one topic with TIERD_SCALE_ONE_TOPIC set (as tierd bench's
+	// scale_partitions has them).
+	perTopic int
 }
 
 func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 	tb.Helper()
-	r := &scaleRig{logDir: tb.TempDir(), now: time.UnixMilli(1_700_000_000_000), parts: n}
+	return newScaleRigIn(tb, n, cfg, tb.TempDir(), tb.TempDir(), filepath.Join(tb.TempDir(), "db"), true)
+}
+
+// newScaleRigIn is newScaleRig over the given directories; with write
+// false the log dir is taken as written before.
+func newScaleRigIn(tb testing.TB, n int, cfg Config, logDir, bucketDir, dbDir string, write bool) *scaleRig {
+	tb.Helper()
+	r := &scaleRig{logDir: logDir, now: time.UnixMilli(1_700_000_000_000), parts: n, dbDir: dbDir, perTopic: 16}
+	if os.Getenv("TIERD_SCALE_ONE_TOPIC") != "" {
+		r.perTopic = n
+	}
+	if write {
+		r.writeLogs(tb, n)
+	}
+	fsb, err := filesystem.New(filesystem.Config{Dir: bucketDir})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r.bucket = rsmtest.Count(downBucket{Bucket: fsb, down: &r.down})
+	tb.Cleanup(func() { r.store.Close() })
+	if r.mgr, err = rsm.NewManager(r.bucket, rsm.Config{Prefix: "tierd"}); err != nil {
+		tb.Fatal(err)
+	}
+	cfg.LogDirs = []string{r.logDir}
+	cfg.BrokerID = 0
+	cfg.InstanceID = "scale-instance"
+	r.cfg = cfg
+	r.open(tb)
+	return r
+}
+
+// writeLogs writes the rig's n partitions and checkpoint files.
+func (r *scaleRig) writeLogs(tb testing.TB, n int) {
+	tb.Helper()
 	ts := r.now.UnixMilli()
 	var hw, lso strings.Builder
 	fmt.Fprintf(&hw, "0\n%d\n", n)
 	fmt.Fprintf(&lso, "0\n%d\n", n)
 	for i := 0; i < n; i++ {
-		tp := kafkalog.TopicPartition{Topic: fmt.Sprintf("t%d", i/16), Partition: int32(i % 16)}
+		tp := kafkalog.TopicPartition{Topic: fmt.Sprintf("t%d", i/r.perTopic), Partition: int32(i % r.perTopic)}
 		dir := filepath.Join(r.logDir, tp.String())
 		for s := int64(0); s < 4; s++ {
 			cnt := 3
@@ -122,33 +163,35 @@ func newScaleRig(tb testing.TB, n int, cfg Config) *scaleRig {
 			}
 			writeSegment(tb, dir, s*3, seq(s*3, cnt), same(ts, cnt), 10)
 		}
-		writeFile2(tb, filepath.Join(dir, kafkalog.PartitionMetadataFile), fmt.Sprintf("version: 0\ntopic_id: %s\n", topicIDFor(i/16)))
+		writeFile2(tb, filepath.Join(dir, kafkalog.PartitionMetadataFile), fmt.Sprintf("version: 0\ntopic_id: %s\n", topicIDFor(i/r.perTopic)))
 		fmt.Fprintf(&hw, "%s %d 9\n", tp.Topic, tp.Partition)
 		fmt.Fprintf(&lso, "%s %d 0\n", tp.Topic, tp.Partition)
 	}
 	writeFile2(tb, filepath.Join(r.logDir, kafkalog.ReplicationOffsetCheckpointFile), hw.String())
 	writeFile2(tb, filepath.Join(r.logDir, kafkalog.LogStartOffsetCheckpointFile), lso.String())
-	fsb, err := filesystem.New(filesystem.Config{Dir: tb.TempDir()})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	r.bucket = rsmtest.Count(fsb)
-	if r.store, err = rlmm.Open(rlmm.Config{Dir: filepath.Join(tb.TempDir(), "db")}, rlmm.WithFS(syncCountingFS{FS: vfs.Default, syncs: &r.syncs}),
+}
+
+// open opens the rig's metadata store and a new copier over it.
+func (r *scaleRig) open(tb testing.TB) {
+	tb.Helper()
+	var err error
+	if r.store, err = rlmm.Open(rlmm.Config{Dir: r.dbDir}, rlmm.WithFS(syncCountingFS{FS: vfs.Default, syncs: &r.syncs}),
 		rlmm.WithClock(func() time.Time { return r.now })); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() { r.store.Close() })
-	mgr, err := rsm.NewManager(r.bucket, rsm.Config{Prefix: "tierd"})
-	if err != nil {
+	if r.c, err = New(r.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now })); err != nil {
 		tb.Fatal(err)
 	}
-	cfg.LogDirs = []string{r.logDir}
-	cfg.BrokerID = 0
-	cfg.InstanceID = "scale-instance"
-	if r.c, err = New(cfg, r.store, mgr, WithClock(func() time.Time { return r.now })); err != nil {
+}
+
+// restart closes the metadata store and opens it again with a new
+// copier, as a restarted tierd does (the copier's memory is gone).
+func (r *scaleRig) restart(tb testing.TB) {
+	tb.Helper()
+	if err := r.store.Close(); err != nil {
 		tb.Fatal(err)
 	}
-	return r
+	r.open(tb)
 }
 
 // topicIDFor returns a topic id as partition.metadata spells it (base64url
