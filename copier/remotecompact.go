@@ -234,6 +234,14 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 			return errors.Join(err, c.abortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
 		}
 	}
+	// The merged copy is checked in the bucket right before the copies it
+	// replaces go (a bucket fault since its upload must not leave neither).
+	if ok, err := c.proofPresent(ctx, merged); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("merged copy %s has objects missing: the copies it merges stay", merged.ID)
+		}
+		return err
+	}
 	deleted := map[remotelog.SegmentID]bool{}
 	var errs []error
 	for i, old := range run.copies {
@@ -249,6 +257,22 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 		}
 	}
 	return errors.Join(append(errs, c.abortUploads(ctx, tp, deleted))...)
+}
+
+// proofPresent checks in the bucket that copy by, the proof for deleting
+// the copies it supersedes, has its objects (checkCopy, which marks it
+// damaged when they are gone, so that it supersedes nothing), and reports
+// whether it is still finished and undamaged. Errors: the store's and
+// the bucket's.
+func (c *Copier) proofPresent(ctx context.Context, by remotelog.SegmentMetadata) (bool, error) {
+	if err := c.checkCopy(ctx, by); err != nil {
+		return false, err
+	}
+	cur, err := c.store.Segment(by.TopicPartition, by.StartOffset, by.ID)
+	if err != nil {
+		return false, err
+	}
+	return cur.State == remotelog.CopySegmentFinished && cur.Damaged == "", nil
 }
 
 // supersededProof words the proof for deleting a copy that by covers.

@@ -257,12 +257,27 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	for _, r := range remotelog.Supersede(finished) {
 		live[r.ID] = true
 	}
+	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket this pass
 	for _, r := range finished {
 		if !live[r.ID] {
-			proof := "superseded"
-			if by, ok := supersedingRow(finished, r); ok {
-				proof = supersededProof(by)
+			// The copy that supersedes r is checked in the bucket right
+			// before r goes: a row alone, its objects lost since, is no
+			// proof (r may be the only copy of its records left).
+			by, ok := supersedingRow(finished, r)
+			if !ok {
+				continue
 			}
+			present, seen := whole[by.ID]
+			if !seen {
+				if present, err = c.proofPresent(ctx, by); err != nil {
+					errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", by.ID, err))
+				}
+				whole[by.ID] = present
+			}
+			if !present {
+				continue
+			}
+			proof := supersededProof(by)
 			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset, "proof", proof)
 			if err := c.deleteRemote(ctx, r); err != nil {
 				errs = append(errs, err)
