@@ -3,6 +3,8 @@ package copier
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -78,5 +80,53 @@ func TestRemoteCompactionKeepsOldCopiesWhenTheMergedOneIsLost(t *testing.T) {
 		if !live[o.ID] {
 			t.Fatalf("old copy %s is still hidden by the lost merged copy", o.ID)
 		}
+	}
+}
+
+// TestCompactedRecreatedTopicWithoutIDsKeptLocally tiers a segment of a
+// compacted topic whose directory has no partition.metadata (no topic
+// ids), while local retention keeps it; the topic is then deleted and
+// re-created, and its new log writes a segment over the same offsets with
+// other records. With local retention on, the new segment must stay on
+// local disk: the old incarnation's copy of its offsets is no proof that
+// its records are tiered (nothing tells a re-cleaned segment from another
+// log without topic ids).
+func TestCompactedRecreatedTopicWithoutIDsKeptLocally(t *testing.T) {
+	keep := compactedConfig(DefaultRemoteCompaction())
+	tc := keep.Topics["orders"]
+	tc.Retention.LocalRetentionMs = ptr(-1)
+	keep.Topics["orders"] = tc
+	r := newRig(t, keep, nil)
+	h := &history{}
+	h.writeKeyedSegment(t, r.dir(), r.now.UnixMilli(), 4, nil, updates(0, 20, 5)...)
+	h.activeSegment(t, r.dir())
+	if n := r.sync(); n != 1 {
+		t.Fatalf("copied %d, want 1", n)
+	}
+	if got := r.localBases(); len(got) != 2 {
+		t.Fatalf("local segments %v, want both kept", got)
+	}
+	// The topic is deleted and re-created; its new log has other records.
+	if err := os.RemoveAll(r.dir()); err != nil {
+		t.Fatal(err)
+	}
+	h2 := &history{}
+	us := make([]update, 20)
+	for i := range us {
+		us[i] = update{key: fmt.Sprintf("new-%d", i), value: "v"}
+	}
+	h2.writeKeyedSegment(t, r.dir(), r.now.UnixMilli(), 20, nil, us...)
+	h2.activeSegment(t, r.dir())
+	cfg := r.c.cfg
+	cfg.Topics = compactedConfig(DefaultRemoteCompaction()).Topics
+	c, err := New(cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	r.now = r.now.Add(time.Second)
+	r.c.Sync(context.Background()) // may report the partition held
+	if got := r.localBases(); len(got) != 2 || got[0] != 0 {
+		t.Fatalf("local segments %v: the new incarnation's segment 0, never copied, was deleted", got)
 	}
 }

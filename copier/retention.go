@@ -115,7 +115,10 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 			present := c.copyPresent
 			if !exact {
 				present = func(ctx context.Context, _ []remotelog.SegmentMetadata, s localSegment) (bool, error) {
-					return c.coverPresent(ctx, cover, s)
+					if ok, err := c.coverPresent(ctx, cover, s); err != nil || !ok {
+						return ok, err
+					}
+					return c.coverHolds(ctx, p, cover, s)
 				}
 			}
 			if ok, err := present(ctx, fin, s); err != nil || !ok {
