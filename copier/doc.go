@@ -26,10 +26,12 @@
 //	                                                            lies past its end offset
 //	remote: a superseded copy         remoteRetention           a newer, undamaged finished copy covers its whole
 //	                                                            offset range (so a damaged copy goes once its
-//	                                                            segment was copied again)
+//	                                                            segment was copied again), its objects checked
+//	                                                            present in the bucket right before
 //	remote: a copy merged by remote   deleteMerged              the merged copy naming it (compactionOf) is
 //	  compaction                                                FINISHED, undamaged, newer and covers its whole
-//	                                                            range, so Supersede no longer keeps it (logged:
+//	                                                            range, so Supersede no longer keeps it, and its
+//	                                                            objects are checked present right before (logged:
 //	                                                            "superseded by copy <id> COPY_SEGMENT_FINISHED
 //	                                                            covering [a, b]"); after a crash, remoteRetention
 //	                                                            deletes it on the same proof
@@ -77,7 +79,9 @@
 //	                                                            compacted, same topic id), undamaged finished
 //	                                                            copies covering every offset of it, each checked
 //	                                                            present right before (cleaning only removes
-//	                                                            records: they hold all it holds), and local
+//	                                                            records: they hold all it holds; without topic
+//	                                                            ids, the copies are read and must hold each of
+//	                                                            its records at its offset), and local
 //	                                                            retention breached; or the segment lies wholly
 //	                                                            below the log start offset (moved by remote retention, or
 //	                                                            the broker's checkpoint when within its high
@@ -113,8 +117,9 @@
 //	COPY_SEGMENT_FINISHED  newer than each merged copy: readers switch     compact.finished
 //	delete each merged copy (DELETE_SEGMENT_STARTED/FINISHED, with proof)  compact.merged-deleted
 //
-// A run holds only undamaged copies Supersede keeps, wholly below the
-// first local offset, contiguous, of one topic id, at most segment.bytes
+// A run holds only undamaged copies Supersede keeps that share no offset
+// with another kept copy (so the merged copy supersedes exactly the copies
+// it read), wholly below the first local offset, contiguous, of one topic id, at most segment.bytes
 // of .log together, and is merged when its bytes that no merge wrote are
 // at least min.cleanable.dirty.ratio of them. The key map covers the run:
 // a record goes when a later record of the run has its key. Tombstones and
