@@ -138,7 +138,10 @@
 //
 // A local segment of a compacted topic that differs from its copies (the
 // broker's cleaner rewrote it) is never evidence against the copies: it
-// marks nothing damaged and deletes nothing remote (compacted.go).
+// marks nothing damaged and deletes nothing remote (compacted.go). One
+// into which the cleaner merged copied segments is copied (its copy then
+// supersedes theirs) only while it still holds every tombstone and
+// transaction marker their copies hold; else it waits, logged.
 //
 // Never a proof, each with another explanation: a "<topic>-<p>.<uuid>-delete",
 // "-future" or "-stray" directory (a topic deletion, but also a move to

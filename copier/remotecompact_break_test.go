@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/kafkalog/index"
 	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -128,5 +133,107 @@ func TestCompactedRecreatedTopicWithoutIDsKeptLocally(t *testing.T) {
 	r.c.Sync(context.Background()) // may report the partition held
 	if got := r.localBases(); len(got) != 2 || got[0] != 0 {
 		t.Fatalf("local segments %v: the new incarnation's segment 0, never copied, was deleted", got)
+	}
+}
+
+// writeRecords writes a rolled segment at base holding each update at its
+// own offset (one batch each; an offset absent from at is a record the
+// cleaner removed), with an empty .index and a .timeindex.
+func writeRecords(t *testing.T, dir string, base, ts int64, at map[int64]update) {
+	t.Helper()
+	var offs []int64
+	for o := range at {
+		offs = append(offs, o)
+	}
+	slices.Sort(offs)
+	var log []byte
+	for _, o := range offs {
+		u := at[o]
+		r := batch.Record{Timestamp: ts, Key: []byte(u.key)}
+		if !u.tomb {
+			r.Value = []byte(u.value)
+		}
+		b, err := batch.AppendBatch(nil, batch.NewParams(o, 0), []batch.Record{r}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, b...)
+	}
+	for _, suffix := range []string{kafkalog.LogSuffix, kafkalog.IndexSuffix, kafkalog.TimeIndexSuffix, kafkalog.TxnIndexSuffix} {
+		os.Remove(filepath.Join(dir, kafkalog.FileName(base, suffix)))
+	}
+	if err := os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.LogSuffix)), log, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.IndexSuffix)), nil, 0o644)
+	ti, _ := index.AppendTimeEntry(nil, base, index.TimeEntry{Timestamp: ts, Offset: offs[len(offs)-1]})
+	os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, kafkalog.TimeIndexSuffix)), ti, 0o644)
+}
+
+// TestCompactedCleanerMergeKeepsTombstones: segment 0 holds k=v1 and is
+// copied and deleted locally; segment 10 holds k's tombstone and is
+// copied but kept locally. The broker's cleaner, past the tombstone's
+// delete horizon, then merges segment 10 with the new segment 20 into one
+// segment at 10 without the tombstone (Kafka's cleaner groups clean and
+// dirty segments). The copy of that segment covers the copy of segment
+// 10, whose tombstone is the only one left: a reader of the remote tier
+// must still find k deleted, not v1 back.
+func TestCompactedCleanerMergeKeepsTombstones(t *testing.T) {
+	cfg := compactedConfig(RemoteCompaction{})
+	tc := cfg.Topics["orders"]
+	tc.Retention.LocalRetentionMs = ptr(-1)
+	cfg.Topics["orders"] = tc
+	r := newRig(t, cfg, nil)
+	dir := r.dir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ts := r.now.UnixMilli()
+	seg0 := map[int64]update{}
+	for o := int64(0); o < 10; o++ {
+		seg0[o] = update{key: fmt.Sprintf("a%d", o), value: "x"}
+	}
+	seg0[3] = update{key: "k", value: "v1"}
+	seg10 := map[int64]update{}
+	for o := int64(10); o < 20; o++ {
+		seg10[o] = update{key: fmt.Sprintf("b%d", o), value: "y"}
+	}
+	seg10[15] = update{key: "k", tomb: true}
+	writeRecords(t, dir, 0, ts, seg0)
+	writeRecords(t, dir, 10, ts, seg10)
+	h := &history{updates: make([]update, 20)}
+	h.activeSegment(t, dir)
+	if n := r.sync(); n != 2 {
+		t.Fatalf("copied %d, want 2", n)
+	}
+	// Segment 0 leaves local disk (its copy is the proof).
+	os.Rename(filepath.Join(dir, kafkalog.FileName(0, kafkalog.LogSuffix)), filepath.Join(dir, kafkalog.FileName(0, kafkalog.LogSuffix)+".deleted"))
+	os.Remove(filepath.Join(dir, kafkalog.FileName(0, kafkalog.IndexSuffix)))
+	os.Remove(filepath.Join(dir, kafkalog.FileName(0, kafkalog.TimeIndexSuffix)))
+	if got := readRemote(t, r).latest(); got["k"] != "" {
+		t.Fatalf("after the copies k reads %q, want deleted", got["k"])
+	}
+	// The cleaner merges 10 and 20 into 10 and drops the tombstone.
+	merged := map[int64]update{}
+	for o, u := range seg10 {
+		if !u.tomb {
+			merged[o] = u
+		}
+	}
+	for o := int64(20); o < 30; o++ {
+		merged[o] = update{key: fmt.Sprintf("c%d", o), value: "z"}
+	}
+	os.Remove(filepath.Join(dir, kafkalog.FileName(20, kafkalog.LogSuffix)))
+	os.Remove(filepath.Join(dir, kafkalog.FileName(20, kafkalog.IndexSuffix)))
+	os.Remove(filepath.Join(dir, kafkalog.FileName(20, kafkalog.TimeIndexSuffix)))
+	writeRecords(t, dir, 10, ts, merged)
+	h.updates = make([]update, 30)
+	h.activeSegment(t, dir)
+	for i := 0; i < 3; i++ {
+		r.now = r.now.Add(time.Second)
+		r.c.Sync(context.Background())
+	}
+	if got := readRemote(t, r).latest(); got["k"] != "" {
+		t.Fatalf("k reads %q from the remote tier: its tombstone's only copy was superseded and v1 came back", got["k"])
 	}
 }
