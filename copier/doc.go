@@ -35,6 +35,10 @@
 //	                                                            "superseded by copy <id> COPY_SEGMENT_FINISHED
 //	                                                            covering [a, b]"); after a crash, remoteRetention
 //	                                                            deletes it on the same proof
+//	remote: a damaged merged copy     dropLostMerges            finished and marked damaged (objects missing),
+//	                                                            and every copy it names (compactionOf) is
+//	                                                            finished, undamaged and checked present right
+//	                                                            before: it holds nothing they do not
 //	remote: this tierd's failed or    copyOne, upload,          the attempt is this tierd's own (a row it wrote,
 //	  fenced copy attempt             rsm.CopySegment           new segment id) and failed, timed out, or was
 //	                                                            fenced by a newer leader epoch before its
