@@ -364,7 +364,7 @@ func (c *Copier) mayCopyMerged(ctx context.Context, p *partition, fin []remotelo
 func (c *Copier) dropsDeletes(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment) (int64, bool, error) {
 	var inside []remotelog.SegmentMetadata
 	for _, r := range fin {
-		if r.StartOffset >= s.base && r.EndOffset <= s.end {
+		if r.StartOffset >= s.base && r.EndOffset <= s.end && r.Damaged == "" { // a damaged copy is read by no one
 			inside = append(inside, r)
 		}
 	}
