@@ -170,6 +170,11 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if p.policy.Compact && !p.cleanedThrough(s) {
 			break // the status says why (not_cleaned)
 		}
+		if p.policy.Compact && s.base <= highest {
+			if ok, err := c.mayCopyMerged(ctx, p, fin, s); err != nil || !ok {
+				return copied, err
+			}
+		}
 		if highest >= 0 && s.base > highest+1 && highest+1 >= offs.LogStartOffset {
 			c.reportGap(p.tp, highest+1, s.base-1)
 		}

@@ -26,13 +26,19 @@
 //	                                                            lies past its end offset
 //	remote: a superseded copy         remoteRetention           a newer, undamaged finished copy covers its whole
 //	                                                            offset range (so a damaged copy goes once its
-//	                                                            segment was copied again)
+//	                                                            segment was copied again), its objects checked
+//	                                                            present in the bucket right before
 //	remote: a copy merged by remote   deleteMerged              the merged copy naming it (compactionOf) is
 //	  compaction                                                FINISHED, undamaged, newer and covers its whole
-//	                                                            range, so Supersede no longer keeps it (logged:
+//	                                                            range, so Supersede no longer keeps it, and its
+//	                                                            objects are checked present right before (logged:
 //	                                                            "superseded by copy <id> COPY_SEGMENT_FINISHED
 //	                                                            covering [a, b]"); after a crash, remoteRetention
 //	                                                            deletes it on the same proof
+//	remote: a damaged merged copy     dropLostMerges            finished and marked damaged (objects missing),
+//	                                                            and every copy it names (compactionOf) is
+//	                                                            finished, undamaged and checked present right
+//	                                                            before: it holds nothing they do not
 //	remote: this tierd's failed or    copyOne, upload,          the attempt is this tierd's own (a row it wrote,
 //	  fenced copy attempt             rsm.CopySegment           new segment id) and failed, timed out, or was
 //	                                                            fenced by a newer leader epoch before its
@@ -77,7 +83,9 @@
 //	                                                            compacted, same topic id), undamaged finished
 //	                                                            copies covering every offset of it, each checked
 //	                                                            present right before (cleaning only removes
-//	                                                            records: they hold all it holds), and local
+//	                                                            records: they hold all it holds; without topic
+//	                                                            ids, the copies are read and must hold each of
+//	                                                            its records at its offset), and local
 //	                                                            retention breached; or the segment lies wholly
 //	                                                            below the log start offset (moved by remote retention, or
 //	                                                            the broker's checkpoint when within its high
@@ -113,8 +121,9 @@
 //	COPY_SEGMENT_FINISHED  newer than each merged copy: readers switch     compact.finished
 //	delete each merged copy (DELETE_SEGMENT_STARTED/FINISHED, with proof)  compact.merged-deleted
 //
-// A run holds only undamaged copies Supersede keeps, wholly below the
-// first local offset, contiguous, of one topic id, at most segment.bytes
+// A run holds only undamaged copies Supersede keeps that share no offset
+// with another kept copy (so the merged copy supersedes exactly the copies
+// it read), wholly below the first local offset, contiguous, of one topic id, at most segment.bytes
 // of .log together, and is merged when its bytes that no merge wrote are
 // at least min.cleanable.dirty.ratio of them. The key map covers the run:
 // a record goes when a later record of the run has its key. Tombstones and
@@ -133,7 +142,10 @@
 //
 // A local segment of a compacted topic that differs from its copies (the
 // broker's cleaner rewrote it) is never evidence against the copies: it
-// marks nothing damaged and deletes nothing remote (compacted.go).
+// marks nothing damaged and deletes nothing remote (compacted.go). One
+// into which the cleaner merged copied segments is copied (its copy then
+// supersedes theirs) only while it still holds every tombstone and
+// transaction marker their copies hold; else it waits, logged.
 //
 // Never a proof, each with another explanation: a "<topic>-<p>.<uuid>-delete",
 // "-future" or "-stray" directory (a topic deletion, but also a move to

@@ -74,6 +74,9 @@ func newCompactMetrics(reg prometheus.Registerer) *compactMetrics {
 // remoteCompact merges at most one run of a partition's copies, when the
 // topic is compacted and remote compaction is on.
 func (c *Copier) remoteCompact(ctx context.Context, p *partition) error {
+	if err := c.dropLostMerges(ctx, p); err != nil {
+		return fmt.Errorf("%w: %w", errRemoteCompaction, err)
+	}
 	if !c.cfg.RemoteCompaction.Enable || !p.policy.Compact {
 		return nil
 	}
@@ -234,6 +237,14 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 			return errors.Join(err, c.abortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
 		}
 	}
+	// The merged copy is checked in the bucket right before the copies it
+	// replaces go (a bucket fault since its upload must not leave neither).
+	if ok, err := c.proofPresent(ctx, merged); err != nil || !ok {
+		if err == nil {
+			err = fmt.Errorf("merged copy %s has objects missing: the copies it merges stay", merged.ID)
+		}
+		return err
+	}
 	deleted := map[remotelog.SegmentID]bool{}
 	var errs []error
 	for i, old := range run.copies {
@@ -249,6 +260,71 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 		}
 	}
 	return errors.Join(append(errs, c.abortUploads(ctx, tp, deleted))...)
+}
+
+// proofPresent checks in the bucket that copy by, the proof for deleting
+// the copies it supersedes, has its objects (checkCopy, which marks it
+// damaged when they are gone, so that it supersedes nothing), and reports
+// whether it is still finished and undamaged. Errors: the store's and
+// the bucket's.
+func (c *Copier) proofPresent(ctx context.Context, by remotelog.SegmentMetadata) (bool, error) {
+	if err := c.checkCopy(ctx, by); err != nil {
+		return false, err
+	}
+	cur, err := c.store.Segment(by.TopicPartition, by.StartOffset, by.ID)
+	if err != nil {
+		return false, err
+	}
+	return cur.State == remotelog.CopySegmentFinished && cur.Damaged == "", nil
+}
+
+// dropLostMerges deletes each finished merged copy that is damaged (its
+// objects went missing after its commit) while every copy it merged
+// (compactionOf) is still finished, undamaged and checked present in the
+// bucket: readers would otherwise pick the damaged copy for its range
+// (it covers more than each old copy, so Supersede keeps both), and it
+// holds nothing the old copies do not. The next merge makes it again.
+func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
+	rows, err := c.store.Segments(p.tp)
+	if err != nil {
+		return err
+	}
+	byID := map[remotelog.SegmentID]remotelog.SegmentMetadata{}
+	for _, r := range rows {
+		if r.State == remotelog.CopySegmentFinished {
+			byID[r.ID] = r
+		}
+	}
+	var errs []error
+	for _, m := range rows {
+		if m.State != remotelog.CopySegmentFinished || m.CompactionOf == nil || m.Damaged == "" {
+			continue
+		}
+		whole := true
+		for _, id := range m.CompactionOf {
+			o, ok := byID[id]
+			if !ok || o.Damaged != "" {
+				whole = false
+				break
+			}
+			if ok, err := c.proofPresent(ctx, o); err != nil || !ok {
+				errs = append(errs, err)
+				whole = false
+				break
+			}
+		}
+		if !whole {
+			continue
+		}
+		c.log.Warn("deleting a damaged merged copy of a compacted topic", "partition", p.tp, "segment", m.ID, "base_offset", m.StartOffset,
+			"end_offset", m.EndOffset, "damaged", m.Damaged, "proof", fmt.Sprintf("the %d copies it merged are finished, undamaged and present", len(m.CompactionOf)))
+		if err := c.deleteRemote(ctx, m); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, c.abortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
+	}
+	return errors.Join(errs...)
 }
 
 // supersededProof words the proof for deleting a copy that by covers.

@@ -2,6 +2,7 @@ package copier
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -41,7 +42,11 @@ func (r compactionRun) String() string {
 //
 // Rules:
 //   - Only the rows remotelog.Supersede keeps take part (what readers
-//     see), and only undamaged ones; a damaged copy ends a run.
+//     see), and only undamaged ones; a damaged copy ends a run. A kept
+//     row that shares offsets with another kept row (partly overlapping
+//     copies, or a newer shorter copy inside an older one's range, as an
+//     unclean leader election leaves) takes no part either, so that the
+//     merged copy supersedes exactly the copies it merged.
 //   - Only copies wholly below localStart, the first offset still on
 //     local disk: a local segment is deleted on the proof of its exact
 //     copy (copiedExactly), which a merge would replace.
@@ -64,8 +69,27 @@ func (r compactionRun) String() string {
 // can. It costs O(n) for n rows.
 func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs int64, s compactionSettings) (compactionRun, bool) {
 	rows := remotelog.Supersede(fin)
-	eligible := func(m remotelog.SegmentMetadata) bool {
-		return m.Damaged == "" && m.EndOffset < localStart && m.EndOffset >= logStart && m.EventTimestampMs < nowMs
+	// overlapped[k]: rows[k] shares offsets with another kept row (an
+	// unclean leader election's diverged copies, or copies of two tierds).
+	// Such a row takes no part, and no run may cover it: the merged copy
+	// would supersede it without having read it, and retention would
+	// delete it as superseded. Rows are sorted by start offset, so rows[k]
+	// overlaps a later row iff the next one starts within it, and an
+	// earlier one iff some earlier row ends at or past its start.
+	overlapped := make([]bool, len(rows))
+	reach := int64(math.MinInt64)
+	for k, m := range rows {
+		if m.StartOffset <= reach {
+			overlapped[k] = true
+		}
+		if k+1 < len(rows) && rows[k+1].StartOffset <= m.EndOffset {
+			overlapped[k] = true
+		}
+		reach = max(reach, m.EndOffset)
+	}
+	eligibleAt := func(k int) bool {
+		m := rows[k]
+		return !overlapped[k] && m.Damaged == "" && m.EndOffset < localStart && m.EndOffset >= logStart && m.EventTimestampMs < nowMs
 	}
 	follows := func(prev, next remotelog.SegmentMetadata) bool {
 		return next.StartOffset == prev.EndOffset+1 && next.TopicID == prev.TopicID
@@ -79,12 +103,12 @@ func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs
 	for i < len(rows) {
 		if j <= i {
 			j, bytes, dirty = i, 0, 0
-			if !eligible(rows[i]) {
+			if !eligibleAt(i) {
 				i++
 				continue
 			}
 		}
-		for j < len(rows) && eligible(rows[j]) && (j == i || follows(rows[j-1], rows[j])) &&
+		for j < len(rows) && eligibleAt(j) && (j == i || follows(rows[j-1], rows[j])) &&
 			bytes+rows[j].SizeInBytes <= s.segmentBytes && rows[j].EndOffset-rows[i].StartOffset <= maxRemoteCompactionGap {
 			bytes += rows[j].SizeInBytes
 			if rows[j].CompactionOf == nil {

@@ -3,6 +3,7 @@ package copier
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/tierd/tierd/internal/remotelog"
@@ -72,6 +73,16 @@ func TestPlanCompaction(t *testing.T) {
 			s: compactionSettings{segmentBytes: 1000, dirtyRatio: 0.3}, want: want{true, 0, 29, true}},
 		{name: "offsets spanning more than an index entry reaches", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
 			planRow(10, 1<<31+5, 100, 1, false)}, localStart: math.MaxInt64},
+		// An unclean leader election leaves a newer, shorter copy of part
+		// of an older copy's range (the new leader's diverged log): both
+		// are kept. Merging the older one with its neighbour would cover
+		// the newer one too, and retention would then delete it as
+		// superseded though the merged copy never read it.
+		{name: "a newer copy inside a run's range stops it", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
+			planRow(10, 19, 100, 1, false), planRow(10, 14, 100, 2, false)}, localStart: math.MaxInt64},
+		{name: "partly overlapping copies take no part", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
+			planRow(10, 19, 100, 1, false), planRow(15, 24, 100, 2, false), planRow(25, 29, 100, 2, false), planRow(30, 39, 100, 2, false)},
+			localStart: math.MaxInt64, want: want{true, 25, 39, false}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -89,6 +100,29 @@ func TestPlanCompaction(t *testing.T) {
 				for i := 1; i < len(run.copies); i++ {
 					if run.copies[i].StartOffset != run.copies[i-1].EndOffset+1 {
 						t.Fatalf("run not contiguous: %v", run)
+					}
+				}
+			}
+			if ok {
+				// The merged copy must supersede the run's copies and no
+				// other copy a reader sees: any other one would be deleted
+				// as superseded with none of its records in the merge.
+				merged := planRow(run.start(), run.end(), 1, now+1, true)
+				was := map[remotelog.SegmentID]bool{}
+				for _, m := range remotelog.Supersede(tc.rows) {
+					was[m.ID] = true
+				}
+				in := map[remotelog.SegmentID]bool{}
+				for _, m := range run.copies {
+					in[m.ID] = true
+				}
+				still := map[remotelog.SegmentID]bool{}
+				for _, m := range remotelog.Supersede(append(slices.Clone(tc.rows), merged)) {
+					still[m.ID] = true
+				}
+				for id := range was {
+					if !in[id] && !still[id] {
+						t.Fatalf("merging %s would supersede copy %s, which it does not merge", describe(run), id)
 					}
 				}
 			}

@@ -115,7 +115,10 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 			present := c.copyPresent
 			if !exact {
 				present = func(ctx context.Context, _ []remotelog.SegmentMetadata, s localSegment) (bool, error) {
-					return c.coverPresent(ctx, cover, s)
+					if ok, err := c.coverPresent(ctx, cover, s); err != nil || !ok {
+						return ok, err
+					}
+					return c.coverHolds(ctx, p, cover, s)
 				}
 			}
 			if ok, err := present(ctx, fin, s); err != nil || !ok {
@@ -257,12 +260,27 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	for _, r := range remotelog.Supersede(finished) {
 		live[r.ID] = true
 	}
+	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket this pass
 	for _, r := range finished {
 		if !live[r.ID] {
-			proof := "superseded"
-			if by, ok := supersedingRow(finished, r); ok {
-				proof = supersededProof(by)
+			// The copy that supersedes r is checked in the bucket right
+			// before r goes: a row alone, its objects lost since, is no
+			// proof (r may be the only copy of its records left).
+			by, ok := supersedingRow(finished, r)
+			if !ok {
+				continue
 			}
+			present, seen := whole[by.ID]
+			if !seen {
+				if present, err = c.proofPresent(ctx, by); err != nil {
+					errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", by.ID, err))
+				}
+				whole[by.ID] = present
+			}
+			if !present {
+				continue
+			}
+			proof := supersededProof(by)
 			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset, "proof", proof)
 			if err := c.deleteRemote(ctx, r); err != nil {
 				errs = append(errs, err)
