@@ -153,7 +153,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if s.end < offs.LogStartOffset {
 			continue
 		}
-		if damagedExactly(fin, s) || (p.policy.Compact && p.damagedCompacted(fin, s)) {
+		if damagedExactly(fin, s) || (p.policy.Compact && (p.damagedCompacted(fin, s) || p.damagedTail(fin, s))) {
 			if c.once(fmt.Sprintf("recopy %s %d", p.tp, s.base)) {
 				c.log.Warn("copying a segment again: its copy is damaged", "partition", p.tp, "base_offset", s.base)
 			}

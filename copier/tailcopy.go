@@ -60,6 +60,30 @@ func (p *partition) tieredThrough(fin []remotelog.SegmentMetadata, s localSegmen
 	return next - 1
 }
 
+// damagedTail reports whether the tail copy of local segment s (offsets
+// [h+1, s.end], h the last offset tieredThrough finds) is marked damaged
+// and no undamaged copy holds those offsets: the tail is copied again,
+// and the new copy supersedes the damaged one.
+func (p *partition) damagedTail(fin []remotelog.SegmentMetadata, s localSegment) bool {
+	cand := false // cheap first: a damaged copy ending where s ends, past its start
+	for _, r := range fin {
+		cand = cand || (r.Damaged != "" && r.StartOffset > s.base && r.EndOffset == s.end && p.rewritable(r))
+	}
+	if !cand {
+		return false
+	}
+	h := p.tieredThrough(fin, s)
+	if h < s.base || h >= s.end {
+		return false
+	}
+	for _, r := range fin {
+		if r.Damaged != "" && r.StartOffset == h+1 && r.EndOffset == s.end && p.rewritable(r) {
+			return true
+		}
+	}
+	return false
+}
+
 // cutTail turns the staged files of local segment s into those of its
 // tail from offset from (the last tiered offset + 1): a new .log holding
 // the staged batches whose base offset is at least from, byte for byte;

@@ -139,6 +139,23 @@ func TestCompactedTailCopy(t *testing.T) {
 	checkTailIndex(t, r, tail, remote)
 	checkModel(t, "after the tail copy", readRemote(t, r), h, 30)
 
+	// A damaged tail copy is copied again, and the new copy replaces it.
+	if _, err := r.store.MarkDamaged(r.tp, tail.StartOffset, tail.ID, damagedChecksum+"test"); err != nil {
+		t.Fatal(err)
+	}
+	r.now = r.now.Add(time.Second)
+	if n := r.sync(); n != 1 {
+		t.Fatalf("copied %d with the tail copy damaged, want the tail again", n)
+	}
+	r.now = r.now.Add(time.Second)
+	r.sync()
+	fin = r.finished()
+	seen := remotelog.Supersede(fin)
+	if len(seen) != 3 || seen[2].StartOffset != 20 || seen[2].ID == tail.ID || seen[2].Damaged != "" {
+		t.Fatalf("readers see %+v, want the copies of 0, 10 and a new tail copy", seen)
+	}
+	checkModel(t, "after the tail was copied again", readRemote(t, r), h, 30)
+
 	// Local retention now deletes the merged segment.
 	cfg := r.c.cfg // the rig's, with its broker and instance ids
 	cfg.Topics = maps.Clone(cfg.Topics)
