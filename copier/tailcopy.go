@@ -181,5 +181,5 @@ func (st *staged) cutTxnIndex(from int64) error {
 // errEmptyTail).
 func (p *partition) tailWait(s localSegment, from int64, err error) string {
 	return fmt.Sprintf("cleanup.policy=%s: segment %d (offsets %d to %d) merges copied segments with new ones, and only its batches after the last tiered offset %d are copied; "+
-		"it cannot be cut there: %v; it waits until the cleaner rewrites it or local retention removes it", p.policy, s.base, s.base, s.end, from-1, err)
+		"it cannot be cut there: %v; it waits until the broker's cleaner rewrites it (merging it with the next segment gives it batches to copy)", p.policy, s.base, s.base, s.end, from-1, err)
 }

@@ -289,3 +289,82 @@ func TestCompactedTailCopyStraddleWaits(t *testing.T) {
 		t.Fatalf("finished copies %+v, want segment 0's only", fin)
 	}
 }
+
+// TestCompactedTailCopyEmptyWaits: segment 0 is copied; the cleaner then
+// merges it with segment 10, all of whose records it removed, so the
+// merged segment holds no batch after the tiered offset 9. Nothing is
+// copied (an empty copy of offsets 10 to 19 would hold nothing to read),
+// and the partition waits for not_cleaned, saying so.
+func TestCompactedTailCopyEmptyWaits(t *testing.T) {
+	r := tailRig(t, true)
+	dir := r.dir()
+	seg0 := map[int64]update{}
+	for o := int64(0); o < 10; o++ {
+		seg0[o] = update{key: fmt.Sprintf("a%d", o), value: "x"}
+	}
+	writeRecords(t, dir, 0, r.now.UnixMilli(), seg0)
+	writeKeyedActive(t, r, 10)
+	if n := r.sync(); n != 1 {
+		t.Fatalf("copied %d, want segment 0", n)
+	}
+	removeSegment(dir, 10)
+	writeKeyedActive(t, r, 20) // segment 0 now ends at 19 and holds offsets 0 to 9
+	r.now = r.now.Add(time.Second)
+	if n := r.sync(); n != 0 {
+		t.Fatalf("copied %d with nothing after the tiered offset", n)
+	}
+	if st := r.status(r.tp); st.Reason != remotelog.WaitNotCleaned || !strings.Contains(st.Detail, "no batch after the last tiered offset") {
+		t.Fatalf("status %s/%s %q", st.State, st.Reason, st.Detail)
+	}
+}
+
+// TestCutTxnIndex: a tail keeps the .txnindex entries of transactions
+// aborted at or after its first offset, in a new file named by it, and
+// none when no entry remains; the staged link is removed, the local
+// file kept.
+func TestCutTxnIndex(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, kafkalog.FileName(0, kafkalog.TxnIndexSuffix))
+	var raw []byte
+	for _, last := range []int64{5, 19, 20, 27} {
+		raw = index.AppendAbortedTxn(raw, index.AbortedTxn{ProducerID: last, FirstOffset: last - 3, LastOffset: last, LastStableOffset: last - 3})
+	}
+	if err := os.WriteFile(local, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		from int64
+		want []int64
+	}{{20, []int64{20, 27}}, {28, nil}} {
+		sd := filepath.Join(dir, fmt.Sprint("stage", c.from))
+		os.MkdirAll(sd, 0o755)
+		st := &staged{dir: sd, txnIdx: filepath.Join(sd, filepath.Base(local))}
+		if err := os.Link(local, st.txnIdx); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.cutTxnIndex(c.from); err != nil {
+			t.Fatal(err)
+		}
+		if c.want == nil {
+			if st.txnIdx != "" {
+				t.Fatalf("from %d: txnindex %s, want none", c.from, st.txnIdx)
+			}
+			continue
+		}
+		if filepath.Base(st.txnIdx) != kafkalog.FileName(c.from, kafkalog.TxnIndexSuffix) {
+			t.Fatalf("from %d: staged %s", c.from, st.txnIdx)
+		}
+		b, _ := os.ReadFile(st.txnIdx)
+		got, err := index.ParseTxnIndex(b)
+		var lasts []int64
+		for _, e := range got {
+			lasts = append(lasts, e.LastOffset)
+		}
+		if err != nil || !slices.Equal(lasts, c.want) {
+			t.Fatalf("from %d: kept %v (%v), want %v", c.from, lasts, err, c.want)
+		}
+		if b, err := os.ReadFile(local); err != nil || !bytes.Equal(b, raw) {
+			t.Fatalf("local .txnindex changed: %v", err)
+		}
+	}
+}
