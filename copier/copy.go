@@ -170,17 +170,9 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if p.policy.Compact && !p.cleanedThrough(s) {
 			break // the status says why (not_cleaned)
 		}
-		from := s.base // the first offset to copy
-		if p.policy.Compact && s.base <= highest {
-			// The cleaner merged copied segments into s: copy its tail
-			// only (tailcopy.go), or, when no copy holds its start, all
-			// of it unless that loses a tombstone its copies hold.
-			if h := p.tieredThrough(fin, s); h >= s.base {
-				from = h + 1
-			}
-			if ok, err := c.mayCopyMerged(ctx, p, fin, s, from); err != nil || !ok {
-				return copied, err
-			}
+		from, ok, err := c.copyStart(ctx, p, fin, s, highest)
+		if err != nil || !ok {
+			return copied, err
 		}
 		if highest >= 0 && s.base > highest+1 && highest+1 >= offs.LogStartOffset {
 			c.reportGap(p.tp, highest+1, s.base-1)
@@ -197,11 +189,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 			c.wait(p.tp, remotelog.WaitNotCleaned, fmt.Sprintf("cleanup.policy=%s: segment %d waits for the next pass: %v", p.policy, s.base, err))
 			return copied, nil
 		} else if errors.Is(err, errStraddle) || errors.Is(err, errEmptyTail) {
-			if c.once(fmt.Sprintf("tailwait %s %d %d", p.tp, s.base, s.size)) {
-				c.log.Warn("segment merges copied segments with new ones and its tail cannot be cut at the last tiered offset; it waits",
-					"partition", p.tp, "base_offset", s.base, "end_offset", s.end, "tiered_through", from-1, "err", err)
-			}
-			c.wait(p.tp, remotelog.WaitNotCleaned, p.tailWait(s, from, err))
+			c.waitTail(p, s, from, err)
 			return copied, nil
 		} else if err != nil {
 			return copied, fmt.Errorf("copy segment %d: %w", s.base, err)
@@ -243,17 +231,14 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 	if err != nil {
 		return err
 	}
-	cs := s // the offsets copied
+	cs, in := s, inspection{} // cs: the offsets copied
 	if from > s.base {
 		cs.base = from
-		if err := st.cutTail(s, from); err != nil {
-			if errors.Is(err, errCorruptSegment) {
-				c.reportCorrupt(p.tp, s, err)
-			}
-			return err
-		}
+		err = st.cutTail(s, from)
 	}
-	in, err := inspect(cs, st, c.cfg.IndexIntervalBytes)
+	if err == nil {
+		in, err = inspect(cs, st, c.cfg.IndexIntervalBytes)
+	}
 	if err != nil {
 		if errors.Is(err, errCorruptSegment) {
 			c.reportCorrupt(p.tp, s, err)
@@ -339,11 +324,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 	c.m.copiedBytes.Add(float64(in.size))
 	if cs.base > s.base {
 		c.m.tailCopies.Inc()
-		c.log.Info("copied the tail of a segment the cleaner merged with copied segments", "partition", p.tp, "base_offset", s.base,
-			"start_offset", cs.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
-		return nil
 	}
-	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
+	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "start_offset", cs.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
 	return nil
 }
 

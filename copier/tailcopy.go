@@ -1,6 +1,7 @@
 package copier
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -177,9 +178,32 @@ func (st *staged) cutTxnIndex(from int64) error {
 	return os.WriteFile(st.txnIdx, kept, 0o644)
 }
 
-// tailWait says why a partly tiered segment waits (errStraddle,
-// errEmptyTail).
-func (p *partition) tailWait(s localSegment, from int64, err error) string {
-	return fmt.Sprintf("cleanup.policy=%s: segment %d (offsets %d to %d) merges copied segments with new ones, and only its batches after the last tiered offset %d are copied; "+
-		"it cannot be cut there: %v; it waits until the broker's cleaner rewrites it (merging it with the next segment gives it batches to copy)", p.policy, s.base, s.base, s.end, from-1, err)
+// copyStart returns the first offset of rolled segment s to copy
+// (highest: the highest tiered offset) and whether s may be copied now.
+// When the cleaner merged copied segments of a compacted topic into s
+// (it starts at or below highest), that is the offset after the copies
+// holding its start (its tail), or s.base when no copy holds its start;
+// either way s waits (false) when its copy would supersede copies holding
+// a tombstone or marker s lost (mayCopyMerged).
+func (c *Copier) copyStart(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment, highest int64) (int64, bool, error) {
+	if !p.policy.Compact || s.base > highest {
+		return s.base, true, nil
+	}
+	from := s.base
+	if h := p.tieredThrough(fin, s); h >= s.base {
+		from = h + 1
+	}
+	ok, err := c.mayCopyMerged(ctx, p, fin, s, from)
+	return from, ok, err
+}
+
+// waitTail logs once and puts in the status why a partly tiered segment
+// waits (errStraddle, errEmptyTail).
+func (c *Copier) waitTail(p *partition, s localSegment, from int64, err error) {
+	if c.once(fmt.Sprintf("tailwait %s %d %d", p.tp, s.base, s.size)) {
+		c.log.Warn("segment merges copied segments with new ones and its tail cannot be cut at the last tiered offset; it waits",
+			"partition", p.tp, "base_offset", s.base, "end_offset", s.end, "tiered_through", from-1, "err", err)
+	}
+	c.wait(p.tp, remotelog.WaitNotCleaned, fmt.Sprintf("cleanup.policy=%s: segment %d (offsets %d to %d) merges copied segments with new ones, and only its batches after the last tiered offset %d are copied; "+
+		"it cannot be cut there: %v; it waits until the broker's cleaner rewrites it (merging it with the next segment gives it batches to copy)", p.policy, s.base, s.base, s.end, from-1, err))
 }
