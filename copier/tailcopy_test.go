@@ -50,17 +50,18 @@ func removeSegment(dir string, base int64) {
 }
 
 // TestCompactedTailCopy: segments 0 and 10 of a compacted topic are
-// copied (segment 10 holds k's tombstone at 15 and b12 at 12) and kept
+// copied (segment 10 holds k's tombstone at 15 and a12 at 12) and kept
 // locally. The broker's cleaner, past the tombstone's delete horizon,
-// merges segment 10 with the new segment 20 (which updates b12 at 22)
-// into one segment at 10 without the tombstone and without offset 12.
-// The next pass copies only that segment's tail: one new copy of
-// offsets [20, 29] holding exactly the local batches from offset 20 on,
-// byte for byte, with indexes pointing at its own batches; the copy of
-// segment 10 stays and nothing is superseded; the partition does not
-// wait; the remote tier reads the history's latest map (k absent, b12's
-// new value). Then local retention deletes the merged segment: the copy
-// of 10 and the tail copy hold all its offsets.
+// merges segment 10 with the new segment 20 (which updates a12 at 22
+// and writes a21 at 20 and again at 21) into one segment at 10 without
+// the tombstone and without offsets 12 and 20. The next pass copies only
+// that segment's tail: one new copy of offsets [20, 29] holding exactly
+// the local batches from offset 21 on, byte for byte, with indexes
+// pointing at its own batches; the copy of segment 10 stays and nothing
+// is superseded; the partition does not wait; the remote tier reads the
+// history's latest map (k absent, a12's new value). A damaged tail copy
+// is copied again. Then local retention deletes the merged segment: the
+// copy of 10 and the tail copy hold all its offsets.
 func TestCompactedTailCopy(t *testing.T) {
 	r := tailRig(t, true)
 	dir := r.dir()
@@ -76,6 +77,8 @@ func TestCompactedTailCopy(t *testing.T) {
 			u = update{key: "k", tomb: true}
 		case o == 22:
 			u = update{key: "a12", value: "new"}
+		case o == 20:
+			u = update{key: "a21", value: "old"}
 		}
 		h.updates[o] = u
 		[]map[int64]update{seg0, seg10, seg20}[o/10][o] = u
@@ -97,6 +100,7 @@ func TestCompactedTailCopy(t *testing.T) {
 		}
 	}
 	maps.Copy(merged, seg20)
+	delete(merged, 20) // a21 has a newer value at 21
 	removeSegment(dir, 20)
 	writeRecords(t, dir, 10, ts, merged)
 	writeKeyedActive(t, r, 30)
@@ -133,8 +137,8 @@ func TestCompactedTailCopy(t *testing.T) {
 	}
 	remote, _ := io.ReadAll(rc)
 	rc.Close()
-	if cut := bytes.Index(local, remote); cut <= 0 || cut+len(remote) != len(local) || batchBaseAt(t, local, cut) != 20 {
-		t.Fatalf("tail copy (%d bytes) is not the local segment's batches from offset 20 (local %d bytes, found at %d)", len(remote), len(local), cut)
+	if cut := bytes.Index(local, remote); cut <= 0 || cut+len(remote) != len(local) || batchBaseAt(t, local, cut) != 21 {
+		t.Fatalf("tail copy (%d bytes) is not the local segment's batches from offset 21 (local %d bytes, found at %d)", len(remote), len(local), cut)
 	}
 	checkTailIndex(t, r, tail, remote)
 	checkModel(t, "after the tail copy", readRemote(t, r), h, 30)
