@@ -100,14 +100,18 @@ func (c *Copier) coverHolds(ctx context.Context, p *partition, cover []remotelog
 
 // mayCopyMerged reports whether segment s of a compacted topic, which
 // starts at or below the highest tiered offset (the cleaner merged copied
-// segments into it), may be copied: not when it lost a tombstone or marker
-// the copies it covers hold (dropsDeletes); it then waits, logged once.
-func (c *Copier) mayCopyMerged(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment) (bool, error) {
+// segments into it), may be copied from offset from (s.base, or the
+// first offset of its tail: tailcopy.go): not when it lost a tombstone or
+// marker held by copies within [from, s.end], which its copy would
+// supersede (dropsDeletes); it then waits, logged once. A tail copy
+// starts after the copies holding the segment's start, so it supersedes
+// none of them, and usually none at all.
+func (c *Copier) mayCopyMerged(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment, from int64) (bool, error) {
 	key := fmt.Sprintf("dropsdeletes %s %d %d", p.tp, s.base, s.size)
 	if c.warned(key) {
 		return false, nil // found so before (and the status says so): not read again each pass
 	}
-	at, lost, err := c.dropsDeletes(ctx, p, fin, s)
+	at, lost, err := c.dropsDeletes(ctx, p, fin, s, from)
 	if err != nil {
 		return false, fmt.Errorf("compare segment %d with the copies it covers: %w", s.base, err)
 	}
@@ -138,13 +142,13 @@ func (c *Copier) warned(key string) bool {
 // and markers that the copies s covers still hold. The copy of s would
 // supersede those copies, and the remote tier would read an older value
 // of the key from a copy before them again (the local cleaner never sees
-// remote copies). So the copies covered by s are read and each of their
-// tombstones and control records must still be in s at its offset.
-// Errors: the bucket's, rsm's, and kafkalog.ErrCorrupt.
-func (c *Copier) dropsDeletes(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment) (int64, bool, error) {
+// remote copies). So the copies within [from, s.end] (the range copied)
+// are read and each of their tombstones and control records must still be
+// in s at its offset. Errors: the bucket's, rsm's, and kafkalog.ErrCorrupt.
+func (c *Copier) dropsDeletes(ctx context.Context, p *partition, fin []remotelog.SegmentMetadata, s localSegment, from int64) (int64, bool, error) {
 	var inside []remotelog.SegmentMetadata
 	for _, r := range fin {
-		if r.StartOffset >= s.base && r.EndOffset <= s.end && r.Damaged == "" { // a damaged copy is read by no one
+		if r.StartOffset >= from && r.EndOffset <= s.end && r.Damaged == "" { // a damaged copy is read by no one
 			inside = append(inside, r)
 		}
 	}

@@ -153,7 +153,7 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if s.end < offs.LogStartOffset {
 			continue
 		}
-		if damagedExactly(fin, s) || (p.policy.Compact && p.damagedCompacted(fin, s)) {
+		if damagedExactly(fin, s) || (p.policy.Compact && (p.damagedCompacted(fin, s) || p.damagedTail(fin, s))) {
 			if c.once(fmt.Sprintf("recopy %s %d", p.tp, s.base)) {
 				c.log.Warn("copying a segment again: its copy is damaged", "partition", p.tp, "base_offset", s.base)
 			}
@@ -170,10 +170,9 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if p.policy.Compact && !p.cleanedThrough(s) {
 			break // the status says why (not_cleaned)
 		}
-		if p.policy.Compact && s.base <= highest {
-			if ok, err := c.mayCopyMerged(ctx, p, fin, s); err != nil || !ok {
-				return copied, err
-			}
+		from, ok, err := c.copyStart(ctx, p, fin, s, highest)
+		if err != nil || !ok {
+			return copied, err
 		}
 		if highest >= 0 && s.base > highest+1 && highest+1 >= offs.LogStartOffset {
 			c.reportGap(p.tp, highest+1, s.base-1)
@@ -186,8 +185,11 @@ func (c *Copier) copyRolled(ctx context.Context, p *partition) (int, error) {
 		if own, err := c.renew(ctx, p); err != nil || !own {
 			return copied, err
 		}
-		if err := c.copyOne(ctx, p, s); errors.Is(err, errCleanerBusy) {
+		if err := c.copyOne(ctx, p, s, from); errors.Is(err, errCleanerBusy) {
 			c.wait(p.tp, remotelog.WaitNotCleaned, fmt.Sprintf("cleanup.policy=%s: segment %d waits for the next pass: %v", p.policy, s.base, err))
+			return copied, nil
+		} else if errors.Is(err, errStraddle) || errors.Is(err, errEmptyTail) {
+			c.waitTail(p, s, from, err)
 			return copied, nil
 		} else if err != nil {
 			return copied, fmt.Errorf("copy segment %d: %w", s.base, err)
@@ -213,7 +215,10 @@ func (c *Copier) reportGap(tp remotelog.TopicPartition, from, to int64) {
 // record COPY_SEGMENT_STARTED, upload under a deadline, record
 // COPY_SEGMENT_FINISHED. A failed upload's objects are deleted and its row
 // ends in DELETE_SEGMENT_FINISHED; the next pass retries with a new id.
-func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) error {
+// from is the first offset to copy: s.base, or for a partly tiered
+// segment of a compacted topic the offset after the tiered ones, when
+// only its tail is copied (tailcopy.go; errStraddle, errEmptyTail).
+func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from int64) error {
 	id := remotelog.NewSegmentID()
 	st, err := stageSettled(p, s, id)
 	defer func() {
@@ -226,15 +231,29 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	if err != nil {
 		return err
 	}
-	in, err := inspect(s, st, c.cfg.IndexIntervalBytes)
+	cs, in := s, inspection{} // cs: the offsets copied
+	if from > s.base {
+		cs.base = from
+		err = st.cutTail(s, from)
+	}
+	if err == nil {
+		in, err = inspect(cs, st, c.cfg.IndexIntervalBytes)
+	}
 	if err != nil {
 		if errors.Is(err, errCorruptSegment) {
 			c.reportCorrupt(p.tp, s, err)
 		}
 		return err
 	}
-	c.setMaxTimestamp(s, in.maxTimestamp)
-	if !in.indexesOK {
+	if cs.base == s.base {
+		c.setMaxTimestamp(s, in.maxTimestamp) // a tail's is not the segment's
+	}
+	if cs.base > s.base {
+		// A tail copy's indexes are always built from its own .log.
+		if err := st.replaceIndexes(cs.base, in.rebuilt); err != nil {
+			return err
+		}
+	} else if !in.indexesOK {
 		c.log.Warn("segment indexes unusable; uploading indexes rebuilt from the log", "partition", p.tp, "base_offset", s.base,
 			"check_failed", in.indexProblem)
 		c.m.indexesRebuilt.Inc()
@@ -247,14 +266,14 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 		return err
 	}
 	files := rsm.SegmentFiles{Log: st.log, OffsetIndex: st.offsetIdx, TimeIndex: st.timeIdx,
-		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, s.base, s.end), Throttle: c.throttle}
+		TxnIndex: st.txnIdx, ProducerSnapshot: st.producerSnapshot, LeaderEpochs: epoch.InRange(epochs, cs.base, s.end), Throttle: c.throttle}
 	meta := remotelog.SegmentMetadata{
-		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: s.base, EndOffset: s.end,
+		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: cs.base, EndOffset: s.end,
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
 		Compacted: p.policy.Compact,
 	}
-	if in.size < in.fileSize {
+	if in.size < in.fileSize && cs.base == s.base {
 		meta.LocalSizeInBytes = in.fileSize // the copy leaves out the zero tail
 		c.reportTrimmed(p.tp, s, in)
 	}
@@ -303,7 +322,10 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment) erro
 	crashpoint.Hit("copy.finished")
 	c.m.copied.Inc()
 	c.m.copiedBytes.Add(float64(in.size))
-	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
+	if cs.base > s.base {
+		c.m.tailCopies.Inc()
+	}
+	c.log.Info("copied segment", "partition", p.tp, "base_offset", s.base, "start_offset", cs.base, "end_offset", s.end, "bytes", in.size, "segment", meta.ID)
 	return nil
 }
 

@@ -142,10 +142,15 @@
 //
 // A local segment of a compacted topic that differs from its copies (the
 // broker's cleaner rewrote it) is never evidence against the copies: it
-// marks nothing damaged and deletes nothing remote (compacted.go). One
-// into which the cleaner merged copied segments is copied (its copy then
-// supersedes theirs) only while it still holds every tombstone and
-// transaction marker their copies hold; else it waits, logged.
+// marks nothing damaged and deletes nothing remote (compacted.go). Of
+// one into which the cleaner merged copied segments, only the tail is
+// copied (tailcopy.go): the batches after the last offset the copies
+// holding its start cover, as a copy of [that offset + 1, its end] with
+// indexes rebuilt, which supersedes none of them; a batch across that
+// offset makes it wait, logged. When no copy holds its start, the whole
+// segment is copied (superseding the copies within it) only while it
+// still holds every tombstone and transaction marker those copies hold;
+// else it waits, logged.
 //
 // Never a proof, each with another explanation: a "<topic>-<p>.<uuid>-delete",
 // "-future" or "-stray" directory (a topic deletion, but also a move to

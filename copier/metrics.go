@@ -18,7 +18,7 @@ type metrics struct {
 	heldTotal                           *prometheus.CounterVec
 	leaseRaces, instanceConflicts       prometheus.Counter
 	fenced, copiesChecked, damaged      prometheus.Counter
-	heartbeats                          prometheus.Counter
+	heartbeats, tailCopies              prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -52,6 +52,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Times a partition was first held for a reason (distinct evidence), by reason."}, []string{"reason"}),
 		incarnation:   c("incarnation_mismatches_total", "Partitions left alone because their local log starts below the recorded local log start offset."),
 		mismatch:      c("mismatched_segments_total", "Local segments whose offsets are tiered by a copy of different contents."),
+		tailCopies:    c("tail_copies_total", "Copies of the tail of a compacted topic's segment the cleaner merged with copied segments: its batches after the last tiered offset."),
 		trimmedTails:  c("trimmed_tails_total", "Segments copied without the zero bytes after their last batch (a preallocated .log)."),
 		leaseRaces:    c("lease_races_lost_total", "Ownership lease writes whose condition failed: another tierd wrote the lease first, and the partition was left to it for the pass."),
 		copiesChecked: c("copies_checked_total", "Finished copies checked for missing objects."),
