@@ -9,7 +9,8 @@ import (
 	"github.com/tierd/tierd/copier"
 )
 
-// Run sets up a bucket (starting MinIO when cfg.S3Endpoint is empty)
+// Run sets up a bucket (starting MinIO when cfg.S3Endpoint is empty;
+// none when only the codecs case runs, which writes local segments only)
 // and runs the selected cases (cfg.Cases) in turn: for the read path, a
 // partition of cfg.TotalBytes tiered by the copier, tierd's fetch server,
 // its Kafka listener and a transport-floor server on real sockets; the
@@ -23,7 +24,8 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	needLog := cfg.runs("read") || cfg.runs("copy") || cfg.runs("readers")
-	e, err := setup(ctx, cfg, progress, needLog)
+	needStore := needLog || cfg.runs("scale_partitions") || cfg.runs("scale_segments") // codecs needs none
+	e, err := setup(ctx, cfg, progress, needLog, needStore)
 	if err != nil {
 		return nil, err
 	}

@@ -71,11 +71,11 @@ func (e *env) close() {
 	}
 }
 
-// setup starts (or reaches) the store and claims the run's prefix; with
-// read, it also writes the partition with the embedded segment log, tiers
+// setup makes the run's dir; with store, it starts (or reaches) the
+// store and claims the run's prefix; with read, it also writes the partition with the embedded segment log, tiers
 // its rolled segments with the copier (timed: the copy case) and starts
 // the servers.
-func setup(ctx context.Context, cfg Config, progress io.Writer, read bool) (_ *env, err error) {
+func setup(ctx context.Context, cfg Config, progress io.Writer, read, store bool) (_ *env, err error) {
 	e := &env{cfg: cfg, tp: remotelog.TopicPartition{Topic: topic, Partition: 0}, progress: progress}
 	defer func() {
 		if err != nil {
@@ -91,6 +91,9 @@ func setup(ctx context.Context, cfg Config, progress io.Writer, read bool) (_ *e
 			return nil, err
 		}
 		e.stops = append(e.stops, func() { os.RemoveAll(e.dir) })
+	}
+	if !store {
+		return e, nil
 	}
 	endpoint := cfg.S3Endpoint
 	defer func() { e.endpoint = endpoint }()
