@@ -302,7 +302,11 @@ func (s *Server) listSegments(req *tierdpb.ListSegmentsRequest) (*tierdpb.ListSe
 func SegmentToProto(r remotelog.SegmentMetadata) *tierdpb.SegmentMetadata {
 	m := &tierdpb.SegmentMetadata{SegmentId: r.ID.String(), StartOffset: r.StartOffset, EndOffset: r.EndOffset,
 		MaxTimestampMs: r.MaxTimestampMs, EventTimestampMs: r.EventTimestampMs, SizeInBytes: r.SizeInBytes,
-		State: r.State.String(), TxnIndexPresent: r.TxnIndexPresent, ProducerSnapshotPresent: r.ProducerSnapshotPresent, Damaged: r.Damaged}
+		State: r.State.String(), TxnIndexPresent: r.TxnIndexPresent, ProducerSnapshotPresent: r.ProducerSnapshotPresent, Damaged: r.Damaged,
+		Compacted: r.Compacted}
+	for _, id := range r.CompactionOf {
+		m.CompactionOf = append(m.CompactionOf, id.String())
+	}
 	for _, e := range r.SegmentLeaderEpochs {
 		m.LeaderEpochs = append(m.LeaderEpochs, &tierdpb.LeaderEpoch{Epoch: e.Epoch, StartOffset: e.StartOffset})
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -56,7 +55,14 @@ func TestDemoCompact(t *testing.T) {
 	if off, ok := entries[kafkalog.TopicPartition{Topic: compactTopic, Partition: 0}]; len(entries) != 1 || !ok || off != 414 {
 		t.Fatalf("cleaner-offset-checkpoint: %v, want only %s-0 at 414 (the active segment's base offset)", entries, compactTopic)
 	}
-	if _, err := os.Stat(filepath.Join(keep, "tierd.yaml")); err != nil {
-		t.Error(err)
+	// "tierd segments" on the kept state says which copies are compacted
+	// and which one a remote compaction made, from what.
+	code, o, errs := runCmd("segments", "--config", keptConfig(t, keep, "tierd-demo-compact"))
+	if code != 0 {
+		t.Fatalf("segments: exit %d\n%s\n%s", code, o, errs)
+	}
+	merges := regexp.MustCompile(`(?m)^  base offset 0 segment \S+: merges 2 copies \(\S+, \S+\)$`)
+	if !strings.Contains(o, "1 finished copy of a compacted topic") || !strings.Contains(o, "made by remote compaction:") || !merges.MatchString(o) {
+		t.Errorf("segments output lacks the compacted and merged copies:\n%s", o)
 	}
 }

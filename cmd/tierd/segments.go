@@ -130,9 +130,19 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tsegment id\t")
 	shown := map[int64]bool{}
-	var damaged []string
+	var damaged, merged []string
+	compacted := 0
 	if pr.offsets != nil {
 		for _, s := range pr.offsets.Segments {
+			if s.State == remotelog.CopySegmentFinished.String() {
+				if s.GetCompacted() {
+					compacted++
+				}
+				if ids := s.GetCompactionOf(); len(ids) > 0 {
+					merged = append(merged, fmt.Sprintf("  base offset %d segment %s: merges %s (%s)", s.StartOffset, s.SegmentId,
+						plural(len(ids), "copy", "copies"), strings.Join(ids, ", ")))
+				}
+			}
 			_, local := pr.local[s.StartOffset]
 			state := s.State
 			if s.GetDamaged() != "" {
@@ -158,6 +168,12 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 		}
 	}
 	tw.Flush()
+	if compacted > 0 {
+		fmt.Fprintf(w, "%s of a compacted topic (cleaned records, copied below the cleaner checkpoint)\n", plural(compacted, "finished copy", "finished copies"))
+	}
+	if len(merged) > 0 {
+		fmt.Fprintf(w, "made by remote compaction:\n%s\n", strings.Join(merged, "\n"))
+	}
 	if len(damaged) > 0 {
 		fmt.Fprintf(w, "%s marked damaged (%s):\n%s\n", plural(len(damaged), "copy", "copies"), damagedHelp, strings.Join(damaged, "\n"))
 	}

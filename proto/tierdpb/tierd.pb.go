@@ -597,7 +597,13 @@ type SegmentMetadata struct {
 	TxnIndexPresent         bool           `protobuf:"varint,9,opt,name=txn_index_present,json=txnIndexPresent,proto3" json:"txn_index_present,omitempty"`
 	ProducerSnapshotPresent bool           `protobuf:"varint,10,opt,name=producer_snapshot_present,json=producerSnapshotPresent,proto3" json:"producer_snapshot_present,omitempty"`
 	// Why a check marked this finished copy damaged ("" when it is not).
-	Damaged       string `protobuf:"bytes,11,opt,name=damaged,proto3" json:"damaged,omitempty"`
+	Damaged string `protobuf:"bytes,11,opt,name=damaged,proto3" json:"damaged,omitempty"`
+	// The copy holds records of a compacted topic (cleanup.policy includes
+	// compact), copied once the log cleaner had passed them.
+	Compacted bool `protobuf:"varint,12,opt,name=compacted,proto3" json:"compacted,omitempty"`
+	// The segment ids of the copies a remote compaction merged into this
+	// one, oldest first; empty for a copy of a local segment.
+	CompactionOf  []string `protobuf:"bytes,13,rep,name=compaction_of,json=compactionOf,proto3" json:"compaction_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -707,6 +713,20 @@ func (x *SegmentMetadata) GetDamaged() string {
 		return x.Damaged
 	}
 	return ""
+}
+
+func (x *SegmentMetadata) GetCompacted() bool {
+	if x != nil {
+		return x.Compacted
+	}
+	return false
+}
+
+func (x *SegmentMetadata) GetCompactionOf() []string {
+	if x != nil {
+		return x.CompactionOf
+	}
+	return nil
 }
 
 type ListSegmentsResponse struct {
@@ -2155,7 +2175,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"F\n" +
 	"\vLeaderEpoch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12!\n" +
-	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xc2\x03\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\x85\x04\n" +
 	"\x0fSegmentMetadata\x12\x1d\n" +
 	"\n" +
 	"segment_id\x18\x01 \x01(\tR\tsegmentId\x12!\n" +
@@ -2170,7 +2190,9 @@ const file_tierd_proto_rawDesc = "" +
 	"\x11txn_index_present\x18\t \x01(\bR\x0ftxnIndexPresent\x12:\n" +
 	"\x19producer_snapshot_present\x18\n" +
 	" \x01(\bR\x17producerSnapshotPresent\x12\x18\n" +
-	"\adamaged\x18\v \x01(\tR\adamaged\"\xe0\x01\n" +
+	"\adamaged\x18\v \x01(\tR\adamaged\x12\x1c\n" +
+	"\tcompacted\x18\f \x01(\bR\tcompacted\x12#\n" +
+	"\rcompaction_of\x18\r \x03(\tR\fcompactionOf\"\xe0\x01\n" +
 	"\x14ListSegmentsResponse\x125\n" +
 	"\bsegments\x18\x01 \x03(\v2\x19.tierd.v1.SegmentMetadataR\bsegments\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x122\n" +
