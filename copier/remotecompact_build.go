@@ -163,11 +163,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 // leader epochs in files.
 func writeMergedFiles(dir string, base int64, b *index.Builder, run compactionRun, dl []*rsm.DownloadedCopy, f *compact.Filter,
 	o mergeOptions, files *rsm.SegmentFiles) error {
-	offs, err := index.EncodeOffsets(base, b.Offsets)
-	if err != nil {
-		return err
-	}
-	times, err := index.EncodeTimes(base, b.Times)
+	offs, times, err := b.Encode(base)
 	if err != nil {
 		return err
 	}

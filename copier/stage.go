@@ -72,11 +72,7 @@ func stage(p *partition, s localSegment, id remotelog.SegmentID) (*staged, error
 // replaceIndexes writes rebuilt indexes into the staging folder, unlinking
 // the links first so the local files are never touched.
 func (st *staged) replaceIndexes(base int64, b *index.Builder) error {
-	offs, err := index.EncodeOffsets(base, b.Offsets)
-	if err != nil {
-		return err
-	}
-	times, err := index.EncodeTimes(base, b.Times)
+	offs, times, err := b.Encode(base)
 	if err != nil {
 		return err
 	}

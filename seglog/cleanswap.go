@@ -100,11 +100,7 @@ func (l *Log) writeCleaned(g []*segment, f *compact.Filter, keptTxns *int, st *C
 		return nil, err
 	}
 	st.BytesWritten += ns.size
-	offs, err := index.EncodeOffsets(base, ns.idx.Offsets)
-	if err != nil {
-		return nil, err
-	}
-	times, err := index.EncodeTimes(base, ns.idx.Times)
+	offs, times, err := ns.idx.Encode(base)
 	if err != nil {
 		return nil, err
 	}

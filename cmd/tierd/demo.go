@@ -21,7 +21,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/seglog"
@@ -378,26 +377,18 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 		if len(data) == 0 {
 			return good, fmt.Errorf("read offset %d: no data", off)
 		}
-		for p := 0; p < len(data); {
-			b, err := batch.ParseHeader(data[p:], int64(p))
-			if err != nil {
-				return good, err
+		recs, err := seglog.DecodeRecords(data)
+		if err != nil {
+			return good, fmt.Errorf("read offset %d: %w", off, err)
+		}
+		if len(recs) == 0 {
+			return good, fmt.Errorf("read offset %d: no records", off)
+		}
+		for _, rec := range recs {
+			if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) && bytes.Equal(rec.Key, demoKey(off)) {
+				good++
 			}
-			raw := data[p : p+int(b.Size)]
-			if !batch.CheckCRC(raw) {
-				return good, fmt.Errorf("offset %d: CRC mismatch", b.BaseOffset)
-			}
-			recs, err := batch.Records(raw, nil)
-			if err != nil {
-				return good, err
-			}
-			for _, rec := range recs {
-				if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) && bytes.Equal(rec.Key, demoKey(off)) {
-					good++
-				}
-				off = rec.Offset + 1
-			}
-			p += int(b.Size)
+			off = rec.Offset + 1
 		}
 	}
 	return good, nil

@@ -76,3 +76,17 @@ func EncodeTimes(base int64, entries []TimeEntry) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// Encode returns the .index and .timeindex file contents of the entries
+// built so far, relative to the segment's base offset (EncodeOffsets,
+// EncodeTimes). Errors: an entry whose offset does not fit the 4-byte
+// relative offset.
+func (b *Builder) Encode(base int64) (offsets, times []byte, err error) {
+	if offsets, err = EncodeOffsets(base, b.Offsets); err != nil {
+		return nil, nil, err
+	}
+	if times, err = EncodeTimes(base, b.Times); err != nil {
+		return nil, nil, err
+	}
+	return offsets, times, nil
+}
