@@ -87,8 +87,8 @@ func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, 
 	if c != nil {
 		return c.Admin(), where, func() { c.Close() }, nil
 	}
-	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
-		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	if err := metadataPresent(cfg); err != nil {
+		return nil, "", nil, err
 	}
 	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -71,4 +72,22 @@ func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string
 		return c, "", err
 	}
 	return c, fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen), nil
+}
+
+// metadataPresent returns nil when cfg's metadata dir exists, so that a
+// tool may open the stopped tierd's store; otherwise an error saying that
+// no tierd answered and, when the dir does not exist, that no tierd has
+// run with this configuration yet (the store is created by the first
+// `tierd run`; a tool never creates it).
+func metadataPresent(cfg config) error {
+	_, err := os.Stat(cfg.Metadata.Dir)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no tierd answers at %s, and metadata.dir %s does not exist: no tierd has run with this configuration yet (start one with `tierd run --config FILE`): %w",
+			cfg.Fetch.Listen, cfg.Metadata.Dir, err)
+	default:
+		return fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	}
 }

@@ -283,8 +283,8 @@ func remoteLister(ctx context.Context, cfg config) (lister, string, func(), erro
 	if c != nil {
 		return grpcLister{c}, where, func() { c.Close() }, nil
 	}
-	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
-		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	if err := metadataPresent(cfg); err != nil {
+		return nil, "", nil, err
 	}
 	s, err := openStore(ctx, cfg)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -74,8 +73,8 @@ func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, 
 		}
 		return fetch.StatusFromProto(resp), where, nil
 	}
-	if _, err := os.Stat(cfg.Metadata.Dir); err != nil {
-		return s, "", fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+	if err := metadataPresent(cfg); err != nil {
+		return s, "", err
 	}
 	store, err := openStore(ctx, cfg)
 	if err != nil {

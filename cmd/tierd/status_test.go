@@ -170,3 +170,23 @@ func TestMetricsConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsBeforeFirstRun: before any `tierd run`, status, segments and
+// journal say that no tierd has run with this configuration, name the
+// metadata dir, and do not create it.
+func TestToolsBeforeFirstRun(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "logs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), freeAddr(t))
+	for _, cmd := range []string{"status", "segments", "journal"} {
+		code, o, e := runCmd(cmd, "--config", cfgPath)
+		if code == 0 || !strings.Contains(e, "no tierd has run with this configuration yet") || !strings.Contains(e, filepath.Join(root, "metadata")) {
+			t.Errorf("%s before the first run: exit %d\nstdout: %s\nstderr: %s", cmd, code, o, e)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(root, "metadata")); !os.IsNotExist(err) {
+		t.Fatalf("a tool created the metadata dir: %v", err)
+	}
+}
