@@ -25,7 +25,9 @@ import (
 const ManifestFormatVersion = 1
 
 const (
-	manifestSuffix = ".manifest.json"
+	// ManifestSuffix ends the key of a copy's manifest, written last.
+	ManifestSuffix = ".manifest.json"
+	manifestSuffix = ManifestSuffix
 	logSuffix      = kafkalog.LogSuffix
 )
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 func runDump(_ context.Context, args []string, stdout, stderr io.Writer) int {
@@ -117,22 +120,29 @@ func dumpFile(w, note io.Writer, path string) error {
 	name := filepath.Base(path)
 	enc := json.NewEncoder(w)
 	if name == kafkalog.LeaderEpochCheckpointFile {
-		entries, err := epoch.ReadFile(path)
-		for _, e := range entries {
-			if err := enc.Encode(epochLine(e)); err != nil {
-				return err
-			}
-		}
-		return err
+		return dumpEpochs(enc, path)
 	}
 	if offsetCheckpointFiles[name] {
 		return dumpCheckpoint(enc, path)
 	}
 	sf, ok := kafkalog.ParseFileName(name)
+	if !ok {
+		// An object of a remote copy, downloaded under its key's name
+		// (<20-digit base offset>-<segment id><suffix>, rsm's layout).
+		if base, _, suffix, remote := rsm.ParseKey(name); remote {
+			switch suffix {
+			case remotelog.LeaderEpochIndex.Suffix():
+				return dumpEpochs(enc, path)
+			case rsm.ManifestSuffix:
+				return dumpManifest(w, path)
+			}
+			sf, ok = kafkalog.SegmentFile{BaseOffset: base, Suffix: suffix, Live: true}, true
+		}
+	}
 	if !ok && strings.HasSuffix(name, kafkalog.LogSuffix) {
 		sf = kafkalog.SegmentFile{Suffix: kafkalog.LogSuffix} // a .log needs no base offset
 	} else if !ok {
-		return fmt.Errorf("%s: not a segment file (want <20-digit base offset>.log, .index, .timeindex, .txnindex or .snapshot, leader-epoch-checkpoint or an offset checkpoint)", path)
+		return fmt.Errorf("%s: not a segment file (want <20-digit base offset>.log, .index, .timeindex, .txnindex or .snapshot, leader-epoch-checkpoint, an offset checkpoint, or a remote copy's object named <20-digit base offset>-<segment id> and one of those suffixes, .leader-epoch-checkpoint or .manifest.json)", path)
 	}
 	switch sf.Suffix {
 	case kafkalog.SnapshotSuffix:
@@ -286,6 +296,13 @@ func checkEntry(rules *batch.Checker, s *batch.Scanner) error {
 // is none (the active segment, or a file kept alone).
 func segmentBounds(path string) (base, end int64) {
 	sf, ok := kafkalog.ParseFileName(filepath.Base(path))
+	if !ok {
+		// A remote copy's .log: its base offset from the key; its end is
+		// in its manifest, not in a neighbour's name.
+		if base, _, _, remote := rsm.ParseKey(filepath.Base(path)); remote {
+			return base, -1
+		}
+	}
 	if !ok || !sf.Live {
 		return 0, -1
 	}
@@ -304,4 +321,36 @@ func segmentBounds(path string) (base, end int64) {
 		return sf.BaseOffset, -1
 	}
 	return sf.BaseOffset, next - 1
+}
+
+// dumpEpochs prints the entries of a leader-epoch-checkpoint (a broker's
+// file, or a remote copy's .leader-epoch-checkpoint object).
+func dumpEpochs(enc *json.Encoder, path string) error {
+	entries, err := epoch.ReadFile(path)
+	for _, e := range entries {
+		if err := enc.Encode(epochLine(e)); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// dumpManifest prints a remote copy's manifest (rsm/doc.go) as one JSON
+// line, after checking that it decodes as one.
+func dumpManifest(w io.Writer, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var m rsm.Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return fmt.Errorf("%s: not a copy manifest: %w", path, err)
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, data); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	buf.WriteByte('\n')
+	_, err = w.Write(buf.Bytes())
+	return err
 }
