@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/tierd/tierd/internal/saturate"
@@ -257,14 +258,28 @@ func (c Config) retention(topic string) Retention {
 // alone.
 func (c Config) TieringFor(topic string) Tiering { return c.tiering(topic) }
 
-// validate checks a topic's entry (its retention values and
-// cleanup.policy; the three booleans take any value, as Kafka's do).
+// validate checks a topic's entry (its retention values, cleanup.policy
+// and remote compaction values; the three booleans take any value, as
+// Kafka's do).
 func (tc TopicConfig) validate(where string) []error {
 	errs := tc.Retention.validate(where, "")
 	if tc.CleanupPolicy != nil {
 		if _, err := ParseCleanupPolicy(*tc.CleanupPolicy); err != nil {
 			errs = append(errs, fmt.Errorf("%scleanup.policy: %w", where, err))
 		}
+	}
+	rc := DefaultRemoteCompaction()
+	if tc.SegmentBytes != nil {
+		rc.SegmentBytes = *tc.SegmentBytes
+	}
+	if tc.MinCleanableDirtyRatio != nil {
+		rc.MinCleanableDirtyRatio = *tc.MinCleanableDirtyRatio
+	}
+	if tc.DeleteRetentionMs != nil {
+		rc.DeleteRetentionMs = *tc.DeleteRetentionMs
+	}
+	for _, err := range rc.validate() {
+		errs = append(errs, fmt.Errorf("%s%s", where, strings.TrimPrefix(err.Error(), "copier: remote_compaction: ")))
 	}
 	return errs
 }

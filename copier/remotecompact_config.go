@@ -79,29 +79,51 @@ type compactionSettings struct {
 	deleteRetentionMs int64
 }
 
-// compactionFor resolves a topic's settings: tierd.yaml's, then each
-// value the cluster has set for the topic (not Kafka's built-in default),
-// when it parses and is in range.
+// compactionFor resolves a topic's settings for a pass (see
+// Config.compaction).
 func (c *Copier) compactionFor(topic string) compactionSettings {
-	rc := c.cfg.RemoteCompaction
-	s := compactionSettings{segmentBytes: rc.SegmentBytes, dirtyRatio: rc.MinCleanableDirtyRatio, deleteRetentionMs: rc.DeleteRetentionMs}
-	configs := c.clusterConfigs(topic)
+	s, _ := c.cfg.compaction(topic, c.clusterConfigs(topic))
+	return s
+}
+
+// compaction resolves a topic's remote compaction settings as the other
+// topic settings are: copier.remote_compaction's values, then the topic's
+// entry in copier.topics, then each value the cluster has set for the
+// topic (not Kafka's built-in default), when it parses and is in range.
+// from names each value's source by its topic config name.
+func (c Config) compaction(topic string, configs map[string]cluster.ConfigValue) (s compactionSettings, from map[string]string) {
+	rc := c.RemoteCompaction
+	s = compactionSettings{segmentBytes: rc.SegmentBytes, dirtyRatio: rc.MinCleanableDirtyRatio, deleteRetentionMs: rc.DeleteRetentionMs}
+	from = map[string]string{cfgSegmentBytes: "copier.remote_compaction." + cfgSegmentBytes,
+		cfgMinCleanableRatio: "copier.remote_compaction." + cfgMinCleanableRatio, cfgDeleteRetentionMs: "copier.remote_compaction." + cfgDeleteRetentionMs}
+	if tc, ok := c.Topics[topic]; ok {
+		entry := "copier.topics." + topic
+		if v := tc.SegmentBytes; v != nil && *v >= minSegmentBytes && *v <= math.MaxInt32 {
+			s.segmentBytes, from[cfgSegmentBytes] = *v, entry
+		}
+		if v := tc.MinCleanableDirtyRatio; v != nil && *v >= 0 && *v <= 1 {
+			s.dirtyRatio, from[cfgMinCleanableRatio] = *v, entry
+		}
+		if v := tc.DeleteRetentionMs; v != nil && *v >= 0 {
+			s.deleteRetentionMs, from[cfgDeleteRetentionMs] = *v, entry
+		}
+	}
 	if cv, ok := setInCluster(configs, cfgSegmentBytes); ok {
 		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= minSegmentBytes && n <= math.MaxInt32 {
-			s.segmentBytes = n
+			s.segmentBytes, from[cfgSegmentBytes] = n, "cluster "+cv.Source
 		}
 	}
 	if cv, ok := setInCluster(configs, cfgMinCleanableRatio); ok {
 		if f, err := strconv.ParseFloat(cv.Value, 64); err == nil && f >= 0 && f <= 1 {
-			s.dirtyRatio = f
+			s.dirtyRatio, from[cfgMinCleanableRatio] = f, "cluster "+cv.Source
 		}
 	}
 	if cv, ok := setInCluster(configs, cfgDeleteRetentionMs); ok {
 		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= 0 {
-			s.deleteRetentionMs = n
+			s.deleteRetentionMs, from[cfgDeleteRetentionMs] = n, "cluster "+cv.Source
 		}
 	}
-	return s
+	return s, from
 }
 
 // clusterConfigs returns the topic configs last read from the cluster

@@ -141,7 +141,9 @@ type TopicValue struct {
 
 // Explain lists a topic's eight settings (retention.ms, retention.bytes,
 // local.retention.ms, local.retention.bytes, remote.storage.enable,
-// remote.log.copy.disable, remote.log.delete.on.disable, cleanup.policy) as a pass
+// remote.log.copy.disable, remote.log.delete.on.disable, cleanup.policy),
+// and for a compacted topic its remote compaction's three (segment.bytes,
+// min.cleanable.dirty.ratio, delete.retention.ms), as a pass
 // resolves them from this config and the cluster's topic configs (nil:
 // none; ignored when ClusterTopicConfigs is off). Values are as set:
 // -2 and -1 keep their meaning.
@@ -151,7 +153,7 @@ func (c Config) Explain(topic string, configs map[string]cluster.ConfigValue) []
 	}
 	r, t, from := c.resolveTopic(topic, configs)
 	pol, polFrom := c.cleanupPolicy(topic, configs)
-	return c.explain(topic, r, t, from, pol, polFrom)
+	return append(c.explain(topic, r, t, from, pol, polFrom), c.explainCompaction(topic, configs, pol)...)
 }
 
 func (c Config) explain(topic string, r Retention, t Tiering, from map[string]string, pol CleanupPolicy, polFrom string) []TopicValue {
@@ -163,6 +165,18 @@ func (c Config) explain(topic string, r Retention, t Tiering, from map[string]st
 		TopicValue{cfgRemoteLogCopyDisable, strconv.FormatBool(t.CopyDisabled), t.CopyDisabledFrom},
 		TopicValue{cfgRemoteLogDeleteOnDis, strconv.FormatBool(t.DeleteOnDisable), t.DeleteOnFrom},
 		TopicValue{cfgCleanupPolicy, pol.String(), polFrom})
+}
+
+// explainCompaction returns the remote compaction values of a topic whose
+// cleanup.policy has compact (none otherwise: they apply to nothing).
+func (c Config) explainCompaction(topic string, configs map[string]cluster.ConfigValue, pol CleanupPolicy) []TopicValue {
+	if !pol.Compact {
+		return nil
+	}
+	s, from := c.compaction(topic, configs)
+	return []TopicValue{{cfgSegmentBytes, strconv.FormatInt(s.segmentBytes, 10), from[cfgSegmentBytes]},
+		{cfgMinCleanableRatio, strconv.FormatFloat(s.dirtyRatio, 'g', -1, 64), from[cfgMinCleanableRatio]},
+		{cfgDeleteRetentionMs, strconv.FormatInt(s.deleteRetentionMs, 10), from[cfgDeleteRetentionMs]}}
 }
 
 // explainOne returns one retention value as text.

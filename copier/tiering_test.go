@@ -274,6 +274,9 @@ func TestExplain(t *testing.T) {
 		{"local.retention.ms", "60000", "copier.topics.orders"}, {"local.retention.bytes", "-2", "copier.log.local.retention.bytes"},
 		{"remote.storage.enable", "true", "copier.remote.storage.enable"}, {"remote.log.copy.disable", "true", "copier.topics.orders"},
 		{"remote.log.delete.on.disable", "false", "default"}, {"cleanup.policy", "compact,delete", "cluster DYNAMIC_TOPIC_CONFIG"},
+		{"segment.bytes", "1073741824", "copier.remote_compaction.segment.bytes"},
+		{"min.cleanable.dirty.ratio", "0.5", "copier.remote_compaction.min.cleanable.dirty.ratio"},
+		{"delete.retention.ms", "86400000", "copier.remote_compaction.delete.retention.ms"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("Explain:\n got %v\nwant %v", got, want)

@@ -54,12 +54,19 @@ type LogRetention struct {
 //     broker's log cleaner has passed it, and retention.ms/bytes delete
 //     no remote copy unless delete is listed too (see CleanupPolicy).
 //     Default: the copier's log.cleanup.policy ("delete").
+//   - segment.bytes, min.cleanable.dirty.ratio, delete.retention.ms: the
+//     topic's remote compaction (see RemoteCompaction, whose values are
+//     the defaults), used when cleanup.policy has compact. A value the
+//     Kafka cluster has set for the topic overrides these.
 type TopicConfig struct {
 	Retention                `yaml:",inline"`
-	RemoteStorageEnable      *bool   `yaml:"remote.storage.enable"`
-	RemoteLogCopyDisable     *bool   `yaml:"remote.log.copy.disable"`
-	RemoteLogDeleteOnDisable *bool   `yaml:"remote.log.delete.on.disable"`
-	CleanupPolicy            *string `yaml:"cleanup.policy"`
+	RemoteStorageEnable      *bool    `yaml:"remote.storage.enable"`
+	RemoteLogCopyDisable     *bool    `yaml:"remote.log.copy.disable"`
+	RemoteLogDeleteOnDisable *bool    `yaml:"remote.log.delete.on.disable"`
+	CleanupPolicy            *string  `yaml:"cleanup.policy"`
+	SegmentBytes             *int64   `yaml:"segment.bytes"`
+	MinCleanableDirtyRatio   *float64 `yaml:"min.cleanable.dirty.ratio"`
+	DeleteRetentionMs        *int64   `yaml:"delete.retention.ms"`
 }
 
 // Limits are resolved retention settings of one topic: -1 is unlimited.
