@@ -58,7 +58,9 @@
 //	                  with Kafka's checkpoint files, on the filesystem
 //	                  bucket and on MinIO: CPU seconds (bench process +
 //	                  MinIO) of the copier's first pass, of a restart's
-//	                  first pass and of an idle pass; the idle pass's
+//	                  first pass (five restarts, each a new store handle
+//	                  and copier after a collection: their median, and
+//	                  the first alone) and of an idle pass; the idle pass's
 //	                  bucket requests (calls counted by a bucket wrapper)
 //	                  and synced metadata writes (syncs of Pebble's files,
 //	                  counted by a vfs wrapper: rlmm has no counter of
