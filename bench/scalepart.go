@@ -188,10 +188,11 @@ func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int)
 		err = fmt.Errorf("first pass: %w", err)
 		return
 	}
+	store, c = nil, nil // not live in heap0: the closed store keeps its caches
 	heap0 := liveHeap()
 	var restarts []passCost
 	for k := range restartPasses {
-		if k > 0 {
+		if store != nil {
 			store.Close()
 		}
 		runtime.GC()
