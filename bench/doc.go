@@ -58,14 +58,20 @@
 //	                  with Kafka's checkpoint files, on the filesystem
 //	                  bucket and on MinIO: CPU seconds (bench process +
 //	                  MinIO) of the copier's first pass, of a restart's
-//	                  first pass and of an idle pass; the idle pass's
+//	                  first pass (five restarts, each a new store handle
+//	                  and copier after a collection: their median, and
+//	                  the first alone) and of an idle pass; the idle pass's
 //	                  bucket requests (calls counted by a bucket wrapper)
 //	                  and synced metadata writes (syncs of Pebble's files,
 //	                  counted by a vfs wrapper: rlmm has no counter of
 //	                  them); anonymous RSS; Pebble's size
-//	scale_segments    Copies finished copies in one partition (built by
-//	                  the copier, local files then dropped by local
-//	                  retention), on both buckets: Fetch p50 at 50 random
+//	scale_segments    Copies finished copies in one partition (seeded:
+//	                  the objects through rsm.Manager.CopySegment and the
+//	                  rows through the store's COPY_SEGMENT_STARTED and
+//	                  FINISHED writes, as the copier makes them, up to 16
+//	                  uploads at a time, then one copier pass over them;
+//	                  the local files are the active segment only, as
+//	                  after local retention), on both buckets: Fetch p50 at 50 random
 //	                  offsets cached and right after a metadata write to
 //	                  another partition (taking turns), "tierd segments"
 //	                  time, and a retention pass deleting the older half

@@ -199,9 +199,10 @@ func TestScalePartitions(t *testing.T) {
 	}
 }
 
-// scale_segments on the filesystem bucket: the copier builds the
-// copies, every Fetch answers the one batch of its copy, and the
-// retention pass deletes exactly the older half (both checked inside).
+// scale_segments on the filesystem bucket: the copies are seeded (see
+// TestSeedMatchesCopier), every Fetch answers the one batch of its copy,
+// and the retention pass deletes exactly the older half (both checked
+// inside).
 func TestScaleSegments(t *testing.T) {
 	e := scaleEnv(t)
 	e.cfg.Copies = []int{4, 12}

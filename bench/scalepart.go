@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -140,11 +141,29 @@ func newScaleCopier(logs string, store *rlmm.Store, mgr *rsm.Manager) (*copier.C
 	return copier.New(ccfg, store, mgr, copier.WithLogger(slog.New(slog.DiscardHandler)))
 }
 
+// restartPasses is how many restarts partStep measures: each a new
+// store handle and a new copier over the same state, and its first pass.
+const restartPasses = 5
+
+// partCost is what one size of scale_partitions measured.
+type partCost struct {
+	first        passCost
+	restart      passCost // the median of restartPasses restarts by CPU
+	firstRestart passCost // the first of them
+	idle         passCost
+	heapMiB      float64
+	pebbleMiB    float64
+}
+
 // partStep is one size of scale_partitions on one bucket: a new metadata
 // store and an empty bucket; the first pass (copies every rolled
-// segment), a restart (a new store handle and copier over the same
-// state) and its first pass, then an idle pass of that copier.
-func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int) (first, restart, idle passCost, heapMiB, pebbleMiB float64, err error) {
+// segment); restartPasses times a restart (a new store handle and copier
+// over the same state, after a collection, so that each starts from the
+// same heap) and its first pass; then an idle pass of the last copier.
+// The restart pass reported is the median of them by CPU: one restart
+// varies by up to 2x from run to run on a shared machine, and the first
+// in a process pays more warm-up than the rest (both are shown).
+func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int) (pc partCost, err error) {
 	b, mgr, err := e.scaleBucket(kind, dir, name)
 	if err != nil {
 		return
@@ -160,7 +179,7 @@ func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int)
 		store.Close()
 		return
 	}
-	first, err = e.pass(ctx, kind, c, b, &syncs)
+	pc.first, err = e.pass(ctx, kind, c, b, &syncs)
 	if err == nil {
 		err = checkCopied(store, n)
 	}
@@ -169,25 +188,40 @@ func (e *env) partStep(ctx context.Context, kind, logs, dir, name string, n int)
 		err = fmt.Errorf("first pass: %w", err)
 		return
 	}
+	store, c = nil, nil // not live in heap0: the closed store keeps its caches
 	heap0 := liveHeap()
-	if store, err = metaStore(meta, &syncs); err != nil {
-		return
+	var restarts []passCost
+	for k := range restartPasses {
+		if store != nil {
+			store.Close()
+		}
+		runtime.GC()
+		if store, err = metaStore(meta, &syncs); err != nil {
+			return
+		}
+		if c, err = newScaleCopier(logs, store, mgr); err != nil {
+			store.Close()
+			return
+		}
+		rc, perr := e.pass(ctx, kind, c, b, &syncs)
+		if perr != nil {
+			store.Close()
+			err = fmt.Errorf("restart pass %d: %w", k+1, perr)
+			return
+		}
+		restarts = append(restarts, rc)
 	}
 	defer store.Close()
-	if c, err = newScaleCopier(logs, store, mgr); err != nil {
-		return
-	}
-	if restart, err = e.pass(ctx, kind, c, b, &syncs); err != nil {
-		err = fmt.Errorf("restart pass: %w", err)
-		return
-	}
-	if idle, err = e.pass(ctx, kind, c, b, &syncs); err != nil {
+	pc.firstRestart = restarts[0]
+	sort.Slice(restarts, func(i, j int) bool { return restarts[i].cpu < restarts[j].cpu })
+	pc.restart = restarts[len(restarts)/2]
+	if pc.idle, err = e.pass(ctx, kind, c, b, &syncs); err != nil {
 		err = fmt.Errorf("idle pass: %w", err)
 		return
 	}
-	heapMiB = max(0, liveHeap()-heap0) / (1 << 20) // a collection may free more than the step kept
+	pc.heapMiB = max(0, liveHeap()-heap0) / (1 << 20) // a collection may free more than the step kept
 	runtime.KeepAlive(c)
-	pebbleMiB = float64(dirBytes(meta)) / (1 << 20)
+	pc.pebbleMiB = float64(dirBytes(meta)) / (1 << 20)
 	return
 }
 
@@ -249,7 +283,7 @@ func (e *env) scalePartitions(ctx context.Context) ([]*Series, error) {
 		for _, m := range []struct {
 			name   string
 			growth bool
-		}{{"first_pass_cpu_s", true}, {"restart_pass_cpu_s", true}, {"idle_pass_cpu_s", true}, {"idle_pass_wall_s", false},
+		}{{"first_pass_cpu_s", true}, {"restart_pass_cpu_s", true}, {"first_restart_pass_cpu_s", false}, {"idle_pass_cpu_s", true}, {"idle_pass_wall_s", false},
 			{"idle_pass_bucket_requests", false}, {"idle_pass_synced_writes", false}, {"heap_retained_mib", false}, {"pebble_mib", false}} {
 			ser[m.name] = newSeries("scale_partitions", kind, m.name, sizes, rounds, m.growth)
 			out = append(out, ser[m.name])
@@ -273,7 +307,7 @@ func (e *env) scalePartitions(ctx context.Context) ([]*Series, error) {
 				dir := filepath.Join(e.dir, name)
 				sctx, cancel := context.WithTimeout(ctx, e.cfg.CaseTimeout)
 				t := time.Now()
-				first, restart, idle, heap, peb, err := e.partStep(sctx, kind, logs[n], dir, name, n)
+				pc, err := e.partStep(sctx, kind, logs[n], dir, name, n)
 				cancel()
 				os.RemoveAll(dir)
 				if errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
@@ -287,13 +321,15 @@ func (e *env) scalePartitions(ctx context.Context) ([]*Series, error) {
 				if err != nil {
 					return nil, fmt.Errorf("scale_partitions/%s at %d partitions: %w", kind, n, err)
 				}
-				for k, v := range map[string]float64{"first_pass_cpu_s": first.cpu, "restart_pass_cpu_s": restart.cpu, "idle_pass_cpu_s": idle.cpu,
-					"idle_pass_wall_s": idle.wall.Seconds(), "idle_pass_bucket_requests": float64(idle.requests), "idle_pass_synced_writes": float64(idle.syncs),
-					"heap_retained_mib": heap, "pebble_mib": peb} {
+				for k, v := range map[string]float64{"first_pass_cpu_s": pc.first.cpu, "restart_pass_cpu_s": pc.restart.cpu,
+					"first_restart_pass_cpu_s": pc.firstRestart.cpu, "idle_pass_cpu_s": pc.idle.cpu, "idle_pass_wall_s": pc.idle.wall.Seconds(),
+					"idle_pass_bucket_requests": float64(pc.idle.requests), "idle_pass_synced_writes": float64(pc.idle.syncs),
+					"heap_retained_mib": pc.heapMiB, "pebble_mib": pc.pebbleMiB} {
 					ser[k].set(r, i, v)
 				}
-				e.logf("scale_partitions/%s at %d partitions (round %d): first pass %.2f CPU-s, restart %.2f, idle %.2f (%d requests, %d syncs) in %s",
-					kind, n, r+1, first.cpu, restart.cpu, idle.cpu, idle.requests, idle.syncs, time.Since(t).Round(time.Millisecond))
+				e.logf("scale_partitions/%s at %d partitions (round %d): first pass %.2f CPU-s, restart %.2f (median of %d; the first %.2f), idle %.2f (%d requests, %d syncs) in %s",
+					kind, n, r+1, pc.first.cpu, pc.restart.cpu, restartPasses, pc.firstRestart.cpu, pc.idle.cpu, pc.idle.requests, pc.idle.syncs,
+					time.Since(t).Round(time.Millisecond))
 			}
 		}
 	}

@@ -19,18 +19,16 @@ import (
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/seglog"
 )
 
 // This file holds scale_segments: one partition with many finished
-// copies. The copier builds them (local retention then drops the local
-// files, as in a tiered topic with a short local retention), then the
-// case measures a Fetch with the metadata cached and right after a
+// copies. They are seeded (seedsegs.go: the objects and rows the copier
+// makes, without the copier's per-copy local work), one copier pass
+// settles them, then the case measures a Fetch with the metadata cached and right after a
 // metadata write, "tierd segments", and a retention pass that deletes the
 // older half of the copies.
 
@@ -40,64 +38,40 @@ const (
 	dayMs       = 24 * 3600 * 1000
 )
 
-// writeSegsLog writes partition segs-0 of n rolled segments of one batch
-// each (the first half two days old, the rest new) and an empty active
-// one, with checkpoint files saying all of it is committed, plus an empty
-// partition segs-1 (the target of the unrelated metadata writes). It
-// returns the log dir.
-func writeSegsLog(dir string, n int) (string, error) {
-	logs := filepath.Join(dir, "logs")
-	l, err := seglog.Open(filepath.Join(logs, segsTopic+"-0"), seglog.DefaultConfig())
-	if err != nil {
-		return "", err
-	}
-	value := make([]byte, scaleRecordBytes)
-	now := time.Now().UnixMilli()
-	recs := make([]seglog.Record, 16)
-	for i := range n {
-		ts := now
-		if i < n/2 {
-			ts = now - 2*dayMs
-		}
-		for j := range recs {
-			recs[j] = seglog.Record{Value: value, Timestamp: ts}
-		}
-		if _, err := l.AppendBatch(batch.CodecNone, recs...); err == nil {
-			err = l.Roll()
-		}
-		if err != nil {
-			l.Close()
-			return "", err
-		}
-	}
-	if err := l.Close(); err != nil {
-		return "", err
-	}
+// writeSegsCheckpoints writes the log dir's checkpoint files for n
+// segments of 16 offsets in segs-0 (all committed, log start offset 0)
+// and an empty segs-1, and creates segs-1's directory.
+func writeSegsCheckpoints(logs string, n int) error {
 	if err := os.MkdirAll(filepath.Join(logs, segsTopic+"-1"), 0o755); err != nil {
-		return "", err
+		return err
 	}
 	for name, body := range map[string]string{
 		kafkalog.ReplicationOffsetCheckpointFile: fmt.Sprintf("0\n2\n%s 0 %d\n%s 1 0\n", segsTopic, n*16, segsTopic),
 		kafkalog.LogStartOffsetCheckpointFile:    fmt.Sprintf("0\n2\n%s 0 0\n%s 1 0\n", segsTopic, segsTopic),
 	} {
 		if err := os.WriteFile(filepath.Join(logs, name), []byte(body), 0o644); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return logs, nil
+	return nil
 }
 
-// segsCopier is a copier of the scale_segments log dir: retention.ms is
-// retentionMs (-1 keeps every copy), local retention 1 ms (a copied
-// segment's local files go on the next pass), deleted at once.
-func segsCopier(logs string, store *rlmm.Store, mgr *rsm.Manager, retentionMs int64) (*copier.Copier, error) {
+// segsConfig is the copier configuration of the scale_segments log dir:
+// retention.ms is retentionMs (-1 keeps every copy), local retention 1 ms
+// (a copied segment's local files go on the next pass), deleted at once.
+func segsConfig(logs string, retentionMs int64) copier.Config {
 	ccfg := copier.DefaultConfig()
 	ccfg.LogDirs = []string{logs}
 	ccfg.OwnershipLease = 0
 	ccfg.FileDeleteDelayMs = 0
 	local := int64(1)
 	ccfg.Retention.RetentionMs, ccfg.Retention.LocalRetentionMs = &retentionMs, &local
-	return copier.New(ccfg, store, mgr, copier.WithLogger(slog.New(slog.DiscardHandler)))
+	return ccfg
+}
+
+// segsCopier is a copier of the scale_segments log dir (see segsConfig).
+func segsCopier(logs string, store *rlmm.Store, mgr *rsm.Manager, retentionMs int64) (*copier.Copier, error) {
+	return copier.New(segsConfig(logs, retentionMs), store, mgr, copier.WithLogger(slog.New(slog.DiscardHandler)))
 }
 
 // segsStep is what one size of scale_segments measured.
@@ -109,20 +83,20 @@ type segsStep struct {
 	deleted                int
 }
 
-// segsStep builds n finished copies in a new store and an empty bucket
-// and measures them.
+// segsStep seeds n finished copies in a new store and an empty bucket
+// (seedSegs), lets the copier make one pass over them, as the last pass
+// of a copier that copied them would, and measures them.
 func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st segsStep, err error) {
 	t := time.Now()
-	logs, err := writeSegsLog(dir, n)
-	if err != nil {
-		return st, err
-	}
 	b, mgr, err := e.scaleBucket(kind, dir, name)
 	if err != nil {
 		return st, err
 	}
+	logs, meta := filepath.Join(dir, "logs"), filepath.Join(dir, "metadata")
+	if err := seedSegs(ctx, dir, logs, meta, mgr, segsConfig(logs, -1), n, time.Now().UnixMilli()); err != nil {
+		return st, fmt.Errorf("seeding %d copies: %w", n, err)
+	}
 	var syncs atomic.Int64
-	meta := filepath.Join(dir, "metadata")
 	store, err := metaStore(meta, &syncs)
 	if err != nil {
 		return st, err
@@ -132,26 +106,8 @@ func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st s
 			store.Close()
 		}
 	}()
-	c, err := segsCopier(logs, store, mgr, -1)
-	if err != nil {
+	if err := settleSegs(ctx, logs, store, mgr, n); err != nil {
 		return st, err
-	}
-	tp := remotelog.TopicPartition{Topic: segsTopic, Partition: 0}
-	for pass := 0; ; pass++ { // copy everything, then drop the local copies
-		if _, err := c.Sync(ctx); err != nil {
-			return st, fmt.Errorf("building %d copies: %w", n, err)
-		}
-		fin, err := store.FinishedSegments(tp)
-		if err != nil {
-			return st, err
-		}
-		local, _ := filepath.Glob(filepath.Join(logs, segsTopic+"-0", "*.log"))
-		if len(fin) == n && len(local) == 1 {
-			break
-		}
-		if pass == 5 {
-			return st, fmt.Errorf("building: %d of %d copies finished, %d local segments left after %d passes", len(fin), n, len(local), pass+1)
-		}
 	}
 	st.build = time.Since(t)
 
@@ -177,7 +133,7 @@ func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st s
 	if st.retention, err = e.pass(ctx, kind, rc, b, &syncs); err != nil {
 		return st, fmt.Errorf("retention pass: %w", err)
 	}
-	fin, err := store.FinishedSegments(tp)
+	fin, err := store.FinishedSegments(remotelog.TopicPartition{Topic: segsTopic, Partition: 0})
 	if err != nil {
 		return st, err
 	}
@@ -186,6 +142,28 @@ func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st s
 		return st, fmt.Errorf("the retention pass left %d of %d copies, want %d", len(fin), n, n-n/2)
 	}
 	return st, nil
+}
+
+// settleSegs runs one copier pass (retention.ms -1) over the case's log
+// dir and checks that the partition then has n finished copies and only
+// its active segment locally.
+func settleSegs(ctx context.Context, logs string, store *rlmm.Store, mgr *rsm.Manager, n int) error {
+	c, err := segsCopier(logs, store, mgr, -1)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Sync(ctx); err != nil {
+		return err
+	}
+	fin, err := store.FinishedSegments(remotelog.TopicPartition{Topic: segsTopic, Partition: 0})
+	if err != nil {
+		return err
+	}
+	local, _ := filepath.Glob(filepath.Join(logs, segsTopic+"-0", "*.log"))
+	if len(fin) != n || len(local) != 1 {
+		return fmt.Errorf("%d of %d copies finished and %d local segments, want only the active one", len(fin), n, len(local))
+	}
+	return nil
 }
 
 // segsFetch measures Fetch (the fetch server's handler, in process, no
