@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/tierd/tierd/copier"
 )
 
 // Run sets up a bucket (starting MinIO when cfg.S3Endpoint is empty;
-// none when only the codecs case runs, which writes local segments only)
+// none when only the codecs case and the scale cases on the filesystem
+// bucket run)
 // and runs the selected cases (cfg.Cases) in turn: for the read path, a
 // partition of cfg.TotalBytes tiered by the copier, tierd's fetch server,
 // its Kafka listener and a transport-floor server on real sockets; the
@@ -24,7 +26,9 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	needLog := cfg.runs("read") || cfg.runs("copy") || cfg.runs("readers")
-	needStore := needLog || cfg.runs("scale_partitions") || cfg.runs("scale_segments") // codecs needs none
+	// The store: the read path's, and the scale cases' when they run on
+	// the minio bucket (codecs and the filesystem bucket need none).
+	needStore := needLog || ((cfg.runs("scale_partitions") || cfg.runs("scale_segments")) && slices.Contains(cfg.ScaleBuckets, "minio"))
 	e, err := setup(ctx, cfg, progress, needLog, needStore)
 	if err != nil {
 		return nil, err
