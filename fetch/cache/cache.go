@@ -119,7 +119,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		reg = prometheus.NewRegistry()
 	}
 	c := &Cache{cfg: cfg, m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[chunkKey][]*slot{}, pool: bufPool{size: cfg.ChunkBytes}}
+		inflight: map[chunkKey][]*slot{}, pool: newBufPool(cfg.ChunkBytes)}
 	c.mem = newLRU(cfg.MemoryBytes, c.dropped)
 	c.pf = pfBudget{fifo: list.New()}
 	c.pfLimits(cfg.MemoryBytes)
