@@ -102,6 +102,7 @@ func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) 
 // samples again with the index cache emptied too.
 func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, coldAll *Result, err error) {
 	raw, cold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
+	defer e.profile("cold")()
 	for _, m := range e.fin { // load every offset index
 		if _, err := fetchRetry(ctx, e.client, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}, cold); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("loading the offset indexes: %w", err)
@@ -190,20 +191,22 @@ func (e *env) coldOne(r *Result, s sample, want, buf []byte, fetch func() ([]byt
 
 // warmAndFloor measures fetch_warm and grpc_floor on the same samples,
 // taking turns per sample (which goes first alternates), so that both see
-// the same stretch of time on a shared machine. In groups that fit in
-// half the chunk cache, each offset is fetched once unmeasured (asked
-// again on UNAVAILABLE, as a consumer would), then the group is fetched
-// again, each warm Fetch beside a floor RPC of the same size, counting
-// the GETs the warm ones made.
+// the same stretch of time on a shared machine. The samples go in groups
+// (warmGroups) that the chunk cache holds whole: for each, the cache is
+// emptied (indexes kept), each offset fetched once unmeasured (asked
+// again on UNAVAILABLE, as a consumer would), then the group fetched
+// again, each warm Fetch beside a floor RPC of the same size. The GETs
+// tierd makes while the group is timed are counted (WarmGets): 0 means
+// every timed fetch was served from the cache.
 func (e *env) warmAndFloor(ctx context.Context, ss []sample) (warm, floor *Result, err error) {
 	warm, floor = newResult("fetch_warm"), newResult("grpc_floor")
+	defer e.profile("warm")()
 	buf := make([]byte, int(e.cfg.MaxBytes)+1<<20)
-	group := int(max(1, e.cfg.CacheMemoryBytes/(2*(int64(e.cfg.MaxBytes)+e.cfg.ChunkBytes/4))))
+	groups := e.warmGroups(ss)
 	var gets float64
 	i := 0
-	for len(ss) > 0 {
-		g := ss[:min(group, len(ss))]
-		ss = ss[len(g):]
+	for _, g := range groups {
+		e.server.DropCaches(false)
 		for _, s := range g {
 			if _, err := fetchRetry(ctx, e.client, e.fetchReq(s), warm); err != nil {
 				return nil, nil, fmt.Errorf("%s: pre-fetch: %w", warm.Name, err)
@@ -230,10 +233,60 @@ func (e *env) warmAndFloor(ctx context.Context, ss []sample) (warm, floor *Resul
 			}
 			i++
 		}
+		e.server.Settle()
 		gets += e.gets() - before
 	}
-	warm.Note = fmt.Sprintf("%d GETs (misses or prefetch)", int(gets))
+	warm.WarmGets = &gets
+	warm.Note = fmt.Sprintf("%d GETs while timed (0: every timed fetch was served from the cache); %d groups of offsets, each pre-fetched into an emptied cache", int(gets), len(groups))
 	return warm, floor, nil
+}
+
+// warmGroups splits the samples, in order, into groups the chunk cache
+// can hold at once: no two samples of a group touch the same chunk (the
+// memory tier keeps one part of a chunk, so a second read elsewhere in it
+// would replace the first one's part or not be kept), and a group's
+// loads, each at most the sample's index interval plus max_bytes (fetch
+// pins the bytes up to the next offset index entry + max_bytes) or a
+// quarter chunk, fit in half the memory budget (the bytes before the
+// sample's, from the index entry the read starts at, are counted too). A sample that does not
+// fit the group being built waits for a later one.
+func (e *env) warmGroups(ss []sample) [][]sample {
+	cb := e.cfg.ChunkBytes
+	per := int64(e.cfg.MaxBytes) + max(cb/4, 1<<20) // bytes a pre-fetch loads, at most
+	budget := max(e.cfg.CacheMemoryBytes/2, per)
+	type chunk struct {
+		seg int
+		i   int64
+	}
+	var groups [][]sample
+	rest := ss
+	for len(rest) > 0 {
+		var g, later []sample
+		used := map[chunk]bool{}
+		var bytes int64
+		for _, s := range rest {
+			// The fetch reads from the offset index entry at or below the
+			// offset, some batches before s.pos, and loads up to the next
+			// entry + max_bytes: margins of 1 MiB on both sides.
+			first, last := max(s.pos-1<<20, 0)/cb, (s.pos+int64(e.cfg.MaxBytes)+1<<20)/cb
+			free := bytes+per <= budget
+			for i := first; free && i <= last; i++ {
+				free = !used[chunk{s.seg, i}]
+			}
+			if !free {
+				later = append(later, s)
+				continue
+			}
+			for i := first; i <= last; i++ {
+				used[chunk{s.seg, i}] = true
+			}
+			bytes += per
+			g = append(g, s)
+		}
+		groups = append(groups, g)
+		rest = later
+	}
+	return groups
 }
 
 // local reads the same offsets from the local segment files with the

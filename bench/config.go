@@ -75,6 +75,14 @@ type Config struct {
 	// tierd's alone, and scale_segments times "tierd segments" with it.
 	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
+	// ProfileDir, when set, receives a CPU profile of the bench process
+	// (the clients and the in-process servers) for each step of the read
+	// path: raw_get + fetch_cold + kafka_fetch_cold (cold.pprof),
+	// fetch_warm + grpc_floor (warm.pprof), raw_seq_get.pprof,
+	// grpc_floor_stream.pprof, and replay-<round>.pprof and
+	// kafka_replay-<round>.pprof. The directory must exist. Default ""
+	// (no profiles).
+	ProfileDir string
 
 	// Cases are the cases to run, from AllCases: "read" (the read path's
 	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",

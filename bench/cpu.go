@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +53,16 @@ func (a cpuSample) sub(b cpuSample) cpuSample {
 	return d
 }
 
+// perGiB formats the sample as CPU-s per GiB of bytes moved,
+// "proc+store" ("?" for an unknown store).
+func (a cpuSample) perGiB(bytes int64) string {
+	gib := float64(bytes) / (1 << 30)
+	if a.store < 0 {
+		return fmt.Sprintf("%.2f+?", a.proc/gib)
+	}
+	return fmt.Sprintf("%.2f+%.2f", a.proc/gib, a.store/gib)
+}
+
 // selfCPUSeconds is this process's user + system CPU time so far,
 // seconds, from getrusage (microseconds, where /proc counts 10 ms ticks).
 func selfCPUSeconds() float64 {
@@ -79,4 +91,32 @@ func (r *Result) addCPU(c cpuSample, bytes int64) {
 		r.cpuStore += c.store
 	}
 	r.cpuBytes += bytes
+}
+
+// profile starts a CPU profile of the bench process into
+// <ProfileDir>/<name>.pprof when cfg.ProfileDir is set; stop ends it. A
+// profile that cannot start (the directory is missing, another profile
+// runs) is reported on the progress lines and skipped: profiles are an
+// aid, not a result.
+func (e *env) profile(name string) (stop func()) {
+	if e.cfg.ProfileDir == "" {
+		return func() {}
+	}
+	path := filepath.Join(e.cfg.ProfileDir, name+".pprof")
+	f, err := os.Create(path)
+	if err != nil {
+		e.logf("tierd bench: profile %s: %v", name, err)
+		return func() {}
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		e.logf("tierd bench: profile %s: %v", name, err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			e.logf("tierd bench: profile %s: %v", name, err)
+		}
+	}
 }

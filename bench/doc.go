@@ -110,7 +110,9 @@
 // peak_anon_rss_mib (peak anonymous resident memory, sampled every 5 ms),
 // peak_total_rss_mib (VmHWM, with the binary's file-backed pages) and
 // limit_mib (the caches' budgets + 64 MiB); replay, grpc_floor and
-// raw_seq_get add cpu_s_per_gib_proc and cpu_s_per_gib_store. Each
+// raw_seq_get add cpu_s_per_gib_proc and cpu_s_per_gib_store, fetch_warm
+// adds gets_while_timed (GETs tierd made while its samples were timed; 0
+// when all were cached, else its target is not judged). Each
 // growth measure is keyed "case/variant metric" (for example
 // "scale_partitions/minio idle_pass_cpu_s") with sizes, values (one row
 // per round, null where not measured) and timed_out (per size, when one

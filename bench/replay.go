@@ -132,26 +132,32 @@ func (e *env) replays(ctx context.Context) (replay, kafka *Result, err error) {
 		total *Result
 		run   func(context.Context) (*Result, error)
 		rates []string
+		cpus  []string // CPU-s/GiB proc+store by round
 	}{{total: replay, run: e.replay}, {total: kafka, run: e.kafkaReplay}}
 	for i := 0; i < e.cfg.Rounds; i++ {
 		for k := range kinds {
 			kd := &kinds[(i+k)%len(kinds)]
+			stop := e.profile(fmt.Sprintf("%s-%d", kd.total.Name, i+1))
 			c0 := e.cpu()
 			r, err := kd.run(ctx)
+			stop()
 			if err != nil {
 				return nil, nil, err
 			}
-			kd.total.addCPU(e.cpu().sub(c0), r.bytes)
+			c := e.cpu().sub(c0)
+			kd.total.addCPU(c, r.bytes)
 			kd.total.merge(r)
 			kd.total.wall += r.wall
 			kd.total.gets += r.gets
 			kd.rates = append(kd.rates, fmt.Sprintf("%.0f", float64(r.bytes)/(1<<20)/r.wall.Seconds()))
+			kd.cpus = append(kd.cpus, c.perGiB(r.bytes))
 		}
 	}
 	for _, kd := range kinds {
 		g := kd.total.gets / (float64(kd.total.bytes) / (1 << 20))
 		kd.total.GetsPerMiB = &g
-		kd.total.Note = fmt.Sprintf("MiB/s by round %s", strings.Join(kd.rates, ", "))
+		kd.total.Note = fmt.Sprintf("MiB/s by round %s; CPU-s/GiB proc+store by round %s",
+			strings.Join(kd.rates, ", "), strings.Join(kd.cpus, ", "))
 	}
 	return replay, kafka, nil
 }
@@ -179,6 +185,7 @@ func (e *env) replay(ctx context.Context) (*Result, error) {
 func (e *env) rawSeqGet(ctx context.Context) (*Result, error) {
 	r := newResult("raw_seq_get")
 	buf := make([]byte, 1<<20)
+	defer e.profile("raw_seq_get")()
 	c0 := e.cpu()
 	defer func() { r.addCPU(e.cpu().sub(c0), r.bytes) }()
 	start := time.Now()
@@ -206,6 +213,7 @@ func (e *env) rawSeqGet(ctx context.Context) (*Result, error) {
 // turns with fetch_warm, so their CPU cannot be told apart).
 func (e *env) floorStream(ctx context.Context, r *Result) error {
 	total := e.tieredBytes()
+	defer e.profile("grpc_floor_stream")()
 	c0 := e.cpu()
 	for sent := int64(0); sent < total; {
 		n := min(int64(e.cfg.MaxBytes), total-sent)

@@ -46,3 +46,45 @@ func TestRunRefusesTakenPrefix(t *testing.T) {
 		t.Errorf("the refused run wrote %d entries into --dir", len(ents))
 	}
 }
+
+// TestWarmGroups: fetch_warm's groups keep every sample once, in a group
+// where no other sample reads the same chunk (with the margins a fetch
+// reads around its bytes), and within half the memory budget.
+func TestWarmGroups(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes, cfg.CacheMemoryBytes, cfg.MaxBytes = 16<<20, 128<<20, 1<<20
+	e := &env{cfg: cfg}
+	var ss []sample
+	for i := int64(0); i < 300; i++ { // spread over 8 segments of 32 MiB, some near chunk boundaries
+		pos := (i * 7919 * 4099) % (32 << 20)
+		if i%10 == 0 {
+			pos = 16<<20 + 10852
+		}
+		ss = append(ss, sample{offset: i, seg: int(i % 8), pos: pos, len: 1 << 20})
+	}
+	groups := e.warmGroups(ss)
+	seen := map[int64]bool{}
+	per := int64(cfg.MaxBytes) + cfg.ChunkBytes/4
+	for gi, g := range groups {
+		if len(g) == 0 || int64(len(g))*per > cfg.CacheMemoryBytes/2 {
+			t.Fatalf("group %d has %d samples (at most %d fit half the budget)", gi, len(g), cfg.CacheMemoryBytes/2/per)
+		}
+		type chunk struct {
+			seg int
+			i   int64
+		}
+		used := map[chunk]int64{}
+		for _, s := range g {
+			seen[s.offset] = true
+			for i := max(s.pos-1<<20, 0) / cfg.ChunkBytes; i <= (s.pos+int64(cfg.MaxBytes)+1<<20)/cfg.ChunkBytes; i++ {
+				if o, ok := used[chunk{s.seg, i}]; ok {
+					t.Fatalf("group %d: offsets %d and %d both read chunk %d of segment %d", gi, o, s.offset, i, s.seg)
+				}
+				used[chunk{s.seg, i}] = s.offset
+			}
+		}
+	}
+	if len(seen) != len(ss) {
+		t.Fatalf("groups hold %d of %d samples", len(seen), len(ss))
+	}
+}

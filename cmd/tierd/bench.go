@@ -93,6 +93,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads (default: from --scale)")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU profiles of the bench process (clients and in-process servers) for each read-path step into this existing directory (go tool pprof)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {

@@ -119,7 +119,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		reg = prometheus.NewRegistry()
 	}
 	c := &Cache{cfg: cfg, m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[chunkKey][]*slot{}, pool: bufPool{size: cfg.ChunkBytes}}
+		inflight: map[chunkKey][]*slot{}, pool: newBufPool(cfg.ChunkBytes)}
 	c.mem = newLRU(cfg.MemoryBytes, c.dropped)
 	c.pf = pfBudget{fifo: list.New()}
 	c.pfLimits(cfg.MemoryBytes)
@@ -127,7 +127,7 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		Help: "Bytes the shared prefetch budget holds: prefetch loads in flight plus prefetched bytes no read has used yet."},
 		func() float64 { n, _ := c.PrefetchHeld(); return float64(n) })
 	promauto.With(reg).NewCounterFunc(prometheus.CounterOpts{Name: "tierd_cache_buffer_reuses_total",
-		Help: "Chunk loads that filled a pooled buffer (one no holder used any more) instead of allocating one."},
+		Help: "Loads (whole chunks or parts) that filled a pooled buffer (one no holder used any more) instead of allocating one."},
 		func() float64 { return float64(c.pool.reused.Load()) })
 	if cfg.DiskDir != "" && cfg.DiskBytes > 0 {
 		d, err := openDisk(cfg.DiskDir, cfg.DiskBytes, cfg.ChunkBytes)

@@ -22,8 +22,13 @@
 //
 // # Buffers
 //
-// A whole chunk's buffer comes from a pool when one is free (not zeroed:
-// the load overwrites every byte). A slot (a loaded part) counts its
+// A load's buffer comes from a pool when one is free (not zeroed: the
+// load overwrites every byte): whole chunks' buffers, and parts' buffers
+// by capacity in steps of 1/256 chunk (a cold read's part of about
+// max_bytes reuses the buffer of an earlier one instead of allocating,
+// zeroing and, on a heap that grows, page-faulting a new one; the memory
+// budget counts a part's length, so a pooled part holds less than a step
+// more). A slot (a loaded part) counts its
 // holders in one reference count: the cache while the memory tier has it,
 // its load until the disk write ends, each Pin (one reference per pinned
 // slot, dropped by Pin.Release, which is idempotent) and each View or
