@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -119,4 +120,32 @@ func (e *env) profile(name string) (stop func()) {
 			e.logf("tierd bench: profile %s: %v", name, err)
 		}
 	}
+}
+
+// firstTouchProbe returns the CPU seconds this machine spends per GiB of
+// memory a process touches for the first time (page faults: the kernel
+// finds, zeroes and maps each 4 KiB page), from touching one page in
+// every 4 KiB of a fresh 64 MiB anonymous mapping on a locked thread
+// (RUSAGE_THREAD). A process pays it once for memory it keeps, and again
+// for memory it gives back and takes anew (a garbage-collected heap does
+// both). ok false when the probe could not run.
+func firstTouchProbe() (cpuPerGiB float64, ok bool) {
+	const size = 64 << 20
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	b, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	if err != nil {
+		return 0, false
+	}
+	defer syscall.Munmap(b)
+	threadCPU := func() float64 {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(1, &ru) // RUSAGE_THREAD
+		return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	}
+	c0 := threadCPU()
+	for i := 0; i < size; i += 4096 {
+		b[i] = 1
+	}
+	return (threadCPU() - c0) * float64(1<<30) / size, true
 }

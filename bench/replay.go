@@ -151,6 +151,9 @@ func (e *env) replays(ctx context.Context) (replay, kafka *Result, err error) {
 			kd.total.gets += r.gets
 			kd.rates = append(kd.rates, fmt.Sprintf("%.0f", float64(r.bytes)/(1<<20)/r.wall.Seconds()))
 			kd.cpus = append(kd.cpus, c.perGiB(r.bytes))
+			gib := float64(r.bytes) / (1 << 30)
+			kd.total.RoundMiBPerS = append(kd.total.RoundMiBPerS, float64(r.bytes)/(1<<20)/r.wall.Seconds())
+			kd.total.RoundCPUPerGiB = append(kd.total.RoundCPUPerGiB, (c.proc+max(c.store, 0))/gib)
 		}
 	}
 	for _, kd := range kinds {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,7 +41,11 @@ type Result struct {
 	// (fetch_warm only): 0 when every timed fetch was served from the
 	// cache, as the case intends.
 	WarmGets *float64
-	Note     string
+	// RoundMiBPerS and RoundCPUPerGiB are each round's MiB/s and CPU
+	// seconds per GiB (the bench process plus the store, when known),
+	// for the cases that run in rounds (replay, kafka_replay).
+	RoundMiBPerS, RoundCPUPerGiB []float64
+	Note                         string
 
 	hist      *hdrhistogram.Histogram
 	gets      float64 // GETs of .log objects tierd made, where counted
@@ -117,6 +122,10 @@ type Report struct {
 	// readers_N's bytes per reader, bytes: what a reader's prefetch may
 	// read past its last Fetch, against what it reads.
 	PrefetchBytes, ReaderBytes int64
+	// FirstTouchCPUPerGiB is the CPU seconds per GiB this machine spends
+	// on a process's first touch of memory (firstTouchProbe), nil when
+	// not probed.
+	FirstTouchCPUPerGiB *float64
 }
 
 func (rep *Report) get(name string) *Result {
@@ -196,6 +205,10 @@ func (rep *Report) Breakdown() []string {
 		out = append(out, fmt.Sprintf("replay with store and transport done one after the other could reach 1/(1/raw_seq_get + 1/grpc_floor) = %.0f MiB/s; replay reached %.0f (%.0f%%)",
 			bound, replay.MiBPerS, 100*replay.MiBPerS/bound))
 	}
+	if replay != nil && len(replay.RoundCPUPerGiB) >= 2 && rep.FirstTouchCPUPerGiB != nil {
+		out = append(out, fmt.Sprintf("first touch of memory on this machine costs %.2f CPU-s per GiB (page faults, probed); replay's first round used %.2f CPU-s/GiB, its median round %.2f",
+			*rep.FirstTouchCPUPerGiB, replay.RoundCPUPerGiB[0], median(replay.RoundCPUPerGiB)))
+	}
 	return out
 }
 
@@ -238,15 +251,28 @@ func (rep *Report) Targets() []Target {
 			t.Met = false
 		}
 	}
+	// The replay targets are judged on replay's median round; the first
+	// round of a process also pays for touching its memory for the first
+	// time (the cache's buffers, the heap's growth), which the note and
+	// the first-touch probe show.
 	p, s, f := rep.get("replay"), rep.get("raw_seq_get"), rep.get("grpc_floor")
 	if p != nil && s != nil && f != nil && s.MiBPerS > 0 && f.MiBPerS > 0 {
-		ratio(p.MiBPerS, 1/(1/s.MiBPerS+1/f.MiBPerS), 0.95, false, "replay MiB/s / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = %.2f (>= %.2f)")
+		bound := 1 / (1/s.MiBPerS + 1/f.MiBPerS)
+		if v, text, ok := byRound(p.RoundMiBPerS, bound); ok {
+			ratio(v, bound, 0.95, false, "replay MiB/s"+text+" / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = %.2f (>= %.2f)")
+		} else {
+			ratio(p.MiBPerS, bound, 0.95, false, "replay MiB/s / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = %.2f (>= %.2f)")
+		}
 	}
 	pc, okP := cpuTotal(p)
 	sc, okS := cpuTotal(s)
 	fc, okF := cpuTotal(f)
 	if okP && okS && okF {
-		ratio(pc, sc+fc, 1.2, true, "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = %.2f (<= %.2f)")
+		if v, text, ok := byRound(p.RoundCPUPerGiB, sc+fc); ok {
+			ratio(v, sc+fc, 1.2, true, "replay CPU-s/GiB"+text+" / (raw_seq_get + grpc_floor) CPU-s/GiB = %.2f (<= %.2f)")
+		} else {
+			ratio(pc, sc+fc, 1.2, true, "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = %.2f (<= %.2f)")
+		}
 	}
 	if s := rep.series("copy", "minio", "copy_over_raw_put"); s != nil {
 		if t, ok := ratioTarget("copy MiB/s / raw_put MiB/s", s.at(0), 0.9, false, ""); ok {
@@ -293,6 +319,10 @@ type jsonCase struct {
 	CPUProc    *float64 `json:"cpu_s_per_gib_proc,omitempty"`
 	CPUStore   *float64 `json:"cpu_s_per_gib_store,omitempty"`
 	WarmGets   *float64 `json:"gets_while_timed,omitempty"`
+	// RoundMiBPerS and RoundCPU are each round's MiB/s and CPU-s/GiB
+	// (bench process plus store) for cases run in rounds.
+	RoundMiBPerS []float64 `json:"mib_per_s_by_round,omitempty"`
+	RoundCPU     []float64 `json:"cpu_s_per_gib_by_round,omitempty"`
 }
 
 // jsonSeries is one growth measure: sizes, values[round][size] (null
@@ -309,7 +339,7 @@ type jsonSeries struct {
 func (rep *Report) WriteJSON(path string) error {
 	m := map[string]any{}
 	for _, r := range rep.Results {
-		m[r.Name] = jsonCase{r.Count, r.P50, r.P99, r.P999, r.MiBPerS, r.GetsPerMiB, r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB, r.CPUProcPerGiB, r.CPUStorePerGiB, r.WarmGets}
+		m[r.Name] = jsonCase{r.Count, r.P50, r.P99, r.P999, r.MiBPerS, r.GetsPerMiB, r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB, r.CPUProcPerGiB, r.CPUStorePerGiB, r.WarmGets, r.RoundMiBPerS, r.RoundCPUPerGiB}
 	}
 	for _, s := range rep.Series {
 		js := jsonSeries{Sizes: s.Sizes}
@@ -337,4 +367,17 @@ func (rep *Report) WriteJSON(path string) error {
 		return err
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// byRound returns the median of a case's per-round values, for a target
+// judged on it, with the text naming it, the rounds' range and the first
+// round against base; ok false with fewer than two rounds.
+func byRound(vs []float64, base float64) (v float64, text string, ok bool) {
+	if len(vs) < 2 || base <= 0 {
+		return 0, "", false
+	}
+	lo, hi := slices.Min(vs), slices.Max(vs)
+	v = median(vs)
+	return v, fmt.Sprintf(" (median of %d rounds; by round %.2f-%.2f of the base, the first %.2f)",
+		len(vs), lo/base, hi/base, vs[0]/base), true
 }

@@ -140,3 +140,36 @@ func checkTargets(t *testing.T, got []Target, want map[string]bool) {
 		}
 	}
 }
+
+// TestReplayTargetsByRound: with rounds, the replay targets are judged on
+// the median round, and the text gives the rounds' range and the first
+// round; the breakdown names the first-touch probe.
+func TestReplayTargetsByRound(t *testing.T) {
+	replay := result("replay", time.Millisecond, 10, 1<<20)
+	replay.wall = 10 * time.Millisecond
+	replay.addCPU(cpuSample{proc: 9, store: 1}, 1<<30) // all rounds: 10 CPU-s/GiB, 2.86x the floors
+	replay.RoundCPUPerGiB = []float64{12, 3.5, 4}      // median 4: 1.14x
+	replay.RoundMiBPerS = []float64{100, 700, 450}     // median 450: 0.9 of the bound
+	seq := result("raw_seq_get", time.Millisecond, 1, 1<<20)
+	seq.wall = time.Millisecond
+	seq.addCPU(cpuSample{proc: 1, store: 1}, 1<<30)
+	floor := result("grpc_floor", time.Millisecond, 5, 1<<20)
+	floor.addCPU(cpuSample{proc: 1.5, store: 0}, 1<<30)
+	probe := 7.5
+	rep := &Report{Results: []*Result{replay, seq, floor}, FirstTouchCPUPerGiB: &probe}
+	for _, r := range rep.Results {
+		r.finish()
+	}
+	seq.MiBPerS, floor.MiBPerS = 1000, 1000 // the bound: 500 MiB/s
+	checkTargets(t, rep.Targets(), map[string]bool{
+		"replay MiB/s (median of 3 rounds; by round 0.20-1.40 of the base, the first 0.20) / two-hop bound 1/(1/raw_seq_get + 1/grpc_floor) = 0.90": false,
+		"replay CPU-s/GiB (median of 3 rounds; by round 1.00-3.43 of the base, the first 3.43) / (raw_seq_get + grpc_floor) CPU-s/GiB = 1.14":       true,
+	})
+	if b := strings.Join(rep.Breakdown(), "\n"); !strings.Contains(b, "first touch of memory on this machine costs 7.50 CPU-s per GiB") ||
+		!strings.Contains(b, "first round used 12.00 CPU-s/GiB, its median round 4.00") {
+		t.Errorf("breakdown:\n%s", b)
+	}
+	if v, ok := firstTouchProbe(); !ok || v <= 0 {
+		t.Errorf("first-touch probe: %v %v", v, ok)
+	}
+}

@@ -37,6 +37,11 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	rep := &Report{SegmentBytes: cfg.SegmentBytes, ChunkBytes: cfg.ChunkBytes, StoreLatency: cfg.StoreLatency,
 		IdleInterval: copier.DefaultConfig().Interval(), Rounds: cfg.Rounds, Partitions: cfg.Partitions, Copies: cfg.Copies, ReaderCounts: cfg.ReaderCounts,
 		PrefetchBytes: cfg.PrefetchBytes, ReaderBytes: cfg.ReaderBytes}
+	if cfg.runs("read") {
+		if v, ok := firstTouchProbe(); ok {
+			rep.FirstTouchCPUPerGiB = &v
+		}
+	}
 	step := func(name string, f func() error) error {
 		t := time.Now()
 		err := f()
