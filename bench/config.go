@@ -61,6 +61,8 @@ type Config struct {
 	// the data, so the cache must evict), 8 MiB of index cache and 8 GETs.
 	ChunkBytes, CacheMemoryBytes, IndexCacheBytes, PrefetchBytes int64
 	MaxInflightGets                                              int
+	// PrefetchRamp is remote.fetch.prefetch.ramp. Default fetch's.
+	PrefetchRamp bool
 	// Seed picks the random offsets. Default 1.
 	Seed uint64
 	// StoreLatency is added before every GET's first byte, to model an
@@ -75,6 +77,17 @@ type Config struct {
 	// tierd's alone, and scale_segments times "tierd segments" with it.
 	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
+	// ProfileDir, when set, makes readers_N take Go profiles of each run
+	// (readprof.go): the "tierd run" child's CPU profile (it runs with
+	// http.pprof on) and the bench process's, over ProfileSeconds from
+	// the readers' start, and the child's block and mutex profiles after
+	// the run, written there as readers_<N>_<pattern>_r<round>.*.pprof.
+	// A run shorter than ProfileSeconds waits for its profiles. Default
+	// "" (none).
+	ProfileDir string
+	// ProfileSeconds is how long each CPU profile of ProfileDir runs,
+	// seconds. Default 15.
+	ProfileSeconds int
 
 	// Cases are the cases to run, from AllCases: "read" (the read path's
 	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",
@@ -91,6 +104,9 @@ type Config struct {
 	// ReaderCounts are readers_N's numbers of concurrent readers, rising.
 	// Default [1, 8]; ScaleFull sets [1, 8, 32, 64].
 	ReaderCounts []int
+	// ReaderPatterns are readers_N's patterns, from "seq" and "random".
+	// Default both.
+	ReaderPatterns []string
 	// ReaderBytes is how much each reader of readers_N reads, bytes.
 	// Default 4 MiB; ScaleFull sets 64 MiB.
 	ReaderBytes int64
@@ -164,8 +180,8 @@ func (c Config) runPrefix() (string, error) {
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1,
-		Cases: append([]string(nil), AllCases...), ScaleBuckets: []string{"filesystem", "minio"}}
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, PrefetchRamp: fetch.DefaultConfig().PrefetchRamp, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
+		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
 }
@@ -176,7 +192,7 @@ func (c Config) FetchConfig() fetch.Config {
 	f := fetch.DefaultConfig()
 	f.Listen = "127.0.0.1:0"
 	f.Cache.ChunkBytes, f.Cache.MemoryBytes, f.Cache.MaxInflightGets = c.ChunkBytes, c.CacheMemoryBytes, c.MaxInflightGets
-	f.IndexCacheBytes, f.PrefetchBytes = c.IndexCacheBytes, c.PrefetchBytes
+	f.IndexCacheBytes, f.PrefetchBytes, f.PrefetchRamp = c.IndexCacheBytes, c.PrefetchBytes, c.PrefetchRamp
 	f.FetchMaxBytes = max(f.FetchMaxBytes, c.MaxBytes)
 	// A read waits for its GET however long the store takes: the bench
 	// measures that wait, where the default 500 ms would answer
@@ -252,6 +268,17 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("copies %v: at least 2 (retention deletes half)", c.Copies))
 			break
 		}
+	}
+	for _, p := range c.ReaderPatterns {
+		if p != "seq" && p != "random" {
+			errs = append(errs, fmt.Errorf("reader pattern %q: want seq or random", p))
+		}
+	}
+	if len(c.ReaderPatterns) == 0 {
+		errs = append(errs, errors.New("no reader patterns: want seq, random or both"))
+	}
+	if c.ProfileSeconds < 1 {
+		errs = append(errs, fmt.Errorf("profile seconds %d must be positive", c.ProfileSeconds))
 	}
 	if c.ReaderBytes < 1 {
 		errs = append(errs, fmt.Errorf("reader bytes %d must be positive", c.ReaderBytes))

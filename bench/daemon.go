@@ -24,8 +24,8 @@ type daemon struct {
 	out    *lockedBuffer
 	exited chan struct{} // closed when the child has exited
 	client *fetch.Client
-	// metricsURL is the child's /metrics.
-	metricsURL string
+	// metricsURL is the child's /metrics; httpURL its http.listen.
+	metricsURL, httpURL string
 	// closeProxy stops the store latency proxy (nil when there is none).
 	closeProxy func()
 }
@@ -92,21 +92,23 @@ fetch:
   remote.fetch.chunk.cache.memory.bytes: %d
   remote.fetch.max.inflight.gets: %d
   remote.fetch.prefetch.max.bytes: %d
+  remote.fetch.prefetch.ramp: %t
   remote.log.index.file.cache.total.size.bytes: %d
   remote.fetch.max.wait.ms: %d
 http:
   listen: %q
+  pprof: %t
 memory_limit_bytes: %d
 log_level: warn
 `, filepath.Join(e.dir, "logs"), e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
-		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.fcfg.MemoryBytes()+32<<20)
+		e.fcfg.PrefetchBytes, e.fcfg.PrefetchRamp, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", e.fcfg.MemoryBytes()+32<<20)
 	path := filepath.Join(e.dir, "tierd.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		closeProxy()
 		return nil, err
 	}
-	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{}), metricsURL: "http://" + httpAddr + "/metrics", closeProxy: closeProxy}
+	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{}), metricsURL: "http://" + httpAddr + "/metrics", httpURL: "http://" + httpAddr, closeProxy: closeProxy}
 	d.cmd = exec.Command(bin, "run", "--config", path)
 	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out

@@ -27,6 +27,7 @@ import (
 type readTarget struct {
 	client  *fetch.Client
 	pid     int
+	httpURL string         // the child's http.listen; "" in process
 	fetched func() float64 // bytes tierd has read from the store so far
 	stop    func()
 }
@@ -44,7 +45,7 @@ func (e *env) readersTarget(ctx context.Context) (*readTarget, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &readTarget{client: d.client, pid: d.cmd.Process.Pid, fetched: func() float64 { return scrapeFetched(d.metricsURL) }, stop: d.stop}, nil
+	return &readTarget{client: d.client, pid: d.cmd.Process.Pid, httpURL: d.httpURL, fetched: func() float64 { return scrapeFetched(d.metricsURL) }, stop: d.stop}, nil
 }
 
 // fetchedBytes is the bytes the in-process fetch server has read from the
@@ -115,52 +116,88 @@ func anonSampler(pid int) (stop func() float64) {
 func (e *env) readersCase(ctx context.Context) ([]*Series, error) {
 	sizes, rounds := e.cfg.ReaderCounts, e.cfg.Rounds
 	var out []*Series
-	for _, pattern := range []string{"seq", "random"} {
+	for _, pattern := range e.cfg.ReaderPatterns {
 		ser := map[string]*Series{}
-		for _, m := range []string{"mib_per_s", "p50_ms", "p99_ms", "fetched_per_served", "peak_anon_rss_mib"} {
+		for _, m := range readerMetrics {
 			ser[m] = newSeries("readers", pattern, m, sizes, rounds, false)
 			out = append(out, ser[m])
 		}
 		for r := range rounds {
 			for i, n := range sizes {
-				res, fetched, peak, err := e.readersRun(ctx, pattern, n, uint64(r))
+				o, err := e.readersRun(ctx, pattern, n, uint64(r))
 				if err != nil {
 					return nil, fmt.Errorf("readers_%d %s: %w", n, pattern, err)
 				}
+				res := o.res
 				res.finish()
 				ratio := -1.0
-				if fetched >= 0 && res.bytes > 0 {
-					ratio = fetched / float64(res.bytes)
+				if o.fetched >= 0 && res.bytes > 0 {
+					ratio = o.fetched / float64(res.bytes)
+				}
+				gib := float64(res.bytes) / (1 << 30)
+				perGiB := func(s float64) float64 {
+					if s < 0 || gib == 0 {
+						return -1
+					}
+					return s / gib
 				}
 				for k, v := range map[string]float64{"mib_per_s": res.MiBPerS, "p50_ms": res.P50 / 1000, "p99_ms": res.P99 / 1000,
-					"fetched_per_served": ratio, "peak_anon_rss_mib": peak} {
+					"mean_ms": res.hist.Mean() / 1000, "fetched_per_served": ratio, "peak_anon_rss_mib": o.peak,
+					"tierd_cpu_s_per_gib": perGiB(o.cpu.tierd), "bench_cpu_s_per_gib": perGiB(o.cpu.bench), "store_cpu_s_per_gib": perGiB(o.cpu.store)} {
 					if v >= 0 {
 						ser[k].set(r, i, v)
 					}
 				}
-				e.logf("readers_%d %s (round %d): %.0f MiB/s, p99 %.1f ms, %.2f bytes fetched per byte served, peak anonymous RSS %.0f MiB",
-					n, pattern, r+1, res.MiBPerS, res.P99/1000, ratio, peak)
+				e.logf("readers_%d %s (round %d): %.0f MiB/s, p50 %.1f ms, p99 %.1f ms, %.2f bytes fetched per byte served, peak anonymous RSS %.0f MiB; CPU-s tierd %.2f, bench %.2f, store %.2f over %.1f s",
+					n, pattern, r+1, res.MiBPerS, res.P50/1000, res.P99/1000, ratio, o.peak, o.cpu.tierd, o.cpu.bench, o.cpu.store, res.wall.Seconds())
+				if o.profErr != nil {
+					e.logf("readers_%d %s (round %d): %v", n, pattern, r+1, o.profErr)
+				}
 			}
 		}
 	}
 	return out, nil
 }
 
+// readerMetrics are the measures of readers_N, per pattern and N: the
+// CPU seconds per GiB served are the tierd child's (the in-process
+// server's are in the bench's), the bench process's (readers, answers
+// compared byte for byte) and the store's, over the run.
+var readerMetrics = []string{"mib_per_s", "p50_ms", "p99_ms", "mean_ms", "fetched_per_served", "peak_anon_rss_mib",
+	"tierd_cpu_s_per_gib", "bench_cpu_s_per_gib", "store_cpu_s_per_gib"}
+
+// readersOut is one readers_N run's measures: the Fetches' latencies and
+// bytes served (wall time set), the bytes tierd read from the store
+// meanwhile (-1 unknown), its peak anonymous RSS (MiB), the CPU seconds
+// of the processes involved, and what went wrong with the profiles
+// (Config.ProfileDir), if anything.
+type readersOut struct {
+	res     *Result
+	fetched float64
+	peak    float64
+	cpu     struct{ tierd, bench, store float64 } // -1 unknown
+	profErr error
+}
+
 // readersRun is one readers_N run: n readers at once against a fresh
 // tierd, each reading cfg.ReaderBytes (sequential: from its own start,
 // spread evenly over the log, wrapping at the end; random: Fetches at
 // random offsets), every answer compared byte for byte with the local
-// files. It returns the Fetches' latencies and bytes served (wall time
-// set), the bytes tierd read from the store meanwhile (-1 unknown) and
-// its peak anonymous RSS, MiB.
-func (e *env) readersRun(ctx context.Context, pattern string, n int, round uint64) (*Result, float64, float64, error) {
+// files.
+func (e *env) readersRun(ctx context.Context, pattern string, n int, round uint64) (readersOut, error) {
+	var o readersOut
 	tg, err := e.readersTarget(ctx)
 	if err != nil {
-		return nil, 0, 0, err
+		return o, err
 	}
 	defer tg.stop()
 	r := newResult(fmt.Sprintf("readers_%d", n))
 	f0 := tg.fetched()
+	c0, t0 := e.cpu(), -1.0
+	if tg.httpURL != "" {
+		t0 = cpuSeconds(tg.pid)
+	}
+	profiled := startReadProfile(e.cfg.ProfileDir, fmt.Sprintf("readers_%d_%s_r%d", n, pattern, round+1), tg.httpURL, e.cfg.ProfileSeconds)
 	stop := anonSampler(tg.pid)
 	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
 	var wg sync.WaitGroup
@@ -196,17 +233,22 @@ func (e *env) readersRun(ctx context.Context, pattern string, n int, round uint6
 	}
 	wg.Wait()
 	r.wall = time.Since(start)
-	peak := stop()
+	o.res, o.peak = r, stop()
+	c := e.cpu().sub(c0)
+	o.cpu.bench, o.cpu.store, o.cpu.tierd = c.proc, c.store, -1
+	if t1 := cpuSeconds(tg.pid); t0 >= 0 && t1 >= 0 {
+		o.cpu.tierd = t1 - t0
+	}
+	o.profErr = profiled()
 	if firstErr != nil {
-		return nil, 0, 0, firstErr
+		return o, firstErr
 	}
-	fetched := tg.fetched()
-	if fetched >= 0 && f0 >= 0 {
-		fetched -= f0
+	if o.fetched = tg.fetched(); o.fetched >= 0 && f0 >= 0 {
+		o.fetched -= f0
 	} else {
-		fetched = -1
+		o.fetched = -1
 	}
-	return r, fetched, peak, nil
+	return o, nil
 }
 
 // readOne fetches offset (asking again on UNAVAILABLE), compares the

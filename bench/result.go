@@ -165,6 +165,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 		if t.Info {
 			label = "n/a"
 		}
+		if t.Note {
+			label = "note"
+		}
 		fmt.Fprintf(w, "  %-4s %s\n", label, t.Text)
 	}
 	if lines := rep.Breakdown(); len(lines) > 0 {
@@ -196,11 +199,13 @@ func (rep *Report) Breakdown() []string {
 }
 
 // Target is one of the read path's targets, checked on this run. Info
-// marks one that does not apply to the run's sizes.
+// marks one that does not apply to the run's sizes, Note a line that is
+// no target but explains one (printed beside it).
 type Target struct {
 	Text string
 	Met  bool
 	Info bool
+	Note bool
 }
 
 // Targets checks the targets that the run's results allow.

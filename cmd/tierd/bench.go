@@ -82,6 +82,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.Int64Var(&cfg.CacheMemoryBytes, "cache-memory-bytes", cfg.CacheMemoryBytes, "remote.fetch.chunk.cache.memory.bytes")
 	fs.Int64Var(&cfg.IndexCacheBytes, "index-cache-bytes", cfg.IndexCacheBytes, "remote.log.index.file.cache.total.size.bytes")
 	fs.Int64Var(&cfg.PrefetchBytes, "prefetch-bytes", cfg.PrefetchBytes, "remote.fetch.prefetch.max.bytes")
+	fs.BoolVar(&cfg.PrefetchRamp, "prefetch-ramp", cfg.PrefetchRamp, "remote.fetch.prefetch.ramp")
 	fs.IntVar(&cfg.MaxInflightGets, "max-inflight-gets", cfg.MaxInflightGets, "remote.fetch.max.inflight.gets")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random offsets")
 	fs.DurationVar(&cfg.StoreLatency, "store-latency", 0, "delay added before every GET's first byte (raw_get and tierd alike), e.g. 20ms to model S3")
@@ -91,8 +92,11 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	copies := fs.String("copies", "", "scale_segments sizes, finished copies in one partition, comma-separated (default: from --scale)")
 	readerCounts := fs.String("reader-counts", "", "readers_N numbers of readers, comma-separated (default: from --scale)")
 	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads (default: from --scale)")
+	readerPatterns := fs.String("reader-patterns", "seq,random", "readers_N patterns: seq, random")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "readers_N: write Go profiles of every run here (the tierd child's CPU, block and mutex profiles, the bench's CPU profile)")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", cfg.ProfileSeconds, "readers_N with --profile-dir: seconds each CPU profile runs from the readers' start")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -113,7 +117,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 		fmt.Fprintf(stderr, "tierd bench: --scale: %v\n", err)
 		return benchArgs{}, 2
 	}
-	cfg.Cases, cfg.ScaleBuckets = splitList(*cases), splitList(*scaleBuckets)
+	cfg.Cases, cfg.ScaleBuckets, cfg.ReaderPatterns = splitList(*cases), splitList(*scaleBuckets), splitList(*readerPatterns)
 	for _, l := range []struct {
 		flag, v string
 		to      *[]int
