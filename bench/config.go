@@ -61,8 +61,6 @@ type Config struct {
 	// the data, so the cache must evict), 8 MiB of index cache and 8 GETs.
 	ChunkBytes, CacheMemoryBytes, IndexCacheBytes, PrefetchBytes int64
 	MaxInflightGets                                              int
-	// PrefetchRamp is remote.fetch.prefetch.ramp. Default fetch's.
-	PrefetchRamp bool
 	// Seed picks the random offsets. Default 1.
 	Seed uint64
 	// StoreLatency is added before every GET's first byte, to model an
@@ -107,8 +105,17 @@ type Config struct {
 	// ReaderPatterns are readers_N's patterns, from "seq" and "random".
 	// Default both.
 	ReaderPatterns []string
-	// ReaderBytes is how much each reader of readers_N reads, bytes.
-	// Default 4 MiB; ScaleFull sets 64 MiB.
+	// ReaderTotalBytes is how much the N readers of one readers_N run
+	// read together, bytes, split evenly: each reads ReaderTotalBytes / N.
+	// Every N then does the same work (and as many Fetches, so the p99s
+	// rest on as many samples), and the fewer the readers, the longer
+	// each reads past the prefetch depth, which bytes fetched per byte
+	// served counts too (see Report.WriteTable). Default 32 MiB (1
+	// reader: 32 MiB, 8: 4 MiB each); ScaleFull sets 4 GiB (1: 4 GiB, 8:
+	// 512 MiB, 32: 128 MiB, 64: 64 MiB each).
+	ReaderTotalBytes int64
+	// ReaderBytes, when above 0, is how much each reader reads instead,
+	// bytes, whatever N. Default 0.
 	ReaderBytes int64
 	// ScaleBuckets are the buckets scale_partitions and scale_segments
 	// run on: "filesystem" (a directory, the embedded default) and
@@ -143,13 +150,21 @@ const (
 func (c *Config) SetScale(name string) error {
 	switch name {
 	case ScaleSmall:
-		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 4<<20, 3*time.Minute
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderTotalBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 32<<20, 3*time.Minute
 	case ScaleFull:
-		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 64<<20, 30*time.Minute
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderTotalBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 4<<30, 30*time.Minute
 	default:
 		return fmt.Errorf("scale %q: want %s or %s", name, ScaleSmall, ScaleFull)
 	}
 	return nil
+}
+
+// readerBytes is how much each of n readers of readers_N reads, bytes.
+func (c Config) readerBytes(n int) int64 {
+	if c.ReaderBytes > 0 {
+		return c.ReaderBytes
+	}
+	return max(1, c.ReaderTotalBytes/int64(n))
 }
 
 // runs reports whether the case group name is selected.
@@ -180,7 +195,7 @@ func (c Config) runPrefix() (string, error) {
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, PrefetchRamp: fetch.DefaultConfig().PrefetchRamp, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
 		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
@@ -192,7 +207,7 @@ func (c Config) FetchConfig() fetch.Config {
 	f := fetch.DefaultConfig()
 	f.Listen = "127.0.0.1:0"
 	f.Cache.ChunkBytes, f.Cache.MemoryBytes, f.Cache.MaxInflightGets = c.ChunkBytes, c.CacheMemoryBytes, c.MaxInflightGets
-	f.IndexCacheBytes, f.PrefetchBytes, f.PrefetchRamp = c.IndexCacheBytes, c.PrefetchBytes, c.PrefetchRamp
+	f.IndexCacheBytes, f.PrefetchBytes = c.IndexCacheBytes, c.PrefetchBytes
 	f.FetchMaxBytes = max(f.FetchMaxBytes, c.MaxBytes)
 	// A read waits for its GET however long the store takes: the bench
 	// measures that wait, where the default 500 ms would answer
@@ -280,8 +295,11 @@ func (c Config) Validate() error {
 	if c.ProfileSeconds < 1 {
 		errs = append(errs, fmt.Errorf("profile seconds %d must be positive", c.ProfileSeconds))
 	}
-	if c.ReaderBytes < 1 {
-		errs = append(errs, fmt.Errorf("reader bytes %d must be positive", c.ReaderBytes))
+	if c.ReaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("reader bytes %d must not be negative", c.ReaderBytes))
+	}
+	if c.ReaderBytes == 0 && c.ReaderTotalBytes < 1 {
+		errs = append(errs, fmt.Errorf("reader total bytes %d must be positive", c.ReaderTotalBytes))
 	}
 	if c.CaseTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("case timeout %s must be positive", c.CaseTimeout))

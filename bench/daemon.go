@@ -92,7 +92,6 @@ fetch:
   remote.fetch.chunk.cache.memory.bytes: %d
   remote.fetch.max.inflight.gets: %d
   remote.fetch.prefetch.max.bytes: %d
-  remote.fetch.prefetch.ramp: %t
   remote.log.index.file.cache.total.size.bytes: %d
   remote.fetch.max.wait.ms: %d
 http:
@@ -102,7 +101,7 @@ memory_limit_bytes: %d
 log_level: warn
 `, filepath.Join(e.dir, "logs"), e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
-		e.fcfg.PrefetchBytes, e.fcfg.PrefetchRamp, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", e.fcfg.MemoryBytes()+32<<20)
+		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", e.fcfg.MemoryBytes()+32<<20)
 	path := filepath.Join(e.dir, "tierd.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		closeProxy()

@@ -109,10 +109,11 @@ type Report struct {
 	// Rounds, Partitions, Copies and ReaderCounts are the run's settings.
 	Rounds                           int
 	Partitions, Copies, ReaderCounts []int
-	// PrefetchBytes and ReaderBytes are the run's prefetch budget and
-	// readers_N's bytes per reader, bytes: what a reader's prefetch may
-	// read past its last Fetch, against what it reads.
-	PrefetchBytes, ReaderBytes int64
+	// PrefetchBytes and ReaderBytes8 are the run's prefetch depth and
+	// readers_N's bytes per reader at 8 readers (where bytes fetched per
+	// byte served is judged), bytes: what a reader's prefetch may read
+	// past its last Fetch, against what it reads.
+	PrefetchBytes, ReaderBytes8 int64
 }
 
 func (rep *Report) get(name string) *Result {
@@ -155,9 +156,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
 		}
 	}
-	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes > 0 {
-		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: up to remote.fetch.prefetch.max.bytes / bytes per reader = %d / %d = %.2f per byte served here\n",
-			rep.PrefetchBytes, rep.ReaderBytes, float64(rep.PrefetchBytes)/float64(rep.ReaderBytes))
+	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes8 > 0 {
+		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: at 8 readers up to (remote.fetch.prefetch.max.bytes + 2 chunks) / bytes per reader = (%d + %d) / %d = %.2f per byte served here; unread_prefetch_per_served is what each run left so\n",
+			rep.PrefetchBytes, 2*rep.ChunkBytes, rep.ReaderBytes8, float64(rep.PrefetchBytes+2*rep.ChunkBytes)/float64(rep.ReaderBytes8))
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
 	for _, t := range rep.Targets() {

@@ -34,14 +34,6 @@ type Config struct {
 	// two or more remote.fetch.max.inflight.gets, leave demand reads one.
 	// Default 2.
 	PrefetchGets int `yaml:"remote.fetch.prefetch.gets"`
-	// PrefetchRamp makes a sequential reader's read-ahead grow with what
-	// it has read: as far ahead as the bytes its run of sequential
-	// fetches served so far, at least one chunk, at most PrefetchBytes
-	// (as Linux's readahead window grows while a file is read on), so
-	// that a reader that stops early leaves less prefetched and unread.
-	// false: PrefetchBytes from a reader's third sequential fetch on.
-	// Default false.
-	PrefetchRamp bool `yaml:"remote.fetch.prefetch.ramp"`
 	// MaxWaitMs bounds, in ms, how long a fetch waits for remote data
 	// (Kafka's remote.fetch.max.wait.ms): past it, a fetch answers with
 	// the batches that have arrived, or UNAVAILABLE when not even the

@@ -51,13 +51,11 @@ type endRing struct {
 }
 
 // readAhead is one sequential reader chain's read-ahead: how often it
-// continued and the bytes it served, and the prefetches it started that
-// may still be loading, so that it holds at most
-// remote.fetch.prefetch.gets GETs at once.
+// continued, and the prefetches it started that may still be loading, so
+// that it holds at most remote.fetch.prefetch.gets GETs at once.
 type readAhead struct {
 	mu      sync.Mutex
-	hops    int   // fetches that continued the chain (0 for its first)
-	read    int64 // bytes its fetches served
+	hops    int // fetches that continued the chain (0 for its first)
 	loading []chunkRef
 }
 
@@ -128,14 +126,12 @@ func (t *seqTracker) take(p seqPos) *readAhead {
 
 // afterFetch counts the bytes a fetch served, records where it ended and,
 // when it continued a chain that has now continued minHops times in a row
-// (a sequential reader), prefetches whole chunks past its end, across
+// (a sequential reader), prefetches whole chunks up to
+// remote.fetch.prefetch.max.bytes past its end, across
 // segment boundaries into the following copies (rest: the finished copies
 // after the one read, in offset order), with at most
 // remote.fetch.prefetch.gets of the chain's prefetches loading at once.
-// How far ahead: remote.fetch.prefetch.max.bytes, or with
-// remote.fetch.prefetch.ramp the bytes the chain has read so far (at
-// least one chunk) up to that, so that a short reader leaves little
-// unread behind. The cache's admission control may skip any of them (the
+// The cache's admission control may skip any of them (the
 // shared prefetch budget, GET slots, memory); the reader's next fetch
 // tries again. A reader that jumps elsewhere starts a new chain: nothing
 // is prefetched for it until it reads on from where it landed.
@@ -154,8 +150,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		st.mu.Unlock()
 	}
 	st.mu.Lock()
-	st.read += end - start
-	hops, read := st.hops, st.read
+	hops := st.hops
 	st.mu.Unlock()
 	s.seq.ended(endPos, st, hops > 0)
 	cfg := s.conf()
@@ -164,9 +159,6 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	}
 	cb := s.cache.ChunkBytes()
 	depth := cfg.PrefetchBytes
-	if cfg.PrefetchRamp {
-		depth = min(depth, max(cb, read))
-	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	loading := st.loading[:0]

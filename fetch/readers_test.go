@@ -139,39 +139,36 @@ func TestConfigValidatePrefetch(t *testing.T) {
 // landing there by chance) continues that chain once, which starts no
 // read-ahead; the chain's next read on does.
 func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
-	for _, ramp := range []bool{false, true} {
-		cfg := DefaultConfig()
-		cfg.Cache.ChunkBytes = 64 << 10
-		cfg.PrefetchBytes = 192 << 10
-		cfg.PrefetchRamp = ramp
-		reg := prometheus.NewRegistry()
-		e := newEnv(t, cfg, WithRegisterer(reg))
-		referenceLog(t, e)
-		read := func(off int64) int64 {
-			t.Helper()
-			for {
-				rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1)
-				if errors.Is(err, ErrStillLoading) {
-					continue
-				}
-				if err != nil {
-					t.Fatalf("read %d: %v", off, err)
-				}
-				return rr.Next
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.PrefetchBytes = 192 << 10
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, cfg, WithRegisterer(reg))
+	referenceLog(t, e)
+	read := func(off int64) int64 {
+		t.Helper()
+		for {
+			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1)
+			if errors.Is(err, ErrStillLoading) {
+				continue
 			}
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			return rr.Next
 		}
-		prefetches := func() float64 { return metricValue(t, reg, "tierd_cache_prefetches_total") }
-		next := read(100) // reader A
-		next = read(next) // reader B lands on A's end: a chain of one hop
-		if n := prefetches(); n != 0 {
-			t.Fatalf("ramp %v: %v prefetches after one continuation, want 0", ramp, n)
-		}
-		read(next) // B reads on: two hops, read-ahead starts
-		if n := prefetches(); n == 0 {
-			t.Fatalf("ramp %v: no prefetch after two continuations", ramp)
-		}
-		e.srv.Settle()
 	}
+	prefetches := func() float64 { return metricValue(t, reg, "tierd_cache_prefetches_total") }
+	next := read(100) // reader A
+	next = read(next) // reader B lands on A's end: a chain of one hop
+	if n := prefetches(); n != 0 {
+		t.Fatalf("%v prefetches after one continuation, want 0", n)
+	}
+	read(next) // B reads on: two hops, read-ahead starts
+	if n := prefetches(); n == 0 {
+		t.Fatalf("no prefetch after two continuations")
+	}
+	e.srv.Settle()
 }
 
 // The tracker's rings: ends of reads that continued nothing fill the

@@ -24,7 +24,7 @@ import (
 // chunks in use are cut to the chunk size. Turning the disk tier on or off
 // (its budget to or from 0) needs one too (see DiskBudgetDynamic).
 var DynamicKeys = []string{
-	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.prefetch.gets", "remote.fetch.prefetch.ramp", "remote.fetch.max.wait.ms",
+	"fetch.max.bytes", "remote.fetch.prefetch.max.bytes", "remote.fetch.prefetch.gets", "remote.fetch.max.wait.ms",
 	"remote.log.index.file.cache.total.size.bytes", "request_timeout", "remote.log.manager.fetch.max.bytes.per.second",
 	"remote.fetch.chunk.cache.memory.bytes", "remote.fetch.chunk.cache.disk.bytes",
 }

@@ -82,7 +82,6 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.Int64Var(&cfg.CacheMemoryBytes, "cache-memory-bytes", cfg.CacheMemoryBytes, "remote.fetch.chunk.cache.memory.bytes")
 	fs.Int64Var(&cfg.IndexCacheBytes, "index-cache-bytes", cfg.IndexCacheBytes, "remote.log.index.file.cache.total.size.bytes")
 	fs.Int64Var(&cfg.PrefetchBytes, "prefetch-bytes", cfg.PrefetchBytes, "remote.fetch.prefetch.max.bytes")
-	fs.BoolVar(&cfg.PrefetchRamp, "prefetch-ramp", cfg.PrefetchRamp, "remote.fetch.prefetch.ramp")
 	fs.IntVar(&cfg.MaxInflightGets, "max-inflight-gets", cfg.MaxInflightGets, "remote.fetch.max.inflight.gets")
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the random offsets")
 	fs.DurationVar(&cfg.StoreLatency, "store-latency", 0, "delay added before every GET's first byte (raw_get and tierd alike), e.g. 20ms to model S3")
@@ -91,7 +90,8 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	partitions := fs.String("partitions", "", "scale_partitions sizes, comma-separated (default: from --scale)")
 	copies := fs.String("copies", "", "scale_segments sizes, finished copies in one partition, comma-separated (default: from --scale)")
 	readerCounts := fs.String("reader-counts", "", "readers_N numbers of readers, comma-separated (default: from --scale)")
-	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads (default: from --scale)")
+	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads, whatever N (default: --reader-total-bytes split among the readers)")
+	readerTotal := fs.Int64("reader-total-bytes", 0, "bytes the readers of one readers_N run read together, split evenly (default: from --scale, 32 MiB small, 4 GiB full)")
 	readerPatterns := fs.String("reader-patterns", "seq,random", "readers_N patterns: seq, random")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
@@ -133,6 +133,9 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	}
 	if *readerBytes != 0 {
 		cfg.ReaderBytes = *readerBytes
+	}
+	if *readerTotal != 0 {
+		cfg.ReaderTotalBytes = *readerTotal
 	}
 	if *caseTimeout != 0 {
 		cfg.CaseTimeout = *caseTimeout
