@@ -55,7 +55,8 @@ type endRing struct {
 // that it holds at most remote.fetch.prefetch.gets GETs at once.
 type readAhead struct {
 	mu      sync.Mutex
-	hops    int // fetches that continued the chain (0 for its first)
+	hops    int           // fetches that continued the chain (0 for its first)
+	reader  *cache.Reader // keeps the chain's prefetches while it reads on
 	loading []chunkRef
 }
 
@@ -161,6 +162,11 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	depth := cfg.PrefetchBytes
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.reader == nil {
+		st.reader = s.cache.NewReader()
+	} else {
+		s.cache.Active(st.reader)
+	}
 	loading := st.loading[:0]
 	for _, r := range st.loading {
 		if s.cache.Loading(r.obj, r.i) {
@@ -181,7 +187,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		}
 		obj := s.object(m)
 		for i := from / cb; i*cb < m.SizeInBytes && depth > 0 && len(st.loading) < cfg.PrefetchGets; i++ {
-			switch s.cache.Prefetch(obj, i) { // counted by the cache
+			switch s.cache.PrefetchFor(obj, i, st.reader) { // counted by the cache
 			case cache.PrefetchStarted:
 				st.loading = append(st.loading, chunkRef{obj, i})
 			case cache.PrefetchSkipped:

@@ -395,6 +395,12 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 // prefetch never waits for one, and leaves one for demand reads), or the
 // memory budget has no room without evicting other prefetched chunks.
 func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
+	return c.PrefetchFor(obj, i, nil)
+}
+
+// PrefetchFor is Prefetch for reader r (nil: none): the chunk stays
+// unexpired in the prefetch budget while r keeps reading (Cache.Active).
+func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
 		return PrefetchPresent
 	}
@@ -446,7 +452,7 @@ func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
 	}
 	c.pfGets.Add(1)
 	s = newSlot(from, whole, 2) // the cache's and the load's
-	s.pre = held
+	s.pre, s.owner = held, r
 	c.pfTrack(s)
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()

@@ -3,6 +3,7 @@ package cache
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // PrefetchOutcome is what Prefetch did.
@@ -25,7 +26,10 @@ const (
 // used yet. A prefetched chunk leaves it when a demand read first uses
 // it, when the memory tier evicts it, when its load fails, or when it
 // expires: unread while the cache loaded a memory budget's worth of other
-// bytes (its reader has most likely moved away).
+// bytes since it was admitted or, for a prefetch made for a Reader, since
+// that reader last read (Cache.Active): its reader has most likely moved
+// away. A reader that goes on reading keeps its prefetches however many
+// other readers load meanwhile.
 type pfBudget struct {
 	mu     sync.Mutex
 	limit  int64 // min(PrefetchBudgetBytes, memory budget / 2); SetBudgets changes it
@@ -53,11 +57,19 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seq := c.loaded.Load()
-	for e := b.fifo.Front(); e != nil; e = b.fifo.Front() {
-		s := e.Value.(*slot)
+	for e := b.fifo.Front(); e != nil; {
+		s, next := e.Value.(*slot), e.Next()
 		if s.pf.Load() {
-			if seq-s.pfSeq <= b.window {
-				break
+			last := s.pfSeq
+			if s.owner != nil {
+				last = max(last, s.owner.last.Load())
+			}
+			if seq-last <= b.window {
+				if s.owner == nil {
+					break // admitted in order: the later ones are younger
+				}
+				e = next
+				continue
 			}
 			if s.pf.CompareAndSwap(true, false) {
 				b.bytes -= s.to - s.from
@@ -65,6 +77,7 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 			}
 		}
 		b.fifo.Remove(e)
+		e = next
 	}
 	if b.bytes+n > b.limit {
 		return b.bytes, false
@@ -82,6 +95,26 @@ func (c *Cache) pfUnadmit(n int64) {
 	c.pf.bytes -= n
 	c.pf.mu.Unlock()
 }
+
+// Reader stands for one sequential reader whose prefetches stay
+// unexpired while it keeps reading (see pfBudget); fetch makes one per
+// chain of sequential fetches. The zero value is not ready: use
+// Cache.NewReader.
+type Reader struct {
+	last atomic.Int64 // the cache's loaded-bytes count at its last read
+}
+
+// NewReader returns a Reader that has just read.
+func (c *Cache) NewReader() *Reader {
+	r := &Reader{}
+	r.last.Store(c.loaded.Load())
+	return r
+}
+
+// Active records that r has just read (a sequential fetch): its unread
+// prefetches expire only once the cache has loaded a memory budget's
+// worth of bytes after this.
+func (c *Cache) Active(r *Reader) { r.last.Store(c.loaded.Load()) }
 
 // pfTrack makes s a prefetch counted in the budget (its bytes were
 // admitted).
