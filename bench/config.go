@@ -75,6 +75,14 @@ type Config struct {
 	// tierd's alone, and scale_segments times "tierd segments" with it.
 	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
+	// ReadersMemoryLimit is the memory_limit_bytes of readers_N's "tierd
+	// run" children: -2 the fetch caches' budgets + 32 MiB (what the
+	// memory case gives its children), -1 none, 0 tierd's automatic rule,
+	// or bytes. Default 0: with the tighter limit, 64 readers held more
+	// than it (answers being sent, gRPC buffers, parts not yet collected)
+	// and tierd spent about 2.5 times the CPU per byte in the collector
+	// and in faulting back pages the runtime had returned.
+	ReadersMemoryLimit int64
 	// ProfileDir, when set, makes readers_N take Go profiles of each run
 	// (readprof.go): the "tierd run" child's CPU profile (it runs with
 	// http.pprof on) and the bench process's, over ProfileSeconds from
@@ -291,6 +299,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.ReaderPatterns) == 0 {
 		errs = append(errs, errors.New("no reader patterns: want seq, random or both"))
+	}
+	if c.ReadersMemoryLimit < -2 {
+		errs = append(errs, fmt.Errorf("readers memory limit %d: want -2, -1, 0 or bytes", c.ReadersMemoryLimit))
 	}
 	if c.ProfileSeconds < 1 {
 		errs = append(errs, fmt.Errorf("profile seconds %d must be positive", c.ProfileSeconds))

@@ -49,7 +49,7 @@ func (e *env) readersTarget(ctx context.Context) (*readTarget, error) {
 		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 		return &readTarget{client: e.client, pid: os.Getpid(), metrics: e.gatherSums, stop: func() {}}, nil
 	}
-	d, err := e.startDaemon(ctx, e.cfg.DaemonBin)
+	d, err := e.startDaemon(ctx, e.cfg.DaemonBin, e.cfg.ReadersMemoryLimit)
 	if err != nil {
 		return nil, err
 	}

@@ -95,6 +95,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	readerPatterns := fs.String("reader-patterns", "seq,random", "readers_N patterns: seq, random")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
+	fs.Int64Var(&cfg.ReadersMemoryLimit, "readers-memory-limit", cfg.ReadersMemoryLimit, "memory_limit_bytes of readers_N's tierd run children: -2 the fetch budgets + 32 MiB, -1 none, 0 tierd's automatic rule, or bytes")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "readers_N: write Go profiles of every run here (the tierd child's CPU, block and mutex profiles, the bench's CPU profile)")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", cfg.ProfileSeconds, "readers_N with --profile-dir: seconds each CPU profile runs from the readers' start")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
