@@ -152,3 +152,77 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 	defer c.pf.mu.Unlock()
 	return c.pf.bytes, c.pf.max
 }
+
+// Prefetch starts loading chunk i of obj whole (or, when a part of it
+// from some byte on is cached, the rest after that part) unless it is
+// cached or in flight (PrefetchPresent) or admission control refuses it
+// (PrefetchSkipped): the shared prefetch budget
+// (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
+// prefetch never waits for one, and leaves one for demand reads), or the
+// memory budget has no room without evicting other prefetched chunks.
+func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
+	return c.PrefetchFor(obj, i, nil)
+}
+
+// PrefetchFor is Prefetch for reader r (nil: none): the chunk stays
+// unexpired in the prefetch budget while r keeps reading (Cache.Active).
+func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
+	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
+		return PrefetchPresent
+	}
+	k := key(obj.Key, i)
+	whole := c.chunkLen(obj.Size, i)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, _, held, loading := c.lookupLocked(k, 0, whole)
+	if s != nil || loading || (held != nil && held.to == whole) {
+		// Cached or loading, or the suffix a sequential reader reads on
+		// into is.
+		for _, x := range []*slot{s, held} {
+			if x != nil {
+				c.unref(x)
+			}
+		}
+		return PrefetchPresent
+	}
+	from := int64(0)
+	if held != nil { // the rest of the chunk, after the part cached
+		from = held.from
+	}
+	want := whole - from
+	skip := func(reason string) PrefetchOutcome {
+		if held != nil {
+			c.unref(held)
+		}
+		c.m.prefetchSkipped.WithLabelValues(reason).Inc()
+		return PrefetchSkipped
+	}
+	before, ok := c.pfAdmit(want)
+	if !ok {
+		return skip("budget")
+	}
+	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	if !c.mem.tryReserve(want, before) {
+		<-c.sem
+		c.pfUnadmit(want)
+		return skip("memory")
+	}
+	c.pfGets.Add(1)
+	s = newSlot(from, whole, 2) // the cache's and the load's
+	s.pre, s.owner = held, r
+	c.pfTrack(s)
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
+	c.m.prefetches.Inc()
+	c.start(obj, []part{{i, k, s}}, true)
+	return PrefetchStarted
+}
