@@ -75,14 +75,29 @@ type Config struct {
 	// tierd's alone, and scale_segments times "tierd segments" with it.
 	// "" (default) uses the in-process server and skips "tierd segments".
 	DaemonBin string
-	// ProfileDir, when set, receives a CPU profile of the bench process
-	// (the clients and the in-process servers) for each step of the read
-	// path: raw_get + fetch_cold + kafka_fetch_cold (cold.pprof),
-	// fetch_warm + grpc_floor (warm.pprof), raw_seq_get.pprof,
-	// grpc_floor_stream.pprof, and replay-<round>.pprof and
-	// kafka_replay-<round>.pprof. The directory must exist. Default ""
-	// (no profiles).
+	// ReadersMemoryLimit is the memory_limit_bytes of readers_N's "tierd
+	// run" children: -2 the fetch caches' budgets + 32 MiB (what the
+	// memory case gives its children), -1 none, 0 tierd's automatic rule,
+	// or bytes. Default 0: with the tighter limit, 64 readers held more
+	// than it (answers being sent, gRPC buffers, parts not yet collected)
+	// and tierd spent about 2.5 times the CPU per byte in the collector
+	// and in faulting back pages the runtime had returned.
+	ReadersMemoryLimit int64
+	// ProfileDir, when set, receives Go profiles (the directory must
+	// exist). The read path: a CPU profile of the bench process (the
+	// clients and the in-process servers) for each step: raw_get +
+	// fetch_cold + kafka_fetch_cold (cold.pprof), fetch_warm + grpc_floor
+	// (warm.pprof), raw_seq_get.pprof, grpc_floor_stream.pprof, and
+	// replay-<round>.pprof and kafka_replay-<round>.pprof. readers_N
+	// (readprof.go): the "tierd run" child's CPU profile (it runs with
+	// http.pprof on) and the bench process's, over ProfileSeconds from
+	// the readers' start, and the child's block and mutex profiles after
+	// the run, as readers_<N>_<pattern>_r<round>.*.pprof; a run shorter
+	// than ProfileSeconds waits for its profiles. Default "" (none).
 	ProfileDir string
+	// ProfileSeconds is how long each CPU profile of readers_N runs,
+	// seconds. Default 15.
+	ProfileSeconds int
 
 	// Cases are the cases to run, from AllCases: "read" (the read path's
 	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",
@@ -99,8 +114,20 @@ type Config struct {
 	// ReaderCounts are readers_N's numbers of concurrent readers, rising.
 	// Default [1, 8]; ScaleFull sets [1, 8, 32, 64].
 	ReaderCounts []int
-	// ReaderBytes is how much each reader of readers_N reads, bytes.
-	// Default 4 MiB; ScaleFull sets 64 MiB.
+	// ReaderPatterns are readers_N's patterns, from "seq" and "random".
+	// Default both.
+	ReaderPatterns []string
+	// ReaderTotalBytes is how much the N readers of one readers_N run
+	// read together, bytes, split evenly: each reads ReaderTotalBytes / N.
+	// Every N then does the same work (and as many Fetches, so the p99s
+	// rest on as many samples), and the fewer the readers, the longer
+	// each reads past the prefetch depth, which bytes fetched per byte
+	// served counts too (see Report.WriteTable). Default 32 MiB (1
+	// reader: 32 MiB, 8: 4 MiB each); ScaleFull sets 4 GiB (1: 4 GiB, 8:
+	// 512 MiB, 32: 128 MiB, 64: 64 MiB each).
+	ReaderTotalBytes int64
+	// ReaderBytes, when above 0, is how much each reader reads instead,
+	// bytes, whatever N. Default 0.
 	ReaderBytes int64
 	// ScaleBuckets are the buckets scale_partitions and scale_segments
 	// run on: "filesystem" (a directory, the embedded default) and
@@ -135,13 +162,21 @@ const (
 func (c *Config) SetScale(name string) error {
 	switch name {
 	case ScaleSmall:
-		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 4<<20, 3*time.Minute
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderTotalBytes, c.CaseTimeout = []int{5, 50}, []int{10, 100}, []int{1, 8}, 32<<20, 3*time.Minute
 	case ScaleFull:
-		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 64<<20, 30*time.Minute
+		c.Partitions, c.Copies, c.ReaderCounts, c.ReaderTotalBytes, c.CaseTimeout = []int{100, 1000, 10000}, []int{1000, 10000, 100000}, []int{1, 8, 32, 64}, 4<<30, 30*time.Minute
 	default:
 		return fmt.Errorf("scale %q: want %s or %s", name, ScaleSmall, ScaleFull)
 	}
 	return nil
+}
+
+// readerBytes is how much each of n readers of readers_N reads, bytes.
+func (c Config) readerBytes(n int) int64 {
+	if c.ReaderBytes > 0 {
+		return c.ReaderBytes
+	}
+	return max(1, c.ReaderTotalBytes/int64(n))
 }
 
 // runs reports whether the case group name is selected.
@@ -172,8 +207,8 @@ func (c Config) runPrefix() (string, error) {
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1,
-		Cases: append([]string(nil), AllCases...), ScaleBuckets: []string{"filesystem", "minio"}}
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
+		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
 }
@@ -261,8 +296,25 @@ func (c Config) Validate() error {
 			break
 		}
 	}
-	if c.ReaderBytes < 1 {
-		errs = append(errs, fmt.Errorf("reader bytes %d must be positive", c.ReaderBytes))
+	for _, p := range c.ReaderPatterns {
+		if p != "seq" && p != "random" {
+			errs = append(errs, fmt.Errorf("reader pattern %q: want seq or random", p))
+		}
+	}
+	if len(c.ReaderPatterns) == 0 {
+		errs = append(errs, errors.New("no reader patterns: want seq, random or both"))
+	}
+	if c.ReadersMemoryLimit < -2 {
+		errs = append(errs, fmt.Errorf("readers memory limit %d: want -2, -1, 0 or bytes", c.ReadersMemoryLimit))
+	}
+	if c.ProfileSeconds < 1 {
+		errs = append(errs, fmt.Errorf("profile seconds %d must be positive", c.ProfileSeconds))
+	}
+	if c.ReaderBytes < 0 {
+		errs = append(errs, fmt.Errorf("reader bytes %d must not be negative", c.ReaderBytes))
+	}
+	if c.ReaderBytes == 0 && c.ReaderTotalBytes < 1 {
+		errs = append(errs, fmt.Errorf("reader total bytes %d must be positive", c.ReaderTotalBytes))
 	}
 	if c.CaseTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("case timeout %s must be positive", c.CaseTimeout))

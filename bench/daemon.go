@@ -24,8 +24,8 @@ type daemon struct {
 	out    *lockedBuffer
 	exited chan struct{} // closed when the child has exited
 	client *fetch.Client
-	// metricsURL is the child's /metrics.
-	metricsURL string
+	// metricsURL is the child's /metrics; httpURL its http.listen.
+	metricsURL, httpURL string
 	// closeProxy stops the store latency proxy (nil when there is none).
 	closeProxy func()
 }
@@ -52,9 +52,9 @@ func (l *lockedBuffer) String() string {
 // startDaemon stops the in-process server's metadata store (the child
 // needs its lock), writes a tierd.yaml for the same bucket, metadata and
 // log dir, and starts bin run with it, with memory_limit_bytes (the Go
-// soft memory limit) at the fetch caches' budgets + 32 MiB: the copier
-// has nothing to upload here.
-func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
+// soft memory limit) limit: -2 for the fetch caches' budgets + 32 MiB
+// (the copier has nothing to upload here), else as tierd.yaml has it.
+func (e *env) startDaemon(ctx context.Context, bin string, limit int64) (*daemon, error) {
 	e.closeServer()
 	lis, err := listen()
 	if err != nil {
@@ -73,6 +73,9 @@ func (e *env) startDaemon(ctx context.Context, bin string) (*daemon, error) {
 		if endpoint, closeProxy, err = latencyProxy(e.endpoint, e.cfg.StoreLatency); err != nil {
 			return nil, err
 		}
+	}
+	if limit == -2 {
+		limit = e.fcfg.MemoryBytes() + 32<<20
 	}
 	yaml := fmt.Sprintf(`copier:
   log_dirs: [%q]
@@ -96,17 +99,18 @@ fetch:
   remote.fetch.max.wait.ms: %d
 http:
   listen: %q
+  pprof: %t
 memory_limit_bytes: %d
 log_level: warn
 `, filepath.Join(e.dir, "logs"), e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
-		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.fcfg.MemoryBytes()+32<<20)
+		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", limit)
 	path := filepath.Join(e.dir, "tierd.yaml")
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		closeProxy()
 		return nil, err
 	}
-	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{}), metricsURL: "http://" + httpAddr + "/metrics", closeProxy: closeProxy}
+	d := &daemon{out: &lockedBuffer{}, exited: make(chan struct{}), metricsURL: "http://" + httpAddr + "/metrics", httpURL: "http://" + httpAddr, closeProxy: closeProxy}
 	d.cmd = exec.Command(bin, "run", "--config", path)
 	d.cmd.Env = append(os.Environ(), "GOMEMLIMIT=") // tierd's own rule, not the caller's
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out

@@ -50,10 +50,13 @@
 //
 //	readers_N         N = ReaderCounts concurrent cold readers against a
 //	                  fresh "tierd run" child, sequential (each from its
-//	                  own start) or at random offsets, each reading
-//	                  ReaderBytes: aggregate MiB/s, p50 and p99 of a Fetch,
-//	                  bytes tierd fetched from the store per byte served
-//	                  (its tierd_fetch_*_bytes_total), peak anonymous RSS
+//	                  own start) or at random offsets, together reading
+//	                  ReaderTotalBytes: aggregate MiB/s, p50, p99 and mean
+//	                  of a Fetch, bytes tierd fetched from the store per
+//	                  byte served (its tierd_fetch_*_bytes_total) and the
+//	                  prefetched bytes left unread, peak anonymous RSS,
+//	                  CPU seconds per GiB of tierd, the bench and MinIO;
+//	                  Go profiles of each run with ProfileDir
 //	scale_partitions  Partitions partitions of 3 rolled one-batch segments
 //	                  with Kafka's checkpoint files, on the filesystem
 //	                  bucket and on MinIO: CPU seconds (bench process +

@@ -225,3 +225,56 @@ func TestScaleSegments(t *testing.T) {
 		}
 	}
 }
+
+// Beside the p99 target of readers_N, the notes give the mean latency
+// ratio Little's law makes from the same run's MiB/s (N x MiB/s at 1 /
+// MiB/s at N) and p99/p50 at the largest N and at 1; they are no targets.
+func TestReadersLatencyNotes(t *testing.T) {
+	sizes := []int{1, 8, 64}
+	rep := &Report{Series: []*Series{
+		series("readers", "random", "mib_per_s", sizes, false, []float64{50, 60, 40}),
+		series("readers", "random", "mean_ms", sizes, false, []float64{20, 130, 1500}),
+		series("readers", "random", "p50_ms", sizes, false, []float64{15, 120, 1400}),
+		series("readers", "random", "p99_ms", sizes, false, []float64{30, 400, 2800}),
+	}}
+	var notes []string
+	for _, tg := range rep.growthTargets() {
+		if tg.Note {
+			notes = append(notes, tg.Text)
+		}
+	}
+	want := []string{
+		"readers random: Little's law from this run's MiB/s: mean latency at 64 readers / at 1 = 64 x 50 / 40 = 80 (measured 75); p99 <= 4x needs MiB/s at 64 >= 16 x MiB/s at 1",
+		"readers random: tail fairness: p99/p50 at 64 readers = 2, at 1 = 2",
+	}
+	if len(notes) != len(want) {
+		t.Fatalf("notes %q, want %d", notes, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(notes[i], w) {
+			t.Errorf("note %q, want it to start with %q", notes[i], w)
+		}
+	}
+	var sb strings.Builder
+	rep.WriteTable(&sb)
+	if !strings.Contains(sb.String(), "  note readers random: tail fairness") {
+		t.Errorf("table:\n%s", sb.String())
+	}
+}
+
+// Each of N readers reads ReaderTotalBytes / N, or ReaderBytes when set.
+func TestReaderBytes(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.SetScale(ScaleFull); err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]int64{1: 4 << 30, 8: 512 << 20, 64: 64 << 20} {
+		if got := c.readerBytes(n); got != want {
+			t.Errorf("full, %d readers: %d bytes each, want %d", n, got, want)
+		}
+	}
+	c.ReaderBytes = 1 << 20
+	if got := c.readerBytes(8); got != 1<<20 {
+		t.Errorf("--reader-bytes 1 MiB: %d bytes each at 8 readers", got)
+	}
+}

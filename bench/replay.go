@@ -246,7 +246,7 @@ func (e *env) memory(ctx context.Context, bin string) (*Result, error) {
 	limit := e.fcfg.MemoryBytes() + 64<<20
 	client, pid := e.client, os.Getpid()
 	if bin != "" {
-		d, err := e.startDaemon(ctx, bin)
+		d, err := e.startDaemon(ctx, bin, -2)
 		if err != nil {
 			return nil, err
 		}

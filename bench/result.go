@@ -118,10 +118,11 @@ type Report struct {
 	// Rounds, Partitions, Copies and ReaderCounts are the run's settings.
 	Rounds                           int
 	Partitions, Copies, ReaderCounts []int
-	// PrefetchBytes and ReaderBytes are the run's prefetch budget and
-	// readers_N's bytes per reader, bytes: what a reader's prefetch may
-	// read past its last Fetch, against what it reads.
-	PrefetchBytes, ReaderBytes int64
+	// PrefetchBytes and ReaderBytes8 are the run's prefetch depth and
+	// readers_N's bytes per reader at 8 readers (where bytes fetched per
+	// byte served is judged), bytes: what a reader's prefetch may read
+	// past its last Fetch, against what it reads.
+	PrefetchBytes, ReaderBytes8 int64
 	// FirstTouchCPUPerGiB is the CPU seconds per GiB this machine spends
 	// on a process's first touch of memory (firstTouchProbe), nil when
 	// not probed.
@@ -168,15 +169,18 @@ func (rep *Report) WriteTable(w io.Writer) {
 			fmt.Fprintf(w, "%s: %s\n", r.Name, note)
 		}
 	}
-	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes > 0 {
-		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: up to remote.fetch.prefetch.max.bytes / bytes per reader = %d / %d = %.2f per byte served here\n",
-			rep.PrefetchBytes, rep.ReaderBytes, float64(rep.PrefetchBytes)/float64(rep.ReaderBytes))
+	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes8 > 0 {
+		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: at 8 readers up to (remote.fetch.prefetch.max.bytes + 2 chunks) / bytes per reader = (%d + %d) / %d = %.2f per byte served here; unread_prefetch_per_served is what each run left so\n",
+			rep.PrefetchBytes, 2*rep.ChunkBytes, rep.ReaderBytes8, float64(rep.PrefetchBytes+2*rep.ChunkBytes)/float64(rep.ReaderBytes8))
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
 	for _, t := range rep.Targets() {
 		label := map[bool]string{true: "ok", false: "MISS"}[t.Met]
 		if t.Info {
 			label = "n/a"
+		}
+		if t.Note {
+			label = "note"
 		}
 		fmt.Fprintf(w, "  %-4s %s\n", label, t.Text)
 	}
@@ -213,11 +217,13 @@ func (rep *Report) Breakdown() []string {
 }
 
 // Target is one of the read path's targets, checked on this run. Info
-// marks one that does not apply to the run's sizes.
+// marks one that does not apply to the run's sizes, Note a line that is
+// no target but explains one (printed beside it).
 type Target struct {
 	Text string
 	Met  bool
 	Info bool
+	Note bool
 }
 
 // Targets checks the targets that the run's results allow.

@@ -36,7 +36,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	defer e.close()
 	rep := &Report{SegmentBytes: cfg.SegmentBytes, ChunkBytes: cfg.ChunkBytes, StoreLatency: cfg.StoreLatency,
 		IdleInterval: copier.DefaultConfig().Interval(), Rounds: cfg.Rounds, Partitions: cfg.Partitions, Copies: cfg.Copies, ReaderCounts: cfg.ReaderCounts,
-		PrefetchBytes: cfg.PrefetchBytes, ReaderBytes: cfg.ReaderBytes}
+		PrefetchBytes: cfg.PrefetchBytes, ReaderBytes8: cfg.readerBytes(8)}
 	if cfg.runs("read") {
 		if v, ok := firstTouchProbe(); ok {
 			rep.FirstTouchCPUPerGiB = &v

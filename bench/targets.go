@@ -147,7 +147,36 @@ func (rep *Report) growthTargets() []Target {
 			last := len(s.Sizes) - 1
 			add(ratioTarget(fmt.Sprintf("readers %s: p99 at %d readers / p99 at 1", p, s.Sizes[last]),
 				perRound(s, last, 0, func(a, b float64) float64 { return a / b }), 4, true, unless(s.Sizes[last] == 64, "at 64 readers")))
+			out = append(out, rep.readersLatencyNotes(p)...)
 		}
+	}
+	return out
+}
+
+// readersLatencyNotes puts the p99 target of readers_N in context, from
+// the same run (medians over the rounds), as two lines that are not
+// targets. Little's law: N closed-loop readers, each with one Fetch
+// outstanding, make N = throughput x mean latency, so with the same bytes
+// per Fetch the mean latency at N readers over that at 1 is
+// N x (MiB/s at 1) / (MiB/s at N); the p99 ratio can beat that only if
+// the tail narrows. Tail fairness: p99/p50 at N against at 1.
+func (rep *Report) readersLatencyNotes(p string) []Target {
+	mib, mean := rep.series("readers", p, "mib_per_s"), rep.series("readers", p, "mean_ms")
+	p50, p99 := rep.series("readers", p, "p50_ms"), rep.series("readers", p, "p99_ms")
+	if mib == nil || mean == nil || p50 == nil || p99 == nil || len(mib.Sizes) < 2 || mib.Sizes[0] != 1 {
+		return nil
+	}
+	last := len(mib.Sizes) - 1
+	n := float64(mib.Sizes[last])
+	med := func(s *Series, i int) float64 { sp, _ := spreadOf(s.at(i)); return sp.med }
+	var out []Target
+	if t1, tn := med(mib, 0), med(mib, last); t1 > 0 && tn > 0 {
+		out = append(out, Target{Note: true, Text: fmt.Sprintf("readers %s: Little's law from this run's MiB/s: mean latency at %d readers / at 1 = %d x %s / %s = %s (measured %s); p99 <= 4x needs MiB/s at %d >= %s x MiB/s at 1 unless the tail narrows",
+			p, mib.Sizes[last], mib.Sizes[last], fmtNum(t1), fmtNum(tn), fmtNum(n*t1/tn), fmtNum(med(mean, last)/med(mean, 0)), mib.Sizes[last], fmtNum(n/4))})
+	}
+	if a, b := med(p50, 0), med(p50, last); a > 0 && b > 0 {
+		out = append(out, Target{Note: true, Text: fmt.Sprintf("readers %s: tail fairness: p99/p50 at %d readers = %s, at 1 = %s",
+			p, mib.Sizes[last], fmtNum(med(p99, last)/b), fmtNum(med(p99, 0)/a))})
 	}
 	return out
 }

@@ -11,15 +11,22 @@ import (
 )
 
 // seqTracker remembers where recent fetches ended (segment, file
-// position) and the read-ahead state of the reader that made each, so
-// that a fetch starting exactly there is known to come from a sequential
-// reader, and continues that reader's read-ahead. It holds at most
-// seqTrackerSize positions, oldest forgotten first.
+// position) and the read-ahead state of the reader chain that made each,
+// so that a fetch starting exactly there is known to continue that
+// chain. A fetch that continues a chain takes its end out (one entry per
+// sequential reader) and leaves its own end in the chain's place.
+//
+// Ends of fetches that continued nothing (random reads, and first reads)
+// go into a smaller ring of their own (freshSize), so that many random
+// readers neither push sequential readers' ends out nor leave so many
+// ends about that random reads often land on one by chance: a random
+// read that does continues a chain of one, which starts no read-ahead
+// (see afterFetch). Each ring forgets its oldest ends first.
 type seqTracker struct {
-	mu   sync.Mutex
-	set  map[seqPos]*readAhead
-	ring []seqPos
-	next int
+	mu         sync.Mutex
+	set        map[seqPos]trackedEnd
+	fresh, seq endRing
+	gen        uint64
 }
 
 type seqPos struct {
@@ -27,11 +34,29 @@ type seqPos struct {
 	pos int64
 }
 
-// readAhead is one sequential reader's read-ahead: the prefetches it
-// started that may still be loading, so that it holds at most
-// remote.fetch.prefetch.gets GETs at once.
+// trackedEnd is a remembered end: its chain and the generation that
+// names this entry in its ring (a ring forgetting an end deletes it only
+// when it is still this entry).
+type trackedEnd struct {
+	st  *readAhead
+	gen uint64
+}
+
+// endRing is a ring of remembered ends, oldest overwritten first.
+type endRing struct {
+	pos  []seqPos
+	gen  []uint64
+	next int
+	size int
+}
+
+// readAhead is one sequential reader chain's read-ahead: how often it
+// continued, and the prefetches it started that may still be loading, so
+// that it holds at most remote.fetch.prefetch.gets GETs at once.
 type readAhead struct {
 	mu      sync.Mutex
+	hops    int           // fetches that continued the chain (0 for its first)
+	reader  *cache.Reader // keeps the chain's prefetches while it reads on
 	loading []chunkRef
 }
 
@@ -40,72 +65,108 @@ type chunkRef struct {
 	i   int64
 }
 
-const seqTrackerSize = 4096
+// Sizes of seqTracker's rings: ends of sequential chains (about one per
+// sequential reader), and ends of fetches that continued nothing.
+const (
+	seqTrackerSize = 4096
+	freshSize      = 512
+)
+
+// minHops is how many fetches in a row must continue a chain before its
+// read-ahead starts: one continuation may be a random read landing on
+// another reader's end by chance.
+const minHops = 2
 
 func newSeqTracker() *seqTracker {
-	return &seqTracker{set: map[seqPos]*readAhead{}, ring: make([]seqPos, 0, seqTrackerSize)}
+	return &seqTracker{set: map[seqPos]trackedEnd{}, fresh: endRing{size: freshSize}, seq: endRing{size: seqTrackerSize}}
 }
 
-// ended records that a fetch of reader st ended at p.
-func (t *seqTracker) ended(p seqPos, st *readAhead) {
+// ended records that a fetch of chain st ended at p: in the sequential
+// ring when it continued the chain (continued), else in the fresh one.
+func (t *seqTracker) ended(p seqPos, st *readAhead, continued bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.set[p]; ok {
-		t.set[p] = st
-		return
+	t.gen++
+	r := &t.fresh
+	if continued {
+		r = &t.seq
 	}
-	if len(t.ring) < seqTrackerSize {
-		t.ring = append(t.ring, p)
+	if len(r.pos) < r.size {
+		r.pos, r.gen = append(r.pos, p), append(r.gen, t.gen)
 	} else {
-		delete(t.set, t.ring[t.next])
-		t.ring[t.next] = p
-		t.next = (t.next + 1) % seqTrackerSize
+		if old := r.pos[r.next]; t.set[old].gen == r.gen[r.next] {
+			delete(t.set, old)
+		}
+		r.pos[r.next], r.gen[r.next] = p, t.gen
+		r.next = (r.next + 1) % r.size
 	}
-	t.set[p] = st
+	t.set[p] = trackedEnd{st, t.gen}
 }
 
 func (t *seqTracker) clear() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.set, t.ring, t.next = map[seqPos]*readAhead{}, t.ring[:0], 0
+	t.set = map[seqPos]trackedEnd{}
+	t.fresh = endRing{size: freshSize}
+	t.seq = endRing{size: seqTrackerSize}
 }
 
-// continues returns the reader whose earlier fetch ended at p, or nil
-// when a fetch starting at p continues none.
-func (t *seqTracker) continues(p seqPos) *readAhead {
+// take returns the chain whose earlier fetch ended at p and forgets that
+// end (the fetch starting there continues the chain), or nil when a
+// fetch starting at p continues none.
+func (t *seqTracker) take(p seqPos) *readAhead {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.set[p]
+	e, ok := t.set[p]
+	if !ok {
+		return nil
+	}
+	delete(t.set, p)
+	return e.st
 }
 
 // afterFetch counts the bytes a fetch served, records where it ended and,
-// when it continued an earlier one (a sequential reader), prefetches
-// whole chunks up to remote.fetch.prefetch.max.bytes past its end, across
+// when it continued a chain that has now continued minHops times in a row
+// (a sequential reader), prefetches whole chunks up to
+// remote.fetch.prefetch.max.bytes past its end, across
 // segment boundaries into the following copies (rest: the finished copies
 // after the one read, in offset order), with at most
-// remote.fetch.prefetch.gets of the reader's prefetches loading at once.
-// The cache's admission control may skip any of them (the shared
-// prefetch budget, GET slots, memory); the reader's next fetch tries
-// again. A reader that jumps elsewhere is a new, non-sequential reader:
-// nothing is prefetched for it until it reads on from where it landed.
+// remote.fetch.prefetch.gets of the chain's prefetches loading at once.
+// The cache's admission control may skip any of them (the
+// shared prefetch budget, GET slots, memory); the reader's next fetch
+// tries again. A reader that jumps elsewhere starts a new chain: nothing
+// is prefetched for it until it reads on from where it landed.
 func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, rest []remotelog.SegmentMetadata) {
 	s.pm.served.Add(float64(end - start))
 	endPos := seqPos{meta.ID, end}
 	if end >= meta.SizeInBytes && len(rest) > 0 {
 		endPos = seqPos{rest[0].ID, 0} // the next fetch reads the next copy
 	}
-	st := s.seq.continues(seqPos{meta.ID, start})
+	st := s.seq.take(seqPos{meta.ID, start})
 	if st == nil {
-		s.seq.ended(endPos, &readAhead{})
-		return
-	}
-	s.seq.ended(endPos, st)
-	cfg := s.conf()
-	if cfg.PrefetchBytes <= 0 {
-		return
+		st = &readAhead{}
+	} else {
+		st.mu.Lock()
+		st.hops++
+		st.mu.Unlock()
 	}
 	st.mu.Lock()
+	hops := st.hops
+	st.mu.Unlock()
+	s.seq.ended(endPos, st, hops > 0)
+	cfg := s.conf()
+	if cfg.PrefetchBytes <= 0 || hops < minHops {
+		return
+	}
+	cb := s.cache.ChunkBytes()
+	depth := cfg.PrefetchBytes
+	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.reader == nil {
+		st.reader = s.cache.NewReader()
+	} else {
+		s.cache.Active(st.reader)
+	}
 	loading := st.loading[:0]
 	for _, r := range st.loading {
 		if s.cache.Loading(r.obj, r.i) {
@@ -113,8 +174,6 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		}
 	}
 	st.loading = loading
-	cb := s.cache.ChunkBytes()
-	depth := cfg.PrefetchBytes
 	from := end // chunks from the one holding the next byte
 	for j := -1; j < len(rest) && depth > 0 && len(st.loading) < cfg.PrefetchGets; j++ {
 		m := meta
@@ -128,7 +187,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		}
 		obj := s.object(m)
 		for i := from / cb; i*cb < m.SizeInBytes && depth > 0 && len(st.loading) < cfg.PrefetchGets; i++ {
-			switch s.cache.Prefetch(obj, i) { // counted by the cache
+			switch s.cache.PrefetchFor(obj, i, st.reader) { // counted by the cache
 			case cache.PrefetchStarted:
 				st.loading = append(st.loading, chunkRef{obj, i})
 			case cache.PrefetchSkipped:

@@ -134,3 +134,76 @@ func TestConfigValidatePrefetch(t *testing.T) {
 		}
 	}
 }
+
+// A read that starts where another reader's read ended (a random read
+// landing there by chance) continues that chain once, which starts no
+// read-ahead; the chain's next read on does.
+func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.PrefetchBytes = 192 << 10
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, cfg, WithRegisterer(reg))
+	referenceLog(t, e)
+	read := func(off int64) int64 {
+		t.Helper()
+		for {
+			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1)
+			if errors.Is(err, ErrStillLoading) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			return rr.Next
+		}
+	}
+	prefetches := func() float64 { return metricValue(t, reg, "tierd_cache_prefetches_total") }
+	next := read(100) // reader A
+	next = read(next) // reader B lands on A's end: a chain of one hop
+	if n := prefetches(); n != 0 {
+		t.Fatalf("%v prefetches after one continuation, want 0", n)
+	}
+	read(next) // B reads on: two hops, read-ahead starts
+	if n := prefetches(); n == 0 {
+		t.Fatalf("no prefetch after two continuations")
+	}
+	e.srv.Settle()
+}
+
+// The tracker's rings: ends of reads that continued nothing fill the
+// fresh ring and push out only its own oldest ends, never a sequential
+// chain's; an end overwritten by a newer entry for the same position is
+// not deleted when the ring forgets the older one.
+func TestSeqTrackerRings(t *testing.T) {
+	tr := newSeqTracker()
+	chain := &readAhead{hops: 1}
+	tr.ended(seqPos{pos: -1}, chain, true)
+	tr.ended(seqPos{pos: 0}, &readAhead{}, false)
+	again := &readAhead{}
+	tr.ended(seqPos{pos: 0}, again, false) // the same end, newer
+	for i := int64(1); i < freshSize-1; i++ {
+		tr.ended(seqPos{pos: i}, &readAhead{}, false)
+	}
+	// The ring is full; the next end overwrites the oldest, pos 0's first
+	// entry, which must leave pos 0's newer entry alone.
+	tr.ended(seqPos{pos: freshSize}, &readAhead{}, false)
+	if got := tr.take(seqPos{pos: 0}); got != again {
+		t.Fatalf("pos 0: got %p, want the newer entry %p", got, again)
+	}
+	for i := int64(freshSize + 1); i < 4*freshSize; i++ {
+		tr.ended(seqPos{pos: i}, &readAhead{}, false)
+	}
+	if got := tr.take(seqPos{pos: -1}); got != chain {
+		t.Fatalf("a sequential chain's end was pushed out by %d fresh ends", 4*freshSize)
+	}
+	if got := tr.take(seqPos{pos: -1}); got != nil {
+		t.Fatal("an end taken twice")
+	}
+	if got := tr.take(seqPos{pos: 5}); got != nil {
+		t.Fatal("the fresh ring kept more than its size")
+	}
+	if got := tr.take(seqPos{pos: 4*freshSize - 1}); got == nil {
+		t.Fatal("the newest fresh end was forgotten")
+	}
+}

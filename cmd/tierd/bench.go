@@ -90,10 +90,14 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	partitions := fs.String("partitions", "", "scale_partitions sizes, comma-separated (default: from --scale)")
 	copies := fs.String("copies", "", "scale_segments sizes, finished copies in one partition, comma-separated (default: from --scale)")
 	readerCounts := fs.String("reader-counts", "", "readers_N numbers of readers, comma-separated (default: from --scale)")
-	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads (default: from --scale)")
+	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads, whatever N (default: --reader-total-bytes split among the readers)")
+	readerTotal := fs.Int64("reader-total-bytes", 0, "bytes the readers of one readers_N run read together, split evenly (default: from --scale, 32 MiB small, 4 GiB full)")
+	readerPatterns := fs.String("reader-patterns", "seq,random", "readers_N patterns: seq, random")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
-	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write CPU profiles of the bench process (clients and in-process servers) for each read-path step into this existing directory (go tool pprof)")
+	fs.Int64Var(&cfg.ReadersMemoryLimit, "readers-memory-limit", cfg.ReadersMemoryLimit, "memory_limit_bytes of readers_N's tierd run children: -2 the fetch budgets + 32 MiB, -1 none, 0 tierd's automatic rule, or bytes")
+	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write Go profiles into this existing directory (go tool pprof): the bench process's CPU for each read-path step; for readers_N, each run's tierd child (CPU, block, mutex) and the bench's CPU")
+	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", cfg.ProfileSeconds, "readers_N with --profile-dir: seconds each CPU profile runs from the readers' start")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -114,7 +118,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 		fmt.Fprintf(stderr, "tierd bench: --scale: %v\n", err)
 		return benchArgs{}, 2
 	}
-	cfg.Cases, cfg.ScaleBuckets = splitList(*cases), splitList(*scaleBuckets)
+	cfg.Cases, cfg.ScaleBuckets, cfg.ReaderPatterns = splitList(*cases), splitList(*scaleBuckets), splitList(*readerPatterns)
 	for _, l := range []struct {
 		flag, v string
 		to      *[]int
@@ -130,6 +134,9 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	}
 	if *readerBytes != 0 {
 		cfg.ReaderBytes = *readerBytes
+	}
+	if *readerTotal != 0 {
+		cfg.ReaderTotalBytes = *readerTotal
 	}
 	if *caseTimeout != 0 {
 		cfg.CaseTimeout = *caseTimeout

@@ -97,6 +97,12 @@ type httpConfig struct {
 	// at / (package statuspage). Default
 	// "127.0.0.1:7451"; "" turns it off.
 	Listen string `yaml:"listen"`
+	// Pprof serves Go's runtime profiles (net/http/pprof: CPU, heap,
+	// goroutine, block, mutex) under /debug/pprof/ on Listen, and turns
+	// on block and mutex profiling (a sampled cost on every contended
+	// lock and channel wait). Anyone who can reach Listen can take them:
+	// for profiling on a trusted host only. Default false.
+	Pprof bool `yaml:"pprof"`
 }
 
 // bucketConfig picks and configures the object store.

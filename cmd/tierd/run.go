@@ -322,7 +322,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 			return err
 		}
 		g.Add(func() error {
-			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, serverTLS(tlsH, cfg.TLS.HTTP), log)
+			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, cfg.HTTP.Pprof, serverTLS(tlsH, cfg.TLS.HTTP), log)
 		}, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
@@ -356,11 +356,15 @@ func (d *daemon) environment() error {
 	return nil
 }
 
-// serveHTTP serves /metrics, /-/healthy, /-/ready and, when page is not
-// nil, the status page at "/", over TLS when tc is not nil. The server's
+// serveHTTP serves /metrics, /-/healthy, /-/ready, when page is not
+// nil the status page at "/", and with prof Go's profiles under
+// /debug/pprof/ (http.pprof), over TLS when tc is not nil. The server's
 // own errors (refused TLS handshakes among them) go to log at debug level.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, tc *tls.Config, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, prof bool, tc *tls.Config, log *slog.Logger) error {
 	mux := http.NewServeMux()
+	if prof {
+		handlePprof(mux)
+	}
 	if page != nil {
 		mux.Handle("/{$}", page)
 	}

@@ -61,7 +61,14 @@
 // demand load needs their room. A prefetched chunk leaves the budget when
 // a demand read first uses it, when it is evicted, when its load fails,
 // or when it expires: still unread after the cache has loaded a memory
-// budget's worth of bytes since (its reader has most likely moved away).
+// budget's worth of bytes since it was admitted or, for one made for a
+// Reader (PrefetchFor; fetch makes one per sequential reader), since that
+// reader last read (Cache.Active): its reader has most likely moved away.
+// Counting from the admission alone expired the prefetches of readers
+// that were still reading whenever several read at once (8 sequential
+// readers loaded the memory budget's worth between admitting a chunk and
+// reaching it; 2.5 GB of 8.6 GB loaded expired so, then were evicted
+// and loaded again).
 // tierd_cache_prefetch_wasted_bytes_total counts the bytes that left
 // unread, by why.
 //

@@ -20,7 +20,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		prefetches:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_cache_prefetches_total", Help: "Chunk loads started by prefetch (admitted)."}),
 		prefetchSkipped: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_prefetch_skipped_total", Help: "Prefetches refused by admission control, by the resource that had no room (budget: the shared prefetch budget, gets: GET slots, memory: the memory budget)."}, []string{"reason"}),
 		prefetchWasted: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_cache_prefetch_wasted_bytes_total",
-			Help: "Prefetched bytes no read used, by why they left the prefetch budget (evicted, expired: unread while the cache loaded a memory budget's worth, failed)."}, []string{"reason"}),
+			Help: "Prefetched bytes no read used, by why they left the prefetch budget (evicted, expired: unread while the cache loaded a memory budget's worth since its reader last read, failed)."}, []string{"reason"}),
 	}
 	for _, r := range []string{"budget", "gets", "memory"} {
 		m.prefetchSkipped.WithLabelValues(r)

@@ -3,6 +3,7 @@ package cache
 import (
 	"container/list"
 	"sync"
+	"sync/atomic"
 )
 
 // PrefetchOutcome is what Prefetch did.
@@ -25,7 +26,10 @@ const (
 // used yet. A prefetched chunk leaves it when a demand read first uses
 // it, when the memory tier evicts it, when its load fails, or when it
 // expires: unread while the cache loaded a memory budget's worth of other
-// bytes (its reader has most likely moved away).
+// bytes since it was admitted or, for a prefetch made for a Reader, since
+// that reader last read (Cache.Active): its reader has most likely moved
+// away. A reader that goes on reading keeps its prefetches however many
+// other readers load meanwhile.
 type pfBudget struct {
 	mu     sync.Mutex
 	limit  int64 // min(PrefetchBudgetBytes, memory budget / 2); SetBudgets changes it
@@ -53,11 +57,19 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seq := c.loaded.Load()
-	for e := b.fifo.Front(); e != nil; e = b.fifo.Front() {
-		s := e.Value.(*slot)
+	for e := b.fifo.Front(); e != nil; {
+		s, next := e.Value.(*slot), e.Next()
 		if s.pf.Load() {
-			if seq-s.pfSeq <= b.window {
-				break
+			last := s.pfSeq
+			if s.owner != nil {
+				last = max(last, s.owner.last.Load())
+			}
+			if seq-last <= b.window {
+				if s.owner == nil {
+					break // admitted in order: the later ones are younger
+				}
+				e = next
+				continue
 			}
 			if s.pf.CompareAndSwap(true, false) {
 				b.bytes -= s.to - s.from
@@ -65,6 +77,7 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 			}
 		}
 		b.fifo.Remove(e)
+		e = next
 	}
 	if b.bytes+n > b.limit {
 		return b.bytes, false
@@ -82,6 +95,26 @@ func (c *Cache) pfUnadmit(n int64) {
 	c.pf.bytes -= n
 	c.pf.mu.Unlock()
 }
+
+// Reader stands for one sequential reader whose prefetches stay
+// unexpired while it keeps reading (see pfBudget); fetch makes one per
+// chain of sequential fetches. The zero value is not ready: use
+// Cache.NewReader.
+type Reader struct {
+	last atomic.Int64 // the cache's loaded-bytes count at its last read
+}
+
+// NewReader returns a Reader that has just read.
+func (c *Cache) NewReader() *Reader {
+	r := &Reader{}
+	r.last.Store(c.loaded.Load())
+	return r
+}
+
+// Active records that r has just read (a sequential fetch): its unread
+// prefetches expire only once the cache has loaded a memory budget's
+// worth of bytes after this.
+func (c *Cache) Active(r *Reader) { r.last.Store(c.loaded.Load()) }
 
 // pfTrack makes s a prefetch counted in the budget (its bytes were
 // admitted).
@@ -118,4 +151,78 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 	c.pf.mu.Lock()
 	defer c.pf.mu.Unlock()
 	return c.pf.bytes, c.pf.max
+}
+
+// Prefetch starts loading chunk i of obj whole (or, when a part of it
+// from some byte on is cached, the rest after that part) unless it is
+// cached or in flight (PrefetchPresent) or admission control refuses it
+// (PrefetchSkipped): the shared prefetch budget
+// (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
+// prefetch never waits for one, and leaves one for demand reads), or the
+// memory budget has no room without evicting other prefetched chunks.
+func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
+	return c.PrefetchFor(obj, i, nil)
+}
+
+// PrefetchFor is Prefetch for reader r (nil: none): the chunk stays
+// unexpired in the prefetch budget while r keeps reading (Cache.Active).
+func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
+	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
+		return PrefetchPresent
+	}
+	k := key(obj.Key, i)
+	whole := c.chunkLen(obj.Size, i)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s, _, held, loading := c.lookupLocked(k, 0, whole)
+	if s != nil || loading || (held != nil && held.to == whole) {
+		// Cached or loading, or the suffix a sequential reader reads on
+		// into is.
+		for _, x := range []*slot{s, held} {
+			if x != nil {
+				c.unref(x)
+			}
+		}
+		return PrefetchPresent
+	}
+	from := int64(0)
+	if held != nil { // the rest of the chunk, after the part cached
+		from = held.from
+	}
+	want := whole - from
+	skip := func(reason string) PrefetchOutcome {
+		if held != nil {
+			c.unref(held)
+		}
+		c.m.prefetchSkipped.WithLabelValues(reason).Inc()
+		return PrefetchSkipped
+	}
+	before, ok := c.pfAdmit(want)
+	if !ok {
+		return skip("budget")
+	}
+	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	select {
+	case c.sem <- struct{}{}:
+	default:
+		c.pfUnadmit(want)
+		return skip("gets")
+	}
+	if !c.mem.tryReserve(want, before) {
+		<-c.sem
+		c.pfUnadmit(want)
+		return skip("memory")
+	}
+	c.pfGets.Add(1)
+	s = newSlot(from, whole, 2) // the cache's and the load's
+	s.pre, s.owner = held, r
+	c.pfTrack(s)
+	c.inflight[k] = append(c.inflight[k], s)
+	c.m.misses.Inc()
+	c.m.prefetches.Inc()
+	c.start(obj, []part{{i, k, s}}, true)
+	return PrefetchStarted
 }

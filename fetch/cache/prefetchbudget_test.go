@@ -180,6 +180,44 @@ func TestUnreadPrefetchExpires(t *testing.T) {
 	}
 }
 
+// A prefetch made for a Reader that keeps reading does not expire however
+// much other readers load meanwhile; once its reader stops, it expires
+// after a memory budget's worth of loads, as one without a reader does.
+func TestReadingReaderKeepsPrefetch(t *testing.T) {
+	const cb = 4096
+	s := newStore(64 * cb)
+	o := s.object("obj")
+	c, _ := New(Config{ChunkBytes: cb, MemoryBytes: 8 * cb, MaxInflightGets: 4, PrefetchBudgetBytes: 2 * cb, LoadTimeout: 5 * time.Second}, nil)
+	r := c.NewReader()
+	for i := int64(0); i < 2; i++ {
+		if c.PrefetchFor(o, i, r) != PrefetchStarted {
+			t.Fatalf("prefetch %d not started", i)
+		}
+		c.Settle()
+	}
+	// Three memory budgets' worth of demand loads elsewhere, the reader
+	// reading between them.
+	for i := int64(0); i < 24; i++ {
+		view(t, c, o, s, (20+i%40)*cb, cb)
+		c.Active(r)
+	}
+	if c.Prefetch(o, 2) != PrefetchSkipped {
+		t.Fatal("a reading reader's prefetches expired")
+	}
+	if w := testutilWasted(c, "expired"); w != 0 {
+		t.Fatalf("%v bytes expired while their reader read on", w)
+	}
+	for i := int64(0); i < 9; i++ { // the reader stopped
+		view(t, c, o, s, (44+i)*cb, cb)
+	}
+	if c.Prefetch(o, 2) != PrefetchStarted {
+		t.Fatal("prefetch not admitted after a stopped reader's expired")
+	}
+	if w := testutilWasted(c, "expired"); w != 2*cb {
+		t.Fatalf("%v bytes expired, want %d", w, 2*cb)
+	}
+}
+
 // Pooled buffers are never handed to two live chunks: under concurrent
 // pinned and unpinned readers of more chunks than fit, with eviction all
 // the time, every byte read is right and the pool's own check (a buffer

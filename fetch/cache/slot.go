@@ -37,6 +37,7 @@ type slot struct {
 	// since).
 	pf    atomic.Bool
 	pfSeq int64
+	owner *Reader // the reader the prefetch was made for; nil: none
 	// pre, when set, is the chunk's cached part this load extends: bytes
 	// [pre.from, pre.to) are copied from it (the load holds a reference
 	// until then), the rest comes from the store.
