@@ -134,8 +134,10 @@ func (t *seqTracker) take(p seqPos) *readAhead {
 // remote.fetch.prefetch.gets of the chain's prefetches loading at once.
 // The cache's admission control may skip any of them (the
 // shared prefetch budget, GET slots, memory); the reader's next fetch
-// tries again. A reader that jumps elsewhere starts a new chain: nothing
-// is prefetched for it until it reads on from where it landed.
+// tries again; while more sequential readers are active than the memory
+// budget holds chunks for, the cache starts none (see cache/crowd.go). A
+// reader that jumps elsewhere starts a new chain: nothing is prefetched
+// for it until it reads on from where it landed.
 func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, rest []remotelog.SegmentMetadata) {
 	s.pm.served.Add(float64(end - start))
 	endPos := seqPos{meta.ID, end}
@@ -154,6 +156,17 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	hops := st.hops
 	st.mu.Unlock()
 	s.seq.ended(endPos, st, hops > 0)
+	if end >= meta.SizeInBytes && len(rest) == 0 {
+		// The chain reached the log's end and cannot go on (a copy tiered
+		// later starts at another object): its reader counts no more
+		// among the active ones (see cache.Cache.Crowded).
+		st.mu.Lock()
+		if st.reader != nil {
+			s.cache.ReaderDone(st.reader)
+		}
+		st.mu.Unlock()
+		return
+	}
 	cfg := s.conf()
 	if cfg.PrefetchBytes <= 0 || hops < minHops {
 		return

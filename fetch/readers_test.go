@@ -207,3 +207,88 @@ func TestSeqTrackerRings(t *testing.T) {
 		t.Fatal("the newest fresh end was forgotten")
 	}
 }
+
+// crowdedConfig is a cache scaled down from tierd's defaults as the
+// readers_N bench runs them (16 MiB chunks, 64 MiB read-ahead, a 128 MiB
+// memory budget): 64 KiB chunks, 256 KiB read-ahead, 512 KiB of memory,
+// so that the memory budget holds eight chunks.
+func crowdedConfig() Config {
+	cfg := DefaultConfig()
+	cfg.Cache.ChunkBytes = 64 << 10
+	cfg.Cache.MemoryBytes = 512 << 10
+	cfg.PrefetchBytes = 256 << 10
+	return cfg
+}
+
+// readShare reads n bytes of partition tp from offset from on, as a
+// consumer does, going on from the log start after its end (as the
+// readers_N bench's sequential readers do), retrying answers still
+// loading.
+func readShare(t *testing.T, e *env, tp remotelog.TopicPartition, from, n int64, maxBytes int) {
+	for off, read := from, int64(0); read < n; {
+		rr, err := e.srv.ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, ErrStillLoading) {
+			continue
+		}
+		if err != nil {
+			t.Errorf("read %s at %d: %v", tp, off, err)
+			return
+		}
+		read += int64(len(rr.Records))
+		if off = rr.Next; off > rr.Offsets.HighestTieredOffset {
+			off = rr.Offsets.LogStartOffset
+		}
+	}
+}
+
+// More sequential readers than the memory budget holds chunks for (32
+// readers, each of its own partition, against a budget of eight chunks):
+// the cache is crowded, so few whole chunks are read ahead (at most a
+// quarter of the chunks read; main read ahead about half of them) and
+// the store is asked for at most 1.3 bytes per byte served. On the
+// filesystem bucket, whose loads end at once, main's read-ahead cost
+// only about 1.2 here (the readers_N bench's 3.2 needs a store with
+// latency); this test pins the crowded behaviour by counts.
+func TestCrowdedSequentialReadersFetchTheirOwnBytes(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
+	const readers = 32
+	for p := int32(0); p < readers; p++ {
+		e.tp.Partition = p
+		referenceLog(t, e)
+	}
+	ratio := fetchedPerServed(t, e, reg, func() {
+		var wg sync.WaitGroup
+		for p := int32(0); p < readers; p++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); readOn(t, e, remotelog.TopicPartition{Topic: "t", Partition: p}, 0, 48<<10) }()
+		}
+		wg.Wait()
+	})
+	t.Logf("%d sequential readers: %.3f bytes fetched per byte served, %v prefetches", readers, ratio, metricValue(t, reg, "tierd_cache_prefetches_total"))
+	if ratio > 1.3 {
+		t.Fatalf("%d sequential readers: %.3f bytes fetched per byte served, want <= 1.3", readers, ratio)
+	}
+	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n > readers*46/4 {
+		t.Fatalf("%d crowded sequential readers: %v whole chunks read ahead, want at most a quarter of the %d read", readers, n, readers*46)
+	}
+}
+
+// One sequential reader under the same budgets is not crowded: it reads
+// whole chunks ahead (prefetches happen) and the store is asked for
+// about one byte per byte served.
+func TestLoneSequentialReaderReadsAhead(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
+	referenceLog(t, e)
+	ratio := fetchedPerServed(t, e, reg, func() { readOn(t, e, e.tp, 0, 20000) })
+	prefetches := metricValue(t, reg, "tierd_cache_prefetches_total")
+	t.Logf("1 sequential reader: %.3f bytes fetched per byte served, %v prefetches", ratio, prefetches)
+	if ratio > 1.05 {
+		t.Fatalf("1 sequential reader: %.3f bytes fetched per byte served, want <= 1.05", ratio)
+	}
+	// The log is about 46 chunks; read-ahead loads most of them.
+	if prefetches < 30 {
+		t.Fatalf("1 sequential reader: %v prefetches, want most of the log's chunks read ahead", prefetches)
+	}
+}

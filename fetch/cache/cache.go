@@ -107,6 +107,11 @@ type Cache struct {
 	pf     pfBudget
 	pfGets atomic.Int32 // prefetch loads holding a GET slot
 	loaded atomic.Int64 // bytes loaded from the store, ever
+
+	rmu     sync.Mutex           // guards readers
+	readers map[*Reader]struct{} // sequential readers not known to be gone (crowd.go)
+	active  atomic.Int64         // of them, those active at the last count
+	crowded atomic.Bool          // active x ChunkBytes > the memory budget at the last count
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its
@@ -119,13 +124,16 @@ func New(cfg Config, reg prometheus.Registerer) (*Cache, error) {
 		reg = prometheus.NewRegistry()
 	}
 	c := &Cache{cfg: cfg, m: newMetrics(reg), sem: make(chan struct{}, cfg.MaxInflightGets),
-		inflight: map[chunkKey][]*slot{}, pool: newBufPool(cfg.ChunkBytes)}
+		inflight: map[chunkKey][]*slot{}, pool: newBufPool(cfg.ChunkBytes), readers: map[*Reader]struct{}{}}
 	c.mem = newLRU(cfg.MemoryBytes, c.dropped)
 	c.pf = pfBudget{fifo: list.New()}
 	c.pfLimits(cfg.MemoryBytes)
 	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_cache_prefetch_bytes",
 		Help: "Bytes the shared prefetch budget holds: prefetch loads in flight plus prefetched bytes no read has used yet."},
 		func() float64 { n, _ := c.PrefetchHeld(); return float64(n) })
+	promauto.With(reg).NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_cache_sequential_readers",
+		Help: "Sequential readers active at the last count (read while the cache loaded less than a memory budget's worth); more than the memory budget holds chunks for crowds the cache: no read-ahead, no whole-chunk loads."},
+		func() float64 { return float64(c.active.Load()) })
 	promauto.With(reg).NewCounterFunc(prometheus.CounterOpts{Name: "tierd_cache_buffer_reuses_total",
 		Help: "Loads (whole chunks or parts) that filled a pooled buffer (one no holder used any more) instead of allocating one."},
 		func() float64 { return float64(c.pool.reused.Load()) })

@@ -49,7 +49,7 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 	end := c.chunkLen(obj.Size, i)
 	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
 	switch {
-	case held != nil && held.from <= a && a <= held.to:
+	case held != nil && held.from <= a && a <= held.to && !c.crowded.Load():
 		// A read going on past the cached part: a part twice as long
 		// (or up to the chunk's end), the cached part copied over, not
 		// loaded again. Doubling keeps the copies of a reader going on
@@ -60,7 +60,8 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		s.to = min(end, max(b, a+c.minLoad(), held.to+(held.to-held.from)))
 		held = nil
 	case a > 0:
-		// A first load inside the chunk takes at least minLoad: a reader
+		// A first load inside the chunk, or any load while the cache is
+		// crowded (crowd.go), takes at least minLoad: a reader
 		// asking for little now likely asks for more after. A read
 		// elsewhere in a partly cached chunk loads its own bytes only (a
 		// random reader costs about the bytes it reads).

@@ -102,19 +102,26 @@ func (c *Cache) pfUnadmit(n int64) {
 // Cache.NewReader.
 type Reader struct {
 	last atomic.Int64 // the cache's loaded-bytes count at its last read
+	seen atomic.Int64 // when it last read, Unix ns (crowd.go)
 }
 
-// NewReader returns a Reader that has just read.
+// NewReader returns a Reader that has just read; it counts as an active
+// sequential reader (see crowd.go).
 func (c *Cache) NewReader() *Reader {
 	r := &Reader{}
 	r.last.Store(c.loaded.Load())
+	c.readerSeen(r)
 	return r
 }
 
 // Active records that r has just read (a sequential fetch): its unread
 // prefetches expire only once the cache has loaded a memory budget's
-// worth of bytes after this.
-func (c *Cache) Active(r *Reader) { r.last.Store(c.loaded.Load()) }
+// worth of bytes after this, and it counts as an active sequential
+// reader until then.
+func (c *Cache) Active(r *Reader) {
+	r.last.Store(c.loaded.Load())
+	c.readerSeen(r)
+}
 
 // pfTrack makes s a prefetch counted in the budget (its bytes were
 // admitted).
@@ -156,7 +163,7 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 // Prefetch starts loading chunk i of obj whole (or, when a part of it
 // from some byte on is cached, the rest after that part) unless it is
 // cached or in flight (PrefetchPresent) or admission control refuses it
-// (PrefetchSkipped): the shared prefetch budget
+// (PrefetchSkipped): the cache is crowded (crowd.go), the shared prefetch budget
 // (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
 // prefetch never waits for one, and leaves one for demand reads), or the
 // memory budget has no room without evicting other prefetched chunks.
@@ -190,6 +197,13 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		from = held.from
 	}
 	want := whole - from
+	if c.crowded.Load() {
+		if held != nil {
+			c.unref(held)
+		}
+		c.m.prefetchSkipped.WithLabelValues("crowded").Inc()
+		return PrefetchSkipped
+	}
 	skip := func(reason string) PrefetchOutcome {
 		if held != nil {
 			c.unref(held)

@@ -1,0 +1,74 @@
+package cache
+
+import "time"
+
+// This file counts the active sequential readers and says when they
+// crowd the cache.
+//
+// A sequential reader holds the chunk it reads in the memory tier from
+// one of its reads to the next, and read-ahead adds whole chunks past it.
+// When more readers are active than the memory budget holds chunks for
+// (active readers x ChunkBytes > the memory budget), a reader's chunk is
+// evicted between two of its reads, and each read loads it again: the
+// readers_N bench's 64 readers with 16 MiB chunks and a 128 MiB budget
+// fetched 3.2 bytes per byte served. While that holds the cache is
+// crowded, and every load shrinks to what a cold random read loads: a
+// part from the byte asked for, at least minLoad (a read going on past a
+// cached part loads its own bytes rather than a part twice as long with
+// the cached part copied in), and no prefetch starts (PrefetchSkipped,
+// reason "crowded"). Random readers' loads cost about 0.7-1.0 bytes
+// fetched per byte served, which is what crowded sequential readers then
+// cost too. With fewer readers nothing changes.
+//
+// A Reader is active from its last read (NewReader, Active) for
+// readerIdle, or until ReaderDone; the count is taken at each sequential
+// read and pruned of readers no longer active. It is counted in time, not
+// in bytes loaded as prefetch expiry is: a crowd of readers loads a
+// memory budget's worth between two reads of each of them, so a window
+// of that many bytes would never count more readers than the budget
+// holds chunks for.
+
+// readerIdle is how long a sequential reader counts as active after its
+// last read: a consumer polls again at once, and a store with latency
+// answers within tens of ms, so a reader silent this long has most
+// likely stopped.
+const readerIdle = time.Second
+
+// readerSeen records that r has just read and counts the active readers
+// again.
+func (c *Cache) readerSeen(r *Reader) {
+	c.pf.mu.Lock()
+	window := c.pf.window // the memory budget
+	c.pf.mu.Unlock()
+	now := time.Now().UnixNano()
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if r != nil {
+		r.seen.Store(now)
+		c.readers[r] = struct{}{}
+	}
+	for x := range c.readers {
+		if now-x.seen.Load() > int64(readerIdle) {
+			delete(c.readers, x)
+		}
+	}
+	n := int64(len(c.readers))
+	c.active.Store(n)
+	c.crowded.Store(n*c.cfg.ChunkBytes > window)
+}
+
+// ReaderDone says that r reads no more (its reader reached the end of
+// the log): it stops counting as active at once.
+func (c *Cache) ReaderDone(r *Reader) {
+	c.rmu.Lock()
+	delete(c.readers, r)
+	c.rmu.Unlock()
+	c.readerSeen(nil)
+}
+
+// Crowded reports whether more sequential readers are active than the
+// memory budget holds chunks for, and how many are active (at the last
+// count).
+func (c *Cache) Crowded() (crowded bool, active int) {
+	return c.crowded.Load(), int(c.active.Load())
+}
