@@ -405,7 +405,8 @@ func (c *Cache) Loading(obj Object, i int64) bool {
 
 // finish ends a load: the slot leaves the in-flight set and, when the load
 // succeeded, enters the memory tier (unless a larger part of the chunk is
-// there); waiters wake.
+// there and the load was not made while crowded, see crowd.go); waiters
+// wake.
 func (c *Cache) finish(k chunkKey, s *slot, err error) {
 	c.mu.Lock()
 	list := c.inflight[k]

@@ -15,7 +15,9 @@ import "time"
 // crowded, and every load shrinks to what a cold random read loads: a
 // part from the byte asked for, at least minLoad (a read going on past a
 // cached part loads its own bytes rather than a part twice as long with
-// the cached part copied in), and no prefetch starts (PrefetchSkipped,
+// the cached part copied in) and takes the chunk's place in the memory
+// tier even from a larger part (its reader reads on from it), and no
+// prefetch starts (PrefetchSkipped,
 // reason "crowded"). Random readers' loads cost about 0.7-1.0 bytes
 // fetched per byte served, which is what crowded sequential readers then
 // cost too. With fewer readers nothing changes.

@@ -72,6 +72,18 @@
 // tierd_cache_prefetch_wasted_bytes_total counts the bytes that left
 // unread, by why.
 //
+// # Crowded readers
+//
+// Each sequential reader holds its current chunk in the memory tier from
+// one read to the next. When more sequential Readers are active (read
+// within the last second, see crowd.go) than the memory budget holds
+// chunks for, those chunks are evicted between two reads of their reader
+// and loaded again: the cache is crowded. Then every load takes what a
+// cold random read takes (from the byte asked for, at least minLoad; a
+// read going on past a cached part loads its own bytes rather than a part
+// twice as long) and no prefetch starts (PrefetchSkipped, reason
+// "crowded"). With fewer readers nothing changes.
+//
 // # Choosing the defaults
 //
 // Measured with fetch's BenchmarkReaders and BenchmarkReadersSweep: a

@@ -67,6 +67,7 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		// random reader costs about the bytes it reads).
 		s.to = min(max(b, a+c.minLoad()), end)
 	}
+	s.newer = c.crowded.Load() // its reader reads on from it, not from the older part
 	if s.pre == nil {
 		// Loads of nearby parts in flight: one load of the span of them
 		// all, when it is short, so that concurrent readers of a region

@@ -42,6 +42,10 @@ type slot struct {
 	// [pre.from, pre.to) are copied from it (the load holds a reference
 	// until then), the rest comes from the store.
 	pre *slot
+	// newer is set for a load made while the cache was crowded
+	// (crowd.go): it takes the chunk's place in the memory tier even from
+	// a larger part, as its reader reads on from it.
+	newer bool
 }
 
 // preLen is the bytes of the slot copied from a cached part, not loaded.
@@ -197,7 +201,7 @@ func (l *lru) put(k chunkKey, s *slot) bool {
 	}
 	if e, ok := l.items[k]; ok {
 		old := e.Value.(*entry).s
-		if int64(len(old.buf)) > size {
+		if int64(len(old.buf)) > size && !s.newer {
 			return false
 		}
 		l.size -= int64(len(old.buf))
