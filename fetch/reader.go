@@ -123,6 +123,16 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 		return nil
 	}
 	var parts [][]byte
+	if !stream {
+		// A unary answer is sent whole: wait once for the bytes it will
+		// most likely hold (from here, max_bytes), not batch by batch as
+		// they arrive. Bytes that do not come in time are dealt with by
+		// the loop below, which answers with what has arrived.
+		if l := min(maxBytes, r.meta.SizeInBytes-r.cur); l > 0 && !r.pin.Arrived(r.cur, l) {
+			parts, _ = r.pin.Slices(wait, r.cur, l, parts)
+			parts = parts[:0]
+		}
+	}
 	flush := func() error {
 		if start < 0 || sent == end {
 			return nil

@@ -25,7 +25,8 @@ type slot struct {
 	n    int
 	done bool
 	err  error
-	wake chan struct{} // made by a waiter; closed and cleared when n or done changes
+	wake chan struct{} // made by a waiter; closed and cleared when n reaches need, or done
+	need int           // the fewest filled bytes a waiter on wake waits for
 
 	refs    atomic.Int32
 	escaped atomic.Bool // a slice of buf went out with no release
@@ -87,11 +88,14 @@ func (s *slot) ref() bool {
 // covers reports whether the slot holds (or will) bytes [a, b).
 func (s *slot) covers(a, b int64) bool { return s.from <= a && b <= s.to }
 
-// progress records n bytes filled and wakes waiters.
+// progress records n bytes filled and wakes the waiters once the bytes
+// one of them waits for are in: a load announces every read of its GET
+// body (often a few KiB on a socket), and a waiter for bytes further on
+// is not woken, only to sleep again, by each.
 func (s *slot) progress(n int) {
 	s.mu.Lock()
 	s.n = n
-	if s.wake != nil {
+	if s.wake != nil && n >= s.need {
 		close(s.wake)
 		s.wake = nil
 	}
@@ -128,8 +132,10 @@ func (s *slot) wait(ctx context.Context, a, b int64) ([]byte, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
-		if s.wake == nil {
-			s.wake = make(chan struct{})
+		if need := int(b - s.from); s.wake == nil {
+			s.wake, s.need = make(chan struct{}), need
+		} else {
+			s.need = min(s.need, need)
 		}
 		w := s.wake
 		s.mu.Unlock()
