@@ -135,7 +135,7 @@ func (t *seqTracker) take(p seqPos) *readAhead {
 // The cache's admission control may skip any of them (the
 // shared prefetch budget, GET slots, memory); the reader's next fetch
 // tries again; while more sequential readers are active than the memory
-// budget holds chunks for, the cache starts none (see cache/crowd.go). A
+// budget holds two chunks for, the cache starts none (see cache/crowd.go). A
 // reader that jumps elsewhere starts a new chain: nothing is prefetched
 // for it until it reads on from where it landed.
 func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, rest []remotelog.SegmentMetadata) {

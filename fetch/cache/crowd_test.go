@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
-// With no more active sequential Readers than the memory budget holds
+// With no more active sequential Readers than the memory budget holds two
 // chunks for, a reader going on through a chunk grows its cached part to
 // the whole chunk and prefetch starts; with more, the cache is crowded:
 // each load takes the bytes asked for (at least minLoad), so the memory
@@ -18,7 +18,7 @@ func TestCrowdedReadersLoadParts(t *testing.T) {
 	const cb = 64 << 10 // minLoad 16 KiB
 	s := newStore(16 * cb)
 	o := s.object("obj")
-	c, err := New(Config{ChunkBytes: cb, MemoryBytes: 4 * cb, MaxInflightGets: 8, PrefetchBudgetBytes: 2 * cb, LoadTimeout: 5 * time.Second}, prometheus.NewRegistry())
+	c, err := New(Config{ChunkBytes: cb, MemoryBytes: 8 * cb, MaxInflightGets: 8, PrefetchBudgetBytes: 2 * cb, LoadTimeout: 5 * time.Second}, prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,11 +35,11 @@ func TestCrowdedReadersLoadParts(t *testing.T) {
 		return sl.to - sl.from
 	}
 	var readers []*Reader
-	for range 4 { // 4 x 64 KiB: what the budget holds
+	for range 4 { // 4 x 2 x 64 KiB: what the budget holds
 		readers = append(readers, c.NewReader())
 	}
 	if crowded, n := c.Crowded(); crowded || n != 4 {
-		t.Fatalf("4 readers, 4 chunks of memory: crowded %v, %d active; want not crowded, 4", crowded, n)
+		t.Fatalf("4 readers, 8 chunks of memory: crowded %v, %d active; want not crowded, 4", crowded, n)
 	}
 	if n := readChunk(0); n != cb {
 		t.Fatalf("not crowded: the cached part grew to %d bytes, want the whole chunk (%d)", n, cb)
@@ -50,7 +50,7 @@ func TestCrowdedReadersLoadParts(t *testing.T) {
 	c.Settle()
 	readers = append(readers, c.NewReader())
 	if crowded, n := c.Crowded(); !crowded || n != 5 {
-		t.Fatalf("5 readers, 4 chunks of memory: crowded %v, %d active; want crowded, 5", crowded, n)
+		t.Fatalf("5 readers, 8 chunks of memory: crowded %v, %d active; want crowded, 5", crowded, n)
 	}
 	before := s.bytes.Load()
 	if n := readChunk(1); n > c.minLoad() {

@@ -75,10 +75,11 @@
 // # Crowded readers
 //
 // Each sequential reader holds its current chunk in the memory tier from
-// one read to the next. When more sequential Readers are active (read
-// within the last second, see crowd.go) than the memory budget holds
-// chunks for, those chunks are evicted between two reads of their reader
-// and loaded again: the cache is crowded. Then every load takes what a
+// one read to the next, and at least the next one read ahead. When more
+// sequential Readers are active (read within the last second, see
+// crowd.go) than the memory budget holds two chunks for, those chunks are
+// evicted between two reads of their reader and loaded again: the cache
+// is crowded. Then every load takes what a
 // cold random read takes (from the byte asked for, at least minLoad; a
 // read going on past a cached part loads its own bytes rather than a part
 // twice as long) and no prefetch starts (PrefetchSkipped, reason
