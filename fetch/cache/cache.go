@@ -112,6 +112,7 @@ type Cache struct {
 	readers map[*Reader]struct{} // sequential readers not known to be gone (crowd.go)
 	active  atomic.Int64         // of them, those active at the last count
 	crowded atomic.Bool          // active x ChunkBytes > the memory budget at the last count
+	counted atomic.Int64         // when the last count was taken, Unix ns
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its

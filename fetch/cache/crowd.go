@@ -57,6 +57,21 @@ func (c *Cache) readerSeen(r *Reader) {
 	n := int64(len(c.readers))
 	c.active.Store(n)
 	c.crowded.Store(n*c.cfg.ChunkBytes > window)
+	c.counted.Store(now)
+}
+
+// isCrowded reports whether the cache is crowded, counting the readers
+// again when the last count is older than readerIdle: a crowd whose
+// readers all stopped (no sequential read since) no longer crowds the
+// loads of the readers that remain.
+func (c *Cache) isCrowded() bool {
+	if !c.crowded.Load() {
+		return false
+	}
+	if time.Now().UnixNano()-c.counted.Load() > int64(readerIdle) {
+		c.readerSeen(nil)
+	}
+	return c.crowded.Load()
 }
 
 // ReaderDone says that r reads no more (its reader reached the end of
@@ -70,7 +85,8 @@ func (c *Cache) ReaderDone(r *Reader) {
 
 // Crowded reports whether more sequential readers are active than the
 // memory budget holds chunks for, and how many are active (at the last
-// count).
+// count, taken again when it is older than readerIdle and showed a
+// crowd).
 func (c *Cache) Crowded() (crowded bool, active int) {
-	return c.crowded.Load(), int(c.active.Load())
+	return c.isCrowded(), int(c.active.Load())
 }

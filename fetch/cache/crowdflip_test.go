@@ -116,3 +116,46 @@ func TestCrowdFlipKeepsPinnedBytes(t *testing.T) {
 		t.Fatalf("prefetch budget holds %d bytes with the tiers empty", now)
 	}
 }
+
+// A crowd whose readers all stopped reading (no ReaderDone, no later
+// sequential read to count them again) no longer crowds the cache once
+// they have been idle for readerIdle: a read going on past a cached part
+// grows it again.
+func TestCrowdEndsWhenReadersGoIdle(t *testing.T) {
+	const cb = 64 << 10
+	s := newStore(8 * cb)
+	o := s.object("obj")
+	c, err := New(Config{ChunkBytes: cb, MemoryBytes: 4 * cb, MaxInflightGets: 8, PrefetchBudgetBytes: 2 * cb, LoadTimeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var rs []*Reader
+	for range 5 {
+		rs = append(rs, c.NewReader())
+	}
+	if crowded, _ := c.Crowded(); !crowded {
+		t.Fatal("5 readers, 4 chunks of memory: not crowded")
+	}
+	// The readers stopped readerIdle ago, and so did the count.
+	past := time.Now().Add(-2 * readerIdle).UnixNano()
+	for _, r := range rs {
+		r.seen.Store(past)
+	}
+	c.counted.Store(past)
+	view(t, c, o, s, 1000, 1000) // a cold part
+	c.Settle()
+	view(t, c, o, s, c.minLoad()+1000, 1000) // reading on past it
+	c.Settle()
+	sl, ok := c.mem.acquire(key(o.Key, 0), false)
+	if !ok {
+		t.Fatal("chunk 0 not in the memory tier")
+	}
+	defer c.unref(sl)
+	if sl.from != 1000 || sl.to-sl.from <= c.minLoad() {
+		t.Fatalf("cached part %d-%d after reading on: want the part from 1000 grown past minLoad (%d), as with no crowd", sl.from, sl.to, c.minLoad())
+	}
+	if crowded, n := c.Crowded(); crowded || n != 0 {
+		t.Fatalf("idle readers: crowded %v, %d active; want not crowded, 0", crowded, n)
+	}
+}

@@ -197,7 +197,7 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		from = held.from
 	}
 	want := whole - from
-	if c.crowded.Load() {
+	if c.isCrowded() {
 		if held != nil {
 			c.unref(held)
 		}
