@@ -159,3 +159,38 @@ func TestCrowdEndsWhenReadersGoIdle(t *testing.T) {
 		t.Fatalf("idle readers: crowded %v, %d active; want not crowded, 0", crowded, n)
 	}
 }
+
+// Counting the active readers at each sequential read does not pass over
+// all of them each time (a cost linear in the readers per read, under
+// one lock): at most one pass per prunePeriod, and idle readers are
+// still dropped by the next pass.
+func TestReaderCountPrunesPeriodically(t *testing.T) {
+	c, err := New(Config{ChunkBytes: 64 << 10, MemoryBytes: 64 << 20, MaxInflightGets: 8, LoadTimeout: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	prunes := func() int64 { c.rmu.Lock(); defer c.rmu.Unlock(); return c.prunes }
+	var rs []*Reader
+	for range 1000 {
+		rs = append(rs, c.NewReader())
+	}
+	start, before := time.Now(), prunes()
+	for i := range 5000 {
+		c.Active(rs[i%len(rs)])
+	}
+	if n, most := prunes()-before, 1+int64(time.Since(start)/prunePeriod); n > most {
+		t.Fatalf("%d passes over the readers in 5000 reads over %s, want at most %d", n, time.Since(start), most)
+	}
+	past := time.Now().Add(-2 * readerIdle).UnixNano()
+	for _, r := range rs[1:] {
+		r.seen.Store(past)
+	}
+	c.rmu.Lock()
+	c.pruned = past // the last pass is old
+	c.rmu.Unlock()
+	c.Active(rs[0])
+	if _, n := c.Crowded(); n != 1 {
+		t.Fatalf("%d readers active after 999 went idle, want 1", n)
+	}
+}
