@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 )
@@ -117,5 +118,61 @@ func TestLockstepReadersReadAhead(t *testing.T) {
 	e.srv.Settle()
 	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
 		t.Fatal("two sequential readers in step: no read-ahead")
+	}
+}
+
+// A unary fetch whose body stalls inside the first batch it leaves out
+// (max_bytes 18000: three 5070-byte batches go in, the fourth, whose
+// header has arrived, ends past 18000; the body stalls at byte 16000)
+// answers with the three at once, not after remote.fetch.max.wait.ms
+// spent waiting for bytes it does not send.
+func TestFetchStallInBatchLeftOut(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	cfg := DefaultConfig()
+	cfg.MaxWaitMs = 600000
+	cfg.RequestTimeout = time.Hour // nor may these end the wait before the test gives up
+	cfg.Cache.LoadTimeout = time.Hour
+	cfg.PrefetchBytes = 0
+	mgr, _ := rsm.NewManager(stallBucket{e.bucket, 16000}, rsm.Config{})
+	srv, err := NewServer(cfg, e.store, mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	done := make(chan struct{})
+	var resp *tierdpb.FetchResponse
+	go func() {
+		defer close(done)
+		resp, err = srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 18000})
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no answer after 60s: the read waits for the body of a batch it leaves out")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
+		t.Fatalf("%d batches, next %d; want 3, 3", len(bs), resp.NextOffset)
+	}
+}
+
+// upfrontEnd: the segment's end when within max_bytes, else the last
+// indexed batch start within max_bytes of pos, else pos.
+func TestUpfrontEnd(t *testing.T) {
+	offsets := []index.OffsetEntry{{Offset: 9, Position: 4000}, {Offset: 19, Position: 9000}, {Offset: 29, Position: 15000}}
+	for _, tc := range []struct{ pos, maxBytes, size, want int64 }{
+		{0, 20000, 18000, 18000}, // the rest of the segment is within max_bytes
+		{0, 10000, 18000, 9000},  // the last indexed start within 10000
+		{4000, 10000, 18000, 9000},
+		{4000, 4000, 18000, 4000}, // no indexed start after pos within max_bytes
+		{0, 0, 18000, 0},
+		{9000, 6000, 18000, 15000}, // exactly at an indexed start
+	} {
+		if got := upfrontEnd(offsets, tc.pos, tc.maxBytes, tc.size); got != tc.want {
+			t.Errorf("upfrontEnd(pos %d, max %d, size %d) = %d, want %d", tc.pos, tc.maxBytes, tc.size, got, tc.want)
+		}
 	}
 }
