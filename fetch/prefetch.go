@@ -22,6 +22,13 @@ import (
 // ends about that random reads often land on one by chance: a random
 // read that does continues a chain of one, which starts no read-ahead
 // (see afterFetch). Each ring forgets its oldest ends first.
+//
+// Two readers in step (two consumer groups reading a partition from the
+// same offset) end their fetches at the same positions: an end already
+// recorded for a chain that continued more often is kept, so that the
+// leading chain keeps its hops and its read-ahead (which the other reader
+// reads from too) instead of each reader's fetch starting the other's
+// chain over.
 type seqTracker struct {
 	mu         sync.Mutex
 	set        map[seqPos]trackedEnd
@@ -38,8 +45,9 @@ type seqPos struct {
 // names this entry in its ring (a ring forgetting an end deletes it only
 // when it is still this entry).
 type trackedEnd struct {
-	st  *readAhead
-	gen uint64
+	st   *readAhead
+	gen  uint64
+	hops int // st's hops when it ended here
 }
 
 // endRing is a ring of remembered ends, oldest overwritten first.
@@ -81,14 +89,19 @@ func newSeqTracker() *seqTracker {
 	return &seqTracker{set: map[seqPos]trackedEnd{}, fresh: endRing{size: freshSize}, seq: endRing{size: seqTrackerSize}}
 }
 
-// ended records that a fetch of chain st ended at p: in the sequential
-// ring when it continued the chain (continued), else in the fresh one.
-func (t *seqTracker) ended(p seqPos, st *readAhead, continued bool) {
+// ended records that a fetch of chain st, which has continued hops
+// times, ended at p: in the sequential ring when it continued the chain
+// (hops > 0), else in the fresh one; unless another chain that continued
+// more often ended at p too, whose end is kept.
+func (t *seqTracker) ended(p seqPos, st *readAhead, hops int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if e, ok := t.set[p]; ok && e.st != st && e.hops > hops {
+		return
+	}
 	t.gen++
 	r := &t.fresh
-	if continued {
+	if hops > 0 {
 		r = &t.seq
 	}
 	if len(r.pos) < r.size {
@@ -100,7 +113,7 @@ func (t *seqTracker) ended(p seqPos, st *readAhead, continued bool) {
 		r.pos[r.next], r.gen[r.next] = p, t.gen
 		r.next = (r.next + 1) % r.size
 	}
-	t.set[p] = trackedEnd{st, t.gen}
+	t.set[p] = trackedEnd{st, t.gen, hops}
 }
 
 func (t *seqTracker) clear() {
@@ -155,7 +168,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 	st.mu.Lock()
 	hops := st.hops
 	st.mu.Unlock()
-	s.seq.ended(endPos, st, hops > 0)
+	s.seq.ended(endPos, st, hops)
 	if end >= meta.SizeInBytes && len(rest) == 0 {
 		// The chain reached the log's end and cannot go on (a copy tiered
 		// later starts at another object): its reader counts no more

@@ -105,8 +105,11 @@ type emitFunc func(parts [][]byte, next int64, h *hold) error
 // one is added only when all its bytes arrived before wait ended. n is
 // the bytes passed, next the offset after the last entry passed, end the
 // file position after it (or after the last entry scanned, when none is).
-func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
-	r.pin = r.c.Pin(r.obj, r.cur, min(touchEnd, r.meta.SizeInBytes)-r.cur)
+// A unary read (stream unset) first waits, until wait ends, for the bytes
+// up to waitTo (see upfrontEnd), all at once rather than entry by entry.
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
+	pinEnd := min(touchEnd, r.meta.SizeInBytes)
+	r.pin = r.c.Pin(r.obj, r.cur, pinEnd-r.cur)
 	h = newHold(r.pin)
 	r.ctx = wait
 	defer func() { r.ctx = ctx }()
@@ -124,11 +127,11 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 	}
 	var parts [][]byte
 	if !stream {
-		// A unary answer is sent whole: wait once for the bytes it will
-		// most likely hold (from here, max_bytes), not batch by batch as
-		// they arrive. Bytes that do not come in time are dealt with by
-		// the loop below, which answers with what has arrived.
-		if l := min(maxBytes, r.meta.SizeInBytes-r.cur); l > 0 && !r.pin.Arrived(r.cur, l) {
+		// A unary answer is sent whole: wait once for the bytes it
+		// surely needs (upfrontEnd), not batch by batch as they arrive.
+		// Bytes that do not come in time are dealt with by the loop
+		// below, which answers with what has arrived.
+		if l := min(waitTo, pinEnd) - r.cur; l > 0 && !r.pin.Arrived(r.cur, l) {
 			parts, _ = r.pin.Slices(wait, r.cur, l, parts)
 			parts = parts[:0]
 		}

@@ -178,21 +178,21 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 func TestSeqTrackerRings(t *testing.T) {
 	tr := newSeqTracker()
 	chain := &readAhead{hops: 1}
-	tr.ended(seqPos{pos: -1}, chain, true)
-	tr.ended(seqPos{pos: 0}, &readAhead{}, false)
+	tr.ended(seqPos{pos: -1}, chain, 1)
+	tr.ended(seqPos{pos: 0}, &readAhead{}, 0)
 	again := &readAhead{}
-	tr.ended(seqPos{pos: 0}, again, false) // the same end, newer
+	tr.ended(seqPos{pos: 0}, again, 0) // the same end, newer
 	for i := int64(1); i < freshSize-1; i++ {
-		tr.ended(seqPos{pos: i}, &readAhead{}, false)
+		tr.ended(seqPos{pos: i}, &readAhead{}, 0)
 	}
 	// The ring is full; the next end overwrites the oldest, pos 0's first
 	// entry, which must leave pos 0's newer entry alone.
-	tr.ended(seqPos{pos: freshSize}, &readAhead{}, false)
+	tr.ended(seqPos{pos: freshSize}, &readAhead{}, 0)
 	if got := tr.take(seqPos{pos: 0}); got != again {
 		t.Fatalf("pos 0: got %p, want the newer entry %p", got, again)
 	}
 	for i := int64(freshSize + 1); i < 4*freshSize; i++ {
-		tr.ended(seqPos{pos: i}, &readAhead{}, false)
+		tr.ended(seqPos{pos: i}, &readAhead{}, 0)
 	}
 	if got := tr.take(seqPos{pos: -1}); got != chain {
 		t.Fatalf("a sequential chain's end was pushed out by %d fresh ends", 4*freshSize)

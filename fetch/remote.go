@@ -251,7 +251,7 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 		if stream != nil {
 			emit = func(parts [][]byte, next int64, h *hold) error { return stream(run{parts, next, offs, h}) }
 		}
-		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, stream != nil, emit)
+		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, upfrontEnd(offsets, pos, maxBytes, meta.SizeInBytes), stream != nil, emit)
 		if err != nil || n == 0 || stream != nil {
 			h.done()
 		} else {
@@ -286,6 +286,27 @@ func scanBounds(offsets []index.OffsetEntry, offset, size int64) (pos, bound int
 		bound = int64(offsets[i].Position)
 	}
 	return pos, bound
+}
+
+// upfrontEnd returns the file position up to which a unary read from pos
+// (a batch start) with max_bytes maxBytes waits at once: the segment's
+// end (size) when it lies within maxBytes of pos, as every batch from pos
+// on is then in the answer; else the start of the last batch the offset
+// index names (offsets) within maxBytes of pos, which the answer holds or
+// which is the first batch it leaves out (a batch the answer leaves out
+// ends more than maxBytes past pos, so no batch starts after it within
+// them), so that the read never waits for the body of a batch it does not
+// send; pos (no wait) when the index names none.
+func upfrontEnd(offsets []index.OffsetEntry, pos, maxBytes, size int64) int64 {
+	if size-pos <= maxBytes {
+		return size
+	}
+	lim := pos + maxBytes
+	i := sort.Search(len(offsets), func(i int) bool { return int64(offsets[i].Position) > lim })
+	if i > 0 && int64(offsets[i-1].Position) > pos {
+		return int64(offsets[i-1].Position)
+	}
+	return pos
 }
 
 // RemoteLeaderEpochs returns the leader-epoch lineage that the finished

@@ -112,6 +112,9 @@ type Cache struct {
 	readers map[*Reader]struct{} // sequential readers not known to be gone (crowd.go)
 	active  atomic.Int64         // of them, those active at the last count
 	crowded atomic.Bool          // active x ChunkBytes > the memory budget at the last count
+	counted atomic.Int64         // when the last count was taken, Unix ns
+	pruned  int64                // when idle readers were last dropped, Unix ns; guarded by rmu
+	prunes  int64                // passes dropping idle readers (for tests); guarded by rmu
 }
 
 // New opens the cache; with a disk tier it scans DiskDir. Close stops its

@@ -48,8 +48,9 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 	}
 	end := c.chunkLen(obj.Size, i)
 	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
+	crowded := c.isCrowded()
 	switch {
-	case held != nil && held.from <= a && a <= held.to && !c.crowded.Load():
+	case held != nil && held.from <= a && a <= held.to && !crowded:
 		// A read going on past the cached part: a part twice as long
 		// (or up to the chunk's end), the cached part copied over, not
 		// loaded again. Doubling keeps the copies of a reader going on
@@ -67,7 +68,7 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		// random reader costs about the bytes it reads).
 		s.to = min(max(b, a+c.minLoad()), end)
 	}
-	s.newer = c.crowded.Load() // its reader reads on from it, not from the older part
+	s.newer = crowded // its reader reads on from it, not from the older part
 	if s.pre == nil {
 		// Loads of nearby parts in flight: one load of the span of them
 		// all, when it is short, so that concurrent readers of a region

@@ -110,7 +110,7 @@ type Reader struct {
 func (c *Cache) NewReader() *Reader {
 	r := &Reader{}
 	r.last.Store(c.loaded.Load())
-	c.readerSeen(r)
+	c.readerSeen(r, false)
 	return r
 }
 
@@ -120,7 +120,7 @@ func (c *Cache) NewReader() *Reader {
 // reader until then.
 func (c *Cache) Active(r *Reader) {
 	r.last.Store(c.loaded.Load())
-	c.readerSeen(r)
+	c.readerSeen(r, false)
 }
 
 // pfTrack makes s a prefetch counted in the budget (its bytes were
@@ -197,7 +197,7 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		from = held.from
 	}
 	want := whole - from
-	if c.crowded.Load() {
+	if c.isCrowded() {
 		if held != nil {
 			c.unref(held)
 		}

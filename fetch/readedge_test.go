@@ -1,0 +1,178 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/rsm"
+)
+
+// failBucket sends the first n bytes of every .log body, then fails the
+// read (a connection reset mid-body).
+type failBucket struct {
+	rsm.Bucket
+	n int64
+}
+
+type failReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (f *failReader) Read(p []byte) (int, error) {
+	if f.left <= 0 {
+		return 0, errors.New("connection reset by peer")
+	}
+	if int64(len(p)) > f.left {
+		p = p[:f.left]
+	}
+	n, err := f.r.Read(p)
+	f.left -= int64(n)
+	return n, err
+}
+
+func (b failBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	rc, err := b.Bucket.GetRange(ctx, key, off, length)
+	if err != nil || !strings.HasSuffix(key, ".log") {
+		return rc, err
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{&failReader{r: rc, left: b.n}, rc}, nil
+}
+
+// A body that fails after 20000 bytes (three whole 5070-byte batches and
+// part of a fourth) ends a unary fetch at once, well before a long
+// remote.fetch.max.wait.ms, whatever max_bytes (larger than the segment,
+// 0, one batch): no hang on the bytes that will never come.
+func TestFetchLoadFailsMidBody(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	cfg := DefaultConfig()
+	cfg.MaxWaitMs = 60000
+	cfg.PrefetchBytes = 0
+	for _, maxBytes := range []int32{1 << 30, 1 << 20, 0, 1} {
+		mgr, _ := rsm.NewManager(failBucket{e.bucket, 20000}, rsm.Config{})
+		srv, err := NewServer(cfg, e.store, mgr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var resp *tierdpb.FetchResponse
+		go func() {
+			defer close(done)
+			resp, err = srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: maxBytes})
+		}()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("max_bytes %d: no answer 30s after a load failed", maxBytes)
+		}
+		srv.Close()
+		t.Logf("max_bytes %d: err %v, %d bytes", maxBytes, err, len(resp.GetRecords()))
+		if err == nil {
+			if bs := batches(t, resp.Records); len(bs) == 0 || len(bs) > 3 {
+				t.Errorf("max_bytes %d: %d batches from a body that failed after 3", maxBytes, len(bs))
+			}
+		}
+	}
+}
+
+// Two consumers reading the same partition from the same offset in step
+// (two consumer groups catching up together: their fetches end at the
+// same positions, and each fetch of one comes between two of the other)
+// are sequential readers: read-ahead starts for them, as it does for one.
+func TestLockstepReadersReadAhead(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
+	referenceLog(t, e)
+	read := func(off int64) int64 {
+		t.Helper()
+		for {
+			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 20000)
+			if errors.Is(err, ErrStillLoading) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			return rr.Next
+		}
+	}
+	for a, b := int64(0), int64(0); a < 200; {
+		a = read(a)
+		b = read(b)
+		if a != b {
+			t.Fatalf("readers apart: %d, %d", a, b)
+		}
+	}
+	e.srv.Settle()
+	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
+		t.Fatal("two sequential readers in step: no read-ahead")
+	}
+}
+
+// A unary fetch whose body stalls inside the first batch it leaves out
+// (max_bytes 18000: three 5070-byte batches go in, the fourth, whose
+// header has arrived, ends past 18000; the body stalls at byte 16000)
+// answers with the three at once, not after remote.fetch.max.wait.ms
+// spent waiting for bytes it does not send.
+func TestFetchStallInBatchLeftOut(t *testing.T) {
+	e := newEnv(t, DefaultConfig())
+	referenceLog(t, e)
+	cfg := DefaultConfig()
+	cfg.MaxWaitMs = 600000
+	cfg.RequestTimeout = time.Hour // nor may these end the wait before the test gives up
+	cfg.Cache.LoadTimeout = time.Hour
+	cfg.PrefetchBytes = 0
+	mgr, _ := rsm.NewManager(stallBucket{e.bucket, 16000}, rsm.Config{})
+	srv, err := NewServer(cfg, e.store, mgr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	done := make(chan struct{})
+	var resp *tierdpb.FetchResponse
+	go func() {
+		defer close(done)
+		resp, err = srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 18000})
+	}()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("no answer after 60s: the read waits for the body of a batch it leaves out")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs := batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
+		t.Fatalf("%d batches, next %d; want 3, 3", len(bs), resp.NextOffset)
+	}
+}
+
+// upfrontEnd: the segment's end when within max_bytes, else the last
+// indexed batch start within max_bytes of pos, else pos.
+func TestUpfrontEnd(t *testing.T) {
+	offsets := []index.OffsetEntry{{Offset: 9, Position: 4000}, {Offset: 19, Position: 9000}, {Offset: 29, Position: 15000}}
+	for _, tc := range []struct{ pos, maxBytes, size, want int64 }{
+		{0, 20000, 18000, 18000}, // the rest of the segment is within max_bytes
+		{0, 10000, 18000, 9000},  // the last indexed start within 10000
+		{4000, 10000, 18000, 9000},
+		{4000, 4000, 18000, 4000}, // no indexed start after pos within max_bytes
+		{0, 0, 18000, 0},
+		{9000, 6000, 18000, 15000}, // exactly at an indexed start
+	} {
+		if got := upfrontEnd(offsets, tc.pos, tc.maxBytes, tc.size); got != tc.want {
+			t.Errorf("upfrontEnd(pos %d, max %d, size %d) = %d, want %d", tc.pos, tc.maxBytes, tc.size, got, tc.want)
+		}
+	}
+}
