@@ -93,7 +93,10 @@ type Config struct {
 	// http.pprof on) and the bench process's, over ProfileSeconds from
 	// the readers' start, and the child's block and mutex profiles after
 	// the run, as readers_<N>_<pattern>_r<round>.*.pprof; a run shorter
-	// than ProfileSeconds waits for its profiles. Default "" (none).
+	// than ProfileSeconds waits for its profiles. scale_segments: the
+	// bench process's CPU profile of each retention pass, as
+	// scale_segments_<bucket>_<copies>_retention.pprof (the last round's).
+	// Default "" (none).
 	ProfileDir string
 	// ProfileSeconds is how long each CPU profile of readers_N runs,
 	// seconds. Default 15.

@@ -130,7 +130,10 @@ func (e *env) segsStep(ctx context.Context, kind, dir, name string, n int) (st s
 	if err != nil {
 		return st, err
 	}
-	if st.retention, err = e.pass(ctx, kind, rc, b, &syncs); err != nil {
+	stop := e.profile(fmt.Sprintf("scale_segments_%s_%d_retention", kind, n))
+	st.retention, err = e.pass(ctx, kind, rc, b, &syncs)
+	stop()
+	if err != nil {
 		return st, fmt.Errorf("retention pass: %w", err)
 	}
 	fin, err := store.FinishedSegments(remotelog.TopicPartition{Topic: segsTopic, Partition: 0})
