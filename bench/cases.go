@@ -103,6 +103,7 @@ func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) 
 func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, coldAll *Result, err error) {
 	raw, cold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
 	defer e.profile("cold")()
+	defer e.trace("cold")()
 	for _, m := range e.fin { // load every offset index
 		if _, err := fetchRetry(ctx, e.client, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}, cold); err != nil {
 			return nil, nil, nil, nil, fmt.Errorf("loading the offset indexes: %w", err)

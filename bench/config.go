@@ -86,7 +86,8 @@ type Config struct {
 	// ProfileDir, when set, receives Go profiles (the directory must
 	// exist). The read path: a CPU profile of the bench process (the
 	// clients and the in-process servers) for each step: raw_get +
-	// fetch_cold + kafka_fetch_cold (cold.pprof), fetch_warm + grpc_floor
+	// fetch_cold + kafka_fetch_cold (cold.pprof, and an execution trace,
+	// cold.trace, for where the cold fetches wait), fetch_warm + grpc_floor
 	// (warm.pprof), raw_seq_get.pprof, grpc_floor_stream.pprof, and
 	// replay-<round>.pprof and kafka_replay-<round>.pprof. readers_N
 	// (readprof.go): the "tierd run" child's CPU profile (it runs with

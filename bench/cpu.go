@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,6 +119,36 @@ func (e *env) profile(name string) (stop func()) {
 		pprof.StopCPUProfile()
 		if err := f.Close(); err != nil {
 			e.logf("tierd bench: profile %s: %v", name, err)
+		}
+	}
+}
+
+// trace writes a Go execution trace of the bench process into
+// <ProfileDir>/<name>.trace when cfg.ProfileDir is set; stop ends it. It
+// shows where goroutines wait, which a CPU profile does not: `go tool
+// trace -pprof=sync` (channels, mutexes), `-pprof=net`, `-pprof=syscall`
+// and `-pprof=sched` (waiting for a thread) turn it into profiles of
+// waiting time. Like profile, a trace that cannot start is reported and
+// skipped.
+func (e *env) trace(name string) (stop func()) {
+	if e.cfg.ProfileDir == "" {
+		return func() {}
+	}
+	path := filepath.Join(e.cfg.ProfileDir, name+".trace")
+	f, err := os.Create(path)
+	if err != nil {
+		e.logf("tierd bench: trace %s: %v", name, err)
+		return func() {}
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		e.logf("tierd bench: trace %s: %v", name, err)
+		return func() {}
+	}
+	return func() {
+		trace.Stop()
+		if err := f.Close(); err != nil {
+			e.logf("tierd bench: trace %s: %v", name, err)
 		}
 	}
 }

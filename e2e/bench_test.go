@@ -43,14 +43,15 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"tierd run child", "targets (ratios from this run)", "kafka_fetch_cold p50 / fetch_cold p50 = ",
-		"kafka_replay MiB/s / replay MiB/s = ", "copy MiB/s / raw_put MiB/s = ", "replay CPU-s/GiB / (raw_seq_get + grpc_floor) CPU-s/GiB = ",
+		"kafka_replay MiB/s / replay MiB/s = ", "copy MiB/s / raw_put MiB/s = ",
+		"replay CPU-s/GiB (median of 2 rounds; ", ") / (raw_seq_get + grpc_floor) CPU-s/GiB = ", "first touch of memory on this machine costs ",
 		"readers/seq", "readers/random", "readers random: p99 at 2 readers / p99 at 1 = "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}
 	}
 	for _, c := range []string{"replay", "kafka_replay"} { // the two replays took turns, twice each
-		if !regexp.MustCompile(`(?m)^` + c + `: MiB/s by round \d+, \d+$`).MatchString(out.String()) {
+		if !regexp.MustCompile(`(?m)^` + c + `: MiB/s by round \d+, \d+; CPU-s/GiB proc\+store by round [0-9.+]+, [0-9.+]+$`).MatchString(out.String()) {
 			t.Errorf("no two rounds of %s in the notes:\n%s", c, out.String())
 		}
 	}
@@ -63,12 +64,30 @@ func TestBench(t *testing.T) {
 		t.Fatalf("--json: %v\n%s", err, raw)
 	}
 	got := map[string]map[string]float64{}
+	rounds := map[string]map[string][]float64{} // the per-round arrays of the cases run in rounds
 	for _, c := range cases {
-		var v map[string]float64
-		if err := json.Unmarshal(all[c], &v); err != nil {
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(all[c], &fields); err != nil {
 			t.Fatalf("--json %s: %v\n%s", c, err, raw)
 		}
-		got[c] = v
+		got[c], rounds[c] = map[string]float64{}, map[string][]float64{}
+		for k, f := range fields {
+			var x float64
+			if err := json.Unmarshal(f, &x); err == nil {
+				got[c][k] = x
+				continue
+			}
+			var xs []float64
+			if err := json.Unmarshal(f, &xs); err != nil {
+				t.Fatalf("--json %s %s: neither a number nor numbers: %s", c, k, f)
+			}
+			rounds[c][k] = xs
+		}
+	}
+	for _, c := range []string{"replay", "kafka_replay"} {
+		if r := rounds[c]; len(r["mib_per_s_by_round"]) != 2 || len(r["cpu_s_per_gib_by_round"]) != 2 || r["mib_per_s_by_round"][1] <= 0 {
+			t.Errorf("--json %s: per-round values %v, want two rounds of each", c, r)
+		}
 	}
 	for _, c := range cases {
 		r, ok := got[c]
