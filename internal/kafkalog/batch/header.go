@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"math"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -208,6 +209,10 @@ func parseV2(buf []byte, pos int64, size int32) (Batch, error) {
 		return Batch{}, kafkalog.Corruptf(pos, "negative base offset %d", b.BaseOffset)
 	case delta < 0:
 		return Batch{}, kafkalog.Corruptf(pos+23, "negative last offset delta %d", delta)
+	case b.BaseOffset > math.MaxInt64-int64(delta):
+		// Offsets are int64 (Kafka's long); a last offset past its range
+		// is no offset a log can hold.
+		return Batch{}, kafkalog.Corruptf(pos+23, "base offset %d + last offset delta %d overflows an offset", b.BaseOffset, delta)
 	case b.Codec > CodecZstd:
 		return Batch{}, kafkalog.Corruptf(pos+21, "unknown compression codec %d", b.Codec)
 	case b.Count < 0:
