@@ -89,7 +89,8 @@ type Config struct {
 	// fetch_cold + kafka_fetch_cold (cold.pprof, and an execution trace,
 	// cold.trace, for where the cold fetches wait), fetch_warm + grpc_floor
 	// (warm.pprof), raw_seq_get.pprof, grpc_floor_stream.pprof, and
-	// replay-<round>.pprof and kafka_replay-<round>.pprof. readers_N
+	// replay-<round>.pprof and kafka_replay-<round>.pprof; copy-<round>.pprof
+	// and raw_put-<round>.pprof. readers_N
 	// (readprof.go): the "tierd run" child's CPU profile (it runs with
 	// http.pprof on) and the bench process's, over ProfileSeconds from
 	// the readers' start, and the child's block and mutex profiles after

@@ -29,8 +29,16 @@ func (e *env) copyCase(ctx context.Context) (cp, raw *Result, ratio *Series, err
 	for r := range e.cfg.Rounds {
 		var c, p time.Duration
 		ops := []func() error{
-			func() (err error) { c, err = e.copyOnce(ctx, r); return err },
-			func() (err error) { p, err = e.rawPutOnce(ctx, r); return err },
+			func() (err error) {
+				defer e.profile(fmt.Sprintf("copy-%d", r+1))()
+				c, err = e.copyOnce(ctx, r)
+				return err
+			},
+			func() (err error) {
+				defer e.profile(fmt.Sprintf("raw_put-%d", r+1))()
+				p, err = e.rawPutOnce(ctx, r)
+				return err
+			},
 		}
 		for k := range ops {
 			if err := ops[(r+k)%2](); err != nil {
