@@ -3,6 +3,7 @@ package fetch
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -262,20 +263,26 @@ func TestIndexLoadPanic(t *testing.T) {
 }
 
 // stallBucket sends the first n bytes of every .log body, then holds the
-// rest until the GET's context ends.
+// rest until the GET's context ends or, with fail, fails the read (a
+// connection reset mid-body).
 type stallBucket struct {
 	rsm.Bucket
-	n int64
+	n    int64
+	fail bool
 }
 
 type stallReader struct {
 	ctx  context.Context
 	r    io.Reader
 	left int64
+	fail bool
 }
 
 func (s *stallReader) Read(p []byte) (int, error) {
 	if s.left <= 0 {
+		if s.fail {
+			return 0, errors.New("connection reset by peer")
+		}
 		<-s.ctx.Done()
 		return 0, s.ctx.Err()
 	}
@@ -295,7 +302,7 @@ func (b stallBucket) GetRange(ctx context.Context, key string, off, length int64
 	return struct {
 		io.Reader
 		io.Closer
-	}{&stallReader{ctx: ctx, r: rc, left: b.n}, rc}, nil
+	}{&stallReader{ctx: ctx, r: rc, left: b.n, fail: b.fail}, rc}, nil
 }
 
 // remote.fetch.max.wait.ms: a body that stalls after 20000 bytes (three
@@ -311,7 +318,7 @@ func TestMaxWaitPartialAnswer(t *testing.T) {
 		stallAt int64
 		want    int // batches; 0: UNAVAILABLE
 	}{{20000, 3}, {3000, 0}} {
-		mgr, _ := rsm.NewManager(stallBucket{e.bucket, tc.stallAt}, rsm.Config{})
+		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: tc.stallAt}, rsm.Config{})
 		srv, err := NewServer(cfg, e.store, mgr)
 		if err != nil {
 			t.Fatal(err)

@@ -3,8 +3,6 @@ package fetch
 import (
 	"context"
 	"errors"
-	"io"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,41 +12,6 @@ import (
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 )
-
-// failBucket sends the first n bytes of every .log body, then fails the
-// read (a connection reset mid-body).
-type failBucket struct {
-	rsm.Bucket
-	n int64
-}
-
-type failReader struct {
-	r    io.Reader
-	left int64
-}
-
-func (f *failReader) Read(p []byte) (int, error) {
-	if f.left <= 0 {
-		return 0, errors.New("connection reset by peer")
-	}
-	if int64(len(p)) > f.left {
-		p = p[:f.left]
-	}
-	n, err := f.r.Read(p)
-	f.left -= int64(n)
-	return n, err
-}
-
-func (b failBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	rc, err := b.Bucket.GetRange(ctx, key, off, length)
-	if err != nil || !strings.HasSuffix(key, ".log") {
-		return rc, err
-	}
-	return struct {
-		io.Reader
-		io.Closer
-	}{&failReader{r: rc, left: b.n}, rc}, nil
-}
 
 // A body that fails after 20000 bytes (three whole 5070-byte batches and
 // part of a fourth) ends a unary fetch at once, well before a long
@@ -61,7 +24,7 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 	cfg.MaxWaitMs = 60000
 	cfg.PrefetchBytes = 0
 	for _, maxBytes := range []int32{1 << 30, 1 << 20, 0, 1} {
-		mgr, _ := rsm.NewManager(failBucket{e.bucket, 20000}, rsm.Config{})
+		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 20000, fail: true}, rsm.Config{})
 		srv, err := NewServer(cfg, e.store, mgr)
 		if err != nil {
 			t.Fatal(err)
@@ -134,7 +97,7 @@ func TestFetchStallInBatchLeftOut(t *testing.T) {
 	cfg.RequestTimeout = time.Hour // nor may these end the wait before the test gives up
 	cfg.Cache.LoadTimeout = time.Hour
 	cfg.PrefetchBytes = 0
-	mgr, _ := rsm.NewManager(stallBucket{e.bucket, 16000}, rsm.Config{})
+	mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 16000}, rsm.Config{})
 	srv, err := NewServer(cfg, e.store, mgr)
 	if err != nil {
 		t.Fatal(err)
