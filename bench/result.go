@@ -141,7 +141,9 @@ func (rep *Report) get(name string) *Result {
 // WriteTable prints the results and the targets as ratios.
 func (rep *Report) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "case\tcount\tp50_us\tp99_us\tp99.9_us\tMiB/s\tGETs/MiB\tCPU-s/GiB proc+store\t")
+	if len(rep.Results) > 0 { // none when only growth cases ran
+		fmt.Fprintln(tw, "case\tcount\tp50_us\tp99_us\tp99.9_us\tMiB/s\tGETs/MiB\tCPU-s/GiB proc+store\t")
+	}
 	for _, r := range rep.Results {
 		g, c := "-", "-"
 		if r.GetsPerMiB != nil {

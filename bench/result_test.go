@@ -173,3 +173,14 @@ func TestReplayTargetsByRound(t *testing.T) {
 		t.Errorf("first-touch probe: %v %v", v, ok)
 	}
 }
+
+// TestTableWithoutPointCases: a run of growth cases alone prints no empty
+// table of point cases.
+func TestTableWithoutPointCases(t *testing.T) {
+	rep := &Report{Series: []*Series{series("copy", "minio", "copy_over_raw_put", []int{8}, false, []float64{0.95})}}
+	var sb strings.Builder
+	rep.WriteTable(&sb)
+	if strings.Contains(sb.String(), "p50_us") || !strings.Contains(sb.String(), "copy_over_raw_put") {
+		t.Fatalf("table:\n%s", sb.String())
+	}
+}
