@@ -95,23 +95,24 @@ func (e *env) rawGet(ctx context.Context, s sample, buf []byte) ([]byte, error) 
 	return buf, err
 }
 
-// coldAndRaw measures raw_get, fetch_cold and kafka_fetch_cold on the
-// same samples, in turn (which goes first rotates), with the chunk cache
+// coldAndRaw measures raw_get, fetch_cold, fetch_cold_stream and
+// kafka_fetch_cold on the same samples, in turn (which goes first
+// rotates), with the chunk cache
 // emptied before every cold fetch; the remote indexes stay cached, as they
 // do for a partition being read. fetch_cold_all then reads a third of the
 // samples again with the index cache emptied too.
-func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, coldAll *Result, err error) {
-	raw, cold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
+func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, scold, kcold, coldAll *Result, err error) {
+	raw, cold, scold, kcold, coldAll = newResult("raw_get"), newResult("fetch_cold"), newResult("fetch_cold_stream"), newResult("kafka_fetch_cold"), newResult("fetch_cold_all")
 	defer e.profile("cold")()
 	defer e.trace("cold")()
 	for _, m := range e.fin { // load every offset index
 		if _, err := fetchRetry(ctx, e.client, &tierdpb.FetchRequest{Topic: topic, Offset: m.StartOffset, MaxBytes: 1}, cold); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("loading the offset indexes: %w", err)
+			return nil, nil, nil, nil, nil, fmt.Errorf("loading the offset indexes: %w", err)
 		}
 	}
 	kc, err := e.dialKafka(ctx)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, nil, nil, nil, nil, err
 	}
 	defer kc.close()
 	rawBuf, buf := make([]byte, int(e.cfg.MaxBytes)+1<<20), make([]byte, int(e.cfg.MaxBytes)+1<<20)
@@ -130,13 +131,22 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, co
 				return resp.GetRecords(), resp.GetNextOffset(), err
 			})
 		}
+		doStream := func() error { // tierd's own client: FetchStream, as the embedded log reads
+			return e.coldOne(scold, s, want, buf, func() ([]byte, int64, error) {
+				b, err := e.client.Partition(topic, 0).Fetch(ctx, s.offset, int(e.cfg.MaxBytes), tierdpb.IsolationLevel_READ_UNCOMMITTED)
+				if err != nil {
+					return nil, 0, err
+				}
+				return b.Records, b.NextOffset, nil
+			})
+		}
 		doKafka := func() error {
 			return e.coldOne(kcold, s, want, buf, func() ([]byte, int64, error) { return kc.fetch(ctx, s.offset) })
 		}
-		ops := []func() error{doRaw, doCold, doKafka}
+		ops := []func() error{doRaw, doCold, doStream, doKafka}
 		for k := range ops {
 			if err := ops[(i+k)%len(ops)](); err != nil {
-				return nil, nil, nil, nil, err
+				return nil, nil, nil, nil, nil, err
 			}
 		}
 	}
@@ -150,21 +160,21 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, kcold, co
 		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
 		coldAll.add(time.Since(t), s.len)
 		if err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
+			return nil, nil, nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
 		}
 		e.server.Settle()
 		al, ai := e.getsBy()
 		coldAll.gets += al - bl
 		coldAll.indexGets += ai - bi
 		if err := e.checkLocal(coldAll.Name, s, resp.Records, resp.NextOffset, buf); err != nil {
-			return nil, nil, nil, nil, err
+			return nil, nil, nil, nil, nil, err
 		}
 	}
-	for _, r := range []*Result{cold, kcold, coldAll} {
+	for _, r := range []*Result{cold, scold, kcold, coldAll} {
 		n := float64(r.hist.TotalCount())
 		r.Note = fmt.Sprintf("%.2f GETs per fetch (%.2f of .log, %.2f of indexes)", (r.gets+r.indexGets)/n, r.gets/n, r.indexGets/n)
 	}
-	return raw, cold, kcold, coldAll, nil
+	return raw, cold, scold, kcold, coldAll, nil
 }
 
 // coldOne measures one fetch of s (fetch returns its records and the

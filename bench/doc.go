@@ -13,6 +13,9 @@
 //	                with tierd's own bucket client: the floor of a cold read
 //	fetch_cold      Fetch over gRPC with the chunk cache emptied before each
 //	                (remote indexes stay cached, as for a partition in use)
+//	fetch_cold_stream
+//	                the same reads through tierd's own client, which uses
+//	                FetchStream (batches sent as the GET body arrives)
 //	kafka_fetch_cold
 //	                the same reads as Kafka Fetch requests (one partition,
 //	                partition_max_bytes = max_bytes) sent with franz-go to

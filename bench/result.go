@@ -249,6 +249,12 @@ func (rep *Report) Targets() []Target {
 			ratio(c.P50, r.P50, 1.3, true, "fetch_cold p50 / raw_get p50 = %.2f (<= %.2f)")
 		}
 	}
+	if c, r := rep.get("fetch_cold_stream"), rep.get("raw_get"); c != nil && r != nil && r.P50 > 0 {
+		// No target of its own: the unary fetch_cold carries it. This is
+		// the path tierd's client and the embedded log take.
+		out = append(out, Target{Note: true, Text: fmt.Sprintf("fetch_cold_stream p50 / raw_get p50 = %.2f (FetchStream, as tierd's client reads: batches sent as the GET body arrives)",
+			math.Round(c.P50/r.P50*100)/100)})
+	}
 	if w, f := rep.get("fetch_warm"), rep.get("grpc_floor"); w != nil && f != nil {
 		n := len(out)
 		ratio(w.P50, f.P50, 1.3, true, "fetch_warm p50 / grpc_floor p50 = %.2f (<= %.2f)")

@@ -55,9 +55,12 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	var steps []stepT
 	if cfg.runs("read") {
 		ss := e.samples()
-		var raw, cold, kcold, coldAll, warm, local, floorR, replay, kreplay, seq, mem *Result
+		var raw, cold, scold, kcold, coldAll, warm, local, floorR, replay, kreplay, seq, mem *Result
 		steps = append(steps, []stepT{
-			{"raw_get + fetch_cold + kafka_fetch_cold", func() (err error) { raw, cold, kcold, coldAll, err = e.coldAndRaw(ctx, ss); return err }},
+			{"raw_get + fetch_cold + fetch_cold_stream + kafka_fetch_cold", func() (err error) {
+				raw, cold, scold, kcold, coldAll, err = e.coldAndRaw(ctx, ss)
+				return err
+			}},
 			{"fetch_warm + grpc_floor", func() (err error) { warm, floorR, err = e.warmAndFloor(ctx, ss); return err }},
 			{"local_read", func() (err error) { local, err = e.local(ss); return err }},
 			{"raw_seq_get + grpc_floor stream", func() (err error) {
@@ -69,7 +72,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 			{fmt.Sprintf("replay + kafka_replay (x%d)", cfg.Rounds), func() (err error) { replay, kreplay, err = e.replays(ctx); return err }},
 			{fmt.Sprintf("replay_%d (memory)", cfg.Readers), func() (err error) {
 				if mem, err = e.memory(ctx, cfg.DaemonBin); err == nil {
-					rep.Results = append(rep.Results, raw, cold, kcold, coldAll, warm, local, floorR, seq, replay, kreplay, mem)
+					rep.Results = append(rep.Results, raw, cold, scold, kcold, coldAll, warm, local, floorR, seq, replay, kreplay, mem)
 				}
 				return err
 			}},
