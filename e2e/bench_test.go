@@ -35,7 +35,7 @@ func TestBench(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tierd bench: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	cases := []string{"raw_get", "fetch_cold", "kafka_fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get",
+	cases := []string{"raw_get", "fetch_cold", "fetch_cold_stream", "kafka_fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get",
 		"replay", "kafka_replay", "replay_3", "copy", "raw_put"}
 	for _, c := range cases {
 		if !strings.Contains(out.String(), c) {
@@ -43,7 +43,7 @@ func TestBench(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"tierd run child", "targets (ratios from this run)", "kafka_fetch_cold p50 / fetch_cold p50 = ",
-		"kafka_replay MiB/s / replay MiB/s = ", "copy MiB/s / raw_put MiB/s = ",
+		"kafka_replay MiB/s / replay MiB/s = ", "fetch_cold_stream p50 / raw_get p50 = ", "copy MiB/s / raw_put MiB/s = ",
 		"replay CPU-s/GiB (median of 2 rounds; ", ") / (raw_seq_get + grpc_floor) CPU-s/GiB = ", "first touch of memory on this machine costs ",
 		"readers/seq", "readers/random", "readers random: p99 at 2 readers / p99 at 1 = "} {
 		if !strings.Contains(out.String(), want) {
