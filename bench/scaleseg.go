@@ -293,7 +293,7 @@ func (e *env) scaleSegments(ctx context.Context) ([]*Series, error) {
 			name   string
 			growth bool
 		}{{"fetch_cached_p50_ms", false}, {"fetch_after_write_p50_ms", false}, {"segments_cmd_s", true}, {"retention_pass_cpu_s", true},
-			{"retention_pass_wall_s", true}, {"retention_pass_bucket_requests", false}, {"build_s", false}} {
+			{"retention_pass_wall_s", true}, {"retention_pass_bucket_requests", false}, {"retention_pass_syncs", false}, {"build_s", false}} {
 			ser[m.name] = newSeries("scale_segments", kind, m.name, sizes, rounds, m.growth)
 			out = append(out, ser[m.name])
 		}
@@ -322,16 +322,17 @@ func (e *env) scaleSegments(ctx context.Context) ([]*Series, error) {
 				}
 				vals := map[string]float64{"fetch_cached_p50_ms": st.cachedUs / 1000, "fetch_after_write_p50_ms": st.afterWriteUs / 1000,
 					"retention_pass_cpu_s": st.retention.cpu, "retention_pass_wall_s": st.retention.wall.Seconds(),
-					"retention_pass_bucket_requests": float64(st.retention.requests), "build_s": st.build.Seconds()}
+					"retention_pass_bucket_requests": float64(st.retention.requests), "retention_pass_syncs": float64(st.retention.syncs),
+					"build_s": st.build.Seconds()}
 				if e.cfg.DaemonBin != "" {
 					vals["segments_cmd_s"] = st.segmentsCmd.Seconds()
 				}
 				for k, v := range vals {
 					ser[k].set(r, i, v)
 				}
-				e.logf("scale_segments/%s at %d copies (round %d): built in %s; Fetch p50 %.3f ms cached, %.3f ms after a write; tierd segments %s; retention pass deleted %d in %s (%.2f CPU-s)",
+				e.logf("scale_segments/%s at %d copies (round %d): built in %s; Fetch p50 %.3f ms cached, %.3f ms after a write; tierd segments %s; retention pass deleted %d in %s (%.2f CPU-s, %d synced metadata writes)",
 					kind, n, r+1, st.build.Round(time.Millisecond), st.cachedUs/1000, st.afterWriteUs/1000, st.segmentsCmd.Round(time.Millisecond),
-					st.deleted, st.retention.wall.Round(time.Millisecond), st.retention.cpu)
+					st.deleted, st.retention.wall.Round(time.Millisecond), st.retention.cpu, st.retention.syncs)
 			}
 		}
 	}

@@ -48,6 +48,7 @@ type RemoteStorage interface {
 type MetadataStore interface {
 	AddSegment(meta remotelog.SegmentMetadata) error
 	UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error)
+	UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error)
 	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)

@@ -38,14 +38,15 @@ func (c *Copier) abandon(meta remotelog.SegmentMetadata, err error) error {
 // still in COPY_SEGMENT_STARTED is an abandoned copy (passes do not
 // overlap, so no copy is in flight), a row in DELETE_SEGMENT_STARTED an
 // interrupted delete. Both have their objects deleted (missing objects are
-// fine) and end in DELETE_SEGMENT_FINISHED.
+// fine) and end in DELETE_SEGMENT_FINISHED, deleteBatch copies per pair of
+// synced writes (deleteRemotes).
 func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartition) error {
 	rows, err := c.store.Segments(tp)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	deleted := map[remotelog.SegmentID]bool{}
+	var dead []remotelog.SegmentMetadata
 	for _, r := range rows {
 		if r.State != remotelog.CopySegmentStarted && r.State != remotelog.DeleteSegmentStarted {
 			continue
@@ -66,41 +67,15 @@ func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartit
 			}
 			c.log.Info("cleaning up an unfinished copy", "partition", tp, "segment", r.ID, "base_offset", r.StartOffset)
 		}
-		if err := c.deleteRemote(ctx, r); err != nil {
-			errs = append(errs, err)
-		} else {
-			deleted[r.ID] = true
-		}
+		dead = append(dead, r)
 	}
-	errs = append(errs, c.abortUploads(ctx, tp, deleted))
+	deleted, err := c.deleteRemotes(ctx, tp, dead)
+	errs = append(errs, err, c.abortUploads(ctx, tp, deleted))
 	return errors.Join(errs...)
 }
 
-// deleteRemote runs the delete protocol for one row: DELETE_SEGMENT_STARTED
-// (synced), delete the objects (manifest first), DELETE_SEGMENT_FINISHED.
-func (c *Copier) deleteRemote(ctx context.Context, r remotelog.SegmentMetadata) error {
-	if r.State != remotelog.DeleteSegmentStarted {
-		var err error
-		if r, err = c.store.UpdateState(r.TopicPartition, r.StartOffset, r.ID, remotelog.DeleteSegmentStarted); err != nil {
-			return err
-		}
-	}
-	crashpoint.Hit("remote.delete-started")
-	err := c.rs.DeleteSegment(ctx, r)
-	c.countDelete(r.TopicPartition, err)
-	if err != nil {
-		return fmt.Errorf("delete segment %s: %w", r.ID, err)
-	}
-	crashpoint.Hit("remote.objects-deleted")
-	if _, err := c.store.UpdateState(r.TopicPartition, r.StartOffset, r.ID, remotelog.DeleteSegmentFinished); err != nil {
-		return err
-	}
-	c.m.remoteDeleted.Inc()
-	return nil
-}
-
 // abortUploads aborts the incomplete multipart uploads of copies of tp
-// just deleted by deleteRemote (ids; their rows were this tierd's and no
+// just deleted by deleteRemote or deleteRemotes (ids; their rows were this tierd's and no
 // copy of tp is in flight): one listing of the partition's uploads for
 // all of them, not one per copy. When it fails, the partition's next
 // sweep aborts them.

@@ -106,6 +106,15 @@
 // whose key names one of those copies' segment ids: the copy's own proof
 // covers them.
 //
+// Retention, superseded copies and the clean-up of dead copies run the
+// delete protocol for up to 256 copies of a partition at once
+// (deletebatch.go): DELETE_SEGMENT_STARTED for all of them in one synced
+// write before any object goes (for retention, after the log start offset
+// moved past all of them, durably), then each copy's objects, then
+// DELETE_SEGMENT_FINISHED, in one synced write, for those whose objects all
+// went; a copy whose delete failed stays DELETE_SEGMENT_STARTED for the
+// next pass. The proof of each copy is checked, and logged, as for one.
+//
 // # Remote compaction
 //
 // For a topic whose cleanup.policy contains compact, a pass that owns a

@@ -287,6 +287,13 @@ func (f *failingStore) UpdateState(tp remotelog.TopicPartition, start int64, id 
 	return f.MetadataStore.UpdateState(tp, start, id, to)
 }
 
+func (f *failingStore) UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error) {
+	if f.fail && to == f.to {
+		return nil, errors.New("injected: the process died here")
+	}
+	return f.MetadataStore.UpdateStates(tp, rows, to)
+}
+
 // TestRemoteCompactionCrashSteps leaves the rows as a crash at each step
 // would, and checks that the remote tier reads back the same map
 // throughout and that the next pass finishes or undoes the merge: a

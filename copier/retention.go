@@ -235,7 +235,12 @@ func (c *Copier) removeDeleted(dir string) error {
 // at least the copy's size (Kafka's RemoteLogManager rule: the log is never
 // cut below retention.bytes).
 // The log start offset moves past a copy (durably) before its objects are
-// deleted. Superseded copies are deleted too.
+// deleted: past a group of up to deleteBatch copies at once, which then
+// go through the delete protocol together (deleteGroup: two synced
+// writes per group). A group with a copy whose objects failed to go ends
+// the pass; that copy stays in DELETE_SEGMENT_STARTED, below the log
+// start offset, and the next pass finishes it. Superseded copies are
+// deleted too, deleteBatch at a time.
 func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
 	deleted := map[remotelog.SegmentID]bool{} // once for all: their incomplete uploads
 	defer func() { err = errors.Join(err, c.abortUploads(ctx, p.tp, deleted)) }()
@@ -261,6 +266,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		live[r.ID] = true
 	}
 	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket this pass
+	var superseded []remotelog.SegmentMetadata
 	for _, r := range finished {
 		if !live[r.ID] {
 			// The copy that supersedes r is checked in the bucket right
@@ -282,12 +288,13 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 			}
 			proof := supersededProof(by)
 			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset, "proof", proof)
-			if err := c.deleteRemote(ctx, r); err != nil {
-				errs = append(errs, err)
-			} else {
-				deleted[r.ID] = true
-			}
+			superseded = append(superseded, r)
 		}
+	}
+	gone, err := c.deleteRemotes(ctx, p.tp, superseded)
+	errs = append(errs, err)
+	for id := range gone {
+		deleted[id] = true
 	}
 	offs, _, err := c.store.Offsets(p.tp)
 	if err != nil {
@@ -307,28 +314,56 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		}
 	}
 	nowMs := c.now().UnixMilli()
-	for _, r := range fin {
-		onlyRemote := r.EndOffset < localStart
-		// retention.ms/bytes delete only with cleanup.policy delete: a
-		// compact-only log keeps its copies, as Kafka keeps its segments.
-		breach := r.EndOffset < offs.LogStartOffset || (!p.policy.compactOnly() &&
-			(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
-				(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
-		if !breach {
+	lso := offs.LogStartOffset
+	for i := 0; i < len(fin); {
+		// The next group of copies that breach retention, each judged as
+		// if the ones before it were gone and the log start offset had
+		// moved past them (as when they went one at a time).
+		var group []remotelog.SegmentMetadata
+		stop := false
+		for ; i < len(fin) && len(group) < deleteBatch; i++ {
+			r := fin[i]
+			onlyRemote := r.EndOffset < localStart
+			// retention.ms/bytes delete only with cleanup.policy delete: a
+			// compact-only log keeps its copies, as Kafka keeps its segments.
+			breach := r.EndOffset < lso || (!p.policy.compactOnly() &&
+				(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
+					(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
+			if !breach {
+				stop = true
+				break
+			}
+			lso = max(lso, r.EndOffset+1)
+			if onlyRemote {
+				total -= r.SizeInBytes
+			}
+			group = append(group, r)
+		}
+		if len(group) == 0 {
 			break
 		}
-		if offs, err = c.store.AdvanceOffsets(p.tp, r.EndOffset+1, -1); err != nil {
+		// The log start offset moves past the whole group, durably,
+		// before any of its objects is deleted.
+		if offs, err = c.store.AdvanceOffsets(p.tp, lso, -1); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		crashpoint.Hit("remote.offset-saved")
-		if err := c.deleteRemote(ctx, r); err != nil {
-			return errors.Join(append(errs, fmt.Errorf("segment %d: %w", r.StartOffset, err))...)
+		ids, err := c.deleteGroup(ctx, p.tp, group)
+		gone := make(map[remotelog.SegmentID]bool, len(ids))
+		for _, id := range ids {
+			gone[id], deleted[id] = true, true
 		}
-		deleted[r.ID] = true
-		if onlyRemote {
-			total -= r.SizeInBytes
+		for _, r := range group {
+			if gone[r.ID] {
+				c.log.Info("deleted remote segment", "partition", p.tp, "base_offset", r.StartOffset, "end_offset", r.EndOffset, "log_start_offset", offs.LogStartOffset)
+			}
 		}
-		c.log.Info("deleted remote segment", "partition", p.tp, "base_offset", r.StartOffset, "end_offset", r.EndOffset, "log_start_offset", offs.LogStartOffset)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		if stop {
+			break
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -87,52 +87,102 @@ func (s *Store) ImportSegment(meta remotelog.SegmentMetadata) error {
 
 // UpdateState moves a row to state to, after checking the transition (see
 // remotelog.CheckTransition). Entering COPY_SEGMENT_FINISHED also raises
-// the partition's highest tiered offset, in the same synced write.
+// the partition's highest tiered offset, in the same synced write. It
+// returns the row as written, or on error the row as read (zero when
+// not found). Errors: ErrSegmentNotFound, remotelog.ErrIllegalTransition
+// (wrapped), the store's.
 func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error) {
+	out, err := s.updateStates(tp, []remotelog.SegmentMetadata{{TopicPartition: tp, StartOffset: start, ID: id}}, to)
+	return out[0], err
+}
+
+// UpdateStates moves rows of one partition, each named by its
+// TopicPartition, StartOffset and ID (the other fields are not read), to
+// state to in one synced write, with the checks and effects UpdateState
+// makes for each: the row exists, the transition is valid, the finished
+// rows, the highest tiered offset (entering COPY_SEGMENT_FINISHED), the
+// partition's version and its change (one change holding every row, so
+// ChangesSince sees them all; a write of more than 256 rows makes readers
+// reload the partition instead). It writes all rows or none. It returns
+// the rows as written, in the order given; nothing is written for none.
+// Errors: ErrSegmentNotFound, remotelog.ErrIllegalTransition (wrapped),
+// a row of another partition or named twice, the store's.
+func (s *Store) UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	out, err := s.updateStates(tp, rows, to)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// updateStates is UpdateStates; on error the last row returned is the
+// one that failed, as read.
+func (s *Store) updateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := segmentKey(tp, start, id)
-	meta, err := s.segment(k)
-	if err != nil {
-		return meta, err
-	}
-	if err := remotelog.CheckTransition(meta.State, to); err != nil {
-		return meta, fmt.Errorf("%s segment %s: %w", tp, id, err)
-	}
-	meta.State, meta.EventTimestampMs = to, s.now().UnixMilli()
+	nowMs := s.now().UnixMilli()
 	b := s.db().NewBatch()
 	defer b.Close()
-	if err := putJSON(b, k, meta); err != nil {
-		return meta, err
-	}
-	// The 'f' family mirrors the finished rows, so readers never decode
-	// the rows of deleted copies.
-	fk := finishedKey(tp, start, id)
-	ch := &remotelog.Change{Finished: []remotelog.FinishedOp{{StartOffset: start, ID: id}}}
-	if to == remotelog.CopySegmentFinished {
-		if err := putJSON(b, fk, meta); err != nil {
-			return meta, err
+	out := make([]remotelog.SegmentMetadata, 0, len(rows))
+	ch := &remotelog.Change{Finished: make([]remotelog.FinishedOp, 0, len(rows))}
+	seen := make(map[remotelog.SegmentID]bool, len(rows))
+	highest := int64(-1)
+	for _, r := range rows {
+		if r.TopicPartition != tp {
+			return append(out, r), fmt.Errorf("rlmm: segment %s of %s in a write to %s", r.ID, r.TopicPartition, tp)
 		}
-		ch = finishedSet(meta, nil)
-	} else if err := b.Delete(fk, nil); err != nil {
-		return meta, err
+		if seen[r.ID] {
+			return append(out, r), fmt.Errorf("rlmm: %s segment %s named twice in one write", tp, r.ID)
+		}
+		seen[r.ID] = true
+		k := segmentKey(tp, r.StartOffset, r.ID)
+		meta, err := s.segment(k)
+		if err != nil {
+			return append(out, meta), err
+		}
+		if err := remotelog.CheckTransition(meta.State, to); err != nil {
+			return append(out, meta), fmt.Errorf("%s segment %s: %w", tp, r.ID, err)
+		}
+		meta.State, meta.EventTimestampMs = to, nowMs
+		if err := putJSON(b, k, meta); err != nil {
+			return append(out, meta), err
+		}
+		// The 'f' family mirrors the finished rows, so readers never
+		// decode the rows of deleted copies.
+		fk := finishedKey(tp, r.StartOffset, r.ID)
+		op := remotelog.FinishedOp{StartOffset: r.StartOffset, ID: r.ID}
+		if to == remotelog.CopySegmentFinished {
+			if err := putJSON(b, fk, meta); err != nil {
+				return append(out, meta), err
+			}
+			row := meta
+			op.Row = &row
+			highest = max(highest, meta.EndOffset)
+		} else if err := b.Delete(fk, nil); err != nil {
+			return append(out, meta), err
+		}
+		ch.Finished = append(ch.Finished, op)
+		out = append(out, meta)
 	}
 	if to == remotelog.CopySegmentFinished {
 		off, _, err := s.offsets(tp)
 		if err != nil {
-			return meta, err
+			return out, err
 		}
-		off.HighestTieredOffset = max(off.HighestTieredOffset, meta.EndOffset)
+		off.HighestTieredOffset = max(off.HighestTieredOffset, highest)
 		if err := putJSON(b, partitionKey(tp), off); err != nil {
-			return meta, err
+			return out, err
 		}
 		ch.Offsets = &off
 	}
 	if err := s.commitChange(b, tp, ch); err != nil {
-		return meta, err
+		return out, err
 	}
-	s.transitions.WithLabelValues(to.String()).Inc()
-	return meta, nil
+	s.transitions.WithLabelValues(to.String()).Add(float64(len(out)))
+	return out, nil
 }
 
 // Segment returns one row.
