@@ -113,7 +113,7 @@ func recheckable(reason string) bool {
 // filesystem bucket's root directory is the one opened) succeeds, so a
 // store that is down or unmounted never reads as objects missing. A
 // damaged copy whose objects are all present again is re-read whole; when
-// every object's size and SHA-256 match its manifest the mark is cleared
+// every object's size and checksum match its manifest the mark is cleared
 // (logged), else the reason becomes a checksum mismatch, which stays.
 func (c *Copier) checkCopy(ctx context.Context, m remotelog.SegmentMetadata) error {
 	missing, err := c.rs.MissingObjects(ctx, m)
@@ -160,7 +160,7 @@ func (c *Copier) recheckDamaged(ctx context.Context, cur remotelog.SegmentMetada
 		if _, err := c.store.ClearDamaged(cur.TopicPartition, cur.StartOffset, cur.ID); err != nil {
 			return err
 		}
-		c.log.Info("a copy marked damaged is whole again (every object present, sizes and SHA-256 as its manifest records): the mark is cleared",
+		c.log.Info("a copy marked damaged is whole again (every object present, sizes and checksums as its manifest records): the mark is cleared",
 			"partition", cur.TopicPartition, "base_offset", cur.StartOffset, "end_offset", cur.EndOffset, "segment", cur.ID, "was", cur.Damaged)
 		return nil
 	case errors.Is(err, rsm.ErrChecksum) || errors.Is(err, rsm.ErrBadManifest):

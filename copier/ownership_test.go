@@ -190,7 +190,7 @@ func TestPartialRebuildRefused(t *testing.T) {
 	first.sync()
 	fin, _ := first.store.FinishedSegments(first.tp)
 	bad := first.mgr.Key(fin[1], ".manifest.json")
-	shared.Upload(context.Background(), bad, strings.NewReader(`{"formatVersion": 2}`), 20)
+	shared.Upload(context.Background(), bad, strings.NewReader(`{"formatVersion": 99}`), 21)
 	// Pebble lost: a new store over the same log dir and bucket.
 	r := newRig(t, cfg, shared)
 	r.logDir = first.logDir

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tierd/tierd/internal/remotelog"
@@ -68,7 +69,7 @@ func TestManifestCompacted(t *testing.T) {
 	id := remotelog.NewSegmentID()
 	old := map[string]any{"formatVersion": 1, "topic": "t", "partition": 0, "segmentId": id.String(), "startOffset": 0, "endOffset": 4,
 		"maxTimestampMs": 5, "sizeInBytes": 300, "leaderEpochs": []any{}, "txnIndexPresent": false, "producerSnapshotPresent": false,
-		"createdMs": 1, "brokerId": 0, "objects": map[string]any{".log": map[string]any{"key": "t-0/x.log", "size": 300, "sha256": "00"}}}
+		"createdMs": 1, "brokerId": 0, "objects": map[string]any{".log": map[string]any{"key": "t-0/x.log", "size": 300, "sha256": strings.Repeat("0", 64)}}}
 	body, _ := json.Marshal(old)
 	key := m.Key(remotelog.SegmentMetadata{TopicPartition: tp, ID: id}, ".manifest.json")
 	if err := b.Upload(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {

@@ -2,8 +2,6 @@ package rsm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +32,8 @@ type DownloadedCopy struct {
 // meta (segment id, partition, offsets, size); its .log into the new file
 // dir/<20-digit base offset>-<segment id>.log, streamed; and its
 // transaction index and producer snapshot, when the manifest lists them,
-// into memory. Each object's size and SHA-256 must match the manifest, so
+// into memory. Each object's size and checksum (CRC-32C, or SHA-256 in a
+// manifest of format version 1) must match the manifest, so
 // that a damaged copy is never taken for a whole one. On an error the
 // .log file written so far is removed.
 //
@@ -92,20 +91,23 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 	return out, nil
 }
 
-// readChecked copies object o into w and checks its size and SHA-256
+// readChecked copies object o into w and checks its size and checksums
 // against the manifest's record of it.
 func (m *Manager) readChecked(ctx context.Context, o ObjectInfo, w io.Writer) error {
+	h, err := newObjectSums(o)
+	if err != nil {
+		return err
+	}
 	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	h := sha256.New()
 	n, err := io.Copy(io.MultiWriter(w, h), rc)
 	if err != nil {
 		return fmt.Errorf("read %s: %w", o.Key, err)
 	}
-	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
+	if n != o.Size || !h.match(o) {
 		return fmt.Errorf("%w: %s holds %d bytes that differ from its manifest's record (%d bytes)", ErrChecksum, o.Key, n, o.Size)
 	}
 	return nil

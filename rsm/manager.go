@@ -3,14 +3,15 @@ package rsm
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"maps"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +22,13 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// ManifestFormatVersion is the manifest version this code writes and reads.
-const ManifestFormatVersion = 1
+// ManifestFormatVersion is the manifest version this code writes: 2,
+// whose objects carry a CRC-32C. It reads versions 1 (objects carry a
+// SHA-256, written by tierds before version 2) and 2; see the package doc.
+const ManifestFormatVersion = 2
+
+// oldestManifestFormatVersion is the oldest manifest version this code reads.
+const oldestManifestFormatVersion = 1
 
 const (
 	// ManifestSuffix ends the key of a copy's manifest, written last.
@@ -101,11 +107,20 @@ func ParseKey(key string) (base int64, id remotelog.SegmentID, suffix string, ok
 	return base, id, name[21+22:], true
 }
 
-// ObjectInfo is one object of a copy, as the manifest records it.
+// ObjectInfo is one object of a copy, as the manifest records it: its
+// key, its size in bytes, and a checksum of its bytes (see the package
+// doc's "Manifest").
 type ObjectInfo struct {
-	Key    string `json:"key"`
-	Size   int64  `json:"size"`
-	SHA256 string `json:"sha256"`
+	Key  string `json:"key"`
+	Size int64  `json:"size"`
+	// CRC32C is the CRC-32C (Castagnoli) of the object's bytes, 8
+	// lowercase hex digits; what format version 2 records. "" in
+	// manifests of version 1.
+	CRC32C string `json:"crc32c,omitempty"`
+	// SHA256 is the SHA-256 of the object's bytes, 64 lowercase hex
+	// digits; what format version 1 records. "" in manifests this tierd
+	// writes.
+	SHA256 string `json:"sha256,omitempty"`
 }
 
 // Manifest describes one complete segment copy (see the package doc).
@@ -295,7 +310,7 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 		}
 		size = pt.n
 	}
-	h := sha256.New()
+	h := crc32.New(castagnoli)
 	key := m.Key(meta, suffix)
 	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
 	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, io.LimitReader(f, size)), h), progress: pt.progress}
@@ -305,7 +320,7 @@ func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.S
 	if cr.n != size {
 		return fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, cr.n, size)
 	}
-	mf.Objects[suffix] = ObjectInfo{Key: key, Size: cr.n, SHA256: hex.EncodeToString(h.Sum(nil))}
+	mf.Objects[suffix] = ObjectInfo{Key: key, Size: cr.n, CRC32C: crc32cHex(h.Sum32())}
 	return nil
 }
 
@@ -315,8 +330,7 @@ func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.
 	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
 		return fmt.Errorf("upload %s: %w", key, err)
 	}
-	sum := sha256.Sum256(data)
-	mf.Objects[suffix] = ObjectInfo{Key: key, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	mf.Objects[suffix] = ObjectInfo{Key: key, Size: int64(len(data)), CRC32C: crc32cHex(crc32.Checksum(data, castagnoli))}
 	return nil
 }
 
@@ -367,7 +381,11 @@ func (m *Manager) readAll(ctx context.Context, key string) ([]byte, error) {
 	return data, nil
 }
 
-// ReadManifest reads and checks the manifest of a copy.
+// ReadManifest reads and checks the manifest of a copy: a format version
+// this tierd reads (1 or 2), a .log object, offsets in order, and every
+// object's checksum present and well-formed for its version. Errors:
+// ErrNotFound (wrapped) for a missing manifest; ErrBadManifest (wrapped)
+// naming what is wrong; transport errors.
 func (m *Manager) ReadManifest(ctx context.Context, key string) (*Manifest, error) {
 	data, err := m.readAll(ctx, key)
 	if err != nil {
@@ -377,11 +395,17 @@ func (m *Manager) ReadManifest(ctx context.Context, key string) (*Manifest, erro
 	if err := json.Unmarshal(data, &mf); err != nil {
 		return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
 	}
-	if mf.FormatVersion != ManifestFormatVersion {
-		return nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d", ErrBadManifest, key, mf.FormatVersion, ManifestFormatVersion)
+	if mf.FormatVersion < oldestManifestFormatVersion || mf.FormatVersion > ManifestFormatVersion {
+		return nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d to %d", ErrBadManifest, key, mf.FormatVersion,
+			oldestManifestFormatVersion, ManifestFormatVersion)
 	}
 	if mf.Objects[logSuffix].Key == "" || mf.EndOffset < mf.StartOffset {
 		return nil, fmt.Errorf("%w %s: incomplete", ErrBadManifest, key)
+	}
+	for _, suffix := range slices.Sorted(maps.Keys(mf.Objects)) {
+		if err := checkObjectSums(mf.FormatVersion, suffix, mf.Objects[suffix]); err != nil {
+			return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
+		}
 	}
 	return &mf, nil
 }

@@ -2,8 +2,6 @@ package rsm
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,22 +10,27 @@ import (
 )
 
 // VerifyObject re-reads an object and checks its size and checksum against
-// the manifest; it returns ErrChecksum (wrapped) on a mismatch.
+// the manifest (CRC-32C, or SHA-256 in a manifest of format version 1;
+// each one o records). Errors: as VerifyObjectProgress.
 func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
 	return m.VerifyObjectProgress(ctx, o, nil)
 }
 
 // VerifyObjectProgress is VerifyObject that tells onRead, when set, how
 // many bytes each read returned, as the object is read (for a progress
-// display). Errors: ErrChecksum (wrapped) on a mismatch, ErrNotFound
-// (wrapped) for a missing object, transport errors.
+// display). Errors: ErrChecksum (wrapped) on a mismatch, ErrBadManifest
+// (wrapped) when o records no checksum, ErrNotFound (wrapped) for a
+// missing object, transport errors.
 func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead func(n int64)) error {
+	h, err := newObjectSums(o)
+	if err != nil {
+		return err
+	}
 	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	h := sha256.New()
 	var r io.Reader = rc
 	if onRead != nil {
 		r = &progressReader{r: rc, onRead: onRead}
@@ -36,7 +39,7 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 	if err != nil {
 		return err
 	}
-	if n != o.Size || hex.EncodeToString(h.Sum(nil)) != o.SHA256 {
+	if n != o.Size || !h.match(o) {
 		return fmt.Errorf("%w: %s (%d bytes)", ErrChecksum, o.Key, n)
 	}
 	return nil
@@ -76,7 +79,7 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 
 // VerifyCopy reads a copy's manifest, checks that it describes meta
 // (segment id, partition, offsets, size), then reads every object it
-// lists and checks its size and SHA-256. Errors: ErrNotFound (wrapped)
+// lists and checks its size and checksum. Errors: ErrNotFound (wrapped)
 // for a missing object or manifest; ErrChecksum (wrapped) for an object
 // that differs or a manifest that describes another copy; ErrBadManifest;
 // transport errors.

@@ -181,7 +181,7 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 
 // damagedHelp says what a damaged mark means and what clears it.
 const damagedHelp = "they no longer let a local segment be deleted, their segments are copied again while on local disk; " +
-	"a mark clears when a later check finds every object back with the size and SHA-256 its manifest records " +
+	"a mark clears when a later check finds every object back with the size and checksum its manifest records " +
 	"(tierd verify --topic T reports whether they are)"
 
 // plural is "1 copy", "2 copies".

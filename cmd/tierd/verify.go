@@ -60,7 +60,7 @@ type verifyItem struct {
 }
 
 // verifyResult counts the outcomes. Failures are mismatched (an object's
-// size or SHA-256 is not the manifest's, or the manifest does not describe
+// size or checksum is not the manifest's, or the manifest does not describe
 // the row), missing (an object or the manifest is gone while the row is
 // still finished) and unreadable (the store did not answer). Gone copies
 // were deleted (retention) between the listing and their reading: no
@@ -80,7 +80,8 @@ func (r verifyResult) String() string {
 
 // verifyCopies lists the finished copies (from the running tierd, or the
 // stopped one's metadata), reads each copy's manifest, then every object
-// of it, checking sizes and SHA-256 checksums (rsm.VerifyObjectProgress).
+// of it, checking sizes and checksums (CRC-32C, or SHA-256 in manifests of
+// format version 1; rsm.VerifyObjectProgress).
 // Each failure is a line on stdout; the summary line ends the output.
 func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
 	start := time.Now()

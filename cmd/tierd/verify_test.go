@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -145,5 +148,64 @@ func TestVerifyOnTerminal(t *testing.T) {
 	s := string(out)
 	if !strings.Contains(s, "\r[##############################] 3/3 copies") || !strings.Contains(s, "verified 3 copies") {
 		t.Errorf("no progress bar on the terminal:\n%q", s)
+	}
+}
+
+// TestVerifyManifestVersions: a copy whose manifest is of format version
+// 1 (rewritten by the test with each object's SHA-256 and no crc32c, as
+// tierds before CRC-32C wrote it) verifies, and a byte flipped in its
+// .log is then a MISMATCH; a manifest whose .log entry has no checksum is
+// a MISMATCH saying so, not a copy that verified.
+func TestVerifyManifestVersions(t *testing.T) {
+	keep, cfgPath := keptDemo(t)
+	oldPath := bucketObject(t, keep, "00000000000000000000", ".manifest.json")
+	var mf map[string]any
+	data, err := os.ReadFile(oldPath)
+	if err == nil {
+		err = json.Unmarshal(data, &mf)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf["formatVersion"] = 1
+	for _, v := range mf["objects"].(map[string]any) {
+		o := v.(map[string]any)
+		body, err := os.ReadFile(filepath.Join(keep, "bucket", filepath.FromSlash(o["key"].(string))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(body)
+		delete(o, "crc32c")
+		o["sha256"] = hex.EncodeToString(sum[:])
+	}
+	data, _ = json.Marshal(mf)
+	os.WriteFile(oldPath, data, 0o644)
+
+	barePath := bucketObject(t, keep, "00000000000000000205", ".manifest.json")
+	data, _ = os.ReadFile(barePath)
+	var bare map[string]any
+	if err := json.Unmarshal(data, &bare); err != nil {
+		t.Fatal(err)
+	}
+	delete(bare["objects"].(map[string]any)[".log"].(map[string]any), "crc32c")
+	data, _ = json.Marshal(bare)
+	os.WriteFile(barePath, data, 0o644)
+
+	code, out, errOut := runCmd("verify", "--config", cfgPath)
+	for _, want := range []string{"2 ok, 1 mismatched, 0 missing objects", "MISMATCH demo-0 base offset 205 segment ", "records no checksum (neither crc32c nor sha256)"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("verify with a version 1 manifest and one without a checksum: exit %d, output lacks %q\n%s%s", code, want, out, errOut)
+		}
+	}
+
+	logPath := bucketObject(t, keep, "00000000000000000000", ".log")
+	data, _ = os.ReadFile(logPath)
+	data[len(data)/3] ^= 0x04
+	os.WriteFile(logPath, data, 0o644)
+	code, out, errOut = runCmd("verify", "--config", cfgPath)
+	for _, want := range []string{"1 ok, 2 mismatched", "MISMATCH demo-0 base offset 0 segment ", ".log: rsm: checksum mismatch"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("verify with a byte flipped under a version 1 manifest: exit %d, output lacks %q\n%s%s", code, want, out, errOut)
+		}
 	}
 }

@@ -56,7 +56,7 @@ type Config struct {
 	// a check of GETs against the stored checksums, the AWS SDK's default.
 	// This setting, not AWS_REQUEST_CHECKSUM_CALCULATION or
 	// AWS_RESPONSE_CHECKSUM_VALIDATION, applies. tierd's manifests record
-	// each object's SHA-256 either way.
+	// each object's CRC-32C either way.
 	Checksum string `yaml:"checksum"`
 	// CAFile is a PEM file of the certificates an https endpoint's
 	// certificate must chain to, in place of the system's roots (as the
