@@ -144,7 +144,10 @@
 //	data    length bytes
 //
 // Files are written to a temporary name (<name>.<random>.tmp), fsynced
-// and renamed into place. A file whose magic, length, name or CRC does not
+// and renamed into place, unless the chunk's file holds more bytes (a
+// part, loaded while the cache is crowded or by a random read, never
+// replaces a whole chunk or a larger part, whichever load's write ends
+// last); a reader takes a file only when it holds the bytes asked for. A file whose magic, length, name or CRC does not
 // match (a torn write, a bad disk, a file moved or copied over another)
 // is deleted and the chunk loaded again. On start the directory's
 // <2 hex>/<name> files are scanned and enter the LRU by modification
