@@ -6,10 +6,13 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/filesystem"
 )
 
 // stalled returns e with its server replaced by one on a real socket
@@ -119,4 +122,39 @@ func TestReadCommittedLoadFailsMidBody(t *testing.T) {
 	if aborted != 1 {
 		t.Fatalf("FetchStream: %d aborted transactions listed, want 1", aborted)
 	}
+}
+
+// failTxnBucket fails every read of a transaction index.
+type failTxnBucket struct{ rsm.Bucket }
+
+func (b failTxnBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
+	if strings.HasSuffix(key, kafkalog.TxnIndexSuffix) {
+		return nil, errors.New("503 SlowDown")
+	}
+	return b.Bucket.GetRange(ctx, key, off, length)
+}
+
+// READ_COMMITTED whose aborted transactions cannot be read (the
+// transaction index GET fails) after FetchStream sent the records: the
+// client answers with the error, not with records and no aborted
+// transactions (which would pass pid 7's aborted records 2-4 as
+// committed). READ_UNCOMMITTED reads them as usual.
+func TestReadCommittedNoRecordsWithoutAborted(t *testing.T) {
+	fsb, err := filesystem.New(filesystem.Config{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, failTxnBucket{fsb}, DefaultConfig())
+	txnLog(t, e)
+	ctx := context.Background()
+	pr := e.client.Partition("t", 0)
+	if b, err := pr.Fetch(ctx, 0, 1<<20, tierdpb.IsolationLevel_READ_COMMITTED); err == nil {
+		t.Fatalf("READ_COMMITTED with the transaction index unreadable: %d bytes to %d, aborted %v; want an error",
+			len(b.Records), b.NextOffset, b.AbortedTransactions)
+	}
+	b, err := pr.Fetch(ctx, 0, 1<<20, tierdpb.IsolationLevel_READ_UNCOMMITTED)
+	if err != nil || b.NextOffset != 10 {
+		t.Fatalf("READ_UNCOMMITTED: %v", err)
+	}
+	b.Release()
 }
