@@ -83,7 +83,9 @@
 // cold random read takes (from the byte asked for, at least minLoad; a
 // read going on past a cached part loads its own bytes rather than a part
 // twice as long) and no prefetch starts (PrefetchSkipped, reason
-// "crowded"). With fewer readers nothing changes.
+// "crowded"; such an attempt still expires the unread prefetches of
+// readers that stopped, so that they do not keep their budget and
+// memory for the crowd's length). With fewer readers nothing changes.
 //
 // # Choosing the defaults
 //
