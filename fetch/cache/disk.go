@@ -222,6 +222,16 @@ func (d *disk) holdsMoreLocked(name string, size int64) bool {
 	return ok && e.Value.(*diskEntry).size > size
 }
 
+// holds reports whether the tier has a file for k of at least n data
+// bytes (not read: a bad file is found by the read that takes it).
+func (d *disk) holds(k chunkKey, n int64) bool {
+	name := d.name(k)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.items[name]
+	return ok && e.Value.(*diskEntry).size >= n+headerLen
+}
+
 // put writes a chunk file atomically (temporary file, fsync, rename): the
 // chunk's bytes from chunk-relative offset from. A file of the chunk
 // holding more bytes stays (a part never replaces the whole chunk, nor a

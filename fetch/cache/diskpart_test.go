@@ -78,3 +78,31 @@ func TestDiskTierKeepsWholeChunkOverPart(t *testing.T) {
 		t.Fatalf("%d GETs reading chunk 1 after its whole-chunk file was written: a part replaced it", g)
 	}
 }
+
+// A chunk the disk tier holds whole is not prefetched from the store
+// again (PrefetchPresent, no GET): the reader's read takes it from disk.
+func TestPrefetchSkipsChunkOnDisk(t *testing.T) {
+	const cb = 4096
+	s := newStore(8 * cb)
+	o := s.object("obj")
+	c, err := New(Config{ChunkBytes: cb, MemoryBytes: 4 * cb, DiskDir: t.TempDir(), DiskBytes: 1 << 20, MaxInflightGets: 4, PrefetchBudgetBytes: 2 * cb, LoadTimeout: time.Minute}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	view(t, c, o, s, 0, 2*cb) // chunks 0 and 1, whole
+	view(t, c, o, s, 2*cb+100, 10)
+	c.Settle()
+	c.mem.clear()
+	gets := s.gets.Load()
+	if got := c.Prefetch(o, 1); got != PrefetchPresent {
+		t.Fatalf("prefetch of a chunk the disk tier holds whole: %v, want present", got)
+	}
+	view(t, c, o, s, cb, cb)
+	if g := s.gets.Load() - gets; g != 0 {
+		t.Fatalf("%d GETs for a chunk on disk", g)
+	}
+	if got := c.Prefetch(o, 2); got != PrefetchStarted { // only a part of it is on disk
+		t.Fatalf("prefetch of a chunk the disk tier holds a part of: %v, want started", got)
+	}
+}

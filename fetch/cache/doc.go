@@ -46,6 +46,7 @@
 // # Prefetch
 //
 // Prefetch (Cache.Prefetch) loads whole chunks ahead of sequential readers
+// (not those the disk tier holds whole: a read takes them from there)
 // under admission control; a prefetch that does not fit is skipped, never
 // queued, and the caller tries again at its reader's next read:
 //   - one budget, PrefetchBudgetBytes (at most half of MemoryBytes), is

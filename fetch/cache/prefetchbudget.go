@@ -176,8 +176,9 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 
 // Prefetch starts loading chunk i of obj whole (or, when a part of it
 // from some byte on is cached, the rest after that part) unless it is
-// cached or in flight (PrefetchPresent) or admission control refuses it
-// (PrefetchSkipped): the cache is crowded (crowd.go), the shared prefetch budget
+// cached (in memory, or whole on disk) or in flight (PrefetchPresent) or
+// admission control refuses it (PrefetchSkipped): the cache is crowded
+// (crowd.go), the shared prefetch budget
 // (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
 // prefetch never waits for one, and leaves one for demand reads), or the
 // memory budget has no room without evicting other prefetched chunks.
@@ -203,6 +204,14 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 			if x != nil {
 				c.unref(x)
 			}
+		}
+		return PrefetchPresent
+	}
+	if c.disk != nil && c.disk.holds(k, whole) {
+		// The disk tier has the whole chunk: the reader's read takes it
+		// from there, with no GET.
+		if held != nil {
+			c.unref(held)
 		}
 		return PrefetchPresent
 	}
