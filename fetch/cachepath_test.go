@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,12 +25,19 @@ func checkFetch(t *testing.T, e *env, off int64, maxBytes int32) *tierdpb.FetchR
 	if err != nil {
 		t.Fatalf("fetch %d: %v", off, err)
 	}
+	checkRecords(t, resp, off)
+	return resp
+}
+
+// checkRecords checks that a fetch of off answered with the reference
+// log's records from off on.
+func checkRecords(t *testing.T, resp *tierdpb.FetchResponse, off int64) {
+	t.Helper()
 	bs := batches(t, resp.Records)
 	recs, err := batch.Records(resp.Records[:bs[0].Size], nil)
 	if err != nil || len(recs) == 0 || recs[0].Offset != off || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{byte(off)}, 5000)) {
 		t.Fatalf("fetch %d: wrong records (%v)", off, err)
 	}
-	return resp
 }
 
 // A fetch whose chunk and index are cached makes no GET at all, and a
@@ -59,26 +65,64 @@ func TestCachedFetchMakesNoGET(t *testing.T) {
 	}
 }
 
-// Concurrent fetches of one cold offset make one GET of the .log.
+// Concurrent fetches of one cold offset make one GET of the .log: the
+// GET is held until all 16 fetches have claimed their bytes (each holds a
+// Pin while it waits), so that every one of them meets the load in
+// flight.
 func TestConcurrentColdFetchesOneGET(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PrefetchBytes = 0
+	// The fetches wait while the GET is held: no max wait may end them
+	// first (UNAVAILABLE), however long a loaded machine takes to start
+	// them.
+	cfg.MaxWaitMs = 600000
 	e := newEnv(t, cfg)
 	referenceLog(t, e)
-	checkFetch(t, e, 0, 1) // segment 0 is cached; 300 is in segment 1
+	checkFetch(t, e, 0, 1) // segment 0 is cached
+	// 206 is segment 1's first offset: its offset index is cached, and
+	// the start of its .log; offset 300 lies about 470 KB further on, in
+	// bytes no load has touched.
+	checkFetch(t, e, 206, 1)
+	waitPins(t, e.srv, 0) // the answers above let go of their chunks
 	gate := make(chan struct{})
 	e.bucket.gate.Store(&gate)
 	before := e.bucket.logGets.Load()
-	var wg sync.WaitGroup
-	for g := 0; g < 16; g++ {
-		wg.Add(1)
-		go func() { defer wg.Done(); checkFetch(t, e, 300, 1) }()
+	const n = 16
+	type answer struct {
+		resp *tierdpb.FetchResponse
+		err  error
 	}
-	time.Sleep(100 * time.Millisecond)
+	answers := make(chan answer, n)
+	for g := 0; g < n; g++ {
+		go func() {
+			resp, err := e.fetch(300, 1)
+			answers <- answer{resp, err}
+		}()
+	}
+	waitPins(t, e.srv, n) // each fetch has met the load (or started it)
 	close(gate)
-	wg.Wait()
+	for g := 0; g < n; g++ {
+		a := <-answers
+		if a.err != nil {
+			t.Fatalf("fetch 300: %v", a.err)
+		}
+		checkRecords(t, a.resp, 300)
+	}
 	if n := e.bucket.logGets.Load() - before; n != 1 {
 		t.Fatalf("%d .log GETs for 16 concurrent cold fetches of one offset", n)
+	}
+}
+
+// waitPins waits until the server's cache holds n Pins (reads holding
+// their chunks), failing the test after a minute.
+func waitPins(t *testing.T, srv *Server, n int64) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for srv.cache.Pinned() != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads hold chunks, want %d", srv.cache.Pinned(), n)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

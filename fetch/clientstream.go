@@ -73,7 +73,9 @@ func (c *Client) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*Batches
 // an answer from the server's cache, which comes in one part, gets a
 // buffer of its size). An error after parts with records ends the answer
 // with those records (whole batches; the next fetch meets the error
-// again).
+// again), except with READ_COMMITTED: its aborted transactions come in the
+// last part, so records without it would pass aborted records as
+// committed, and the error is the answer.
 func (c *Client) fetchInto(ctx context.Context, req *tierdpb.FetchRequest, pool *bufPool) (*Batches, error) {
 	into := &recordsInto{}
 	out := &Batches{pool: pool}
@@ -84,8 +86,9 @@ func (c *Client) fetchInto(ctx context.Context, req *tierdpb.FetchRequest, pool 
 		out.NextOffset, out.LogStartOffset, out.HighestTieredOffset = into.resp.NextOffset, into.resp.LogStartOffset, into.resp.HighestTieredOffset
 		out.AbortedTransactions = append(out.AbortedTransactions, into.resp.AbortedTransactions...)
 	}
+	committed := req.GetIsolationLevel() == tierdpb.IsolationLevel_READ_COMMITTED
 	done := func(err error) (*Batches, error) {
-		if err != nil && (len(into.buf) == 0 || ctx.Err() != nil) {
+		if err != nil && (len(into.buf) == 0 || ctx.Err() != nil || committed) {
 			if pool != nil && into.buf != nil {
 				pool.put(into.buf)
 			}

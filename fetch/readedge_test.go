@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -16,14 +17,20 @@ import (
 // A body that fails after 20000 bytes (three whole 5070-byte batches and
 // part of a fourth) ends a unary fetch at once, well before a long
 // remote.fetch.max.wait.ms, whatever max_bytes (larger than the segment,
-// 0, one batch): no hang on the bytes that will never come.
+// 0, one batch): no hang on the bytes that will never come. The answer is
+// the whole batches that arrived (three, or the one max_bytes 0 or 1
+// asks), next_offset after them, and a load failure that cut an answer
+// short is counted.
 func TestFetchLoadFailsMidBody(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	referenceLog(t, e)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 60000
 	cfg.PrefetchBytes = 0
-	for _, maxBytes := range []int32{1 << 30, 1 << 20, 0, 1} {
+	for _, tc := range []struct {
+		maxBytes int32
+		want     int64 // batches, one offset each
+	}{{1 << 30, 3}, {1 << 20, 3}, {0, 1}, {1, 1}} {
 		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 20000, fail: true}, rsm.Config{})
 		srv, err := NewServer(cfg, e.store, mgr)
 		if err != nil {
@@ -33,19 +40,26 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		var resp *tierdpb.FetchResponse
 		go func() {
 			defer close(done)
-			resp, err = srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: maxBytes})
+			resp, err = srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: tc.maxBytes})
 		}()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
-			t.Fatalf("max_bytes %d: no answer 30s after a load failed", maxBytes)
+			t.Fatalf("max_bytes %d: no answer 30s after a load failed", tc.maxBytes)
 		}
 		srv.Close()
-		t.Logf("max_bytes %d: err %v, %d bytes", maxBytes, err, len(resp.GetRecords()))
-		if err == nil {
-			if bs := batches(t, resp.Records); len(bs) == 0 || len(bs) > 3 {
-				t.Errorf("max_bytes %d: %d batches from a body that failed after 3", maxBytes, len(bs))
-			}
+		if err != nil {
+			t.Fatalf("max_bytes %d: %v, want the %d batches that arrived", tc.maxBytes, err, tc.want)
+		}
+		if bs := batches(t, resp.Records); int64(len(bs)) != tc.want || resp.NextOffset != tc.want {
+			t.Errorf("max_bytes %d: %d batches, next %d; want %d, %d", tc.maxBytes, len(bs), resp.NextOffset, tc.want, tc.want)
+		}
+		cut := 0.0
+		if tc.want == 3 { // max_bytes 0 and 1 end at their one batch, not cut short
+			cut = 1
+		}
+		if n := testutil.ToFloat64(srv.m.short.WithLabelValues("load_failed")); n != cut {
+			t.Errorf("max_bytes %d: %v answers counted as cut short by a failed load, want %v", tc.maxBytes, n, cut)
 		}
 	}
 }

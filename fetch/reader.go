@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 // segmentReader walks the entries of a remote .log from a byte position,
@@ -21,6 +23,11 @@ type segmentReader struct {
 	cur  int64 // file position of the next entry
 	pin  *cache.Pin
 	buf  []byte // the last view's bytes when there is no pin
+	// cut is why readFrom's answer ended before max_bytes and the
+	// segment's end ("max_wait", "load_failed"), "" when it did not;
+	// cutErr is the failed load's error.
+	cut    string
+	cutErr error
 }
 
 // view returns file bytes [off, off+n), valid until the next view: from
@@ -105,6 +112,8 @@ type emitFunc func(parts [][]byte, next int64, h *hold) error
 // one is added only when all its bytes arrived before wait ended. n is
 // the bytes passed, next the offset after the last entry passed, end the
 // file position after it (or after the last entry scanned, when none is).
+// A load failing after the first entry arrived ends the answer too, with
+// the entries that arrived whole (r.cut says why an answer ended early).
 // A unary read (stream unset) first waits, until wait ends, for the bytes
 // up to waitTo (see upfrontEnd), all at once rather than entry by entry.
 func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
@@ -117,13 +126,21 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 	end = r.cur
 	ourWaitEnded := func() bool { return wait.Err() != nil && ctx.Err() == nil }
 	stopped := func(err error) error { // nil: answer with what has arrived
-		if !ourWaitEnded() {
-			return err
+		if ourWaitEnded() {
+			if start < 0 {
+				return fmt.Errorf("%w: %s at byte %d", ErrStillLoading, r.file(), r.cur)
+			}
+			r.cut = "max_wait"
+			return nil
 		}
-		if start < 0 {
-			return fmt.Errorf("%w: %s at byte %d", ErrStillLoading, r.file(), r.cur)
+		if start >= 0 && loadFailed(ctx, err) {
+			// Whole batches arrived before the load failed: they are an
+			// answer (a fetch may return less than max_bytes); the next
+			// fetch, from the offset after them, loads the rest again.
+			r.cut, r.cutErr = "load_failed", err
+			return nil
 		}
-		return nil
+		return err
 	}
 	var parts [][]byte
 	if !stream {
@@ -193,6 +210,14 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 		end, next = b.End(), b.LastOffset+1
 	}
 	return h, n, next, end, flush()
+}
+
+// loadFailed reports whether err, met reading on after the first
+// entry of an answer, is a failed load (an object store or disk failure)
+// rather than the caller's context ending, a corrupt copy or a missing
+// object (which stay errors: data loss is not hidden by a short answer).
+func loadFailed(ctx context.Context, err error) bool {
+	return err != nil && ctx.Err() == nil && !errors.Is(err, kafkalog.ErrCorrupt) && !errors.Is(err, rsm.ErrNotFound)
 }
 
 // hold counts the users of a read's pinned chunks: the read itself and

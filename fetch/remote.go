@@ -99,7 +99,10 @@ func (rr *RemoteRead) release() {
 // offset (an offset in a compacted gap reads from the next batch), that
 // batch always, even when larger than maxBytes (bytes, capped at
 // fetch.max.bytes), then the copy's following batches while the total
-// stays within maxBytes and they arrive within remote.fetch.max.wait.ms.
+// stays within maxBytes and they arrive within remote.fetch.max.wait.ms
+// (a load failing after the first batch arrived ends the answer with the
+// batches that arrived whole; the failure is logged and counted in
+// tierd_fetch_short_answers_total).
 // A read starting where another ended is sequential and gets prefetch. A
 // read that raced a retention delete starts over with fresh metadata; a
 // finished copy found with an object missing is reported to the
@@ -259,6 +262,13 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 		}
 		if err != nil {
 			return RemoteRead{}, missing(meta, err)
+		}
+		if n > 0 && r.cut != "" {
+			s.m.short.WithLabelValues(r.cut).Inc()
+			if r.cutErr != nil {
+				s.log.Warn("fetch: answered with the batches that arrived before a load failed", "topic", tp.Topic,
+					"partition", tp.Partition, "offset", offset, "next_offset", next, "bytes", n, "err", r.cutErr)
+			}
 		}
 		if n > 0 {
 			s.afterFetch(meta, end-n, end, s.following(p))

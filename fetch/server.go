@@ -87,6 +87,7 @@ type Server struct {
 type serverMetrics struct {
 	gets, bytes, indexGets, indexBytes prometheus.Counter
 	reqs                               *prometheus.CounterVec
+	short                              *prometheus.CounterVec // answers cut short, by reason
 }
 
 // NewServer returns a server. It opens the cache (scanning its disk tier,
@@ -110,6 +111,11 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 		indexGets:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_gets_total", Help: "GETs of remote index objects."}),
 		indexBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_bytes_total", Help: "Bytes of remote index objects read."}),
 		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
+		short: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_short_answers_total",
+			Help: "Reads answered with the whole batches that arrived, fewer than max_bytes allowed, by reason: max_wait (remote.fetch.max.wait.ms ended), load_failed (a load failed mid-body)."}, []string{"reason"}),
+	}
+	for _, r := range []string{"max_wait", "load_failed"} {
+		s.m.short.WithLabelValues(r)
 	}
 	s.km = newKafkaMetrics(f)
 	s.meta = newMetaCache(md, f)

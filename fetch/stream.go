@@ -130,6 +130,9 @@ func remoteFetchDesc() *grpc.ServiceDesc {
 //     the offsets of the read's metadata snapshot; its next_offset is the
 //     offset after its last batch.
 //   - A read that retention raced starts over only while nothing was sent.
+//   - A load failing after whole batches arrived ends the answer with
+//     them, as Fetch's does: the stream ends OK (with READ_COMMITTED,
+//     after the part listing the aborted transactions).
 //   - One more part, without records, ends the answer when there were no
 //     records (its next_offset says where the tiered log ends) or when it
 //     lists aborted transactions (READ_COMMITTED).

@@ -215,16 +215,38 @@ func decode(raw []byte, name string) (int64, []byte, bool) {
 	return int64(from), data, true
 }
 
+// holdsMoreLocked reports whether the tier has a file for name of more
+// than size bytes (caller holds mu).
+func (d *disk) holdsMoreLocked(name string, size int64) bool {
+	e, ok := d.items[name]
+	return ok && e.Value.(*diskEntry).size > size
+}
+
+// holds reports whether the tier has a file for k of at least n data
+// bytes (not read: a bad file is found by the read that takes it).
+func (d *disk) holds(k chunkKey, n int64) bool {
+	name := d.name(k)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.items[name]
+	return ok && e.Value.(*diskEntry).size >= n+headerLen
+}
+
 // put writes a chunk file atomically (temporary file, fsync, rename): the
-// chunk's bytes from chunk-relative offset from.
+// chunk's bytes from chunk-relative offset from. A file of the chunk
+// holding more bytes stays (a part never replaces the whole chunk, nor a
+// larger part): loads of one chunk end their disk writes in any order,
+// and one file per chunk keeps the largest.
 func (d *disk) put(k chunkKey, from int64, data []byte) error {
+	name := d.name(k)
+	size := int64(len(data) + headerLen)
 	d.mu.Lock()
 	budget := d.budget // a reload may change it (SetBudgets)
+	larger := d.holdsMoreLocked(name, size)
 	d.mu.Unlock()
-	if int64(len(data)+headerLen) > budget {
+	if size > budget || larger {
 		return nil
 	}
-	name := d.name(k)
 	p := d.path(name)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return err
@@ -250,16 +272,21 @@ func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(f.Name(), p)
-	}
 	if err != nil {
 		os.Remove(f.Name())
 		return err
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.add(name, int64(len(data)+headerLen))
+	if d.holdsMoreLocked(name, size) { // a larger part's write ended meanwhile
+		os.Remove(f.Name())
+		return nil
+	}
+	if err := os.Rename(f.Name(), p); err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	d.add(name, size)
 	d.evict()
 	return nil
 }

@@ -46,6 +46,7 @@
 // # Prefetch
 //
 // Prefetch (Cache.Prefetch) loads whole chunks ahead of sequential readers
+// (not those the disk tier holds whole: a read takes them from there)
 // under admission control; a prefetch that does not fit is skipped, never
 // queued, and the caller tries again at its reader's next read:
 //   - one budget, PrefetchBudgetBytes (at most half of MemoryBytes), is
@@ -83,7 +84,9 @@
 // cold random read takes (from the byte asked for, at least minLoad; a
 // read going on past a cached part loads its own bytes rather than a part
 // twice as long) and no prefetch starts (PrefetchSkipped, reason
-// "crowded"). With fewer readers nothing changes.
+// "crowded"; such an attempt still expires the unread prefetches of
+// readers that stopped, so that they do not keep their budget and
+// memory for the crowd's length). With fewer readers nothing changes.
 //
 // # Choosing the defaults
 //
@@ -144,7 +147,10 @@
 //	data    length bytes
 //
 // Files are written to a temporary name (<name>.<random>.tmp), fsynced
-// and renamed into place. A file whose magic, length, name or CRC does not
+// and renamed into place, unless the chunk's file holds more bytes (a
+// part, loaded while the cache is crowded or by a random read, never
+// replaces a whole chunk or a larger part, whichever load's write ends
+// last); a reader takes a file only when it holds the bytes asked for. A file whose magic, length, name or CRC does not
 // match (a torn write, a bad disk, a file moved or copied over another)
 // is deleted and the chunk loaded again. On start the directory's
 // <2 hex>/<name> files are scanned and enter the LRU by modification

@@ -56,6 +56,27 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 	b := &c.pf
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	c.pfExpireLocked()
+	if b.bytes+n > b.limit {
+		return b.bytes, false
+	}
+	before = b.bytes
+	b.bytes += n
+	b.max = max(b.max, b.bytes)
+	return before, true
+}
+
+// pfExpire expires stale prefetches (see pfBudget) and drops the entries
+// already out of the budget from the admission list.
+func (c *Cache) pfExpire() {
+	c.pf.mu.Lock()
+	defer c.pf.mu.Unlock()
+	c.pfExpireLocked()
+}
+
+// pfExpireLocked is pfExpire with c.pf.mu held.
+func (c *Cache) pfExpireLocked() {
+	b := &c.pf
 	seq := c.loaded.Load()
 	for e := b.fifo.Front(); e != nil; {
 		s, next := e.Value.(*slot), e.Next()
@@ -79,13 +100,6 @@ func (c *Cache) pfAdmit(n int64) (before int64, ok bool) {
 		b.fifo.Remove(e)
 		e = next
 	}
-	if b.bytes+n > b.limit {
-		return b.bytes, false
-	}
-	before = b.bytes
-	b.bytes += n
-	b.max = max(b.max, b.bytes)
-	return before, true
 }
 
 // pfUnadmit gives back n bytes pfAdmit took for a load that did not
@@ -162,8 +176,9 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 
 // Prefetch starts loading chunk i of obj whole (or, when a part of it
 // from some byte on is cached, the rest after that part) unless it is
-// cached or in flight (PrefetchPresent) or admission control refuses it
-// (PrefetchSkipped): the cache is crowded (crowd.go), the shared prefetch budget
+// cached (in memory, or whole on disk) or in flight (PrefetchPresent) or
+// admission control refuses it (PrefetchSkipped): the cache is crowded
+// (crowd.go), the shared prefetch budget
 // (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
 // prefetch never waits for one, and leaves one for demand reads), or the
 // memory budget has no room without evicting other prefetched chunks.
@@ -192,6 +207,14 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		}
 		return PrefetchPresent
 	}
+	if c.disk != nil && c.disk.holds(k, whole) {
+		// The disk tier has the whole chunk: the reader's read takes it
+		// from there, with no GET.
+		if held != nil {
+			c.unref(held)
+		}
+		return PrefetchPresent
+	}
 	from := int64(0)
 	if held != nil { // the rest of the chunk, after the part cached
 		from = held.from
@@ -201,6 +224,11 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		if held != nil {
 			c.unref(held)
 		}
+		// No admission while crowded, but stale prefetches (of readers
+		// that stopped) expire as they would at one: else they would keep
+		// their budget, and their place in the memory tier ahead of the
+		// crowded readers' parts, until the crowd ends.
+		c.pfExpire()
 		c.m.prefetchSkipped.WithLabelValues("crowded").Inc()
 		return PrefetchSkipped
 	}
