@@ -176,6 +176,9 @@ func runJournal(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			if err != nil {
 				return err
 			}
+			if len(resp.GetEntries()) == 0 { // stdout stays JSON lines only
+				fmt.Fprintf(stderr, "no journal entries after sequence number %d\n", after)
+			}
 			enc := json.NewEncoder(stdout)
 			for _, e := range resp.GetEntries() {
 				if err := enc.Encode(journalFromProto(e)); err != nil {

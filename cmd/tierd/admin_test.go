@@ -128,6 +128,10 @@ func TestOperatorCommands(t *testing.T) {
 	if code, _, e := runCmd("journal", "--config", cfgPath, "--after", "2"); code != 0 {
 		t.Fatalf("journal --after: %s", e)
 	}
+	if code, o, e := runCmd("journal", "--config", cfgPath, "--after", "3"); code != 0 || o != "" ||
+		!strings.Contains(e, "no journal entries after sequence number 3") {
+		t.Fatalf("journal past its end: exit %d, stdout %q, stderr %q", code, o, e)
+	}
 	// A rebuild keeps the scheduled deletion and the journal, and does not
 	// bring the copies scheduled for deletion back.
 	code, o, e = runCmd("rlmm", "rebuild", "--config", cfgPath, "--all")

@@ -74,8 +74,12 @@ type verifyResult struct {
 func (r verifyResult) failed() bool { return r.mismatched+r.missing+r.unreadable > 0 }
 
 func (r verifyResult) String() string {
-	return fmt.Sprintf("verified %d copies, %s in %s: %d ok, %d mismatched, %d missing objects, %d unreadable, %d deleted while verifying",
-		r.copies, humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone)
+	copies := "copies"
+	if r.copies == 1 {
+		copies = "copy"
+	}
+	return fmt.Sprintf("verified %d %s, %s in %s: %d ok, %d mismatched, %d missing objects, %d unreadable, %d deleted while verifying",
+		r.copies, copies, humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone)
 }
 
 // verifyCopies lists the finished copies (from the running tierd, or the

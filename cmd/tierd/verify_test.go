@@ -53,7 +53,7 @@ func TestVerify(t *testing.T) {
 		t.Errorf("stderr:\n%q", errOut)
 	}
 	code, out, _ = runCmd("verify", "--config", cfgPath, "--sample", "1")
-	if code != 0 || !strings.Contains(out, "verified 1 copies") {
+	if code != 0 || !strings.Contains(out, "verified 1 copy,") {
 		t.Errorf("--sample 1: exit %d\n%s", code, out)
 	}
 
