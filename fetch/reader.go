@@ -214,10 +214,12 @@ func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, to
 
 // loadFailed reports whether err, met reading on after the first
 // entry of an answer, is a failed load (an object store or disk failure)
-// rather than the caller's context ending, a corrupt copy or a missing
-// object (which stay errors: data loss is not hidden by a short answer).
+// rather than the caller's context ending, a corrupt copy, a missing
+// object or one shorter than its row says (which stay errors: data loss
+// is not hidden by a short answer).
 func loadFailed(ctx context.Context, err error) bool {
-	return err != nil && ctx.Err() == nil && !errors.Is(err, kafkalog.ErrCorrupt) && !errors.Is(err, rsm.ErrNotFound)
+	return err != nil && ctx.Err() == nil && !errors.Is(err, kafkalog.ErrCorrupt) && !errors.Is(err, rsm.ErrNotFound) &&
+		!errors.Is(err, cache.ErrShortObject)
 }
 
 // hold counts the users of a read's pinned chunks: the read itself and

@@ -43,6 +43,10 @@ type disk struct {
 type diskEntry struct {
 	name string // file name: the key hash
 	size int64  // file bytes
+	// from is the chunk-relative offset of the file's first data byte (it
+	// holds [from, from+size-headerLen)); -1 when not known (a file found
+	// by the scan at open and not read since).
+	from int64
 }
 
 func hashName(k string) string {
@@ -103,7 +107,7 @@ func openDisk(dir string, budget, chunkBytes int64) (*disk, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].mod.Before(files[j].mod) })
 	for _, f := range files {
-		d.add(f.name, f.size)
+		d.add(f.name, f.size, -1)
 	}
 	d.evict()
 	return d, nil
@@ -118,14 +122,16 @@ func isHex(s string) bool {
 	return true
 }
 
-// add records a file as most recent (caller holds mu or is single).
-func (d *disk) add(name string, size int64) {
+// add records a file as most recent (caller holds mu or is single); from
+// is the chunk-relative offset of its first data byte, -1 when unknown.
+func (d *disk) add(name string, size, from int64) {
 	if e, ok := d.items[name]; ok {
-		d.size -= e.Value.(*diskEntry).size
-		e.Value.(*diskEntry).size = size
+		de := e.Value.(*diskEntry)
+		d.size -= de.size
+		de.size, de.from = size, from
 		d.ll.MoveToFront(e)
 	} else {
-		d.items[name] = d.ll.PushFront(&diskEntry{name: name, size: size})
+		d.items[name] = d.ll.PushFront(&diskEntry{name: name, size: size, from: from})
 	}
 	d.size += size
 }
@@ -159,6 +165,13 @@ func (d *disk) get(k chunkKey) (int64, []byte, bool) {
 	raw, err := os.ReadFile(d.path(name))
 	if err == nil {
 		if from, data, ok := decode(raw, name); ok {
+			d.mu.Lock()
+			// A scanned file's range, now known; a file put wrote since
+			// has its own already.
+			if e, ok := d.items[name]; ok && e.Value.(*diskEntry).from < 0 && e.Value.(*diskEntry).size == int64(len(raw)) {
+				e.Value.(*diskEntry).from = from
+			}
+			d.mu.Unlock()
 			return from, data, true
 		}
 	}
@@ -215,11 +228,21 @@ func decode(raw []byte, name string) (int64, []byte, bool) {
 	return int64(from), data, true
 }
 
-// holdsMoreLocked reports whether the tier has a file for name of more
-// than size bytes (caller holds mu).
-func (d *disk) holdsMoreLocked(name string, size int64) bool {
+// coversLocked reports whether the tier's file for name holds every byte
+// of a file of size bytes from chunk-relative offset from (caller holds
+// mu): a file whose range is not known yet (scanned at open, not read
+// since) when it is larger, as a larger file most likely holds more of
+// what readers read.
+func (d *disk) coversLocked(name string, from, size int64) bool {
 	e, ok := d.items[name]
-	return ok && e.Value.(*diskEntry).size > size
+	if !ok {
+		return false
+	}
+	de := e.Value.(*diskEntry)
+	if de.from < 0 {
+		return de.size > size
+	}
+	return de.from <= from && de.from+de.size >= from+size
 }
 
 // holds reports whether the tier has a file for k of at least n data
@@ -234,17 +257,18 @@ func (d *disk) holds(k chunkKey, n int64) bool {
 
 // put writes a chunk file atomically (temporary file, fsync, rename): the
 // chunk's bytes from chunk-relative offset from. A file of the chunk
-// holding more bytes stays (a part never replaces the whole chunk, nor a
-// larger part): loads of one chunk end their disk writes in any order,
-// and one file per chunk keeps the largest.
+// that holds all of those bytes already stays (a part never replaces the
+// whole chunk, nor a larger part around it): loads of one chunk end their
+// disk writes in any order. A part of another region of the chunk
+// replaces the file, as the region read last.
 func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	name := d.name(k)
 	size := int64(len(data) + headerLen)
 	d.mu.Lock()
 	budget := d.budget // a reload may change it (SetBudgets)
-	larger := d.holdsMoreLocked(name, size)
+	covered := d.coversLocked(name, from, size)
 	d.mu.Unlock()
-	if size > budget || larger {
+	if size > budget || covered {
 		return nil
 	}
 	p := d.path(name)
@@ -278,7 +302,7 @@ func (d *disk) put(k chunkKey, from int64, data []byte) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.holdsMoreLocked(name, size) { // a larger part's write ended meanwhile
+	if d.coversLocked(name, from, size) { // a write of a part around it ended meanwhile
 		os.Remove(f.Name())
 		return nil
 	}
@@ -286,7 +310,7 @@ func (d *disk) put(k chunkKey, from int64, data []byte) error {
 		os.Remove(f.Name())
 		return err
 	}
-	d.add(name, size)
+	d.add(name, size, from)
 	d.evict()
 	return nil
 }

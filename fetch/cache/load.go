@@ -7,6 +7,12 @@ import (
 	"io"
 )
 
+// ErrShortObject marks a load whose body ended cleanly (io.EOF) before
+// the bytes asked for: the object is shorter than the size its reader
+// gave (Object.Size), which a retry does not change, unlike a transfer
+// that broke off. The error wraps io.ErrUnexpectedEOF too.
+var ErrShortObject = errors.New("cache: the object ends before the bytes asked for")
+
 // part is one chunk's slot in a load.
 type part struct {
 	i int64
@@ -217,7 +223,9 @@ func (c *Cache) fillSlot(r io.Reader, s *slot) error {
 		}
 		if err != nil && n < len(buf) {
 			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
+				// The body ended cleanly: the object is shorter than
+				// the bytes asked for, not a transfer that broke off.
+				return fmt.Errorf("got %d of %d bytes: %w (%w)", n, len(buf), io.ErrUnexpectedEOF, ErrShortObject)
 			}
 			return fmt.Errorf("got %d of %d bytes: %w", n, len(buf), err)
 		}
