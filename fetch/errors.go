@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -30,8 +31,9 @@ var (
 	// retry is likely served from the cache.
 	ErrStillLoading = errors.New("fetch: remote data still loading")
 	// ErrDataLoss: stored data that must exist is missing or corrupt: an
-	// object of a finished copy is gone (rsm.ErrNotFound), a copy fails its checks (kafkalog.ErrCorrupt),
-	// or offsets between the log start offset and the highest tiered
+	// object of a finished copy is gone (rsm.ErrNotFound) or ends before
+	// the bytes its row names (cache.ErrShortObject: a truncated object),
+	// a copy fails its checks (kafkalog.ErrCorrupt), or offsets between the log start offset and the highest tiered
 	// offset have no copy. The cause stays in the chain and the message.
 	ErrDataLoss = errors.New("fetch: data loss")
 )
@@ -79,7 +81,7 @@ func classify(err error) error {
 	if err == nil || errors.Is(err, ErrDataLoss) {
 		return err
 	}
-	if errors.Is(err, rsm.ErrNotFound) || errors.Is(err, kafkalog.ErrCorrupt) {
+	if errors.Is(err, rsm.ErrNotFound) || errors.Is(err, kafkalog.ErrCorrupt) || errors.Is(err, cache.ErrShortObject) {
 		return fmt.Errorf("%w: %w", ErrDataLoss, err)
 	}
 	return err
@@ -93,7 +95,9 @@ func classify(err error) error {
 //	*RangeError              OUT_OF_RANGE with an OffsetRange detail
 //	ErrDataLoss (missing     DATA_LOSS (a finished copy must be readable)
 //	object, corrupt copy,
-//	offsets no copy covers)
+//	object shorter than
+//	its row says, offsets
+//	no copy covers)
 //	context ended            DEADLINE_EXCEEDED / CANCELED
 //	ErrStillLoading          UNAVAILABLE (the load goes on; retry)
 //	anything else            UNAVAILABLE (object store or disk; retryable)

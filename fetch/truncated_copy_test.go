@@ -16,7 +16,8 @@ import (
 // says (truncated: the body ends cleanly before the bytes asked for, which
 // is a damaged copy, not a failed load) is not answered as a short read:
 // Fetch from its start is the error that a Fetch from the offsets past
-// the cut gets, not an OK answer with the batches before the cut.
+// the cut gets, DATA_LOSS as for a corrupt copy (not a retryable
+// UNAVAILABLE, nor an OK answer with the batches before the cut).
 func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PrefetchBytes = 0
@@ -47,7 +48,7 @@ func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 			t.Errorf("Fetch at %d of a truncated copy: OK, next %d, %d bytes; want an error", off, resp.GetNextOffset(), len(resp.GetRecords()))
 		}
 	}
-	if code[0] != code[1] {
-		t.Errorf("Fetch at 0 answered %v, at 3 (past the cut) %v", code[1], code[0])
+	if code[0] != code[1] || code[0] != codes.DataLoss {
+		t.Errorf("Fetch at 0 answered %v, at 3 (past the cut) %v; want DATA_LOSS for both (a damaged copy, as a corrupt one)", code[1], code[0])
 	}
 }

@@ -8,7 +8,8 @@
 //   OUT_OF_RANGE       the offset is below the log start offset or past the
 //                      highest tiered offset; the status carries an
 //                      OffsetRange detail with the valid range
-//   DATA_LOSS          a finished copy's object is missing or corrupt, or
+//   DATA_LOSS          a finished copy's object is missing, shorter than its
+//                      row says, or corrupt, or
 //                      offsets within the tiered range have no copy
 //   UNAVAILABLE        the object store failed, or did not deliver the
 //                      first batch within remote.fetch.max.wait.ms (the
