@@ -56,6 +56,21 @@ func (l *lockedBuffer) String() string {
 // (the copier has nothing to upload here), else as tierd.yaml has it.
 func (e *env) startDaemon(ctx context.Context, bin string, limit int64) (*daemon, error) {
 	e.closeServer()
+	var err error
+	for attempt := 1; ; attempt++ {
+		var d *daemon
+		d, err = e.startDaemonOnce(ctx, bin, limit)
+		// The ports were free when picked, but an outgoing connection of
+		// the bench or MinIO may take one as its local port before the
+		// child binds it: pick again.
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			return d, err
+		}
+	}
+}
+
+// startDaemonOnce is one attempt of startDaemon, on ports picked anew.
+func (e *env) startDaemonOnce(ctx context.Context, bin string, limit int64) (*daemon, error) {
 	lis, err := listen()
 	if err != nil {
 		return nil, err

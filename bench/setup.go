@@ -279,6 +279,7 @@ func (e *env) scanLocal() error {
 func (e *env) closeServer() {
 	if e.closeSrv != nil {
 		e.closeSrv()
+		e.closeSrv = nil
 	}
 }
 
