@@ -164,15 +164,7 @@ func roundTrip(t *testing.T, m *rsm.Manager, logSize int, corrupt func(key strin
 // in the stored file (written behind the bucket's back) or a truncated
 // object is detected (see roundTrip).
 func TestCopyChecksumCRC32CFilesystem(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "crc"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, m := fsManager(t, "crc")
 	roundTrip(t, m, 3<<20, func(key string, data []byte) {
 		if err := os.WriteFile(filepath.Join(root, filepath.FromSlash(key)), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -232,15 +224,7 @@ func oldCopy(t *testing.T, m *rsm.Manager) (remotelog.SegmentMetadata, []byte) {
 // partition include it.
 func TestManifestVersion1StillVerified(t *testing.T) {
 	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := rsm.NewManager(b, rsm.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, m := fsManager(t, "")
 	meta, data := oldCopy(t, m)
 	mfs, err := m.Manifests(ctx, meta.TopicPartition)
 	if err != nil || len(mfs) != 1 || mfs[0].FormatVersion != 1 || mfs[0].Objects[kafkalog.LogSuffix].CRC32C != "" {
@@ -279,15 +263,7 @@ func TestManifestVersion1StillVerified(t *testing.T) {
 // that verified); and VerifyObject refuses an ObjectInfo with no checksum.
 func TestManifestChecksumRefused(t *testing.T) {
 	ctx := context.Background()
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := rsm.NewManager(b, rsm.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, m := fsManager(t, "")
 	files, meta, data := checksumCopy(t, 64<<10)
 	mf, err := m.CopySegment(ctx, meta, files)
 	if err != nil {
@@ -352,4 +328,20 @@ func TestManifestChecksumRefused(t *testing.T) {
 	if err := m.VerifyObject(ctx, bare); !errors.Is(err, rsm.ErrBadManifest) || !strings.Contains(err.Error(), "no checksum") {
 		t.Errorf("verify an object with no checksum: %v, want ErrBadManifest", err)
 	}
+}
+
+// fsManager returns a manager (key prefix prefix) of a filesystem bucket
+// in a new temporary directory, and that directory (root), so that tests
+// can damage stored objects behind the bucket's back.
+func fsManager(t *testing.T, prefix string) (root string, m *rsm.Manager) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "bucket")
+	b, err := filesystem.New(filesystem.Config{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err = rsm.NewManager(b, rsm.Config{Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	return root, m
 }
