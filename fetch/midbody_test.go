@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"strings"
 	"testing"
 
@@ -27,25 +26,8 @@ func stalled(t *testing.T, e *env, n int64) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(cfg, e.store, mgr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- srv.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
 	s := *e
-	s.srv, s.addr = srv, lis.Addr().String()
-	if s.client, err = Dial(s.addr); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.client.Close() })
-	s.api = s.client.API()
+	s.serve(cfg, mgr)
 	return &s
 }
 

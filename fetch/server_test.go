@@ -112,7 +112,16 @@ func newEnvOn(t testing.TB, b rsm.Bucket, cfg Config, opts ...Option) *env {
 	if e.mgr, err = rsm.NewManager(e.bucket, rsm.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(cfg, e.store, e.mgr, opts...)
+	e.serve(cfg, e.mgr, opts...)
+	return e
+}
+
+// serve starts a server of cfg over e's metadata store and mgr on a real
+// socket (stopped at the test's end) and makes it e's, with a client.
+func (e *env) serve(cfg Config, mgr *rsm.Manager, opts ...Option) {
+	t := e.t
+	t.Helper()
+	srv, err := NewServer(cfg, e.store, mgr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +140,6 @@ func newEnvOn(t testing.TB, b rsm.Bucket, cfg Config, opts ...Option) *env {
 	}
 	t.Cleanup(func() { e.client.Close() })
 	e.api = e.client.API()
-	return e
 }
 
 // tier copies every rolled segment of a partition directory as the copier
