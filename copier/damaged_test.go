@@ -3,6 +3,7 @@ package copier
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +175,50 @@ func TestDamageClearedWhenObjectReturns(t *testing.T) {
 		if got, _ := r.store.Segment(r.tp, fin[1].StartOffset, fin[1].ID); !strings.HasPrefix(got.Damaged, damagedChecksum) {
 			t.Fatalf("round %d: the copy back with other bytes: damaged %q, want a checksum mismatch", round, got.Damaged)
 		}
+	}
+}
+
+// A copy whose .log a reader found cut short (reported through
+// SuspectCopy, as the fetch server does on a truncated object) is marked
+// damaged at the next pass, naming the bytes it holds; restored whole, it
+// is cleared.
+func TestTruncatedLogMarksCopyDamaged(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "bucket")
+	b, err := filesystem.New(filesystem.Config{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.CopyChecksPerPass = 0
+	r := newRig(t, cfg, b)
+	tieredTwo(t, r, idA)
+	fin, _ := r.store.FinishedSegments(r.tp)
+	m := fin[0]
+	file := filepath.Join(root, filepath.FromSlash(r.mgr.Key(m, ".log")))
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.c.SuspectCopy(m)
+	r.sync()
+	got, _ := r.store.Segment(r.tp, m.StartOffset, m.ID)
+	want := fmt.Sprintf("%s.log (holds %d of its %d bytes)", damagedMissing, len(data)/2, m.SizeInBytes)
+	if got.Damaged != want {
+		t.Fatalf("damaged %q, want %q", got.Damaged, want)
+	}
+	if d := damagedRows(t, r); len(d) != 1 {
+		t.Fatalf("damaged rows %+v, want only the truncated copy", d)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.c.checkCopy(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.store.Segment(r.tp, m.StartOffset, m.ID); got.Damaged != "" {
+		t.Fatalf("the copy restored whole is still damaged: %q", got.Damaged)
 	}
 }

@@ -52,8 +52,8 @@ func (e *RangeError) Error() string {
 	return fmt.Sprintf("fetch: offset %d out of the tiered range [%d, %d]", e.Offset, e.LogStartOffset, e.HighestTieredOffset)
 }
 
-// missingCopyError says which finished copy a missing object belongs to.
-// It wraps rsm.ErrNotFound.
+// missingCopyError says which finished copy a missing or truncated object
+// belongs to. It wraps rsm.ErrNotFound or cache.ErrShortObject.
 type missingCopyError struct {
 	meta remotelog.SegmentMetadata
 	err  error
@@ -65,10 +65,11 @@ func (e *missingCopyError) Error() string {
 
 func (e *missingCopyError) Unwrap() error { return e.err }
 
-// missing marks err as a missing object of meta when it is one.
+// missing marks err as a missing or truncated object of meta when it is
+// one, so that the copy is reported for a check (see noteMissing).
 func missing(meta remotelog.SegmentMetadata, err error) error {
 	var mc *missingCopyError
-	if errors.Is(err, rsm.ErrNotFound) && !errors.As(err, &mc) {
+	if (errors.Is(err, rsm.ErrNotFound) || errors.Is(err, cache.ErrShortObject)) && !errors.As(err, &mc) {
 		return &missingCopyError{meta: meta, err: err}
 	}
 	return err

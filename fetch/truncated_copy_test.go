@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"sync"
 	"testing"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -21,7 +23,9 @@ import (
 func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PrefetchBytes = 0
-	e := newEnv(t, cfg)
+	var mu sync.Mutex
+	var told []remotelog.SegmentID
+	e := newEnv(t, cfg, WithMissingCopyHook(func(m remotelog.SegmentMetadata) { mu.Lock(); told = append(told, m.ID); mu.Unlock() }))
 	referenceLog(t, e)
 	fin, err := e.store.FinishedSegments(e.tp)
 	if err != nil || len(fin) == 0 {
@@ -50,5 +54,10 @@ func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 	}
 	if code[0] != code[1] || code[0] != codes.DataLoss {
 		t.Errorf("Fetch at 0 answered %v, at 3 (past the cut) %v; want DATA_LOSS for both (a damaged copy, as a corrupt one)", code[1], code[0])
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(told) == 0 || told[0] != fin[0].ID {
+		t.Errorf("copies reported for a check: %v, want the truncated %v (so that the copier marks it damaged)", told, fin[0].ID)
 	}
 }

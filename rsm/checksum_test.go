@@ -143,9 +143,17 @@ func roundTrip(t *testing.T, m *rsm.Manager, logSize int, corrupt func(key strin
 	if _, err := m.DownloadCopy(ctx, meta, dir); !errors.Is(err, rsm.ErrChecksum) {
 		t.Errorf("download with a flipped byte in the .log: %v, want ErrChecksum", err)
 	}
+	corrupt(logKey, data[:len(data)/2]) // truncated: the cheap check finds it too
+	want := fmt.Sprintf(".log (holds %d of its %d bytes)", len(data)/2, len(data))
+	if missing, err := m.MissingObjects(ctx, meta); err != nil || len(missing) != 1 || missing[0] != want {
+		t.Errorf("MissingObjects with the .log cut in half: %q, %v; want [%q]", missing, err, want)
+	}
 	corrupt(logKey, data)
 	if err := m.VerifyCopy(ctx, meta); err != nil {
 		t.Fatalf("verify with the .log restored: %v", err)
+	}
+	if missing, err := m.MissingObjects(ctx, meta); err != nil || len(missing) != 0 {
+		t.Errorf("MissingObjects of a whole copy: %q, %v", missing, err)
 	}
 	corrupt(mf.Objects[kafkalog.TxnIndexSuffix].Key, []byte("abort"))
 	if err := m.VerifyCopy(ctx, meta); !errors.Is(err, rsm.ErrChecksum) {

@@ -63,15 +63,21 @@ func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
 
 // MissingObjects checks, with one Attributes request each, that the
 // objects a read and a rebuild need of a copy are stored: its .log,
-// offset and time indexes and manifest. It returns the suffixes of those
-// missing (none: nil). Errors: transport errors.
+// offset and time indexes and manifest, and that the .log holds at least
+// the row's SizeInBytes (a truncated .log has bytes missing). It returns
+// the suffixes of those missing (none: nil), a short .log as ".log (holds
+// N of its M bytes)". Errors: transport errors.
 func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMetadata) ([]string, error) {
 	var missing []string
 	for _, suffix := range []string{logSuffix, remotelog.OffsetIndex.Suffix(), remotelog.TimeIndex.Suffix(), manifestSuffix} {
-		if _, err := m.b.Attributes(ctx, m.Key(meta, suffix)); errors.Is(err, ErrNotFound) {
+		a, err := m.b.Attributes(ctx, m.Key(meta, suffix))
+		switch {
+		case errors.Is(err, ErrNotFound):
 			missing = append(missing, suffix)
-		} else if err != nil {
+		case err != nil:
 			return missing, fmt.Errorf("check %s: %w", m.Key(meta, suffix), err)
+		case suffix == logSuffix && a.Size < meta.SizeInBytes:
+			missing = append(missing, fmt.Sprintf("%s (holds %d of its %d bytes)", suffix, a.Size, meta.SizeInBytes))
 		}
 	}
 	return missing, nil
