@@ -14,6 +14,27 @@ import (
 	"github.com/tierd/tierd/rsm/filesystem"
 )
 
+// tieredTwoOnDir returns a rig over a filesystem bucket at root (so that
+// tests can move or change its objects behind its back), with
+// copy_checks_per_pass checks, after two segments are tiered, and their
+// finished copies.
+func tieredTwoOnDir(t *testing.T, checks int) (root string, r *rig, fin []remotelog.SegmentMetadata) {
+	t.Helper()
+	root = filepath.Join(t.TempDir(), "bucket")
+	b, err := filesystem.New(filesystem.Config{Dir: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.CopyChecksPerPass = checks
+	r = newRig(t, cfg, b)
+	tieredTwo(t, r, idA)
+	if fin, err = r.store.FinishedSegments(r.tp); err != nil || len(fin) != 2 {
+		t.Fatalf("finished copies %d, %v; want 2", len(fin), err)
+	}
+	return root, r, fin
+}
+
 // damagedRows returns the rows of r's partition marked damaged.
 func damagedRows(t *testing.T, r *rig) []remotelog.SegmentMetadata {
 	t.Helper()
@@ -36,16 +57,7 @@ func damagedRows(t *testing.T, r *rig) []remotelog.SegmentMetadata {
 // nothing damaged, and once the directory is back the next pass succeeds
 // with no mark.
 func TestBucketRootGoneMarksNothing(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.CopyChecksPerPass = 4
-	r := newRig(t, cfg, b)
-	tieredTwo(t, r, idA)
-	fin, _ := r.store.FinishedSegments(r.tp)
+	root, r, fin := tieredTwoOnDir(t, 4)
 	if err := os.Rename(root, root+".away"); err != nil {
 		t.Fatal(err)
 	}
@@ -126,16 +138,7 @@ func TestNoDamageWhileStoreCheckFails(t *testing.T) {
 // back with other bytes stays damaged, now for a checksum mismatch, and a
 // further check leaves it so.
 func TestDamageClearedWhenObjectReturns(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.CopyChecksPerPass = 0
-	r := newRig(t, cfg, b)
-	tieredTwo(t, r, idA)
-	fin, _ := r.store.FinishedSegments(r.tp)
+	root, r, fin := tieredTwoOnDir(t, 0)
 	ctx := context.Background()
 	file := func(m remotelog.SegmentMetadata) string {
 		return filepath.Join(root, filepath.FromSlash(r.mgr.Key(m, ".log")))
@@ -183,16 +186,7 @@ func TestDamageClearedWhenObjectReturns(t *testing.T) {
 // damaged at the next pass, naming the bytes it holds; restored whole, it
 // is cleared.
 func TestTruncatedLogMarksCopyDamaged(t *testing.T) {
-	root := filepath.Join(t.TempDir(), "bucket")
-	b, err := filesystem.New(filesystem.Config{Dir: root})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultConfig()
-	cfg.CopyChecksPerPass = 0
-	r := newRig(t, cfg, b)
-	tieredTwo(t, r, idA)
-	fin, _ := r.store.FinishedSegments(r.tp)
+	root, r, fin := tieredTwoOnDir(t, 0)
 	m := fin[0]
 	file := filepath.Join(root, filepath.FromSlash(r.mgr.Key(m, ".log")))
 	data, err := os.ReadFile(file)
