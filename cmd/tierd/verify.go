@@ -16,7 +16,7 @@ import (
 	"github.com/tierd/tierd/rsm"
 )
 
-const verifyUsage = "tierd verify --config tierd.yaml [--sample N] [--topic T] [--concurrency N]"
+const verifyUsage = "tierd verify --config tierd.yaml [--sample N [--seed S]] [--topic T] [--concurrency N]"
 
 // verifyOptions are the flags of "tierd verify".
 type verifyOptions struct {
@@ -74,12 +74,8 @@ type verifyResult struct {
 func (r verifyResult) failed() bool { return r.mismatched+r.missing+r.unreadable > 0 }
 
 func (r verifyResult) String() string {
-	copies := "copies"
-	if r.copies == 1 {
-		copies = "copy"
-	}
 	return fmt.Sprintf("verified %d %s, %s in %s: %d ok, %d mismatched, %d missing objects, %d unreadable, %d deleted while verifying",
-		r.copies, copies, humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone)
+		r.copies, copiesWord(r.copies), humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone)
 }
 
 // verifyCopies lists the finished copies (from the running tierd, or the
@@ -108,7 +104,7 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(stderr, "tierd verify: %d finished copies from %s, bucket %s\n", len(items), source, b.Name())
+	fmt.Fprintf(stderr, "tierd verify: %d finished %s from %s, bucket %s\n", len(items), copiesWord(len(items)), source, b.Name())
 
 	// Manifests first: they give the bytes to read, for the progress.
 	var total int64
@@ -307,4 +303,12 @@ func stillFinished(ctx context.Context, ls lister, meta remotelog.SegmentMetadat
 		}
 	}
 	return false
+}
+
+// copiesWord is "copy" for one, "copies" otherwise.
+func copiesWord(n int) string {
+	if n == 1 {
+		return "copy"
+	}
+	return "copies"
 }

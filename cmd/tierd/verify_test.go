@@ -52,9 +52,9 @@ func TestVerify(t *testing.T) {
 	if !strings.Contains(errOut, "3 finished copies from "+filepath.Join(keep, "metadata")+" (tierd not running)") || strings.Contains(errOut, "\r") {
 		t.Errorf("stderr:\n%q", errOut)
 	}
-	code, out, _ = runCmd("verify", "--config", cfgPath, "--sample", "1")
-	if code != 0 || !strings.Contains(out, "verified 1 copy,") {
-		t.Errorf("--sample 1: exit %d\n%s", code, out)
+	code, out, errOut = runCmd("verify", "--config", cfgPath, "--sample", "1")
+	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy from ") {
+		t.Errorf("--sample 1: exit %d\n%s%s", code, out, errOut)
 	}
 
 	logPath := bucketObject(t, keep, "00000000000000000205", ".log")
