@@ -1,15 +1,12 @@
 package rsm
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"maps"
-	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -17,8 +14,6 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/kafkalog/epoch"
-	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -179,174 +174,6 @@ type SegmentFiles struct {
 	// their way up (the copy quota, package quota); the manifest is not
 	// throttled.
 	Throttle func(ctx context.Context, r io.Reader) io.Reader
-}
-
-// throttled applies files.Throttle to r.
-func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader {
-	if files.Throttle == nil {
-		return r
-	}
-	return files.Throttle(ctx, r)
-}
-
-// CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
-// meta, data first and the manifest last, and returns the manifest. Files
-// are streamed; indexes are cut to their real entries. The .log goes
-// whole, or, when meta.LocalSizeInBytes is set, as its first
-// meta.SizeInBytes bytes (the zero tail of a preallocated segment is left
-// out); the file must then be meta.LocalSizeInBytes long. On any error
-// the objects this call uploaded are deleted (best effort) and the error
-// is returned; the caller then marks the row for deletion.
-func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
-	if meta.LocalSizeInBytes != 0 && (meta.SizeInBytes < 0 || meta.SizeInBytes >= meta.LocalSizeInBytes) {
-		return nil, fmt.Errorf("rsm: copy of %d bytes of a %d-byte .log: the copy must be shorter than the file", meta.SizeInBytes, meta.LocalSizeInBytes)
-	}
-	mf := &Manifest{
-		FormatVersion: ManifestFormatVersion, Topic: meta.TopicPartition.Topic, TopicID: meta.TopicID, Partition: meta.TopicPartition.Partition,
-		SegmentID: meta.ID, StartOffset: meta.StartOffset, EndOffset: meta.EndOffset, MaxTimestampMs: meta.MaxTimestampMs,
-		SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes, LeaderEpochs: files.LeaderEpochs,
-		TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
-		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, CopyLeaderEpoch: meta.CopyLeaderEpoch, Objects: map[string]ObjectInfo{},
-		Compacted:    meta.Compacted,
-		CompactionOf: meta.CompactionOf,
-	}
-	defer func() {
-		if err != nil {
-			m.deleteObjects(context.WithoutCancel(ctx), mf)
-		}
-	}()
-	logPart := part{n: -1, progress: files.Progress}
-	if meta.LocalSizeInBytes > 0 {
-		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes, progress: files.Progress}
-	}
-	if err := m.uploadFile(ctx, mf, meta, logSuffix, files.Log, logPart, files); err != nil {
-		return nil, err
-	}
-	for _, ix := range []struct {
-		suffix, path string
-		entry        int
-	}{{kafkalog.IndexSuffix, files.OffsetIndex, index.OffsetEntrySize}, {kafkalog.TimeIndexSuffix, files.TimeIndex, index.TimeEntrySize}} {
-		data, err := realIndex(ix.path, meta.StartOffset, ix.suffix)
-		if err != nil {
-			return nil, err
-		}
-		if err := m.uploadBytes(ctx, mf, meta, ix.suffix, data, files); err != nil {
-			return nil, err
-		}
-	}
-	for _, opt := range []struct{ suffix, path string }{
-		{kafkalog.TxnIndexSuffix, files.TxnIndex}, {kafkalog.SnapshotSuffix, files.ProducerSnapshot},
-	} {
-		if opt.path == "" {
-			continue
-		}
-		if err := m.uploadFile(ctx, mf, meta, opt.suffix, opt.path, part{n: -1}, files); err != nil {
-			return nil, err
-		}
-	}
-	if err := m.uploadBytes(ctx, mf, meta, remotelog.LeaderEpochIndex.Suffix(), epoch.Encode(files.LeaderEpochs), files); err != nil {
-		return nil, err
-	}
-	if files.BeforeManifest != nil {
-		if err := files.BeforeManifest(ctx); err != nil {
-			return nil, err
-		}
-	}
-	body, err := json.MarshalIndent(mf, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	key := m.Key(meta, manifestSuffix)
-	if err := m.b.Upload(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
-		return nil, fmt.Errorf("upload %s: %w", key, err)
-	}
-	return mf, nil
-}
-
-// realIndex reads an index file and returns its real entries' bytes.
-func realIndex(p string, base int64, suffix string) ([]byte, error) {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		return nil, err
-	}
-	var n int
-	if suffix == kafkalog.IndexSuffix {
-		var e []index.OffsetEntry
-		e, err = index.ParseOffsetIndex(data, base)
-		n = len(e) * index.OffsetEntrySize
-	} else {
-		var e []index.TimeEntry
-		e, err = index.ParseTimeIndex(data, base)
-		n = len(e) * index.TimeEntrySize
-	}
-	if err != nil {
-		return nil, kafkalog.WithFile(err, p)
-	}
-	return data[:n], nil
-}
-
-// part says how much of a file to upload: n bytes from its start, from a
-// file of fileSize bytes; n -1 uploads the whole file, whatever its size.
-// progress, when set, is told the bytes read so far.
-type part struct {
-	n, fileSize int64
-	progress    func(int64)
-}
-
-func (m *Manager) uploadFile(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix, p string, pt part, files SegmentFiles) error {
-	f, err := os.Open(p)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	size := st.Size()
-	if pt.n >= 0 {
-		if size != pt.fileSize {
-			return fmt.Errorf("upload the first %d bytes of %s: the file holds %d bytes, not %d (file changed since it was checked)", pt.n, p, size, pt.fileSize)
-		}
-		size = pt.n
-	}
-	h := crc32.New(castagnoli)
-	key := m.Key(meta, suffix)
-	mf.Objects[suffix] = ObjectInfo{Key: key} // recorded first so a failed upload is cleaned up
-	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, io.LimitReader(f, size)), h), progress: pt.progress}
-	if err := m.b.Upload(ctx, key, cr, size); err != nil {
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	if cr.n != size {
-		return fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, cr.n, size)
-	}
-	mf.Objects[suffix] = ObjectInfo{Key: key, Size: cr.n, CRC32C: crc32cHex(h.Sum32())}
-	return nil
-}
-
-func (m *Manager) uploadBytes(ctx context.Context, mf *Manifest, meta remotelog.SegmentMetadata, suffix string, data []byte, files SegmentFiles) error {
-	key := m.Key(meta, suffix)
-	mf.Objects[suffix] = ObjectInfo{Key: key}
-	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
-		return fmt.Errorf("upload %s: %w", key, err)
-	}
-	mf.Objects[suffix] = ObjectInfo{Key: key, Size: int64(len(data)), CRC32C: crc32cHex(crc32.Checksum(data, castagnoli))}
-	return nil
-}
-
-type countingReader struct {
-	r        io.Reader
-	n        int64
-	progress func(int64) // nil: none
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	if n > 0 && c.progress != nil {
-		c.progress(c.n)
-	}
-	return n, err
 }
 
 // FetchLogSegment returns bytes [start, end) of the copy's .log (end -1:

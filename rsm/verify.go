@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -49,16 +51,22 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 // its manifest records: a copy is only recorded finished when it is whole,
 // even if something deleted part of it during the upload.
 func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
+	// The requests go at once: a copy's objects are a handful, and each
+	// answer is a round trip the copy waits for.
+	g, gctx := errgroup.WithContext(ctx)
 	for suffix, o := range mf.Objects {
-		a, err := m.b.Attributes(ctx, o.Key)
-		if err != nil {
-			return fmt.Errorf("verify %s: %w", o.Key, err)
-		}
-		if a.Size != o.Size {
-			return fmt.Errorf("%w: %s object %s holds %d bytes, uploaded %d", ErrChecksum, suffix, o.Key, a.Size, o.Size)
-		}
+		g.Go(func() error {
+			a, err := m.b.Attributes(gctx, o.Key)
+			if err != nil {
+				return fmt.Errorf("verify %s: %w", o.Key, err)
+			}
+			if a.Size != o.Size {
+				return fmt.Errorf("%w: %s object %s holds %d bytes, uploaded %d", ErrChecksum, suffix, o.Key, a.Size, o.Size)
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
 
 // MissingObjects checks, with one Attributes request each, that the
