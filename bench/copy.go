@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/tierd/tierd/copier"
@@ -13,43 +14,52 @@ import (
 	"github.com/tierd/tierd/rsm"
 )
 
-// copyCase measures copy and raw_put cfg.Rounds times each, taking turns
-// (which goes first alternates), so that both see the same stretch of
-// time. copy is the copier tiering the partition's rolled segments into a
-// new metadata store and a prefix of its own, passes until all are
-// finished; raw_put uploads the same files (.log, .index, .timeindex of
-// each rolled segment) one after another with the same bucket client
+// copyCase measures copy and raw_put cfg.Rounds times each. A round
+// times each twice, in the order A B B A (A is copy in odd rounds,
+// raw_put in even ones), so that neither always follows the other, and
+// each timed run starts after a sync(2): the writeback of the run before
+// (256 MiB into MinIO's data dir) is not charged to the next one. copy
+// is the copier tiering the partition's rolled segments into a new
+// metadata store and a prefix of its own, passes until all are finished;
+// raw_put uploads the same files (.log, .index, .timeindex of each
+// rolled segment) one after another with the same bucket client
 // (multipart above its part size). Both rates are over the same bytes,
-// the .log files' sizes; each Result's note lists the rounds' MiB/s, and
-// Series "copy/minio copy_over_raw_put" holds the ratio per round.
+// the .log files' sizes, a round's rate over its two runs; each Result's
+// note lists the rounds' MiB/s, and Series "copy/minio
+// copy_over_raw_put" holds the ratio per round.
 func (e *env) copyCase(ctx context.Context) (cp, raw *Result, ratio *Series, err error) {
 	cp, raw = newResult("copy"), newResult("raw_put")
 	ratio = newSeries("copy", "minio", "copy_over_raw_put", []int{len(e.fin)}, e.cfg.Rounds, false)
 	var cpRates, rawRates []string
 	for r := range e.cfg.Rounds {
-		var c, p time.Duration
-		ops := []func() error{
-			func() (err error) {
-				defer e.profile(fmt.Sprintf("copy-%d", r+1))()
-				c, err = e.copyOnce(ctx, r)
+		var c, p [2]time.Duration
+		ops := []func(run int) error{
+			func(run int) (err error) {
+				defer e.profile(fmt.Sprintf("copy-%d-%d", r+1, run+1))()
+				c[run], err = e.copyOnce(ctx, 2*r+run)
 				return err
 			},
-			func() (err error) {
-				defer e.profile(fmt.Sprintf("raw_put-%d", r+1))()
-				p, err = e.rawPutOnce(ctx, r)
+			func(run int) (err error) {
+				defer e.profile(fmt.Sprintf("raw_put-%d-%d", r+1, run+1))()
+				p[run], err = e.rawPutOnce(ctx, 2*r+run)
 				return err
 			},
 		}
-		for k := range ops {
-			if err := ops[(r+k)%2](); err != nil {
+		first := r % 2
+		for k, op := range []int{first, 1 - first, 1 - first, first} {
+			syscall.Sync()
+			if err := ops[op](k / 2); err != nil {
 				return nil, nil, nil, err
 			}
 		}
 		n := e.tieredBytes()
-		cp.add(c, n)
-		raw.add(p, n)
-		cp.wall, raw.wall = cp.wall+c, raw.wall+p
-		cr, pr := float64(n)/(1<<20)/c.Seconds(), float64(n)/(1<<20)/p.Seconds()
+		ct, pt := c[0]+c[1], p[0]+p[1]
+		for run := range 2 {
+			cp.add(c[run], n)
+			raw.add(p[run], n)
+		}
+		cp.wall, raw.wall = cp.wall+ct, raw.wall+pt
+		cr, pr := 2*float64(n)/(1<<20)/ct.Seconds(), 2*float64(n)/(1<<20)/pt.Seconds()
 		cpRates, rawRates = append(cpRates, fmt.Sprintf("%.0f", cr)), append(rawRates, fmt.Sprintf("%.0f", pr))
 		ratio.set(r, 0, cr/pr)
 	}
@@ -59,16 +69,16 @@ func (e *env) copyCase(ctx context.Context) (cp, raw *Result, ratio *Series, err
 }
 
 // copyOnce tiers the partition's rolled segments with a new copier, store
-// and prefix, and returns the time its passes took.
-func (e *env) copyOnce(ctx context.Context, round int) (time.Duration, error) {
-	dir := filepath.Join(e.dir, fmt.Sprintf("copy-r%d", round))
+// and prefix (named by run), and returns the time its passes took.
+func (e *env) copyOnce(ctx context.Context, run int) (time.Duration, error) {
+	dir := filepath.Join(e.dir, fmt.Sprintf("copy-r%d", run))
 	defer os.RemoveAll(dir)
 	store, err := rlmm.Open(rlmm.Config{Dir: dir})
 	if err != nil {
 		return 0, err
 	}
 	defer store.Close()
-	mgr, err := rsm.NewManager(e.rec, rsm.Config{Prefix: fmt.Sprintf("%s/copy-r%d", e.prefix, round)})
+	mgr, err := rsm.NewManager(e.rec, rsm.Config{Prefix: fmt.Sprintf("%s/copy-r%d", e.prefix, run)})
 	if err != nil {
 		return 0, err
 	}
@@ -98,8 +108,8 @@ func (e *env) copyOnce(ctx context.Context, round int) (time.Duration, error) {
 }
 
 // rawPutOnce uploads the rolled segments' files under a prefix of the
-// round's own and returns the time it took.
-func (e *env) rawPutOnce(ctx context.Context, round int) (time.Duration, error) {
+// run's own and returns the time it took.
+func (e *env) rawPutOnce(ctx context.Context, run int) (time.Duration, error) {
 	start := time.Now()
 	for _, m := range e.fin {
 		for _, suffix := range []string{".log", ".index", ".timeindex"} {
@@ -110,7 +120,7 @@ func (e *env) rawPutOnce(ctx context.Context, round int) (time.Duration, error) 
 			}
 			info, err := f.Stat()
 			if err == nil {
-				err = e.rec.Upload(ctx, fmt.Sprintf("%s/raw-put-r%d/%s", e.prefix, round, filepath.Base(p)), f, info.Size())
+				err = e.rec.Upload(ctx, fmt.Sprintf("%s/raw-put-r%d/%s", e.prefix, run, filepath.Base(p)), f, info.Size())
 			}
 			f.Close()
 			if err != nil {
