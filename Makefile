@@ -30,7 +30,8 @@ bench-full: tools
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./fetch/...
 
-# tools: the MinIO server the tests run against (once, cached in ~/.cache/tierd-bin).
+# tools: the MinIO server the tests run against and grpcurl (the gRPC
+# health and reflection tests call it), pinned, once each, cached in ~/.cache/tierd-bin.
 tools:
 	scripts/install-tools.sh
 

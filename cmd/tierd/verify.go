@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,7 +93,7 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 		return res, err
 	}
 	defer closeFn()
-	items, err := finishedCopies(ctx, ls, o)
+	items, listed, err := finishedCopies(ctx, ls, o)
 	if err != nil {
 		return res, err
 	}
@@ -104,7 +106,12 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 	if err != nil {
 		return res, err
 	}
-	fmt.Fprintf(stderr, "tierd verify: %d finished %s from %s, bucket %s\n", len(items), copiesWord(len(items)), source, b.Name())
+	picked := ""
+	if len(items) < listed {
+		// The seed repeats the pick: --sample N --seed S.
+		picked = fmt.Sprintf(" (a random %d of %d, --seed %d)", len(items), listed, o.seed)
+	}
+	fmt.Fprintf(stderr, "tierd verify: %d finished %s%s from %s, bucket %s\n", len(items), copiesWord(len(items)), picked, source, b.Name())
 
 	// Manifests first: they give the bytes to read, for the progress.
 	var total int64
@@ -197,11 +204,17 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 }
 
 // finishedCopies lists the COPY_SEGMENT_FINISHED rows (of o.topic, when
-// set), or a random o.sample of them, ordered by partition and offset.
-func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyItem, error) {
+// set), or a random o.sample of them, ordered by partition and offset,
+// and returns them with the number of rows listed before the sample was
+// drawn. Errors: o.topic names no partition of the metadata (the error
+// lists the topics it holds), listing errors.
+func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyItem, int, error) {
 	tps, err := ls.partitions(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list partitions: %w", err)
+		return nil, 0, fmt.Errorf("list partitions: %w", err)
+	}
+	if o.topic != "" && !slices.ContainsFunc(tps, func(tp remotelog.TopicPartition) bool { return tp.Topic == o.topic }) {
+		return nil, 0, fmt.Errorf("topic %q has no partition in tierd's metadata; it holds %s", o.topic, topicList(tps))
 	}
 	var items []verifyItem
 	for _, tp := range tps {
@@ -210,7 +223,7 @@ func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyIt
 		}
 		resp, err := ls.list(ctx, tp)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", tp, err)
+			return nil, 0, fmt.Errorf("%s: %w", tp, err)
 		}
 		for _, s := range resp.GetSegments() {
 			if s.State != remotelog.CopySegmentFinished.String() {
@@ -218,12 +231,13 @@ func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyIt
 			}
 			id, err := remotelog.ParseSegmentID(s.SegmentId)
 			if err != nil {
-				return nil, fmt.Errorf("%s: segment id %q: %w", tp, s.SegmentId, err)
+				return nil, 0, fmt.Errorf("%s: segment id %q: %w", tp, s.SegmentId, err)
 			}
 			items = append(items, verifyItem{meta: remotelog.SegmentMetadata{TopicPartition: tp, ID: id,
 				StartOffset: s.StartOffset, EndOffset: s.EndOffset, SizeInBytes: s.SizeInBytes}})
 		}
 	}
+	listed := len(items)
 	if o.sample > 0 && o.sample < len(items) {
 		r := rand.New(rand.NewPCG(o.seed, 0))
 		r.Shuffle(len(items), func(i, j int) { items[i], items[j] = items[j], items[i] })
@@ -236,7 +250,28 @@ func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyIt
 		}
 		return a.StartOffset < b.StartOffset
 	})
-	return items, nil
+	return items, listed, nil
+}
+
+// topicList names the topics of tps, sorted, at most 10 of them, or says
+// there are none.
+func topicList(tps []remotelog.TopicPartition) string {
+	var topics []string
+	for _, tp := range tps {
+		topics = append(topics, tp.Topic)
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	switch {
+	case len(topics) == 0:
+		return "no topic"
+	case len(topics) > 10:
+		return fmt.Sprintf("%d topics: %s, ...", len(topics), strings.Join(topics[:10], ", "))
+	}
+	if len(topics) == 1 {
+		return "topic " + topics[0]
+	}
+	return "topics " + strings.Join(topics, ", ")
 }
 
 // errManifestDiffers marks a manifest that does not describe its row.

@@ -40,7 +40,9 @@ func bucketObject(t *testing.T, keep string, base, suffix string) string {
 
 // TestVerify: every finished copy of the demo verifies; a flipped byte in
 // one .log (same size) is a MISMATCH naming the copy, a deleted index
-// object is MISSING, each with exit status 1; --sample 1 reads one copy;
+// object is MISSING, each with exit status 1; --sample 1 reads one copy
+// and the header names the seed that repeats the pick; --topic naming no
+// partition is an error that lists the topics there are;
 // progress goes to stderr as plain lines (not a terminal), the summary to
 // stdout.
 func TestVerify(t *testing.T) {
@@ -52,9 +54,17 @@ func TestVerify(t *testing.T) {
 	if !strings.Contains(errOut, "3 finished copies from "+filepath.Join(keep, "metadata")+" (tierd not running)") || strings.Contains(errOut, "\r") {
 		t.Errorf("stderr:\n%q", errOut)
 	}
-	code, out, errOut = runCmd("verify", "--config", cfgPath, "--sample", "1")
-	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy from ") {
+	code, out, errOut = runCmd("verify", "--config", cfgPath, "--sample", "1", "--seed", "7")
+	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy (a random 1 of 3, --seed 7) from ") {
 		t.Errorf("--sample 1: exit %d\n%s%s", code, out, errOut)
+	}
+	// The seed the header names picks the same copy again.
+	_, _, again := runCmd("verify", "--config", cfgPath, "--sample", "1", "--seed", "7")
+	if again != errOut {
+		t.Errorf("--seed 7 twice:\n%s\n%s", errOut, again)
+	}
+	if _, _, errOut := runCmd("verify", "--config", cfgPath, "--sample", "5"); !strings.Contains(errOut, "3 finished copies from ") {
+		t.Errorf("--sample above the copies: %s", errOut)
 	}
 
 	logPath := bucketObject(t, keep, "00000000000000000205", ".log")
@@ -75,9 +85,13 @@ func TestVerify(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	code, out, _ = runCmd("verify", "--config", cfgPath, "--topic", "other")
-	if code != 0 || !strings.Contains(out, "verified 0 copies") {
-		t.Errorf("--topic other: exit %d\n%s", code, out)
+	code, out, errOut = runCmd("verify", "--config", cfgPath, "--topic", "other")
+	if code != 1 || out != "" || !strings.Contains(errOut, `topic "other" has no partition in tierd's metadata; it holds topic demo`) {
+		t.Errorf("--topic other: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = runCmd("verify", "--config", cfgPath, "--topic", "demo")
+	if code != 1 || !strings.Contains(out, "verified 3 copies") {
+		t.Errorf("--topic demo: exit %d\n%s", code, out)
 	}
 }
 
