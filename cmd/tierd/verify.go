@@ -33,7 +33,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	o := verifyOptions{tty: isTerminal(stderr)}
 	cfg, code, ok := configCommand("verify", verifyUsage, args, stderr, func(fs *flag.FlagSet) {
 		fs.IntVar(&o.sample, "sample", 0, "verify this many finished copies, picked at random; 0 = all")
-		fs.Uint64Var(&o.seed, "seed", uint64(time.Now().UnixNano()), "seed of --sample's random pick")
+		fs.Uint64Var(&o.seed, "seed", 0, "seed of --sample's random pick; 0 = drawn from the clock (the header names it)")
 		fs.StringVar(&o.topic, "topic", "", "verify only this topic's copies")
 		fs.IntVar(&o.concurrency, "concurrency", 4, "copies read at once")
 	})
@@ -43,6 +43,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if o.sample < 0 || o.concurrency < 1 {
 		fmt.Fprintf(stderr, "tierd verify: --sample must be >= 0 and --concurrency >= 1\nusage: %s\n", verifyUsage)
 		return 2
+	}
+	if o.seed != 0 && o.sample == 0 {
+		fmt.Fprintf(stderr, "tierd verify: --seed picks a --sample; without --sample every copy is verified\nusage: %s\n", verifyUsage)
+		return 2
+	}
+	if o.seed == 0 {
+		o.seed = uint64(time.Now().UnixNano())
 	}
 	res, err := verifyCopies(ctx, cfg, o, stdout, stderr)
 	if err != nil {
@@ -112,6 +119,9 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 		picked = fmt.Sprintf(" (a random %d of %d, --seed %d)", len(items), listed, o.seed)
 	}
 	fmt.Fprintf(stderr, "tierd verify: %d finished %s%s from %s, bucket %s\n", len(items), copiesWord(len(items)), picked, source, b.Name())
+	if picked != "" {
+		fmt.Fprintf(stderr, "tierd verify: picked %s\n", pickedList(items))
+	}
 
 	// Manifests first: they give the bytes to read, for the progress.
 	var total int64
@@ -251,6 +261,23 @@ func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyIt
 		return a.StartOffset < b.StartOffset
 	})
 	return items, listed, nil
+}
+
+// pickedList names sampled copies by partition and base offset, in
+// their order: "demo-0 at 0, 205; demo-1 at 410".
+func pickedList(items []verifyItem) string {
+	var b strings.Builder
+	for i, it := range items {
+		switch {
+		case i == 0:
+			fmt.Fprintf(&b, "%s at %d", it.meta.TopicPartition, it.meta.StartOffset)
+		case it.meta.TopicPartition != items[i-1].meta.TopicPartition:
+			fmt.Fprintf(&b, "; %s at %d", it.meta.TopicPartition, it.meta.StartOffset)
+		default:
+			fmt.Fprintf(&b, ", %d", it.meta.StartOffset)
+		}
+	}
+	return b.String()
 }
 
 // topicList names the topics of tps, sorted, at most 10 of them, or says

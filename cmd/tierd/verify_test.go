@@ -58,13 +58,19 @@ func TestVerify(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy (a random 1 of 3, --seed 7) from ") {
 		t.Errorf("--sample 1: exit %d\n%s%s", code, out, errOut)
 	}
+	if !strings.Contains(errOut, "tierd verify: picked demo-0 at ") {
+		t.Errorf("--sample 1 does not name the copy it picked:\n%s", errOut)
+	}
 	// The seed the header names picks the same copy again.
 	_, _, again := runCmd("verify", "--config", cfgPath, "--sample", "1", "--seed", "7")
 	if again != errOut {
 		t.Errorf("--seed 7 twice:\n%s\n%s", errOut, again)
 	}
-	if _, _, errOut := runCmd("verify", "--config", cfgPath, "--sample", "5"); !strings.Contains(errOut, "3 finished copies from ") {
+	if _, _, errOut := runCmd("verify", "--config", cfgPath, "--sample", "5"); !strings.Contains(errOut, "3 finished copies from ") || strings.Contains(errOut, "picked") {
 		t.Errorf("--sample above the copies: %s", errOut)
+	}
+	if code, _, errOut := runCmd("verify", "--config", cfgPath, "--seed", "7"); code != 2 || !strings.Contains(errOut, "--seed picks a --sample") {
+		t.Errorf("--seed without --sample: exit %d: %s", code, errOut)
 	}
 
 	logPath := bucketObject(t, keep, "00000000000000000205", ".log")
