@@ -60,7 +60,7 @@ func (rep *Report) WritePlot(path string) error {
 		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255}, {23, 190, 207, 255},
 		{188, 189, 34, 255}, {0, 0, 0, 255}}
 	drawn := 0
-	for i, r := range rep.Results {
+	for _, r := range rep.Results {
 		if r.hist == nil || r.hist.TotalCount() < 2 {
 			continue
 		}
@@ -76,8 +76,13 @@ func (rep *Report) WritePlot(path string) error {
 		if err != nil {
 			return err
 		}
-		l.Color = palette[i%len(palette)]
+		// Past the palette's colours, the curves repeat them dashed, so
+		// that no two curves look alike.
+		l.Color = palette[drawn%len(palette)]
 		l.Width = vg.Points(1.5)
+		if drawn >= len(palette) {
+			l.Dashes = []vg.Length{vg.Points(6), vg.Points(3)}
+		}
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("%s (n=%d)", r.Name, r.hist.TotalCount()), l)
 		drawn++
@@ -159,8 +164,11 @@ func (rep *Report) growthPanel(name, xLabel string) (*plot.Plot, error) {
 	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top, p.Legend.Left = true, true
+	// Dashes mark MinIO here, so every metric needs a colour of its own:
+	// twelve, more than any case has metrics.
 	palette := []color.RGBA{{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
-		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {23, 190, 207, 255}}
+		{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {23, 190, 207, 255},
+		{188, 189, 34, 255}, {0, 0, 0, 255}, {128, 0, 0, 255}, {0, 0, 128, 255}}
 	colours := map[string]color.RGBA{}
 	drawn := 0
 	for _, s := range rep.Series {
