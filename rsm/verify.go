@@ -55,7 +55,7 @@ func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
 	// answer is a round trip the copy waits for.
 	g, gctx := errgroup.WithContext(ctx)
 	for suffix, o := range mf.Objects {
-		g.Go(func() error {
+		goRecover(g, "check of "+o.Key, func() error {
 			a, err := m.b.Attributes(gctx, o.Key)
 			if err != nil {
 				return fmt.Errorf("verify %s: %w", o.Key, err)
