@@ -138,3 +138,53 @@ func TestCopySegmentFailureEndsThrottledWait(t *testing.T) {
 type readFunc func(p []byte) (int, error)
 
 func (f readFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestCopySegmentFenceCheckAfterEveryDataObject: the fence check
+// (SegmentFiles.BeforeManifest) runs once, after both upload goroutines
+// stored every data object and before the manifest; fenced, the copy
+// fails with rsm.ErrFenced and leaves no object.
+func TestCopySegmentFenceCheckAfterEveryDataObject(t *testing.T) {
+	for _, fenced := range []bool{false, true} {
+		t.Run(map[bool]string{false: "allowed", true: "fenced"}[fenced], func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}
+			m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			files, meta := copyFiles(t)
+			var calls atomic.Int32
+			var seen atomic.Value // string: the objects stored when the check ran
+			files.BeforeManifest = func(context.Context) error {
+				calls.Add(1)
+				seen.Store(waitStored(ctx, t, b, 0))
+				if fenced {
+					return rsm.ErrFenced
+				}
+				return nil
+			}
+			done := make(chan error, 1)
+			go func() {
+				_, err := m.CopySegment(ctx, meta, files)
+				done <- err
+			}()
+			waitStored(ctx, t, b, 4)
+			if n := calls.Load(); n != 0 {
+				t.Fatal("the fence was checked while the .log's upload was in flight")
+			}
+			close(b.release)
+			err = <-done
+			if fenced != errors.Is(err, rsm.ErrFenced) || !fenced && err != nil {
+				t.Fatalf("copy = %v (fenced %v)", err, fenced)
+			}
+			if s, _ := seen.Load().(string); calls.Load() != 1 || s != ".index .leader-epoch-checkpoint .log .timeindex .txnindex" {
+				t.Fatalf("fence checked %d times, with %q stored", calls.Load(), s)
+			}
+			left := waitStored(ctx, t, b, 0)
+			if want := map[bool]string{false: ".index .leader-epoch-checkpoint .log .manifest.json .timeindex .txnindex", true: ""}[fenced]; left != want {
+				t.Fatalf("stored after the copy: %q, want %q", left, want)
+			}
+		})
+	}
+}
