@@ -37,7 +37,8 @@ func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader 
 // so their requests' round trips hide behind its transfer; the manifest
 // goes only once every one of them is stored. On any error the objects
 // this call uploaded are deleted (best effort) and the error is returned;
-// the caller then marks the row for deletion.
+// the caller then marks the row for deletion. A panic in either upload
+// goroutine is returned as an error wrapping ErrPanic.
 func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
 	if meta.LocalSizeInBytes != 0 && (meta.SizeInBytes < 0 || meta.SizeInBytes >= meta.LocalSizeInBytes) {
 		return nil, fmt.Errorf("rsm: copy of %d bytes of a %d-byte .log: the copy must be shorter than the file", meta.SizeInBytes, meta.LocalSizeInBytes)

@@ -49,7 +49,9 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 
 // VerifyPresent checks that every object of a copy is stored with the size
 // its manifest records: a copy is only recorded finished when it is whole,
-// even if something deleted part of it during the upload.
+// even if something deleted part of it during the upload. Errors: the
+// bucket's (ErrNotFound for a missing object), ErrChecksum for a size
+// that differs, ErrPanic for a panic in one of its requests.
 func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
 	// The requests go at once: a copy's objects are a handful, and each
 	// answer is a round trip the copy waits for.
