@@ -36,6 +36,9 @@ const (
 var (
 	ErrBadManifest = errors.New("rsm: bad manifest")
 	ErrChecksum    = errors.New("rsm: checksum mismatch")
+	// ErrPanic marks a panic in one of the goroutines of a copy's upload
+	// or check, recovered and returned as an error.
+	ErrPanic = errors.New("rsm: panic")
 )
 
 // Config configures a Manager.

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+	"runtime/debug"
 
 	"golang.org/x/sync/errgroup"
 
@@ -36,7 +37,8 @@ func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader 
 // so their requests' round trips hide behind its transfer; the manifest
 // goes only once every one of them is stored. On any error the objects
 // this call uploaded are deleted (best effort) and the error is returned;
-// the caller then marks the row for deletion.
+// the caller then marks the row for deletion. A panic in either upload
+// goroutine is returned as an error wrapping ErrPanic.
 func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files SegmentFiles) (_ *Manifest, err error) {
 	if meta.LocalSizeInBytes != 0 && (meta.SizeInBytes < 0 || meta.SizeInBytes >= meta.LocalSizeInBytes) {
 		return nil, fmt.Errorf("rsm: copy of %d bytes of a %d-byte .log: the copy must be shorter than the file", meta.SizeInBytes, meta.LocalSizeInBytes)
@@ -77,11 +79,11 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 	}
 	infos := make([]ObjectInfo, len(small)+1) // the .log's last; each goroutine writes its own
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) {
+	goRecover(g, "upload of "+mf.Objects[logSuffix].Key, func() (err error) {
 		infos[len(small)], err = m.uploadFile(gctx, mf.Objects[logSuffix].Key, files.Log, logPart, files)
 		return err
 	})
-	g.Go(func() error {
+	goRecover(g, "upload of the small objects of "+mf.Objects[logSuffix].Key, func() error {
 		for i, o := range small {
 			var err error
 			if infos[i], err = m.uploadSmall(gctx, mf.Objects[o.suffix].Key, o, meta.StartOffset, files); err != nil {
@@ -111,6 +113,21 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		return nil, fmt.Errorf("upload %s: %w", key, err)
 	}
 	return mf, nil
+}
+
+// goRecover runs f in one of g's goroutines and returns a panic in f as
+// an error wrapping ErrPanic, with what f was doing and the panic's stack.
+// A caller's recover (the copier's, around a copy) cannot catch a panic in
+// another goroutine: left alone, it would end the process.
+func goRecover(g *errgroup.Group, what string, f func() error) {
+	g.Go(func() (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("%w in %s: %v\n%s", ErrPanic, what, r, debug.Stack())
+			}
+		}()
+		return f()
+	})
 }
 
 // smallObject is one of a copy's objects besides the .log and the

@@ -49,13 +49,15 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 
 // VerifyPresent checks that every object of a copy is stored with the size
 // its manifest records: a copy is only recorded finished when it is whole,
-// even if something deleted part of it during the upload.
+// even if something deleted part of it during the upload. Errors: the
+// bucket's (ErrNotFound for a missing object), ErrChecksum for a size
+// that differs, ErrPanic for a panic in one of its requests.
 func (m *Manager) VerifyPresent(ctx context.Context, mf *Manifest) error {
 	// The requests go at once: a copy's objects are a handful, and each
 	// answer is a round trip the copy waits for.
 	g, gctx := errgroup.WithContext(ctx)
 	for suffix, o := range mf.Objects {
-		g.Go(func() error {
+		goRecover(g, "check of "+o.Key, func() error {
 			a, err := m.b.Attributes(gctx, o.Key)
 			if err != nil {
 				return fmt.Errorf("verify %s: %w", o.Key, err)
