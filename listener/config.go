@@ -43,6 +43,18 @@ type Config struct {
 	// FetchMaxBytes caps a Fetch request's max_bytes, bytes (Kafka's
 	// fetch.max.bytes). Default 52428800.
 	FetchMaxBytes int32 `yaml:"fetch.max.bytes"`
+	// FetchResponseMemoryBytes bounds, for all connections together, the
+	// bytes Fetch responses may hold at once, bytes: a Fetch reserves
+	// twice the records it may return (the records read, and the response
+	// buffer they are encoded into) before it reads, at most this much,
+	// and gives it back once its response is written. A Fetch that cannot
+	// reserve what it needs within its max_wait_ms answers with no records
+	// (the client fetches again), as an empty long poll does. The first
+	// batch may exceed a Fetch's share ("at least one batch"). tierd's
+	// own setting: a broker sends log files without copying them, tierd
+	// copies the remote tier's bytes. Default 268435456 (256 MiB);
+	// minimum 1048576.
+	FetchResponseMemoryBytes int64 `yaml:"fetch.response.memory.bytes"`
 	// FetchPollIntervalMs is how often a Fetch waiting for min_bytes
 	// (long polling, up to the request's max_wait_ms) looks for new data,
 	// ms: Kafka wakes waiting fetches when data is appended, tierd serves
@@ -54,11 +66,12 @@ type Config struct {
 // DefaultConfig returns the defaults: the listener off.
 func DefaultConfig() Config {
 	return Config{
-		SocketRequestMaxBytes: 104857600,
-		MaxConnections:        1000,
-		ConnectionsMaxIdleMs:  600000,
-		FetchMaxBytes:         52428800,
-		FetchPollIntervalMs:   50,
+		SocketRequestMaxBytes:    104857600,
+		MaxConnections:           1000,
+		ConnectionsMaxIdleMs:     600000,
+		FetchMaxBytes:            52428800,
+		FetchResponseMemoryBytes: 268435456,
+		FetchPollIntervalMs:      50,
 	}
 }
 
@@ -92,6 +105,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchMaxBytes < 1 {
 		errs = append(errs, fmt.Errorf("listener: fetch.max.bytes %d must be positive", c.FetchMaxBytes))
+	}
+	if c.FetchResponseMemoryBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("listener: fetch.response.memory.bytes %d must be at least 1048576", c.FetchResponseMemoryBytes))
 	}
 	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
 		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))

@@ -27,6 +27,8 @@ type conn struct {
 	mu      sync.Mutex
 	stopped bool
 	out     []byte
+
+	fetchHeld int64 // Fetch memory held until the response is written (fetchmem.go)
 }
 
 // stop makes a connection waiting for a request end now; one handling a
@@ -133,6 +135,7 @@ func (c *conn) closing(ce *closeErr) {
 // request parses, handles and answers one frame; a non-nil result closes
 // the connection.
 func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *closeErr {
+	defer c.releaseFetch() // after the response is written, or the connection closes
 	h, kreq, body, err := parseHeader(frame)
 	if err != nil {
 		return &closeErr{reason: reasonMalformed, err: err}

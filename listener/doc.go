@@ -90,8 +90,16 @@
 //     once.
 //   - Requests on a connection are handled one at a time, responses in
 //     order; a Fetch holds at most its budget (max_bytes capped by
-//     fetch.max.bytes, plus the one batch that may exceed it) and a
-//     response buffer of the same size.
+//     fetch.max.bytes and by the sum of its partition_max_bytes, plus the
+//     one batch that may exceed it) and a response buffer of the same
+//     size.
+//   - All Fetches together hold at most fetch.response.memory.bytes
+//     (fetchmem.go): each reserves twice its budget before it reads (at
+//     most the whole), waiting up to its max_wait_ms, keeps twice what it
+//     read while it long-polls, and gives it all back once its response
+//     is written. One that gets nothing in time answers its partitions'
+//     offsets with no records, as an empty long poll does; the client
+//     fetches again.
 //   - Connections are closed, counted by reason
 //     (tierd_kafka_connections_closed_total) and logged once per client when
 //     the client is at fault.
@@ -105,7 +113,9 @@
 //
 // tierd_kafka_requests_total{api,version}, tierd_kafka_errors_total{api,
 // code} (error names), tierd_kafka_bytes_out_total{api},
-// tierd_kafka_request_duration_seconds{api}, tierd_kafka_connections and
-// tierd_kafka_connections_closed_total{reason}. Requests for APIs not
+// tierd_kafka_request_duration_seconds{api}, tierd_kafka_connections,
+// tierd_kafka_connections_closed_total{reason},
+// tierd_kafka_fetch_memory_bytes and
+// tierd_kafka_fetch_memory_waits_total{outcome}. Requests for APIs not
 // served count under api="other".
 package listener

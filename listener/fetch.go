@@ -152,10 +152,20 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 	// As Kafka (KafkaApis.handleFetchRequest), min_bytes is at most the
 	// response budget: a fetch whose budget is full answers.
 	req.MinBytes = min(req.MinBytes, req.MaxBytes, s.cfg.FetchMaxBytes)
-	round := s.fetchRound(ctx, req, parts, iso)
+	want := s.fetchWant(req, parts)
+	limit, ok := s.reserveFetch(ctx, c, want, time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond)
+	if !ok {
+		// fetch.response.memory.bytes stayed taken for max_wait_ms: an
+		// answer with every partition's offsets and no records, as a long
+		// poll that found nothing; the client fetches again.
+		s.fetchRound(ctx, req, parts, iso, 0, false)
+		return resp, nil
+	}
+	round := s.fetchRound(ctx, req, parts, iso, limit, true)
+	s.shrinkFetch(c, 2*round.bytes)
 	if req.MaxWaitMillis > 0 && round.bytes < int64(req.MinBytes) && !round.failed && round.waiting > 0 {
 		var err error
-		if round, err = s.longPoll(ctx, c, req, parts, iso, start, round); err != nil {
+		if round, err = s.longPoll(ctx, c, req, parts, iso, start, round, want); err != nil {
 			return nil, err
 		}
 	}
@@ -169,7 +179,7 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 // round read. Its error, a *closeErr, says the client closed the
 // connection meanwhile: nobody is left to answer.
 func (s *Server) longPoll(ctx context.Context, c *conn, req *kmsg.FetchRequest, parts []*fetchPart,
-	iso Isolation, start time.Time, round fetchRound) (fetchRound, error) {
+	iso Isolation, start time.Time, round fetchRound, want int64) (fetchRound, error) {
 	deadline := time.NewTimer(time.Until(start.Add(time.Duration(req.MaxWaitMillis) * time.Millisecond)))
 	defer deadline.Stop()
 	tick := time.NewTicker(s.cfg.pollInterval())
@@ -189,9 +199,14 @@ func (s *Server) longPoll(ctx context.Context, c *conn, req *kmsg.FetchRequest, 
 			return round, &closeErr{reason: reasonClient, err: fmt.Errorf("%w during a long-polling Fetch", errClientClosed)}
 		}
 		if s.moved(ctx, parts, iso) {
-			round = s.fetchRound(ctx, req, parts, iso)
-			if round.bytes >= int64(req.MinBytes) || round.failed || round.waiting == 0 {
-				return round, nil
+			// The Fetch memory for another round, or, when it is taken,
+			// another try at the next tick.
+			if limit, ok := s.growFetch(c, want); ok {
+				round = s.fetchRound(ctx, req, parts, iso, limit, true)
+				s.shrinkFetch(c, 2*round.bytes)
+				if round.bytes >= int64(req.MinBytes) || round.failed || round.waiting == 0 {
+					return round, nil
+				}
 			}
 		}
 		if last {
@@ -222,11 +237,12 @@ func endFor(off Offsets, iso Isolation) int64 {
 	return off.HighWatermark
 }
 
-// fetchRound reads every partition once, within the response budget.
-func (s *Server) fetchRound(ctx context.Context, req *kmsg.FetchRequest, parts []*fetchPart, iso Isolation) fetchRound {
+// fetchRound reads every partition once, within the response budget of
+// limit record bytes (what reserveFetch granted); minOne false returns no
+// records at all, only each partition's offsets and errors.
+func (s *Server) fetchRound(ctx context.Context, req *kmsg.FetchRequest, parts []*fetchPart, iso Isolation, limit int64, minOne bool) fetchRound {
 	var r fetchRound
-	left := int64(min(req.MaxBytes, s.cfg.FetchMaxBytes))
-	minOne := true
+	left := limit
 	for _, p := range parts {
 		budget := min(int64(p.maxBytes), left)
 		n := s.readPart(ctx, p, max(budget, 0), minOne, iso, req.Version)

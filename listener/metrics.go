@@ -38,6 +38,9 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	conns    prometheus.Gauge
 	closed   *prometheus.CounterVec // reason
+
+	fetchMem      prometheus.Gauge
+	fetchMemWaits *prometheus.CounterVec // outcome
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -58,7 +61,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Kafka client connections open."}),
 		closed: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_connections_closed_total",
 			Help: "Kafka client connections closed, by reason."}, []string{"reason"}),
+		fetchMem: f.NewGauge(prometheus.GaugeOpts{Name: "tierd_kafka_fetch_memory_bytes",
+			Help: "Bytes of fetch.response.memory.bytes that Fetches in progress hold (twice the records each may return, until its response is written)."}),
+		fetchMemWaits: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_fetch_memory_waits_total",
+			Help: "Fetches that found fetch.response.memory.bytes taken, by outcome: granted (after a wait within max_wait_ms) or denied (answered without records)."},
+			[]string{"outcome"}),
 	}
+	m.fetchMemWaits.WithLabelValues("granted")
+	m.fetchMemWaits.WithLabelValues("denied")
 	for _, r := range closeReasons {
 		m.closed.WithLabelValues(r)
 	}

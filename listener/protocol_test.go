@@ -217,10 +217,10 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("defaults: %v", err)
 	}
 	c := Config{Listen: "nohost", Advertised: "0.0.0.0:9092", SocketRequestMaxBytes: 1, MaxConnections: 0,
-		ConnectionsMaxIdleMs: 0, FetchMaxBytes: 0, FetchPollIntervalMs: 0}
+		ConnectionsMaxIdleMs: 0, FetchMaxBytes: 0, FetchResponseMemoryBytes: 1<<20 - 1, FetchPollIntervalMs: 0}
 	err := c.Validate()
 	for _, want := range []string{"listen", "advertised", "socket.request.max.bytes", "max.connections",
-		"connections.max.idle.ms", "fetch.max.bytes", "fetch.poll.interval.ms"} {
+		"connections.max.idle.ms", "fetch.max.bytes", "fetch.response.memory.bytes", "fetch.poll.interval.ms"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("Validate() = %v, want a problem with %s", err, want)
 		}

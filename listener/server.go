@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 )
 
 // shutdownGrace bounds how long a stopping listener lets requests in
@@ -53,8 +54,9 @@ type Server struct {
 	advHost string
 	advPort int32
 
-	topics topicCache
-	once   onceLog
+	topics   topicCache
+	once     onceLog
+	fetchMem *semaphore.Weighted // fetch.response.memory.bytes (fetchmem.go)
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -78,6 +80,7 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 	}
 	s.m = newMetrics(s.reg)
 	s.topics.log = log
+	s.fetchMem = newFetchMemory(cfg)
 	return s, nil
 }
 
