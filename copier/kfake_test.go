@@ -180,10 +180,13 @@ func TestKafkaTopicRecreated(t *testing.T) {
 }
 
 // blockingBucket holds the upload of the leader-epoch object (the last
-// before the manifest) of keys containing hold until release is closed,
-// so that a copy can be caught in flight.
+// small object before the manifest) of keys containing the held prefix
+// (setHold) until release is closed, so that a copy can be caught in
+// flight. The prefix is read under a lock: a copy's .log goes up beside
+// its small objects, while the test changes it.
 type blockingBucket struct {
 	rsm.Bucket
+	mu      sync.Mutex
 	hold    string
 	after   bool // hold after the manifest is stored instead
 	reached chan struct{}
@@ -191,14 +194,23 @@ type blockingBucket struct {
 	once    sync.Once
 }
 
+func (b *blockingBucket) setHold(prefix string) {
+	b.mu.Lock()
+	b.hold = prefix
+	b.mu.Unlock()
+}
+
 func (b *blockingBucket) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
-	if b.after && b.hold != "" && strings.Contains(key, b.hold) && strings.HasSuffix(key, ".manifest.json") {
+	b.mu.Lock()
+	hold := b.hold
+	b.mu.Unlock()
+	if b.after && hold != "" && strings.Contains(key, hold) && strings.HasSuffix(key, ".manifest.json") {
 		err := b.Bucket.Upload(ctx, key, r, size)
 		b.once.Do(func() { close(b.reached) })
 		<-b.release
 		return err
 	}
-	if !b.after && b.hold != "" && strings.Contains(key, b.hold) && strings.HasSuffix(key, remotelog.LeaderEpochIndex.Suffix()) {
+	if !b.after && hold != "" && strings.Contains(key, hold) && strings.HasSuffix(key, remotelog.LeaderEpochIndex.Suffix()) {
 		b.once.Do(func() { close(b.reached) })
 		<-b.release
 	}
@@ -220,14 +232,14 @@ func TestKafkaLeadershipMove(t *testing.T) {
 	}
 	// Broker 1's tierd copies 0 and 10, and hangs in the copy of 20
 	// just before its manifest.
-	shared.hold = "00000000000000000020-"
+	shared.setHold("00000000000000000020-")
 	done := make(chan error, 1)
 	go func() { _, err := one.c.Sync(context.Background()); done <- err }()
 	<-shared.reached
 	if err := k.kc.MoveTopicPartition("orders", 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	shared.hold = ""
+	shared.setHold("")
 	go func() {
 		time.Sleep(50 * time.Millisecond)
 		close(shared.release)
@@ -322,14 +334,14 @@ func TestKafkaFencedAfterManifest(t *testing.T) {
 	id := k.create(t, 1)
 	shared := &blockingBucket{Bucket: memory.New(), after: true, reached: make(chan struct{}), release: make(chan struct{})}
 	one, two := k.replicas(t, id, shared)
-	shared.hold = "00000000000000000020-"
+	shared.setHold("00000000000000000020-")
 	done := make(chan error, 1)
 	go func() { _, err := one.c.Sync(context.Background()); done <- err }()
 	<-shared.reached
 	if err := k.kc.MoveTopicPartition("orders", 0, 2); err != nil {
 		t.Fatal(err)
 	}
-	shared.hold = ""
+	shared.setHold("")
 	if n := two.sync(); n != 0 {
 		t.Fatalf("broker 2's tierd copied %d, want none: broker 1's three copies are whole", n)
 	}
