@@ -153,7 +153,10 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 	// response budget: a fetch whose budget is full answers.
 	req.MinBytes = min(req.MinBytes, req.MaxBytes, s.cfg.FetchMaxBytes)
 	want := s.fetchWant(req, parts)
-	limit, ok := s.reserveFetch(ctx, c, want, time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond)
+	limit, ok, err := s.reserveFetch(ctx, c, want, time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		// fetch.response.memory.bytes stayed taken for max_wait_ms: an
 		// answer with every partition's offsets and no records, as a long

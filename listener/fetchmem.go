@@ -2,6 +2,7 @@ package listener
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -25,32 +26,73 @@ func (s *Server) fetchWant(req *kmsg.FetchRequest, parts []*fetchPart) int64 {
 // reserveFetch takes from the listener's Fetch memory twice the record
 // bytes a Fetch wants (the records, and the response buffer they are
 // encoded into), at most the whole budget, waiting up to wait (a Fetch's
-// max_wait_ms; no wait when it is 0) and no longer than ctx. The bytes
-// stay with c until its response is written (conn.releaseFetch). It
-// returns the record bytes the Fetch may return, and false when the
-// memory did not come in time: the Fetch then answers without records.
-func (s *Server) reserveFetch(ctx context.Context, c *conn, want int64, wait time.Duration) (int64, bool) {
+// max_wait_ms; no wait when it is 0) and no longer than ctx. As a long
+// poll, the wait ends early when the listener stops (the Fetch answers
+// without records) or the client closes its connection (checked every
+// fetch.poll.interval.ms; the error, a *closeErr, says nobody is left to
+// answer). The bytes stay with c until its response is written
+// (conn.releaseFetch). It returns the record bytes the Fetch may return,
+// and false when the memory did not come in time: the Fetch then answers
+// without records.
+func (s *Server) reserveFetch(ctx context.Context, c *conn, want int64, wait time.Duration) (int64, bool, error) {
 	n := min(2*want, s.cfg.FetchResponseMemoryBytes)
 	if n == 0 {
-		return 0, true
+		return 0, true, nil
 	}
 	if !s.fetchMem.TryAcquire(n) {
 		if wait <= 0 {
 			s.m.fetchMemWaits.WithLabelValues("denied").Inc()
-			return 0, false
+			return 0, false, nil
 		}
-		wctx, cancel := context.WithTimeout(ctx, wait)
-		err := s.fetchMem.Acquire(wctx, n)
-		cancel()
+		gone, err := s.acquireFetch(ctx, c, n, wait)
+		if gone {
+			return 0, false, &closeErr{reason: reasonClient, err: fmt.Errorf("%w while a Fetch waited for memory", errClientClosed)}
+		}
 		if err != nil {
 			s.m.fetchMemWaits.WithLabelValues("denied").Inc()
-			return 0, false
+			return 0, false, nil
 		}
 		s.m.fetchMemWaits.WithLabelValues("granted").Inc()
 	}
 	c.fetchHeld += n
 	s.m.fetchMem.Add(float64(n))
-	return n / 2, true
+	return n / 2, true, nil
+}
+
+// acquireFetch waits up to wait for n bytes of the Fetch memory, until
+// ctx ends, the listener stops, or the client closes its connection
+// (gone true). err is nil when the bytes were taken.
+func (s *Server) acquireFetch(ctx context.Context, c *conn, n int64, wait time.Duration) (gone bool, err error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		tick := time.NewTicker(s.cfg.pollInterval())
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-c.stopping:
+				cancel()
+				return
+			case <-tick.C:
+				if c.peerClosed() {
+					gone = true
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	err = s.fetchMem.Acquire(wctx, n)
+	cancel()
+	<-watched
+	if gone && err == nil {
+		s.fetchMem.Release(n) // taken as the client left: nobody to answer
+	}
+	return gone, err
 }
 
 // shrinkFetch gives back what c holds beyond keep bytes: once a round

@@ -2,6 +2,7 @@ package listener
 
 import (
 	"context"
+	"net"
 	"testing"
 	"time"
 
@@ -82,10 +83,10 @@ func TestFetchMemoryShrinksAndGrows(t *testing.T) {
 	s := ts.srv
 	c := &conn{s: s}
 	held := func() float64 { return testutil.ToFloat64(s.m.fetchMem) }
-	if limit, ok := s.reserveFetch(context.Background(), c, 200<<10, 0); !ok || limit != 200<<10 || c.fetchHeld != 400<<10 {
+	if limit, ok, _ := s.reserveFetch(context.Background(), c, 200<<10, 0); !ok || limit != 200<<10 || c.fetchHeld != 400<<10 {
 		t.Fatalf("reserve 200 KiB of records: limit %d ok %v held %d", limit, ok, c.fetchHeld)
 	}
-	if limit, ok := s.reserveFetch(context.Background(), &conn{s: s}, 1<<20, 0); ok || limit != 0 {
+	if limit, ok, _ := s.reserveFetch(context.Background(), &conn{s: s}, 1<<20, 0); ok || limit != 0 {
 		t.Fatalf("a second Fetch wanting the whole budget without waiting: limit %d ok %v", limit, ok)
 	}
 	s.shrinkFetch(c, 2*10<<10) // the round read 10 KiB
@@ -93,7 +94,7 @@ func TestFetchMemoryShrinksAndGrows(t *testing.T) {
 		t.Fatalf("after a round of 10 KiB: %d held (gauge %v)", c.fetchHeld, held())
 	}
 	other := &conn{s: s}
-	if _, ok := s.reserveFetch(context.Background(), other, 500<<10, 0); !ok {
+	if _, ok, _ := s.reserveFetch(context.Background(), other, 500<<10, 0); !ok {
 		t.Fatal("the shrunk Fetch still keeps others out")
 	}
 	if _, ok := s.growFetch(c, 200<<10); ok {
@@ -109,8 +110,82 @@ func TestFetchMemoryShrinksAndGrows(t *testing.T) {
 	}
 	s.fetchMem.Release(1 << 20)
 	// A Fetch capped at the whole budget returns half of it in records.
-	if limit, ok := s.reserveFetch(context.Background(), c, 4<<20, time.Second); !ok || limit != 512<<10 {
+	if limit, ok, err := s.reserveFetch(context.Background(), c, 4<<20, time.Second); !ok || err != nil || limit != 512<<10 {
 		t.Fatalf("a Fetch wanting more than the budget: limit %d ok %v", limit, ok)
 	}
 	c.releaseFetch()
+}
+
+// memoryWaitReq is a Fetch whose max_wait_ms is far beyond the tests'
+// guard: only a wait that ends early lets a test pass.
+var memoryWaitReq = fetchReq{maxBytes: 1 << 20, partMax: 1 << 20, offsets: map[int32]int64{0: 0}, maxWait: 3600000}
+
+// TestFetchMemoryWaitClientGone: a Fetch waiting for
+// fetch.response.memory.bytes (held by the test throughout) stops waiting
+// when its client closes the connection, which is then closed and
+// dropped, as a long poll's is.
+func TestFetchMemoryWaitClientGone(t *testing.T) {
+	l, _ := budgetLog(t)
+	ts := startServer(t, l, func(c *Config) { c.FetchResponseMemoryBytes = 1 << 20 })
+	mem := ts.srv.fetchMem
+	if !mem.TryAcquire(1 << 20) {
+		t.Fatal("the budget is not whole")
+	}
+	defer mem.Release(1 << 20)
+	req := memoryWaitReq
+	rc := dialRaw(t, ts.addr, "gone")
+	rc.write(rc.frame(req.build()))
+	waitFor(t, "a Fetch waiting for memory", func() bool { return fetchWaiting(ts) })
+	rc.c.Close()
+	waitFor(t, "the connection of the client that left dropped", func() bool {
+		return ts.closed(reasonClient) == 1 && testutil.ToFloat64(ts.srv.m.conns) == 0
+	})
+	if fetchWaiting(ts) {
+		t.Fatal("the Fetch of the client that left still waits for memory")
+	}
+}
+
+// TestFetchMemoryWaitShutdown: a stopping listener answers a Fetch
+// waiting for fetch.response.memory.bytes at once, without records, as
+// it answers a long poll, and closes.
+func TestFetchMemoryWaitShutdown(t *testing.T) {
+	l, _ := budgetLog(t)
+	req := memoryWaitReq
+	cfg := DefaultConfig()
+	cfg.FetchResponseMemoryBytes = 1 << 20
+	srv, err := New(cfg, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !srv.fetchMem.TryAcquire(1 << 20) {
+		t.Fatal("the budget is not whole")
+	}
+	defer srv.fetchMem.Release(1 << 20)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	rc2 := dialRaw(t, lis.Addr().String(), "stop")
+	rc2.write(rc2.frame(req.build()))
+	waitFor(t, "a Fetch waiting for memory", func() bool { return !srv.fetchMem.TryAcquire(0) })
+	cancel()
+	_, body, err := rc2.readFrame()
+	if err != nil {
+		t.Fatalf("no answer at shutdown: %v", err)
+	}
+	resp := kmsg.NewPtrFetchResponse()
+	resp.Version = 12
+	if err := resp.ReadFrom(skipTags(body)); err != nil {
+		t.Fatal(err)
+	}
+	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || len(p.RecordBatches) != 0 || p.HighWatermark != 3 {
+		t.Fatalf("answer at shutdown: %+v", p)
+	}
+	rc2.expectClosed()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
 }
