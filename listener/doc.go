@@ -95,11 +95,12 @@
 //     size.
 //   - All Fetches together hold at most fetch.response.memory.bytes
 //     (fetchmem.go): each reserves twice its budget before it reads (at
-//     most the whole), waiting up to its max_wait_ms, keeps twice what it
-//     read while it long-polls, and gives it all back once its response
-//     is written. One that gets nothing in time answers its partitions'
-//     offsets with no records, as an empty long poll does; the client
-//     fetches again.
+//     most the whole), waiting up to its max_wait_ms (a wait that, as a
+//     long poll, ends when the client leaves or the listener stops),
+//     keeps twice what it read while it long-polls, and gives it all back
+//     once its response is written. One that gets nothing in time
+//     answers its partitions' offsets with no records, as an empty long
+//     poll does; the client fetches again.
 //   - Connections are closed, counted by reason
 //     (tierd_kafka_connections_closed_total) and logged once per client when
 //     the client is at fault.
