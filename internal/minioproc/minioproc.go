@@ -151,8 +151,11 @@ func start(dataDir, certsDir string) (*Server, error) {
 			resp.Body.Close()
 			// The health check can answer 200 before the object layer takes
 			// requests ("Server not initialized yet"); a signed ListBuckets
-			// that succeeds is the proof that S3 calls will.
-			if resp.StatusCode == http.StatusOK && s.answersS3() {
+			// that succeeds is the proof that S3 calls will. The root
+			// credentials work before the IAM subsystem is up, so an
+			// unknown access key must also be refused as unknown, not with
+			// "IAM sub-system not initialized yet".
+			if resp.StatusCode == http.StatusOK && s.answersS3() && s.iamReady() {
 				return s, nil
 			}
 		}
@@ -176,6 +179,21 @@ func (s *Server) answersS3() bool {
 	defer cancel()
 	_, err = c.ListBuckets(ctx)
 	return err == nil
+}
+
+// iamReady reports whether MinIO's IAM subsystem answers: a ListBuckets
+// signed with an access key nobody has is refused as InvalidAccessKeyId.
+func (s *Server) iamReady() bool {
+	c, err := miniogo.New(s.Endpoint, &miniogo.Options{
+		Creds: credentials.NewStaticV4("tierd-readiness-probe", "not-a-secret", ""), Secure: s.Secure, Transport: s.Transport,
+	})
+	if err != nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = c.ListBuckets(ctx)
+	return miniogo.ToErrorResponse(err).Code == "InvalidAccessKeyId"
 }
 
 // Pid is the server's process id.
