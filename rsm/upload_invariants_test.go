@@ -59,7 +59,7 @@ func (cr *countedReader) Read(p []byte) (int, error) {
 func TestCopySegmentThrottlesEveryObject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}
+	b := &logFirstBucket{gatedBucket: &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}, logEntered: make(chan struct{})}
 	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +91,29 @@ func TestCopySegmentThrottlesEveryObject(t *testing.T) {
 	if th.maxOpen < 2 {
 		t.Fatalf("at most %d throttled readers at once; want the .log's and a small object's", th.maxOpen)
 	}
+}
+
+// logFirstBucket holds each small object's upload (its throttled reader
+// already open) until the .log's upload has begun (its reader open too),
+// so that the two goroutines' readers are open at once however the
+// goroutines are scheduled.
+type logFirstBucket struct {
+	*gatedBucket
+	logEntered chan struct{}
+	once       sync.Once
+}
+
+func (b *logFirstBucket) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
+	if strings.HasSuffix(key, kafkalog.LogSuffix) {
+		b.once.Do(func() { close(b.logEntered) })
+	} else {
+		select {
+		case <-b.logEntered:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return b.gatedBucket.Upload(ctx, key, r, size)
 }
 
 // TestCopySegmentFailureEndsThrottledWait: a copy quota wait in one upload
