@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sync/semaphore"
 )
 
 // This file bounds the memory Fetch responses hold, for all connections
@@ -123,16 +122,4 @@ func (s *Server) growFetch(c *conn, want int64) (int64, bool) {
 }
 
 // releaseFetch gives back the Fetch memory c holds.
-func (c *conn) releaseFetch() {
-	if c.fetchHeld == 0 {
-		return
-	}
-	c.s.fetchMem.Release(c.fetchHeld)
-	c.s.m.fetchMem.Sub(float64(c.fetchHeld))
-	c.fetchHeld = 0
-}
-
-// newFetchMemory is the budget of fetch.response.memory.bytes.
-func newFetchMemory(cfg Config) *semaphore.Weighted {
-	return semaphore.NewWeighted(cfg.FetchResponseMemoryBytes)
-}
+func (c *conn) releaseFetch() { c.s.shrinkFetch(c, 0) }

@@ -80,7 +80,7 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 	}
 	s.m = newMetrics(s.reg)
 	s.topics.log = log
-	s.fetchMem = newFetchMemory(cfg)
+	s.fetchMem = semaphore.NewWeighted(cfg.FetchResponseMemoryBytes)
 	return s, nil
 }
 

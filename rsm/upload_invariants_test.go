@@ -60,11 +60,7 @@ func TestCopySegmentThrottlesEveryObject(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b := &logFirstBucket{gatedBucket: &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}, logEntered: make(chan struct{})}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
+	m, files, meta := copyRig(t, b)
 	th := &countThrottle{}
 	files.Throttle = th.wrap
 	done := make(chan error, 1)
@@ -124,11 +120,7 @@ func TestCopySegmentFailureEndsThrottledWait(t *testing.T) {
 	defer cancel()
 	b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{}), failSuffix: kafkalog.LogSuffix}
 	close(b.release) // the .log's upload fails at once
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
+	m, files, meta := copyRig(t, b)
 	var waitErr atomic.Value
 	files.Throttle = func(wctx context.Context, r io.Reader) io.Reader {
 		return readFunc(func(p []byte) (int, error) {
@@ -144,7 +136,7 @@ func TestCopySegmentFailureEndsThrottledWait(t *testing.T) {
 			}
 		})
 	}
-	_, err = m.CopySegment(ctx, meta, files)
+	_, err := m.CopySegment(ctx, meta, files)
 	if err == nil || !strings.Contains(err.Error(), "injected upload failure") {
 		t.Fatalf("copy = %v, want the injected .log failure", err)
 	}
@@ -172,11 +164,7 @@ func TestCopySegmentFenceCheckAfterEveryDataObject(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}
-			m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			files, meta := copyFiles(t)
+			m, files, meta := copyRig(t, b)
 			var calls atomic.Int32
 			var seen atomic.Value // string: the objects stored when the check ran
 			files.BeforeManifest = func(context.Context) error {
@@ -197,7 +185,7 @@ func TestCopySegmentFenceCheckAfterEveryDataObject(t *testing.T) {
 				t.Fatal("the fence was checked while the .log's upload was in flight")
 			}
 			close(b.release)
-			err = <-done
+			err := <-done
 			if fenced != errors.Is(err, rsm.ErrFenced) || !fenced && err != nil {
 				t.Fatalf("copy = %v (fenced %v)", err, fenced)
 			}

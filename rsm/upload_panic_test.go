@@ -45,11 +45,7 @@ func TestCopySegmentPanicIsAnError(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			b := &panicBucket{Bucket: memory.New(), uploadSuffix: suffix}
-			m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			files, meta := copyFiles(t)
+			m, files, meta := copyRig(t, b)
 			mf, err := m.CopySegment(ctx, meta, files)
 			if !errors.Is(err, rsm.ErrPanic) || !strings.Contains(err.Error(), "injected panic in upload of") {
 				t.Fatalf("copy = %v, %v; want an error wrapping rsm.ErrPanic", mf, err)
@@ -70,11 +66,7 @@ func TestVerifyPresentPanicIsAnError(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b := &panicBucket{Bucket: memory.New()}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
+	m, files, meta := copyRig(t, b)
 	mf, err := m.CopySegment(ctx, meta, files)
 	if err != nil {
 		t.Fatal(err)

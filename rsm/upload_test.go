@@ -57,9 +57,13 @@ func (b *gatedBucket) Upload(ctx context.Context, key string, r io.Reader, size 
 	return b.Bucket.Upload(ctx, key, r, size)
 }
 
-// copyFiles writes a small segment's files (a .log, empty indexes, a
-// .txnindex) and returns them with their row.
-func copyFiles(t *testing.T) (rsm.SegmentFiles, remotelog.SegmentMetadata) {
+// copyRig writes a small segment's files (a .log, empty indexes, a
+// .txnindex) and returns them with their row and a manager over b.
+func copyRig(t *testing.T, b rsm.Bucket) (*rsm.Manager, rsm.SegmentFiles, remotelog.SegmentMetadata) {
+	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	files := rsm.SegmentFiles{Log: filepath.Join(dir, "00000000000000000000.log"),
 		OffsetIndex: filepath.Join(dir, "00000000000000000000.index"), TimeIndex: filepath.Join(dir, "00000000000000000000.timeindex"),
@@ -69,7 +73,7 @@ func copyFiles(t *testing.T) (rsm.SegmentFiles, remotelog.SegmentMetadata) {
 			t.Fatal(err)
 		}
 	}
-	return files, remotelog.SegmentMetadata{TopicPartition: remotelog.TopicPartition{Topic: "t", Partition: 0}, ID: remotelog.NewSegmentID(),
+	return m, files, remotelog.SegmentMetadata{TopicPartition: remotelog.TopicPartition{Topic: "t", Partition: 0}, ID: remotelog.NewSegmentID(),
 		StartOffset: 0, EndOffset: 9, SizeInBytes: 8000, State: remotelog.CopySegmentStarted}
 }
 
@@ -80,11 +84,7 @@ func TestCopySegmentSmallObjectsBesideLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{})}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
+	m, files, meta := copyRig(t, b)
 	type result struct {
 		mf  *rsm.Manifest
 		err error
@@ -128,12 +128,8 @@ func TestCopySegmentSmallObjectFailureStopsLog(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{}), failSuffix: kafkalog.TimeIndexSuffix}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
-	_, err = m.CopySegment(ctx, meta, files)
+	m, files, meta := copyRig(t, b)
+	_, err := m.CopySegment(ctx, meta, files)
 	if err == nil || !strings.Contains(err.Error(), "injected upload failure") {
 		t.Fatalf("copy = %v, want the injected failure", err)
 	}
@@ -159,11 +155,7 @@ func TestCopySegmentLogFailureCleansSmallObjects(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	b := &gatedBucket{Bucket: memory.New(), release: make(chan struct{}), failSuffix: kafkalog.LogSuffix}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: "p"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, meta := copyFiles(t)
+	m, files, meta := copyRig(t, b)
 	done := make(chan error, 1)
 	go func() {
 		_, err := m.CopySegment(ctx, meta, files)

@@ -168,32 +168,26 @@ func start(dataDir, certsDir string) (*Server, error) {
 }
 
 // answersS3 reports whether a signed ListBuckets succeeds.
-func (s *Server) answersS3() bool {
-	c, err := miniogo.New(s.Endpoint, &miniogo.Options{
-		Creds: credentials.NewStaticV4(AccessKey, SecretKey, ""), Secure: s.Secure, Transport: s.Transport,
-	})
-	if err != nil {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_, err = c.ListBuckets(ctx)
-	return err == nil
-}
+func (s *Server) answersS3() bool { return s.listBuckets(AccessKey, SecretKey) == nil }
 
 // iamReady reports whether MinIO's IAM subsystem answers: a ListBuckets
 // signed with an access key nobody has is refused as InvalidAccessKeyId.
 func (s *Server) iamReady() bool {
+	return miniogo.ToErrorResponse(s.listBuckets("tierd-readiness-probe", "not-a-secret")).Code == "InvalidAccessKeyId"
+}
+
+// listBuckets sends one ListBuckets signed with the given key pair.
+func (s *Server) listBuckets(accessKey, secretKey string) error {
 	c, err := miniogo.New(s.Endpoint, &miniogo.Options{
-		Creds: credentials.NewStaticV4("tierd-readiness-probe", "not-a-secret", ""), Secure: s.Secure, Transport: s.Transport,
+		Creds: credentials.NewStaticV4(accessKey, secretKey, ""), Secure: s.Secure, Transport: s.Transport,
 	})
 	if err != nil {
-		return false
+		return err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err = c.ListBuckets(ctx)
-	return miniogo.ToErrorResponse(err).Code == "InvalidAccessKeyId"
+	return err
 }
 
 // Pid is the server's process id.
