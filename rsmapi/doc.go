@@ -1,0 +1,173 @@
+// Package rsmapi is tierd's RSM endpoint: the HTTP/1.1 API that the
+// broker-side plugin (kafka-rsm/, class
+// io.tierd.kafka.TierdRemoteStorageManager, a Kafka
+// RemoteStorageManager, KIP-405) calls for every copy, read and delete
+// of a broker's tiered segments. The broker keeps its own remote log
+// metadata (__remote_log_metadata, TopicBasedRemoteLogMetadataManager)
+// and applies retention; tierd stores, checks, caches and serves the
+// bytes, and keeps a catalogue of these copies for its tools, status and
+// metrics. Copies made here are broker-owned: they live under their own
+// key prefix, which tierd's copier, retention, sweeps and remote
+// compaction never read or delete, and only a DELETE from the broker
+// (or this package's clean-up of a copy attempt it stored itself and
+// never reported stored) deletes them.
+//
+// # Wire, version 1
+//
+// HTTP/1.1, on rsm.listen (loopback by default), over TLS when tls.rsm
+// is on. Every request, the health check included, carries
+//
+//	Authorization: Bearer <token>
+//
+// where <token> is the content of rsm.token_file (one line; surrounding
+// whitespace is ignored). A request without it, or with another token,
+// is answered 401 and does nothing; the token never appears in a log
+// line or an answer. Request bodies are at most 1 MiB of JSON, except a
+// copy by upload (below). Every answer that is not a success carries a
+// JSON body
+//
+//	{"error": "rsm: copy of orders-0 segment 205: ...", "reason": "CORRUPT_SEGMENT"}
+//
+// whose reason is one of the names in the status table below. The
+// plugin turns the status into Kafka's exception classes: 404 ->
+// RemoteResourceNotFoundException; 429, 503, 504 (and a refused
+// connection or a timeout) -> RetriableRemoteStorageException where the
+// broker has it, else RemoteStorageException; anything else ->
+// RemoteStorageException carrying "error".
+//
+//	status  reason               when
+//	400     INVALID_ARGUMENT     malformed path, query, header or body; bad offsets or positions
+//	401     UNAUTHENTICATED      no bearer token, or not the configured one
+//	403     PATH_NOT_ALLOWED     a file path outside rsm.log_dirs, or not the segment's own file
+//	404     NOT_FOUND            no such copy, or (for an index) no such object in the copy
+//	409     TIERED_BY_SIDECAR    the topic is tiered by tierd's own copier (tiered both ways)
+//	413     TOO_LARGE            a body over its limit
+//	416     RANGE_NOT_SATISFIABLE a start position past the end of the .log
+//	422     CORRUPT_SEGMENT      the segment's files fail tierd's checks (the error names file and byte)
+//	429     TOO_MANY_COPIES      rsm.max_concurrent_copies copies are running
+//	500     INTERNAL             anything else
+//	503     UNAVAILABLE          the object store or the metadata store does not answer; shutting down
+//	504     TIMEOUT              the copy did not end within rsm.copy_timeout
+//
+// # Addressing a copy
+//
+// A copy is named by what the broker's RemoteLogSegmentMetadata holds:
+//
+//	C = /v1/segments/{topic}/{partition}/{startOffset}/{segmentId}
+//
+// topic is the Kafka topic name (Kafka allows only [a-zA-Z0-9._-], so
+// no escaping is needed), partition and startOffset decimal, and
+// segmentId the copy's RemoteLogSegmentId.id as Kafka prints a Uuid (22
+// characters of URL-safe base64 without padding). The broker makes a
+// new segment id for every copy attempt. tierd derives every object key
+// from these four values alone, so reads and deletes need no lookup:
+//
+//	<bucket.prefix>/<rsm.prefix>/<topic>-<partition>/<20-digit startOffset>-<segmentId>.<suffix>
+//
+// with the suffixes of package rsm's layout (.log, .index, .timeindex,
+// .txnindex, .snapshot, .leader-epoch-checkpoint, .manifest.json).
+// rsm.prefix defaults to "_kafka-rsm", which is not a partition
+// directory name (Kafka's are <topic>-<partition>), so nothing that
+// walks tierd's own partitions meets it.
+//
+// # Copy: PUT C
+//
+// Copies one rolled segment (copyLogSegmentData). By path (the plugin's
+// default, for a sidecar that sees the broker's log dirs), the body is
+// JSON with the rest of the metadata and the broker's file paths, after
+// the plugin's tierd.path.map:
+//
+//	{
+//	  "topicId": "B3_HiNPgSQ6oxG9ZZ6ED5A",
+//	  "endOffset": 205,
+//	  "maxTimestampMs": 1700000000205,
+//	  "eventTimestampMs": 1700000001000,
+//	  "brokerId": 1,
+//	  "segmentSizeInBytes": 1044420,
+//	  "segmentLeaderEpochs": [{"epoch": 0, "startOffset": 0}, {"epoch": 3, "startOffset": 120}],
+//	  "logSegment": "/var/lib/kafka/data/orders-0/00000000000000000000.log",
+//	  "offsetIndex": "/var/lib/kafka/data/orders-0/00000000000000000000.index",
+//	  "timeIndex": "/var/lib/kafka/data/orders-0/00000000000000000000.timeindex",
+//	  "transactionIndex": null,
+//	  "producerSnapshot": "/var/lib/kafka/data/orders-0/00000000000000000206.snapshot",
+//	  "leaderEpochCheckpoint": "MAoyCjAgMAozIDEyMAo="
+//	}
+//
+// topicId, endOffset (inclusive), segmentSizeInBytes and logSegment,
+// offsetIndex and timeIndex are required; transactionIndex and
+// producerSnapshot are null or absent when the broker has no such file;
+// leaderEpochCheckpoint is the base64 of the bytes of the broker's
+// LogSegmentData.leaderEpochIndex buffer (the partition's whole epoch
+// history in Kafka's checkpoint text), stored and returned byte for
+// byte. Every path must lie, after cleaning and resolving symbolic
+// links, inside one of rsm.log_dirs, in the partition directory
+// <topic>-<partition>, and be that segment's own file by name
+// (<20-digit startOffset>.log/.index/.timeindex/.txnindex; the snapshot
+// any <20-digit offset>.snapshot): else 403, and nothing is read.
+//
+// By upload (tierd.copy.mode=upload, for a sidecar that cannot see the
+// broker's disk), the request has "Content-Type:
+// application/vnd.tierd.segment" and the body is a 4-byte big-endian
+// length n, n bytes of the same JSON with each path replaced by the
+// file's size in bytes ("logSegmentBytes", "offsetIndexBytes",
+// "timeIndexBytes", and "transactionIndexBytes" and
+// "producerSnapshotBytes" when present), then the files' bytes one after
+// another in that order, and nothing after them. tierd spools them into
+// rsm.staging_dir and goes on as for a copy by path.
+//
+// tierd opens every file once and reads only through those handles, so
+// a file the broker unlinks during the call still reads whole. It checks
+// the .log as its own copier checks a segment (every batch's CRC, header
+// and offset rules, records against their headers; a zero tail of a
+// preallocated file is left out of the copy) and the indexes against the
+// log (unusable indexes are rebuilt from the log by Kafka's rule), then
+// uploads every object, the manifest last, checks them stored, and only
+// then answers
+//
+//	200 {"customMetadata": "dAEB", "bytes": 1044420}
+//
+// customMetadata is the base64 of the bytes the plugin returns as the
+// copy's RemoteLogSegmentMetadata.CustomMetadata: 0x74 ('t'), the layout
+// version 1, and a flags byte (bit 0: a transaction index was stored,
+// bit 1: a producer snapshot was stored); bytes is the size of the
+// stored .log. A copy that fails anywhere deletes the objects it stored
+// (and aborts its multipart uploads) before it answers. A copy of a
+// segment id already stored is made again over it (the broker's
+// contract: a retried copy overwrites and does not fail); two requests
+// for the same segment id run one after the other. A client that goes
+// away mid-copy (its timeout) ends the copy the same way as a failure.
+//
+// # Read the .log: GET C/log
+//
+//	Range: bytes=<start>-<end>     (both inclusive, as Kafka's positions are)
+//	Range: bytes=<start>-          (to the end of the segment)
+//
+// answers 206 with the bytes [start, min(end, size-1)] and
+// "Content-Range: bytes <start>-<last>/<size>", read through tierd's
+// chunk cache; reads that continue where the previous read of the same
+// copy ended count as one sequential reader and get prefetch. A start
+// equal to the size answers 206 with an empty body and "Content-Range:
+// bytes */<size>"; a start past the size 416. A request without Range
+// answers the whole object (200). The plugin reads in bounded windows
+// (tierd.fetch.window.bytes), so an abandoned stream holds no
+// connection and at most one window.
+//
+// # Read an index: GET C/index/{type}
+//
+// type is one of Kafka's IndexType names: OFFSET, TIMESTAMP,
+// TRANSACTION, PRODUCER_SNAPSHOT, LEADER_EPOCH. 200 with the whole
+// object (OFFSET and TIMESTAMP hold exactly the real entries; LEADER_EPOCH
+// is the bytes the copy was given); 404 when the copy has no such object
+// (a segment without a transaction index).
+//
+// # Delete: DELETE C
+//
+// Deletes every object of the copy by key (the manifest first) and
+// aborts the multipart uploads of those keys, each by its exact key.
+// 204 whether or not anything was there: deleting is idempotent. A copy
+// in flight for the same segment id is ended first.
+//
+// # Health: GET /v1/health
+//
+// 200 {"status": "ok"}, or 503 with the reason tierd is not ready.
+package rsmapi
