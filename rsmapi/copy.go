@@ -26,6 +26,10 @@ var errCopyTimeout = errors.New("the copy did not end within rsm.copy_timeout")
 // errShutdown is the cause of a copy ended by tierd's shutdown.
 var errShutdown = errors.New("tierd is shutting down")
 
+// errClientGone is the cause of a copy whose client went away (closed
+// its connection: its own timeout, or the broker's task cancelled).
+var errClientGone = errors.New("the client went away")
+
 // handleCopy is PUT C.
 //
 // Behavior:
@@ -51,9 +55,6 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 	}
 	ans, err := s.copyRequest(r, c)
 	if err != nil {
-		if r.Context().Err() != nil {
-			s.log.Info("rsm: copy ended: the client went away", "copy", c.String(), "err", err)
-		}
 		s.fail(w, opCopy, &c.tp, err, began)
 		return
 	}
@@ -77,8 +78,10 @@ func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
 	default:
 		return nil, fmt.Errorf("%w: copy of %s: %d copies are running (rsm.max_concurrent_copies)", ErrTooManyCopies, c, s.cfg.MaxConcurrentCopies)
 	}
-	ctx, cancel := context.WithCancelCause(r.Context())
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
 	defer cancel(nil)
+	stopGone := context.AfterFunc(r.Context(), func() { cancel(errClientGone) })
+	defer stopGone()
 	stop := context.AfterFunc(s.copies, func() { cancel(errShutdown) })
 	defer stop()
 	ctx, cancelT := context.WithTimeoutCause(ctx, s.cfg.CopyTimeout, errCopyTimeout)
@@ -94,6 +97,9 @@ func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
 	}
 	defer cleanup()
 	ans, err := s.runCopy(ctx, spec, files)
+	if errors.Is(context.Cause(ctx), errClientGone) {
+		s.log.Info("rsm: copy ended: the client went away", "copy", c.String(), "err", err)
+	}
 	return ans, s.copyError(ctx, c, err)
 }
 
@@ -107,7 +113,7 @@ func (s *Server) copyError(ctx context.Context, c copyName, err error) error {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCopyTimeout):
 		return fmt.Errorf("%w: copy of %s: %w after %s: %w", ErrTimeout, c, cause, s.cfg.CopyTimeout, err)
-	case errors.Is(cause, errEndedByDelete), errors.Is(cause, errShutdown):
+	case errors.Is(cause, errEndedByDelete), errors.Is(cause, errShutdown), errors.Is(cause, errClientGone):
 		return fmt.Errorf("%w: copy of %s %w: %w", ErrUnavailable, c, cause, err)
 	}
 	return err
@@ -246,8 +252,8 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 		err = inStore(storedNotFound(err))
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
+			err = fmt.Errorf("%w (%w)", err, cause)
 		}
 		s.discard(meta, "its request failed: "+err.Error())
 		return nil, fmt.Errorf("copy of %s: %w", c, err)

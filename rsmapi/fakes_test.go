@@ -10,6 +10,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -26,7 +27,6 @@ type memCatalogue struct {
 	mu   sync.Mutex
 	rows map[remotelog.SegmentID]remotelog.SegmentMetadata
 	down error // not nil: every call fails with it
-	now  int64
 }
 
 func newMemCatalogue() *memCatalogue {
@@ -62,8 +62,7 @@ func (c *memCatalogue) SetBrokerCopyState(tp remotelog.TopicPartition, start int
 	if err := remotelog.CheckTransition(r.State, to); err != nil {
 		return r, err
 	}
-	c.now++
-	r.State, r.EventTimestampMs = to, r.EventTimestampMs+1
+	r.State, r.EventTimestampMs = to, time.Now().UnixMilli()
 	c.rows[id] = r
 	return r, nil
 }
@@ -195,10 +194,12 @@ func (s *memStorage) Copy(ctx context.Context, meta remotelog.SegmentMetadata, f
 		MaxTimestampMs: meta.MaxTimestampMs, SizeInBytes: meta.SizeInBytes, LocalSizeInBytes: meta.LocalSizeInBytes,
 		LeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex.present(), ProducerSnapshotPresent: files.ProducerSnapshot.present(),
 		CreatedMs: 1, BrokerID: meta.BrokerID, Objects: map[string]rsm.ObjectInfo{}}
-	defer func() {
+	defer func() { // best effort, as rsm's: through the hook, which may refuse
 		if err != nil {
 			for _, o := range mf.Objects {
-				s.b.Delete(context.Background(), o.Key)
+				if hook == nil || hook(context.Background(), "delete "+o.Key) == nil {
+					s.b.Delete(context.Background(), o.Key)
+				}
 			}
 		}
 	}()

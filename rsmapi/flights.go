@@ -112,3 +112,13 @@ func (f *flights) copying() int {
 	}
 	return n
 }
+
+// waiters returns how many hold or wait for id's lock.
+func (f *flights) waiters(id remotelog.SegmentID) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if e := f.m[id]; e != nil {
+		return e.users
+	}
+	return 0
+}

@@ -93,7 +93,7 @@ func newRig(t *testing.T, ro ...rigOption) *rig {
 	cfg := DefaultConfig()
 	cfg.Enabled, cfg.TokenFile, cfg.LogDirs, cfg.StagingDir = true, tokenFile, []string{r.logDir}, filepath.Join(root, "staging")
 	opts := []Option{WithLogger(slog.New(slog.NewTextHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
-		WithRegisterer(r.reg), WithInspector(testInspector())}
+		WithRegisterer(r.reg), WithInspector(testInspector()), func(s *Server) { s.janitorOff = true }}
 	for _, o := range ro {
 		o(r, &cfg, &opts)
 	}
