@@ -2,11 +2,11 @@ package rsmapi
 
 import (
 	"bytes"
-	"runtime"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"

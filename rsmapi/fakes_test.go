@@ -292,7 +292,9 @@ func (s *memStorage) Delete(ctx context.Context, meta remotelog.SegmentMetadata)
 	return s.DeleteSegment(ctx, meta)
 }
 
-func (s *memStorage) AbortUploads(context.Context, remotelog.SegmentMetadata) (int, error) { return 0, nil }
+func (s *memStorage) AbortUploads(context.Context, remotelog.SegmentMetadata) (int, error) {
+	return 0, nil
+}
 
 func (s *memStorage) Manifest(ctx context.Context, meta remotelog.SegmentMetadata) (*rsm.Manifest, error) {
 	return s.ReadManifest(ctx, s.Key(meta, rsm.ManifestSuffix))
