@@ -126,7 +126,7 @@ func defaultConfig() config {
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
-		RSM:    rsmapi.DefaultConfig(),
+		RSM: rsmapi.DefaultConfig(),
 	}
 }
 
