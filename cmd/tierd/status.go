@@ -44,6 +44,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	} else {
 		printStatus(stdout, s, source, time.Now())
+		if cfg.RSM.Enabled {
+			showRSMStatus(ctx, cfg, stdout)
+		}
 	}
 	if err != nil { // part of the status could not be read
 		fmt.Fprintf(stderr, "tierd status: %v\n", err)

@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/tierd/tierd/internal/tlsreload"
+	"github.com/tierd/tierd/rsmapi"
+	"github.com/tierd/tierd/statuspage"
+)
+
+// rsmClient returns a client of the RSM endpoint at rsm.listen (a
+// wildcard host reached on loopback), with the token of rsm.token_file,
+// over TLS when tls.rsm is not off (trusting tls.ca_file, presenting
+// tls.client_cert_file to an mtls endpoint).
+func rsmClient(cfg config) (*rsmapi.Client, error) {
+	tok, err := rsmapi.ReadToken(cfg.RSM.TokenFile)
+	if err != nil {
+		return nil, err
+	}
+	host, port, err := net.SplitHostPort(cfg.RSM.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("rsm: listen: %w", err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	if mode(cfg.TLS.RSM) == tlsOff {
+		return rsmapi.NewClient("http://"+net.JoinHostPort(host, port), tok, nil), nil
+	}
+	t := cfg.TLS
+	tc, err := tlsreload.ClientConfig(tlsreload.ClientFiles{CAFile: t.CAFile, CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, ServerName: t.ServerName})
+	if err != nil {
+		return nil, fmt.Errorf("tls: the tools' client settings: %w", err)
+	}
+	if tc.ServerName == "" {
+		tc.ServerName = host
+	}
+	return rsmapi.NewClient("https://"+net.JoinHostPort(host, port), tok, tc), nil
+}
+
+// rsmStatus asks the running tierd's RSM endpoint for its status; source
+// says where the status came from.
+func rsmStatus(ctx context.Context, cfg config) (st rsmapi.Status, source string, err error) {
+	c, err := rsmClient(cfg)
+	if err != nil {
+		return st, "", err
+	}
+	defer c.Close()
+	st, err = c.Status(ctx)
+	if err != nil {
+		return st, "", fmt.Errorf("the RSM endpoint at %s (rsm.listen) does not answer: %w", cfg.RSM.Listen, err)
+	}
+	return st, "the RSM endpoint at " + cfg.RSM.Listen, nil
+}
+
+// printRSMStatus prints the RSM endpoint's part of "tierd status": where
+// it listens, the broker-owned copies stored, in flight and unfinished,
+// the requests and failures since start, and a line per partition.
+func printRSMStatus(w io.Writer, st rsmapi.Status, source string, now time.Time) {
+	scheme := "http"
+	if st.TLS {
+		scheme = "https"
+	}
+	fmt.Fprintf(w, "\nbroker-owned copies (RSM endpoint %s://%s, prefix %s; the broker's __remote_log_metadata is their truth), from %s:\n",
+		scheme, st.Listen, st.Prefix, source)
+	fmt.Fprintf(w, "  %s stored (%s) over %s, %d in flight, %d unfinished (deleted by the janitor)\n",
+		plural(st.Stored, "copy", "copies"), statuspage.SizeText(st.StoredBytes), plural(len(st.Partitions), "partition", "partitions"),
+		st.CopiesInFlight, st.Unfinished)
+	fmt.Fprintf(w, "  since start: %d copies (%d failed), %d reads (%d failed), %d deletes (%d failed), %d refused for the token\n",
+		st.Copies, st.CopyErrors, st.Fetches, st.FetchErrors, st.Deletes, st.DeleteErrors, st.AuthFailures)
+	if st.LastError != "" {
+		fmt.Fprintf(w, "  last error %s: %s\n", ago(st.LastErrorMs, now), st.LastError)
+	}
+	if st.CatalogueError != "" {
+		fmt.Fprintf(w, "  the catalogue could not be read: %s\n", st.CatalogueError)
+	}
+	for _, p := range st.Partitions {
+		var extra []string
+		if p.Started > 0 {
+			extra = append(extra, fmt.Sprintf("%d COPY_SEGMENT_STARTED", p.Started))
+		}
+		if p.Deleting > 0 {
+			extra = append(extra, fmt.Sprintf("%d DELETE_SEGMENT_STARTED", p.Deleting))
+		}
+		rng := "-"
+		if p.Stored > 0 {
+			rng = fmt.Sprintf("%d-%d", p.StartOffset, p.EndOffset)
+		}
+		line := fmt.Sprintf("  %s-%d: %s (%s), offsets %s, last copy %s", p.Topic, p.Partition, plural(p.Stored, "copy", "copies"),
+			statuspage.SizeText(p.Bytes), rng, ago(p.LastCopyMs, now))
+		if len(extra) > 0 {
+			line += "; " + strings.Join(extra, ", ")
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// showRSMStatus prints the RSM endpoint's part of "tierd status", or why
+// there is none.
+func showRSMStatus(ctx context.Context, cfg config, w io.Writer) {
+	st, source, err := rsmStatus(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(w, "\nbroker-owned copies: %v\n", err)
+		return
+	}
+	printRSMStatus(w, st, source, time.Now())
+}
+
+// brokerCopiesView is the status page's section of broker-owned copies
+// from the endpoint's status.
+func brokerCopiesView(st rsmapi.Status) (statuspage.BrokerCopies, error) {
+	scheme := "http"
+	if st.TLS {
+		scheme = "https"
+	}
+	b := statuspage.BrokerCopies{Endpoint: scheme + "://" + st.Listen, Prefix: st.Prefix, InFlight: st.CopiesInFlight, Stored: st.Stored,
+		StoredBytes: st.StoredBytes, Unfinished: st.Unfinished, Copies: st.Copies, CopyErrors: st.CopyErrors, Fetches: st.Fetches,
+		FetchErrors: st.FetchErrors, Deletes: st.Deletes, DeleteErrors: st.DeleteErrors, AuthFailures: st.AuthFailures,
+		LastError: st.LastError, LastErrorMs: st.LastErrorMs}
+	for _, p := range st.Partitions {
+		b.Partitions = append(b.Partitions, statuspage.BrokerPartition{Topic: p.Topic, Partition: p.Partition, Stored: p.Stored, Bytes: p.Bytes,
+			StartOffset: p.StartOffset, EndOffset: p.EndOffset, Started: p.Started, Deleting: p.Deleting, LastCopyMs: p.LastCopyMs})
+	}
+	if st.CatalogueError != "" {
+		return b, errors.New(st.CatalogueError)
+	}
+	return b, nil
+}
