@@ -46,7 +46,11 @@ func (g *gatedReader) Read(p []byte) (int, error) {
 // of key K and of K+".5" (a key K is a prefix of). AbortUploadsOfKey(K)
 // aborts K's (asked until it has begun: it reports 0 before), so that
 // its upload fails and stores nothing, and leaves the other's, which
-// then completes whole; afterwards nothing of K is left to abort.
+// then completes whole; afterwards AbortUploadsOfKey(K) finds nothing
+// of K left. (MinIO's bucket-wide listing may go on showing an upload
+// aborted while one of its parts was being written, though its exact
+// key lists none: one reason callers abort only uploads not in flight,
+// and why this checks by exact key.)
 func abortByKeyTest(t *testing.T, b rsm.Bucket, mb rsm.MultipartBucket, largeSize int) {
 	ctx := context.Background()
 	const key = "p/t-6/00000000000000000000-seg.log"
@@ -103,8 +107,8 @@ func abortByKeyTest(t *testing.T, b rsm.Bucket, mb rsm.MultipartBucket, largeSiz
 	if n, err := mb.AbortUploadsOfKey(ctx, key); err != nil || n != 0 {
 		t.Errorf("AbortUploadsOfKey again = %d, %v; want nothing left", n, err)
 	}
-	if ups, err := mb.IncompleteUploads(ctx, "p/t-6/"); err != nil || len(ups) != 0 {
-		t.Errorf("incomplete uploads left: %v, %v", ups, err)
+	if n, err := mb.AbortUploadsOfKey(ctx, other); err != nil || n != 0 {
+		t.Errorf("AbortUploadsOfKey(%s) after it completed = %d, %v; want nothing left", other, n, err)
 	}
 	if err := b.Delete(ctx, other); err != nil {
 		t.Fatal(err)
