@@ -70,7 +70,10 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 
 // adoptable keeps the manifests a partition of incarnation topicID may
 // take rows from: that incarnation's copies and those from before topic
-// ids, never another incarnation's nor those whose deletion is scheduled.
+// ids, never another incarnation's nor those whose deletion is scheduled,
+// nor a broker's (brokerOwned: made through the RSM endpoint, owned by
+// the broker's metadata; they live under a prefix of their own, so none
+// should be found here).
 func (c *Copier) adoptable(tp remotelog.TopicPartition, topicID string, mfs []*rsm.Manifest) ([]*rsm.Manifest, error) {
 	pending, _, err := c.pendingIDs(tp)
 	if err != nil {
@@ -78,7 +81,7 @@ func (c *Copier) adoptable(tp remotelog.TopicPartition, topicID string, mfs []*r
 	}
 	kept := make([]*rsm.Manifest, 0, len(mfs))
 	for _, mf := range mfs {
-		if (topicID == "" || mf.TopicID == topicID || mf.TopicID == "") && !pending[mf.SegmentID] {
+		if (topicID == "" || mf.TopicID == topicID || mf.TopicID == "") && !pending[mf.SegmentID] && !mf.BrokerOwned {
 			kept = append(kept, mf)
 		}
 	}

@@ -28,6 +28,7 @@ type RemoteStorage interface {
 	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
 	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
 	AbortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) (int, error)
+	AbortUploadsOf(ctx context.Context, meta remotelog.SegmentMetadata) (int, error)
 	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
 	SweepPartition(ctx context.Context, tp remotelog.TopicPartition, keep func(id remotelog.SegmentID, hasManifest bool) bool) (int, error)
 	VerifyPresent(ctx context.Context, mf *rsm.Manifest) error

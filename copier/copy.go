@@ -37,9 +37,11 @@ func (c *Copier) abandon(meta remotelog.SegmentMetadata, err error) error {
 // cleanupUnfinished finishes what a previous pass or process left: a row
 // still in COPY_SEGMENT_STARTED is an abandoned copy (passes do not
 // overlap, so no copy is in flight), a row in DELETE_SEGMENT_STARTED an
-// interrupted delete. Both have their objects deleted (missing objects are
-// fine) and end in DELETE_SEGMENT_FINISHED, deleteBatch copies per pair of
-// synced writes (deleteRemotes).
+// interrupted delete or the cleanup of a failed copy that the store did
+// not answer. Both have their objects deleted (missing objects are fine)
+// and the incomplete uploads of their keys aborted by exact key, and end
+// in DELETE_SEGMENT_FINISHED, deleteBatch copies per pair of synced
+// writes (deleteRemotes with abort).
 func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartition) error {
 	rows, err := c.store.Segments(tp)
 	if err != nil {
@@ -69,8 +71,8 @@ func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartit
 		}
 		dead = append(dead, r)
 	}
-	deleted, err := c.deleteRemotes(ctx, tp, dead)
-	errs = append(errs, err, c.abortUploads(ctx, tp, deleted))
+	_, err = c.deleteRemotes(ctx, tp, dead, true)
+	errs = append(errs, err)
 	return errors.Join(errs...)
 }
 
@@ -188,8 +190,11 @@ func (c *Copier) reportGap(tp remotelog.TopicPartition, from, to int64) {
 // copyOne copies one rolled segment: stage its files by hard link, check
 // the log (CRC, offsets) and its indexes (rebuilding them when unusable),
 // record COPY_SEGMENT_STARTED, upload under a deadline, record
-// COPY_SEGMENT_FINISHED. A failed upload's objects are deleted and its row
-// ends in DELETE_SEGMENT_FINISHED; the next pass retries with a new id.
+// COPY_SEGMENT_FINISHED. A failed upload's objects are deleted, its
+// incomplete multipart uploads aborted by exact key, and its row ends in
+// DELETE_SEGMENT_FINISHED (or, when the store does not answer, stays in
+// DELETE_SEGMENT_STARTED for the next passes to finish); the next pass
+// retries the copy with a new id.
 // from is the first offset to copy: s.base, or for a partly tiered
 // segment of a compacted topic the offset after the tiered ones, when
 // only its tail is copied (tailcopy.go; errStraddle, errEmptyTail).
@@ -283,10 +288,8 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 		c.needSweep(p.tp)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 		defer cancel()
-		if derr := c.deleteRemote(cctx, meta); derr != nil {
-			err = errors.Join(err, fmt.Errorf("clean up failed copy: %w", derr))
-		} else {
-			err = errors.Join(err, c.abortUploads(cctx, p.tp, map[remotelog.SegmentID]bool{meta.ID: true}))
+		if derr := c.discardCopy(cctx, meta); derr != nil {
+			err = errors.Join(err, fmt.Errorf("clean up failed copy (retried on the next passes): %w", derr))
 		}
 		return err
 	}

@@ -21,20 +21,33 @@ const deleteBatch = 256
 // deleteRemote runs the delete protocol for one row: DELETE_SEGMENT_STARTED
 // (synced), delete the objects (manifest first), DELETE_SEGMENT_FINISHED.
 func (c *Copier) deleteRemote(ctx context.Context, r remotelog.SegmentMetadata) error {
-	_, err := c.deleteGroup(ctx, r.TopicPartition, []remotelog.SegmentMetadata{r})
+	_, err := c.deleteGroup(ctx, r.TopicPartition, []remotelog.SegmentMetadata{r}, false)
 	return err
 }
 
-// deleteRemotes runs the delete protocol of deleteRemote for rows of
-// partition tp, deleteBatch at a time (see deleteGroup). A group that
-// fails does not stop the next. It returns the ids of the copies whose
-// rows reached DELETE_SEGMENT_FINISHED, and every error joined.
-func (c *Copier) deleteRemotes(ctx context.Context, tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata) (map[remotelog.SegmentID]bool, error) {
+// discardCopy runs the delete protocol for the row of a copy that failed
+// or was cut off (see deleteGroup with abort): besides its objects, the
+// incomplete multipart uploads of its keys are aborted, each by its
+// exact key (rsm.Manager.AbortUploadsOf), before the row reaches
+// DELETE_SEGMENT_FINISHED. A store that does not answer leaves the row in
+// DELETE_SEGMENT_STARTED, so every later pass's cleanupUnfinished tries
+// again (a restart included) until both are done.
+func (c *Copier) discardCopy(ctx context.Context, r remotelog.SegmentMetadata) error {
+	_, err := c.deleteGroup(ctx, r.TopicPartition, []remotelog.SegmentMetadata{r}, true)
+	return err
+}
+
+// deleteRemotes runs the delete protocol of deleteRemote (abort false) or
+// discardCopy (abort true) for rows of partition tp, deleteBatch at a
+// time (see deleteGroup). A group that fails does not stop the next. It
+// returns the ids of the copies whose rows reached
+// DELETE_SEGMENT_FINISHED, and every error joined.
+func (c *Copier) deleteRemotes(ctx context.Context, tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, abort bool) (map[remotelog.SegmentID]bool, error) {
 	deleted := map[remotelog.SegmentID]bool{}
 	var errs []error
 	for len(rows) > 0 {
 		n := min(len(rows), deleteBatch)
-		ids, err := c.deleteGroup(ctx, tp, rows[:n])
+		ids, err := c.deleteGroup(ctx, tp, rows[:n], abort)
 		for _, id := range ids {
 			deleted[id] = true
 		}
@@ -50,11 +63,16 @@ func (c *Copier) deleteRemotes(ctx context.Context, tp remotelog.TopicPartition,
 // so durably; then each copy's objects (manifest first), one copy after
 // another, a failure not stopping the others; then
 // DELETE_SEGMENT_FINISHED, in one synced write, for the copies whose
-// objects are all gone. A copy whose objects failed to go stays in
+// objects are all gone. With abort, a copy's objects count as gone only
+// once the incomplete multipart uploads of its keys are aborted too, by
+// their exact keys (seven listings of one key a copy: for copies that
+// failed or were cut off, and leftovers of a crash or an outage, not for
+// retention's deletes of finished copies, which a partition-wide listing
+// serves). A copy whose objects failed to go stays in
 // DELETE_SEGMENT_STARTED, which the next pass's cleanupUnfinished
 // finishes, as after a crash at any step. It returns the ids of the
 // copies it finished and every error joined.
-func (c *Copier) deleteGroup(ctx context.Context, tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata) ([]remotelog.SegmentID, error) {
+func (c *Copier) deleteGroup(ctx context.Context, tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, abort bool) ([]remotelog.SegmentID, error) {
 	cur := append([]remotelog.SegmentMetadata(nil), rows...)
 	var at []int // the indexes of the rows to move to DELETE_SEGMENT_STARTED
 	var start []remotelog.SegmentMetadata
@@ -84,6 +102,17 @@ func (c *Copier) deleteGroup(ctx context.Context, tp remotelog.TopicPartition, r
 			continue
 		}
 		crashpoint.Hit("remote.objects-deleted")
+		if abort {
+			n, err := c.rs.AbortUploadsOf(ctx, r)
+			if n > 0 {
+				c.log.Info("aborted the incomplete uploads of a copy that did not finish", "partition", tp, "segment", r.ID,
+					"base_offset", r.StartOffset, "uploads", n)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("abort the incomplete uploads of segment %s: %w", r.ID, err))
+				continue
+			}
+		}
 		gone = append(gone, r)
 	}
 	if len(gone) == 0 {

@@ -237,7 +237,7 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		return n, fmt.Errorf("list the incarnation's other copies: %w", err)
 	}
 	for _, mf := range mfs {
-		if mf.TopicID != d.TopicID || done[mf.SegmentID] {
+		if mf.TopicID != d.TopicID || done[mf.SegmentID] || mf.BrokerOwned { // a broker's copy is the broker's to delete
 			continue
 		}
 		err := c.rs.DeleteSegment(ctx, mf.Metadata())

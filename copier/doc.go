@@ -104,7 +104,14 @@
 // the incomplete multipart uploads of the copies it deleted, with one
 // listing of the partition's uploads (rsm.AbortUploads), and only those
 // whose key names one of those copies' segment ids: the copy's own proof
-// covers them.
+// covers them. A copy that failed or was cut off (copyOne, failedMerge)
+// and a dead copy (cleanupUnfinished) have theirs aborted instead by each
+// of the copy's seven keys exactly (rsm.AbortUploadsOf), before the row
+// reaches DELETE_SEGMENT_FINISHED: MinIO's listings of a prefix or of the
+// bucket do not show an upload that a store outage cut off once MinIO
+// restarted, while a listing of its exact key does. When the store does
+// not answer, the row stays DELETE_SEGMENT_STARTED and every later pass
+// tries again, after a restart too.
 //
 // Retention, superseded copies and the clean-up of dead copies run the
 // delete protocol for up to 256 copies of a partition at once

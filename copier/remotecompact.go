@@ -199,7 +199,8 @@ func (c *Copier) readAndMerge(ctx context.Context, dir string, run compactionRun
 }
 
 // failedMerge cleans up a merged copy whose upload failed, as copyOne
-// does for a copy: its objects are deleted and its row ends in
+// does for a copy (discardCopy): its objects are deleted, its incomplete
+// uploads aborted by exact key, and its row ends in
 // DELETE_SEGMENT_FINISHED (or, fenced after its manifest, the row is
 // forgotten and the objects are left to the new leader).
 func (c *Copier) failedMerge(ctx context.Context, tp remotelog.TopicPartition, meta remotelog.SegmentMetadata, err error) error {
@@ -209,10 +210,10 @@ func (c *Copier) failedMerge(ctx context.Context, tp remotelog.TopicPartition, m
 	c.needSweep(tp)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 	defer cancel()
-	if derr := c.deleteRemote(cctx, meta); derr != nil {
-		return errors.Join(err, fmt.Errorf("clean up the merged copy: %w", derr))
+	if derr := c.discardCopy(cctx, meta); derr != nil {
+		return errors.Join(err, fmt.Errorf("clean up the merged copy (retried on the next passes): %w", derr))
 	}
-	return errors.Join(err, c.abortUploads(cctx, tp, map[remotelog.SegmentID]bool{meta.ID: true}))
+	return err
 }
 
 // deleteMerged deletes the copies a finished merged copy replaces, each

@@ -57,6 +57,10 @@ func (b downBucket) AbortIncompleteUploads(ctx context.Context, prefix string) e
 	return b.Bucket.(rsm.MultipartBucket).AbortIncompleteUploads(ctx, prefix)
 }
 
+func (b downBucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	return b.Bucket.(rsm.MultipartBucket).AbortUploadsOfKey(ctx, key)
+}
+
 // A restarted copier's first pass over N partitions (a new store handle
 // and a new copier over the same state, nothing new to copy) costs the
 // same requests per partition at any N: one listing of the partition's

@@ -291,7 +291,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 			superseded = append(superseded, r)
 		}
 	}
-	gone, err := c.deleteRemotes(ctx, p.tp, superseded)
+	gone, err := c.deleteRemotes(ctx, p.tp, superseded, false)
 	errs = append(errs, err)
 	for id := range gone {
 		deleted[id] = true
@@ -348,7 +348,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 			return errors.Join(append(errs, err)...)
 		}
 		crashpoint.Hit("remote.offset-saved")
-		ids, err := c.deleteGroup(ctx, p.tp, group)
+		ids, err := c.deleteGroup(ctx, p.tp, group, false)
 		gone := make(map[remotelog.SegmentID]bool, len(ids))
 		for _, id := range ids {
 			gone[id], deleted[id] = true, true

@@ -313,12 +313,13 @@ func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, er
 	return out, it.Error()
 }
 
-// CarryOver copies the scheduled deletions, the deletion journal and the
-// recorded cluster id of another store (the metadata dir a rebuild set
-// aside) into this one, in one synced write, before rows are rebuilt:
-// copies scheduled for deletion then stay out of the rebuilt rows, and
-// the journal goes on. It returns how many deletions and journal entries
-// it copied.
+// CarryOver copies the scheduled deletions, the deletion journal, the
+// broker-copy catalogue (brokercopies.go: the bucket's manifests of
+// tierd's own copies cannot rebuild it) and the recorded cluster id of
+// another store (the metadata dir a rebuild set aside) into this one, in
+// one synced write, before rows are rebuilt: copies scheduled for
+// deletion then stay out of the rebuilt rows, and the journal goes on.
+// It returns how many deletions and journal entries it copied.
 func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,7 +327,7 @@ func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 	defer b.Close()
 	fromDB, fromDone := from.read()
 	defer fromDone()
-	for _, tag := range []byte{deletionTag, journalTag} {
+	for _, tag := range []byte{deletionTag, journalTag, brokerCopyTag, brokerCopyIDTag} {
 		it, err := fromDB.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
 		if err != nil {
 			return deletions, entries, err
@@ -336,9 +337,10 @@ func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 				it.Close()
 				return deletions, entries, err
 			}
-			if tag == deletionTag {
+			switch tag {
+			case deletionTag:
 				deletions++
-			} else {
+			case journalTag:
 				entries++
 			}
 		}

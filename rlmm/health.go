@@ -343,12 +343,19 @@ func (s *Store) recoverLoop(dead *instance, wait time.Duration) {
 	}
 }
 
-// commit writes a batch durably and invalidates cached snapshots. The
-// batch is copied into one of the current instance and committed by a
-// goroutine of its own, so that a write the instance parks returns
-// here as the instance's *DirError instead of hanging the caller.
+// commit writes a batch durably and invalidates cached snapshots (it
+// changes the Generation); see apply.
 func (s *Store) commit(b *pebble.Batch) error {
 	defer s.gen.Add(1)
+	return s.apply(b)
+}
+
+// apply writes a batch durably. The batch is copied into one of the
+// current instance and committed by a goroutine of its own, so that a
+// write the instance parks returns here as the instance's *DirError
+// instead of hanging the caller. It leaves the Generation as it is: for
+// writes no cached read depends on (the broker-copy catalogue).
+func (s *Store) apply(b *pebble.Batch) error {
 	in := s.inst.Load()
 	if in.isDead() {
 		return s.Health()

@@ -85,6 +85,11 @@ type Store struct {
 	now  func() time.Time
 	log  *slog.Logger
 	mu   sync.Mutex // serialises read-modify-write
+	// brokerMu serialises the read-modify-writes of the broker-copy
+	// catalogue (brokercopies.go), whose keys no other write touches.
+	brokerMu sync.Mutex
+
+	brokerTransitions *prometheus.CounterVec
 
 	transitions *prometheus.CounterVec
 
@@ -141,6 +146,13 @@ func OpenContext(ctx context.Context, cfg Config, opts ...Option) (*Store, error
 	}, []string{"state"})
 	for st := remotelog.CopySegmentStarted; st <= remotelog.DeleteSegmentFinished; st++ {
 		s.transitions.WithLabelValues(st.String())
+	}
+	s.brokerTransitions = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "tierd_rlmm_broker_copy_transitions_total",
+		Help: "Rows of broker-owned copies (made through the RSM endpoint) written, by the state they entered.",
+	}, []string{"state"})
+	for st := remotelog.CopySegmentStarted; st <= remotelog.DeleteSegmentFinished; st++ {
+		s.brokerTransitions.WithLabelValues(st.String())
 	}
 	s.failures = f.NewCounter(prometheus.CounterOpts{
 		Name: "tierd_rlmm_write_failures_total",
@@ -292,7 +304,7 @@ func putJSON(b *pebble.Batch, k []byte, v any) error {
 }
 
 // Key layout (big-endian, so scans come out ordered by partition, then
-// start offset):
+// start offset; the whole key space is in the package doc):
 //
 //	's' topic 0x00 partition(4) startOffset(8) segmentID(16) -> SegmentMetadata JSON
 //	'f' topic 0x00 partition(4) startOffset(8) segmentID(16) -> the same, finished rows only
@@ -348,4 +360,7 @@ func successor(p []byte) []byte {
 // Generation returns a number that changes after every write to the
 // store (of any partition) and after the store reopens its database, so
 // a caller may keep what it read for as long as the number is unchanged.
+// Writes to the broker-copy catalogue (PutBrokerCopy and the others of
+// brokercopies.go) do not change it: nothing read through the other
+// methods depends on them.
 func (s *Store) Generation() uint64 { return s.gen.Load() }

@@ -104,6 +104,16 @@ type MultipartBucket interface {
 	IncompleteUploads(ctx context.Context, prefix string) ([]string, error)
 	// AbortIncompleteUploads aborts every upload in progress under prefix.
 	AbortIncompleteUploads(ctx context.Context, prefix string) error
+	// AbortUploadsOfKey aborts every upload in progress of exactly key
+	// (not of keys it is a prefix of), found by a listing of that key's
+	// uploads alone (S3's ListMultipartUploads with the key as prefix),
+	// never of the bucket, and returns how many it aborted. MinIO lists
+	// by prefix only the uploads of an exact key, and in a bucket-wide
+	// listing only the uploads its running process began: an upload a
+	// store outage cut off is found after the store's restart by its
+	// exact key alone. An upload already gone (aborted or completed
+	// meanwhile) is not an error. Errors: the listing's or an abort's.
+	AbortUploadsOfKey(ctx context.Context, key string) (int, error)
 }
 
 // IterKeys calls fn with keys in lexical order, stopping at ctx's end or

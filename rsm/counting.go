@@ -149,3 +149,14 @@ func (c *CountingBucket) AbortIncompleteUploads(ctx context.Context, prefix stri
 	}
 	return nil
 }
+
+// AbortUploadsOfKey implements MultipartBucket: the wrapped bucket's, or
+// nothing when it has no multipart uploads. It lists one key's uploads,
+// not a prefix's, and is not counted among Listings.
+func (c *CountingBucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	c.note("AbortUploadsOfKey")
+	if mb, ok := c.Bucket.(MultipartBucket); ok {
+		return mb.AbortUploadsOfKey(ctx, key)
+	}
+	return 0, nil
+}

@@ -16,19 +16,55 @@ import (
 // nothing, so its cost does not grow with the bucket or the partition;
 // the copy's incomplete multipart uploads, which only an interrupted
 // upload leaves, are aborted by AbortUploads, once for all the copies of
-// a partition deleted together.
+// a partition deleted together, or by AbortUploadsOf, by exact key.
 func (m *Manager) DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error {
-	keys := []string{m.Key(meta, manifestSuffix), m.Key(meta, logSuffix)}
-	for _, t := range []remotelog.IndexType{remotelog.OffsetIndex, remotelog.TimeIndex, remotelog.TransactionIndex,
-		remotelog.ProducerSnapshot, remotelog.LeaderEpochIndex} {
-		keys = append(keys, m.Key(meta, t.Suffix()))
-	}
-	for _, k := range keys {
+	for _, k := range m.copyKeys(meta) {
 		if err := m.b.Delete(ctx, k); err != nil {
 			return fmt.Errorf("delete %s: %w", k, err)
 		}
 	}
 	return nil
+}
+
+// copyKeys returns the keys of every object a copy may have, the manifest
+// first.
+func (m *Manager) copyKeys(meta remotelog.SegmentMetadata) []string {
+	keys := []string{m.Key(meta, manifestSuffix), m.Key(meta, logSuffix)}
+	for _, t := range []remotelog.IndexType{remotelog.OffsetIndex, remotelog.TimeIndex, remotelog.TransactionIndex,
+		remotelog.ProducerSnapshot, remotelog.LeaderEpochIndex} {
+		keys = append(keys, m.Key(meta, t.Suffix()))
+	}
+	return keys
+}
+
+// AbortUploadsOf aborts the incomplete multipart uploads of a copy: of
+// each of its seven object keys (those DeleteSegment deletes), by that
+// exact key (MultipartBucket.AbortUploadsOfKey), listing nothing wider,
+// neither the partition nor the bucket. It finds what AbortUploads and
+// SweepPartition may not: MinIO's listings by prefix and of the whole
+// bucket show only uploads its running process began, so an upload a
+// store outage cut off (the process restarted since) is found by its
+// exact key alone. Call it for a copy with no upload in flight (its copy
+// failed or was cut off, or it is being deleted): it would abort that
+// upload. It costs seven listings of one key each (and one abort per
+// upload found), whatever the size of the bucket. It returns how many
+// uploads it aborted; a bucket without multipart uploads has none.
+// Errors: the bucket's, wrapped with the key (the keys after it are not
+// tried).
+func (m *Manager) AbortUploadsOf(ctx context.Context, meta remotelog.SegmentMetadata) (int, error) {
+	mb, ok := m.b.(MultipartBucket)
+	if !ok {
+		return 0, nil
+	}
+	n := 0
+	for _, k := range m.copyKeys(meta) {
+		aborted, err := mb.AbortUploadsOfKey(ctx, k)
+		n += aborted
+		if err != nil {
+			return n, fmt.Errorf("abort the incomplete uploads of %s: %w", k, err)
+		}
+	}
+	return n, nil
 }
 
 // AbortUploads aborts the incomplete multipart uploads of the copies of

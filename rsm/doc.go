@@ -18,7 +18,9 @@
 //	.txnindex                  aborted transactions (only when the broker had one)
 //	.snapshot                  producer state at the end offset + 1 (when present)
 //	.leader-epoch-checkpoint   the leader epochs of the segment's range, in
-//	                           Kafka's checkpoint text format
+//	                           Kafka's checkpoint text format; for a
+//	                           broker-owned copy, the bytes the broker gave
+//	                           (its epoch history up to the segment's end)
 //	.manifest.json             written last: see below
 //
 // and one object per partition, "<prefix>/<topic>-<partition>/_owner.json",
@@ -78,9 +80,16 @@
 // a retried request that started a second upload) are found only by
 // listing; AbortUploads lists the partition's incomplete uploads once for
 // every copy deleted together and aborts those whose key names one of
-// their segment ids. SweepPartition lists one partition's objects once:
-// objects no live row names can only be found by listing. On the
-// filesystem bucket a listing reads only the
+// their segment ids. That listing does not find every upload on MinIO:
+// MinIO lists by prefix only the uploads of an exact key, and in a
+// listing of the whole bucket only those its running process began, so
+// an upload that a store outage cut off is invisible to it once MinIO
+// has restarted. AbortUploadsOf lists and aborts the uploads of each of
+// one copy's seven keys by that exact key (seven listings of one key,
+// whatever the bucket's size), which finds them; tierd's copier uses it
+// for a copy that failed or was cut off. SweepPartition lists one
+// partition's objects once: objects no live row names can only be found
+// by listing. On the filesystem bucket a listing reads only the
 // directory the prefix names, so a partition's listing costs that
 // partition's files.
 //
@@ -153,6 +162,16 @@
 // as of the copy; the broker may clean the local segment again later,
 // so the local file's size need not match "sizeInBytes" (see the
 // copier's "Tiering compacted topics").
+//
+// An optional "brokerOwned": true (absent reads as false; the format
+// version did not change for it) marks a copy a Kafka broker made
+// through tierd's RSM endpoint (package rsmapi) under its own key prefix
+// (rsm.prefix, "_kafka-rsm" by default), where the segment id is the
+// broker's RemoteLogSegmentId. Such a copy is owned by the broker's
+// remote log metadata (__remote_log_metadata): the broker decides when
+// it is finished and when it is deleted, and tierd's copier, retention,
+// sweeps and remote compaction never read, adopt or delete it; its
+// .leader-epoch-checkpoint object holds the bytes the broker gave.
 //
 // An optional "compactionOf" (absent on copies of local segments) lists, oldest first,
 // the segment ids of the copies a remote compaction merged into this one:

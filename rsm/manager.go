@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"path"
 	"slices"
@@ -144,7 +145,11 @@ type Manifest struct {
 	// CompactionOf names the copies a remote compaction merged into this
 	// one, oldest first (see the package doc); absent otherwise.
 	CompactionOf []remotelog.SegmentID `json:"compactionOf,omitempty"`
-	Objects      map[string]ObjectInfo `json:"objects"`
+	// BrokerOwned marks a copy a Kafka broker made through tierd's RSM
+	// endpoint, owned by the broker's remote log metadata (see the
+	// package doc); absent (false) on tierd's own copies.
+	BrokerOwned bool                  `json:"brokerOwned,omitempty"`
+	Objects     map[string]ObjectInfo `json:"objects"`
 }
 
 // Metadata returns the COPY_SEGMENT_FINISHED row the manifest stands for.
@@ -159,12 +164,43 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 	}
 }
 
+// File is a file of a copy opened for reading (SegmentFiles.Open);
+// *os.File is one.
+type File interface {
+	io.Reader
+	io.Closer
+	// Stat describes the file; CopySegment reads its Size (bytes).
+	Stat() (fs.FileInfo, error)
+}
+
 // SegmentFiles are the local files of one rolled segment to copy.
 type SegmentFiles struct {
 	Log, OffsetIndex, TimeIndex string // paths; required
 	TxnIndex                    string // path, or "" when absent
 	ProducerSnapshot            string // path, or "" when absent
-	LeaderEpochs                []remotelog.EpochEntry
+	// LeaderEpochs are the segment's leader epochs (epoch and start
+	// offset, of its offset range), recorded in the manifest.
+	LeaderEpochs []remotelog.EpochEntry
+	// LeaderEpochCheckpoint, when not nil, is the whole
+	// .leader-epoch-checkpoint object, stored byte for byte: the
+	// broker's LogSegmentData.leaderEpochIndex buffer, the partition's
+	// epoch history up to the segment's end in Kafka's checkpoint text,
+	// from which followers restore their epoch cache. When nil the object
+	// is epoch.Encode(LeaderEpochs). Either way the manifest's
+	// leaderEpochs are LeaderEpochs.
+	LeaderEpochCheckpoint []byte
+	// BrokerOwned marks the copy as a Kafka broker's, made through
+	// tierd's RSM endpoint: the manifest records "brokerOwned": true.
+	BrokerOwned bool
+	// Open, when set, opens every file of the copy (by the paths above)
+	// in place of os.Open: CopySegment reads each file once, from the
+	// start, through the File it returns, and closes it. The RSM endpoint
+	// opens the broker's files once and hands out new readers over those
+	// handles, so the bytes it checked are the bytes uploaded and an
+	// unlink during the copy changes nothing. It is called from two
+	// goroutines at once (the .log's upload and the small objects'), so
+	// it must be safe for concurrent use. Errors it returns fail the copy.
+	Open func(path string) (File, error)
 	// BeforeManifest, when set, is called after every other object is
 	// stored and before the manifest is written; an error aborts the copy
 	// (a leader-epoch fence check, see Fence).

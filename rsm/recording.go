@@ -129,6 +129,19 @@ func (r *RecordingBucket) AbortIncompleteUploads(ctx context.Context, prefix str
 	return nil
 }
 
+// AbortUploadsOfKey implements MultipartBucket for a key inside the
+// claimed prefix. Errors: ErrOutsidePrefix (wrapped), or the wrapped
+// bucket's.
+func (r *RecordingBucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	if err := r.inside(key); err != nil {
+		return 0, err
+	}
+	if mb, ok := r.Bucket.(MultipartBucket); ok {
+		return mb.AbortUploadsOfKey(ctx, key)
+	}
+	return 0, nil
+}
+
 // Written returns the keys uploaded through r, sorted.
 func (r *RecordingBucket) Written() []string {
 	r.mu.Lock()

@@ -18,6 +18,42 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
+// open opens the file at p through files.Open, or os.Open when unset.
+func (files SegmentFiles) open(p string) (File, error) {
+	if files.Open != nil {
+		return files.Open(p)
+	}
+	return os.Open(p)
+}
+
+// readFile reads the whole file at p through files.Open, or os.ReadFile
+// when unset.
+func (files SegmentFiles) readFile(p string) ([]byte, error) {
+	if files.Open == nil {
+		return os.ReadFile(p)
+	}
+	f, err := files.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	return data, nil
+}
+
+// epochObject returns the bytes of the .leader-epoch-checkpoint object:
+// files.LeaderEpochCheckpoint when given, else the checkpoint text of
+// files.LeaderEpochs.
+func (files SegmentFiles) epochObject() []byte {
+	if files.LeaderEpochCheckpoint != nil {
+		return files.LeaderEpochCheckpoint
+	}
+	return epoch.Encode(files.LeaderEpochs)
+}
+
 // throttled applies files.Throttle to r.
 func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader {
 	if files.Throttle == nil {
@@ -51,6 +87,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		CreatedMs: m.now().UnixMilli(), BrokerID: meta.BrokerID, InstanceID: meta.InstanceID, CopyLeaderEpoch: meta.CopyLeaderEpoch, Objects: map[string]ObjectInfo{},
 		Compacted:    meta.Compacted,
 		CompactionOf: meta.CompactionOf,
+		BrokerOwned:  files.BrokerOwned,
 	}
 	small := []smallObject{
 		{suffix: kafkalog.IndexSuffix, path: files.OffsetIndex, index: true},
@@ -61,7 +98,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			small = append(small, opt)
 		}
 	}
-	small = append(small, smallObject{suffix: remotelog.LeaderEpochIndex.Suffix(), data: epoch.Encode(files.LeaderEpochs)})
+	small = append(small, smallObject{suffix: remotelog.LeaderEpochIndex.Suffix(), data: files.epochObject()})
 	// Every key is recorded before any upload starts, so that a failure
 	// anywhere cleans up whatever either goroutine stored.
 	mf.Objects[logSuffix] = ObjectInfo{Key: m.Key(meta, logSuffix)}
@@ -143,7 +180,7 @@ type smallObject struct {
 func (m *Manager) uploadSmall(ctx context.Context, key string, o smallObject, base int64, files SegmentFiles) (ObjectInfo, error) {
 	switch {
 	case o.index:
-		data, err := realIndex(o.path, base, o.suffix)
+		data, err := realIndex(files, o.path, base, o.suffix)
 		if err != nil {
 			return ObjectInfo{}, err
 		}
@@ -155,9 +192,10 @@ func (m *Manager) uploadSmall(ctx context.Context, key string, o smallObject, ba
 	}
 }
 
-// realIndex reads an index file and returns its real entries' bytes.
-func realIndex(p string, base int64, suffix string) ([]byte, error) {
-	data, err := os.ReadFile(p)
+// realIndex reads an index file (through files.Open when set) and
+// returns its real entries' bytes.
+func realIndex(files SegmentFiles, p string, base int64, suffix string) ([]byte, error) {
+	data, err := files.readFile(p)
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +228,7 @@ type part struct {
 // Errors: the file's size is not pt.fileSize, or changed while it was
 // read; open, read and upload errors.
 func (m *Manager) uploadFile(ctx context.Context, key, p string, pt part, files SegmentFiles) (ObjectInfo, error) {
-	f, err := os.Open(p)
+	f, err := files.open(p)
 	if err != nil {
 		return ObjectInfo{}, err
 	}

@@ -233,6 +233,15 @@ func (b *watchedBucket) AbortIncompleteUploads(ctx context.Context, prefix strin
 	return nil
 }
 
+// AbortUploadsOfKey implements rsm.MultipartBucket.
+func (b *watchedBucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	if mb, ok := b.Bucket.(rsm.MultipartBucket); ok {
+		n, err := mb.AbortUploadsOfKey(ctx, key)
+		return n, b.note(err)
+	}
+	return 0, nil
+}
+
 // Check implements rsm.Checker as the wrapped bucket does (nil when it
 // has no check), so that rsm.Manager.CheckStore reaches it.
 func (b *watchedBucket) Check(ctx context.Context, prefix string) error {

@@ -62,9 +62,13 @@ type Server struct {
 	// Transport reaches the server: it trusts the server's certificate
 	// when Secure.
 	Transport *http.Transport
-	cmd       *exec.Cmd
 	out       *syncBuffer
-	once      sync.Once
+	args      []string // the server's command line after the binary
+	bin       string
+	scheme    string
+
+	mu  sync.Mutex
+	cmd *exec.Cmd // the running process; nil once stopped
 }
 
 type syncBuffer struct {
@@ -128,25 +132,48 @@ func start(dataDir, certsDir string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Secure: certsDir != "", Transport: tr, out: &syncBuffer{}}
-	args := []string{"server", dataDir, "--quiet", "--address", s.Endpoint,
+	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Secure: certsDir != "", Transport: tr, out: &syncBuffer{},
+		bin: bin, scheme: scheme}
+	s.args = []string{"server", dataDir, "--quiet", "--address", s.Endpoint,
 		"--console-address", fmt.Sprintf("127.0.0.1:%d", console)}
 	if certsDir != "" {
-		args = append(args, "--certs-dir", certsDir)
+		s.args = append(s.args, "--certs-dir", certsDir)
 	}
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
+	if err := s.run(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Restart stops the server, when it runs, and starts it again over the
+// same data dir, on the same address and with the same certificate, as
+// a store back from an outage: what the data dir holds (objects, parts
+// of multipart uploads in progress) is kept, what MinIO holds only in
+// memory is not. It waits for readiness as Start does. Errors: those of
+// Start (the address taken by another process meanwhile included).
+func (s *Server) Restart() error {
+	s.Stop()
+	return s.run()
+}
+
+// run starts the process and waits up to 60s for it to be ready.
+func (s *Server) run() error {
+	cmd := exec.Command(s.bin, s.args...)
+	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
-	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
+	cmd.Stdout, cmd.Stderr = s.out, s.out
 	// The server goes with its parent, even one killed outright.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := s.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start minio: %w", err)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start minio: %w", err)
 	}
-	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	s.mu.Lock()
+	s.cmd = cmd
+	s.mu.Unlock()
+	hc := &http.Client{Transport: s.Transport, Timeout: 5 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		resp, err := hc.Get(scheme + "://" + s.Endpoint + "/minio/health/ready")
+		resp, err := hc.Get(s.scheme + "://" + s.Endpoint + "/minio/health/ready")
 		if err == nil {
 			resp.Body.Close()
 			// The health check can answer 200 before the object layer takes
@@ -156,12 +183,12 @@ func start(dataDir, certsDir string) (*Server, error) {
 			// unknown access key must also be refused as unknown, not with
 			// "IAM sub-system not initialized yet".
 			if resp.StatusCode == http.StatusOK && s.answersS3() && s.iamReady() {
-				return s, nil
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			s.Stop()
-			return nil, fmt.Errorf("minio not ready after 60s: %s", s.out.String())
+			return fmt.Errorf("minio not ready after 60s: %s", s.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -190,15 +217,27 @@ func (s *Server) listBuckets(accessKey, secretKey string) error {
 	return err
 }
 
-// Pid is the server's process id.
-func (s *Server) Pid() int { return s.cmd.Process.Pid }
+// Pid is the server's process id, 0 when it is stopped.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
 
-// Stop kills the server and waits for it.
+// Stop kills the server and waits for it; a stopped server is left as
+// it is.
 func (s *Server) Stop() {
-	s.once.Do(func() {
-		s.cmd.Process.Kill()
-		s.cmd.Wait()
-	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return
+	}
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	s.cmd = nil
 }
 
 // CreateBucket makes a bucket on the server.

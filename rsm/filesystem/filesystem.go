@@ -321,6 +321,30 @@ func (b *Bucket) IncompleteUploads(_ context.Context, prefix string) ([]string, 
 	return keys, err
 }
 
+// AbortUploadsOfKey implements rsm.MultipartBucket: it removes the
+// temporary files of key's interrupted uploads ("<key>.<digits>.tierd-upload"),
+// reading only key's directory. Call it only when no upload of key is
+// running.
+func (b *Bucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	if _, err := b.path(key); err != nil {
+		return 0, err
+	}
+	stem := key + "."
+	keys, err := b.IncompleteUploads(ctx, stem)
+	n := 0
+	for _, k := range keys {
+		mid := strings.TrimSuffix(strings.TrimPrefix(k, stem), tmpSuffix)
+		if mid == "" || strings.Trim(mid, "0123456789") != "" {
+			continue // another key's (key is a prefix of it)
+		}
+		if rerr := os.Remove(filepath.Join(b.dir, filepath.FromSlash(k))); rerr != nil && !os.IsNotExist(rerr) {
+			return n, rerr
+		}
+		n++
+	}
+	return n, err
+}
+
 // AbortIncompleteUploads implements rsm.MultipartBucket. Call it only when
 // no upload under prefix is running.
 func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {

@@ -253,3 +253,27 @@ func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) erro
 	}
 	return nil
 }
+
+// AbortUploadsOfKey implements rsm.MultipartBucket: MinIO lists the
+// uploads of an exact key (ListMultipartUploads with the key as prefix)
+// whether or not its process began them, and each is aborted by its
+// upload id.
+func (b *Bucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	var ids []string
+	for u := range b.c.ListIncompleteUploads(ctx, b.cfg.Bucket, key, true) {
+		if u.Err != nil {
+			return 0, u.Err
+		}
+		if u.Key == key {
+			ids = append(ids, u.UploadID)
+		}
+	}
+	core := miniogo.Core{Client: b.c}
+	for i, id := range ids {
+		err := core.AbortMultipartUpload(ctx, b.cfg.Bucket, key, id)
+		if err != nil && miniogo.ToErrorResponse(err).Code != "NoSuchUpload" {
+			return i, err
+		}
+	}
+	return len(ids), nil
+}

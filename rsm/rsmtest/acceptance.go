@@ -166,6 +166,9 @@ func AcceptanceTest(t *testing.T, b rsm.Bucket, largeSize int) {
 			t.Error("upload with a cancelled context succeeded")
 		}
 	})
+	if mb, ok := b.(rsm.MultipartBucket); ok {
+		t.Run("abort the uploads of one key", func(t *testing.T) { abortByKeyTest(t, b, mb, largeSize) })
+	}
 	t.Run("conditional writes", func(t *testing.T) { conditionalTest(t, b) })
 	t.Run("concurrent", func(t *testing.T) {
 		var wg sync.WaitGroup

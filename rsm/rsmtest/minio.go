@@ -80,3 +80,16 @@ func (s *MinIOServer) CreateBucket(t testing.TB, name string) {
 		t.Fatal(err)
 	}
 }
+
+// Stop stops the server, as a store outage: requests fail until Restart.
+func (s *MinIOServer) Stop() { s.srv.Stop() }
+
+// Restart starts a stopped (or running) server again over the same data
+// dir and address (see minioproc.Server.Restart); it fails the test when
+// the server does not come back.
+func (s *MinIOServer) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+}

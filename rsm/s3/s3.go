@@ -316,3 +316,33 @@ func (b *Bucket) AbortIncompleteUploads(ctx context.Context, prefix string) erro
 	}
 	return nil
 }
+
+// AbortUploadsOfKey implements rsm.MultipartBucket: it lists the uploads
+// with the key as prefix (which MinIO answers for an exact key, whether
+// or not its process began them), keeps those of exactly key, and aborts
+// each by its upload id.
+func (b *Bucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
+	var ups []types.MultipartUpload
+	p := awss3.NewListMultipartUploadsPaginator(b.c, &awss3.ListMultipartUploadsInput{Bucket: aws.String(b.cfg.Bucket), Prefix: aws.String(key)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, u := range page.Uploads {
+			if aws.ToString(u.Key) == key {
+				ups = append(ups, u)
+			}
+		}
+	}
+	for i, u := range ups {
+		_, err := b.c.AbortMultipartUpload(ctx, &awss3.AbortMultipartUploadInput{Bucket: aws.String(b.cfg.Bucket), Key: u.Key, UploadId: u.UploadId})
+		if err != nil && !isNotFound(err) {
+			var api smithy.APIError
+			if !(errors.As(err, &api) && api.ErrorCode() == "NoSuchUpload") {
+				return i, err
+			}
+		}
+	}
+	return len(ups), nil
+}
