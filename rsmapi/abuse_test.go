@@ -18,10 +18,10 @@ import (
 // anything.
 func nothingStored(t *testing.T, r *rig) {
 	t.Helper()
-	if keys := r.mem.keys(); len(keys) != 0 {
+	if keys := r.keys(); len(keys) != 0 {
 		t.Errorf("objects stored: %v", keys)
 	}
-	if tps, _ := r.mcat.BrokerPartitions(); len(tps) != 0 {
+	if tps, _ := r.cat.BrokerPartitions(); len(tps) != 0 {
 		t.Errorf("catalogue rows written for %v", tps)
 	}
 }

@@ -89,7 +89,7 @@ func TestCopyByPathReadDelete(t *testing.T) {
 			if ans.CustomMetadata != base64.StdEncoding.EncodeToString([]byte{'t', 1, 2}) || ans.Bytes != int64(len(s.log)) {
 				t.Errorf("copy answer %s: want customMetadata %q and bytes %d", a.body, "dAEC", len(s.log))
 			}
-			row, ok := r.mcat.row(s.name.id)
+			row, ok := r.row(s.name)
 			if !ok || row.State != remotelog.CopySegmentFinished || row.SizeInBytes != int64(len(s.log)) || row.EndOffset != s.end ||
 				row.TopicID != "B3_HiNPgSQ6oxG9ZZ6ED5A" || !row.ProducerSnapshotPresent || row.TxnIndexPresent || row.BrokerID != 1 {
 				t.Fatalf("catalogue row after the copy: %+v (found %v)", row, ok)
@@ -107,10 +107,10 @@ func TestCopyByPathReadDelete(t *testing.T) {
 					t.Fatalf("DELETE %d: %d %s", i, d.code, d.body)
 				}
 			}
-			if keys := r.mem.keys(); len(keys) != 0 {
+			if keys := r.keys(); len(keys) != 0 {
 				t.Errorf("objects left after DELETE: %v", keys)
 			}
-			if row, _ := r.mcat.row(s.name.id); row.State != remotelog.DeleteSegmentFinished {
+			if row, _ := r.row(s.name); row.State != remotelog.DeleteSegmentFinished {
 				t.Errorf("row after DELETE: %s, want DELETE_SEGMENT_FINISHED", row.State)
 			}
 			for _, p := range []string{"/log", "/index/OFFSET", "/index/LEADER_EPOCH"} {
@@ -133,7 +133,7 @@ func TestCopyByUpload(t *testing.T) {
 		t.Fatalf("copy by upload: %d %s", a.code, a.body)
 	}
 	checkRoundTrip(t, r, s)
-	if keys := r.mem.keys(); len(keys) != 6 {
+	if keys := r.keys(); len(keys) != 6 {
 		t.Errorf("objects of a copy by upload with a snapshot and no transaction index: %v, want 6", keys)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/kafkalog/segcheck"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -37,8 +38,8 @@ var (
 	ErrRangeNotSatisfiable = errors.New("rsmapi: range not satisfiable")
 	// ErrCorruptSegment: the segment's files fail tierd's checks; the
 	// error names the file and the byte (a *kafkalog.CorruptionError in
-	// the chain).
-	ErrCorruptSegment = errors.New("rsmapi: corrupt segment")
+	// the chain). It is segcheck's.
+	ErrCorruptSegment = segcheck.ErrCorruptSegment
 	// ErrTooManyCopies: rsm.max_concurrent_copies copies are running.
 	ErrTooManyCopies = errors.New("rsmapi: too many copies")
 	// ErrUnavailable: the object store or the metadata store does not

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
@@ -300,30 +299,3 @@ func (s *memStorage) Manifest(ctx context.Context, meta remotelog.SegmentMetadat
 	return s.ReadManifest(ctx, s.Key(meta, rsm.ManifestSuffix))
 }
 
-// scanInspect is a segment check for fast unit tests: every batch's CRC,
-// the indexes usable when they parse. The real check (package segcheck)
-// is tested on its own and through the endpoint on MinIO.
-func scanInspect(in InspectInput) (InspectResult, error) {
-	res := InspectResult{FileSize: in.LogSize, MaxTimestamp: -1, IndexesOK: true}
-	sc := batch.NewScanner(in.Log, in.LogSize, batch.ScanOptions{VerifyCRC: true})
-	b := index.NewBuilder(in.Base, in.IndexIntervalBytes)
-	for sc.Next() {
-		bt := sc.Batch()
-		if !sc.CRCValid() {
-			return res, fmt.Errorf("%w: %w", ErrCorruptSegment, &kafkalog.CorruptionError{File: in.Name, Position: bt.Position, Reason: "CRC mismatch in the batch"})
-		}
-		b.Add(bt.LastOffset, bt.MaxTimestamp, bt.Position, bt.Size)
-	}
-	if err := sc.Err(); err != nil {
-		return res, fmt.Errorf("%w: %w", ErrCorruptSegment, kafkalog.WithFile(err, in.Name))
-	}
-	b.Seal()
-	res.Size, res.MaxTimestamp, res.Rebuilt = sc.ValidEnd(), b.MaxTimestamp, b
-	if _, err := index.ParseOffsetIndex(in.OffsetIndex, in.Base); err != nil || in.OffsetIndexErr != nil {
-		res.IndexesOK, res.IndexProblem = false, fmt.Sprintf("offset index unreadable: %v %v", err, in.OffsetIndexErr)
-	}
-	if _, err := index.ParseTimeIndex(in.TimeIndex, in.Base); err != nil || in.TimeIndexErr != nil {
-		res.IndexesOK, res.IndexProblem = false, fmt.Sprintf("time index unreadable: %v %v", err, in.TimeIndexErr)
-	}
-	return res, nil
-}

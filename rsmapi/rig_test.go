@@ -22,6 +22,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testfixtures"
+	"github.com/tierd/tierd/rsm"
 )
 
 // testToken is the rig's token: every test checks it appears in no log
@@ -55,6 +56,7 @@ type rig struct {
 	st      Storage
 	mem     *memStorage   // st when it is one
 	mcat    *memCatalogue // cat when it is one
+	bucket  rsm.Bucket    // the bucket under st, when it is a real one
 	cfg     Config
 	logDir  string
 	url     string
@@ -140,9 +142,28 @@ func newRig(t *testing.T, ro ...rigOption) *rig {
 	return r
 }
 
-// testInspector is the check the rig uses: scanInspect until the real
-// segment check is linked in.
-func testInspector() Inspector { return scanInspect }
+// testInspector is the check the rig uses: the real one (package
+// segcheck), pure and fast.
+func testInspector() Inspector { return Inspect }
+
+// keys lists every object under the rig's storage.
+func (r *rig) keys() []string {
+	r.t.Helper()
+	if r.mem != nil {
+		return r.mem.keys()
+	}
+	var out []string
+	if err := r.bucket.Iter(context.Background(), "", func(k string) error { out = append(out, k); return nil }); err != nil {
+		r.t.Fatal(err)
+	}
+	return out
+}
+
+// row returns the catalogue's row of a copy.
+func (r *rig) row(c copyName) (remotelog.SegmentMetadata, bool) {
+	row, err := r.cat.BrokerCopy(c.tp, c.start, c.id)
+	return row, err == nil
+}
 
 // answer is one response, its body read whole.
 type answer struct {
