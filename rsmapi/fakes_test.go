@@ -298,4 +298,3 @@ func (s *memStorage) AbortUploads(context.Context, remotelog.SegmentMetadata) (i
 func (s *memStorage) Manifest(ctx context.Context, meta remotelog.SegmentMetadata) (*rsm.Manifest, error) {
 	return s.ReadManifest(ctx, s.Key(meta, rsm.ManifestSuffix))
 }
-

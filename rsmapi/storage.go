@@ -91,7 +91,9 @@ func (s managerStorage) Manifests(ctx context.Context, tp remotelog.TopicPartiti
 	return s.m.Manifests(ctx, tp)
 }
 
-func (s managerStorage) Key(meta remotelog.SegmentMetadata, suffix string) string { return s.m.Key(meta, suffix) }
+func (s managerStorage) Key(meta remotelog.SegmentMetadata, suffix string) string {
+	return s.m.Key(meta, suffix)
+}
 
 // sectionFile is one reader over a handle the endpoint holds: closing it
 // leaves the handle open (the endpoint closes it when the copy ends).
