@@ -57,10 +57,16 @@ func checkRoundTrip(t *testing.T, r *rig, s *seg) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for typ, want := range map[string][]byte{
+	indexes := map[string][]byte{
 		"OFFSET": s.index[:len(offs)*index.OffsetEntrySize], "TIMESTAMP": s.timeIndex[:len(times)*index.TimeEntrySize],
-		"LEADER_EPOCH": s.checkpoint, "PRODUCER_SNAPSHOT": s.snapshot,
-	} {
+		"LEADER_EPOCH": s.checkpoint,
+	}
+	if s.snapPath != "" {
+		indexes["PRODUCER_SNAPSHOT"] = s.snapshot
+	} else if a := r.do(http.MethodGet, s.path()+"/index/PRODUCER_SNAPSHOT", nil, "-"); a.code != http.StatusNotFound {
+		t.Errorf("GET index/PRODUCER_SNAPSHOT of a segment without one: %d %s; want 404", a.code, a.body)
+	}
+	for typ, want := range indexes {
 		a := r.do(http.MethodGet, s.path()+"/index/"+typ, nil, "-")
 		if a.code != http.StatusOK || !bytes.Equal(a.body, want) {
 			t.Errorf("GET index/%s: %d, %d bytes %q; want 200 and the broker's %d bytes", typ, a.code, len(a.body), a.body, len(want))
