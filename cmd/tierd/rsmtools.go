@@ -6,10 +6,15 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sort"
 	"strings"
+	"text/tabwriter"
 	"time"
 
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/tlsreload"
+	"github.com/tierd/tierd/rlmm"
+	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsmapi"
 	"github.com/tierd/tierd/statuspage"
 )
@@ -131,4 +136,149 @@ func brokerCopiesView(st rsmapi.Status) (statuspage.BrokerCopies, error) {
 		return b, errors.New(st.CatalogueError)
 	}
 	return b, nil
+}
+
+// brokerRows reads the catalogue of broker-owned copies: from the
+// running tierd's RSM endpoint, or from a stopped one's metadata store.
+type brokerRows interface {
+	partitions(ctx context.Context) ([]remotelog.TopicPartition, error)
+	rows(ctx context.Context, tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
+}
+
+type clientRows struct{ c *rsmapi.Client }
+
+func (c clientRows) partitions(ctx context.Context) ([]remotelog.TopicPartition, error) {
+	st, err := c.c.Status(ctx)
+	var out []remotelog.TopicPartition
+	for _, p := range st.Partitions {
+		out = append(out, remotelog.TopicPartition{Topic: p.Topic, Partition: p.Partition})
+	}
+	return out, err
+}
+
+func (c clientRows) rows(ctx context.Context, tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
+	return c.c.Rows(ctx, tp)
+}
+
+type storeRows struct{ s *rlmm.Store }
+
+func (s storeRows) partitions(context.Context) ([]remotelog.TopicPartition, error) {
+	tps, err := s.s.BrokerPartitions()
+	sort.Slice(tps, func(i, j int) bool { return tps[i].String() < tps[j].String() })
+	return tps, err
+}
+
+func (s storeRows) rows(_ context.Context, tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error) {
+	return s.s.BrokerCopies(tp)
+}
+
+// brokerRowsFor returns where "tierd segments" reads broker-owned copies
+// from, given where it read tierd's own: the same stopped metadata store,
+// or the running tierd's RSM endpoint (when rsm.enabled); nil when there
+// is none, with why in the string.
+func brokerRowsFor(cfg config, ls lister) (brokerRows, string, func(), error) {
+	if s, ok := ls.(*storeLister); ok {
+		return storeRows{s.s}, cfg.Metadata.Dir + " (tierd not running)", func() {}, nil
+	}
+	if !cfg.RSM.Enabled {
+		return nil, "", func() {}, nil
+	}
+	c, err := rsmClient(cfg)
+	if err != nil {
+		return nil, "", func() {}, err
+	}
+	return clientRows{c}, "the RSM endpoint at " + cfg.RSM.Listen, c.Close, nil
+}
+
+// listBrokerCopies prints the broker-owned copies per partition, labelled
+// as the broker's: made by the broker's RemoteStorageManager plugin
+// through the RSM endpoint, their truth the broker's own remote log
+// metadata. Nothing is printed when there are none and the endpoint is
+// off.
+func listBrokerCopies(ctx context.Context, cfg config, ls lister, w io.Writer) error {
+	br, source, closeFn, err := brokerRowsFor(cfg, ls)
+	if err != nil {
+		return fmt.Errorf("broker-owned copies: %w", err)
+	}
+	defer closeFn()
+	if br == nil {
+		return nil
+	}
+	tps, err := br.partitions(ctx)
+	if err != nil {
+		return fmt.Errorf("broker-owned copies: %w", err)
+	}
+	if len(tps) == 0 && !cfg.RSM.Enabled {
+		return nil
+	}
+	fmt.Fprintf(w, "\nbroker-owned copies (the broker's: copied by its RemoteStorageManager plugin through the RSM endpoint; "+
+		"its __remote_log_metadata is their truth), from %s:\n", source)
+	if len(tps) == 0 {
+		fmt.Fprintln(w, "none")
+	}
+	for _, tp := range tps {
+		rows, err := br.rows(ctx, tp)
+		if err != nil {
+			return fmt.Errorf("broker-owned copies of %s: %w", tp, err)
+		}
+		p := rsmapi.Summarize(tp, rows)
+		fmt.Fprintf(w, "\n%s (broker's): %s stored (%s)\n", tp, plural(p.Stored, "copy", "copies"), statuspage.SizeText(p.Bytes))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tstate\tsegment id\t")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t\n", r.StartOffset, r.EndOffset, r.SizeInBytes, r.State, r.ID)
+		}
+		tw.Flush()
+	}
+	return nil
+}
+
+// brokerCopiesToVerify lists the broker-owned copies "tierd verify"
+// checks: every manifest under the RSM endpoint's prefix (of topic, when
+// set), read from the bucket, so that they are checked whatever tierd's
+// catalogue holds. Manifests that do not read are returned apart, each
+// an error naming its key. Errors: the bucket's listing.
+func brokerCopiesToVerify(ctx context.Context, bm *rsm.Manager, topic string) ([]verifyItem, []error, error) {
+	tps, err := bm.Partitions(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list the broker-owned copies: %w", err)
+	}
+	var items []verifyItem
+	var bad []error
+	for _, tp := range tps {
+		if topic != "" && tp.Topic != topic {
+			continue
+		}
+		mfs, err := bm.Manifests(ctx, tp)
+		if err != nil {
+			bad = append(bad, err)
+		}
+		for _, mf := range mfs {
+			items = append(items, verifyItem{meta: mf.Metadata(), broker: true})
+		}
+	}
+	return items, bad, nil
+}
+
+// brokerStillStored says whether a broker-owned copy's manifest is still
+// stored (the broker may delete the copy while it is verified); when that
+// cannot be told, it says yes.
+func brokerStillStored(ctx context.Context, bm *rsm.Manager, meta remotelog.SegmentMetadata) bool {
+	_, err := bm.ReadManifest(ctx, bm.Key(meta, rsm.ManifestSuffix))
+	return !errors.Is(err, rsm.ErrNotFound)
+}
+
+// brokerText says how many of the copies verified are broker-owned, and
+// under which prefix; "" when none is.
+func brokerText(items []verifyItem, prefix string) string {
+	n := 0
+	for _, it := range items {
+		if it.broker {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", %d of them broker-owned (manifests under %s/)", n, prefix)
 }

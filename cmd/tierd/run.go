@@ -34,6 +34,7 @@ import (
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsmapi"
 )
 
 // daemon is tierd's parts, wired: what "tierd run" and "tierd demo" share.
@@ -46,7 +47,9 @@ type daemon struct {
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
-	watch  *bucketWatch // the object store's verdict
+	watch  *bucketWatch    // the object store's verdict
+	labels *partlabels.Set // bounds the per-partition series of every part
+	rsmEP  *rsmapi.Server  // the RSM endpoint; nil unless rsm.enabled (tierd run)
 
 	instanceID string // kept in the metadata dir
 }
@@ -100,7 +103,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's and fetch's series
+	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's, fetch's and the RSM endpoint's series
+	d.labels = labels
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
 		copier.WithGate(d.environment)}
 	if cfg.Kafka.Cluster.Enabled() {
@@ -281,7 +285,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
-		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned)
+		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned,
+		"rsm_listen", rsmListen(cfg))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A bucket that does not exist or credentials the store refuses will
@@ -309,6 +314,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
+	if cfg.RSM.Enabled {
+		if d.rsmEP, err = d.rsmEndpoint(cfg, log, serverTLS(tlsH, cfg.TLS.RSM)); err != nil {
+			return err
+		}
+		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
+		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
+	}
 	if cfg.Kafka.Listener.Listen != "" {
 		kl, err := d.kafkaListener(cfg, log, "", listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
 		if err != nil {
@@ -396,4 +408,12 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 		return err
 	}
 	return nil
+}
+
+// rsmListen is rsm.listen, or "" when the RSM endpoint is off.
+func rsmListen(cfg config) string {
+	if !cfg.RSM.Enabled {
+		return ""
+	}
+	return cfg.RSM.Listen
 }
