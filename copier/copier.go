@@ -119,11 +119,14 @@ type Copier struct {
 	pending     *Config                                   // from Reconfigure, for the next pass
 	copyQuota   *quota.Limiter
 
-	st            *statusState    // per-partition status (status.go)
-	labels        *partlabels.Set // per-partition metric labels, bounded
-	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
-	progressEvery time.Duration   // how often a long copy logs its progress
-	gate          func() error    // nil: every pass runs (see WithGate)
+	st            *statusState       // per-partition status (status.go)
+	labels        *partlabels.Set    // per-partition metric labels, bounded
+	rm            *remoteMetrics     // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration      // how often a long copy logs its progress
+	gate          func() error       // nil: every pass runs (see WithGate)
+	dirCheck      func(string) error // nil: none (see WithLogDirCheck)
+	dw            dirWatch           // the log dirs' last probe (logdir.go)
+	waited        bool               // retention waited for initial_retention_delay in this process
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -143,6 +146,10 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	for _, d := range cfg.LogDirs {
+		c.m.dirAvailable.WithLabelValues(d)
+		c.m.dirBrokerOwned.WithLabelValues(d)
+	}
 	c.rc = newCompactMetrics(c.reg)
 	c.initStatus()
 	c.initDynamic()
@@ -201,7 +208,9 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.beginPass()
 	c.hb.beginPass()
 	c.applyPending()
+	c.beginRetentionWait()
 	parts, errs := c.scan()
+	c.holdUnseen(parts)
 	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
@@ -259,19 +268,31 @@ func (c *Copier) scan() ([]*partition, []error) {
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
 	internal := map[string]bool{}
+	states := c.probeDirs()
+	faults := map[string]string{}
+	defer func() { c.setFaults(faults) }()
 	for _, dir := range c.cfg.LogDirs {
+		st := states[dir]
+		if !st.Available {
+			faults[dir] = st.Err
+			errs = append(errs, fmt.Errorf("log dir %s is unavailable: %s", dir, st.Err))
+			continue
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, fmt.Errorf("read log dir: %w", err))
 			continue
 		}
 		hw, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.ReplicationOffsetCheckpointFile))
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, err)
 			continue
 		}
 		lsos, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.LogStartOffsetCheckpointFile))
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, err)
 			continue
 		}
@@ -296,7 +317,8 @@ func (c *Copier) scan() ([]*partition, []error) {
 				internal[tp.Topic] = true
 				continue
 			}
-			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1}
+			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1,
+				brokerOwned: st.BrokerOwned, ownedWhy: st.Why, owner: st.Owner}
 			if hw != nil {
 				p.hw, p.inCheckpoint = hw[tp] // a partition missing from the file has nothing committed
 				p.hwKnown = true
@@ -385,6 +407,14 @@ type partition struct {
 	// cleaner is the partition's entry in the log dir's
 	// cleaner-offset-checkpoint (compacted.go).
 	cleaner cleanerEntry
+	// brokerOwned: tierd renames and deletes no file in the partition's
+	// log dir (its LogDirState, or a broker's lock found since); ownedWhy
+	// says why.
+	brokerOwned     bool
+	ownedWhy, owner string
+	// retentionWait says what retention would delete, and when, while
+	// it waits for initial_retention_delay (nil when it does not wait).
+	retentionWait []string
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
@@ -463,18 +493,19 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return copied, errors.Join(errs...)
 	}
 	c.unwarn("noconfigs " + p.tp.Topic)
-	if !c.cfg.BrokerOwned {
+	if !p.brokerOwned {
 		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
 		}
 		// Files local retention renames this pass are due at once only
 		// with file.delete.delay.ms 0; others wait for a later listing.
-		if p.hasDeleted || c.cfg.FileDeleteDelayMs == 0 {
+		if !p.brokerOwned && (p.hasDeleted || c.cfg.FileDeleteDelayMs == 0) {
 			if err := c.removeDeleted(p.dir); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	} else if len(p.segs) > 0 {
+	}
+	if p.brokerOwned && len(p.segs) > 0 {
 		// The broker's retention moves the local log start offset.
 		if err := c.advanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
 			errs = append(errs, err)

@@ -84,6 +84,7 @@ func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string 
   remote.log.manager.task.interval.ms: 100
   file.delete.delay.ms: 0
   log.local.retention.ms: 0
+  initial_retention_delay: 0s
 bucket:
   type: %s
   %s

@@ -44,6 +44,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	} else {
 		printStatus(stdout, s, source, time.Now())
+		printLogDirs(stdout, cfg.Copier.ProbeLogDirs(), s.Running)
 	}
 	if err != nil { // part of the status could not be read
 		fmt.Fprintf(stderr, "tierd status: %v\n", err)
@@ -132,6 +133,30 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 		parts = append(parts, part)
 	}
 	fmt.Fprintf(w, "%s: %s\n", plural(len(s.Partitions), "partition", "partitions"), strings.Join(parts, ", "))
+}
+
+// printLogDirs prints, for each log dir, whether it is there and whether
+// tierd may delete local files in it, as this tool finds it now (the
+// running tierd checks the same at every pass); running says a tierd
+// runs, which is then not ready.
+func printLogDirs(w io.Writer, dirs []copier.LogDirState, running bool) {
+	fmt.Fprintln(w, "log dirs:")
+	var bad []string
+	for _, st := range dirs {
+		switch {
+		case !st.Available:
+			bad = append(bad, st.Dir)
+			fmt.Fprintf(w, "  %s: UNAVAILABLE (%s): tierd is not ready; it deletes nothing, locally or remotely, of the partitions it may hold, "+
+				"and refuses 'tierd topics delete', until it is back\n", st.Dir, st.Err)
+		case st.BrokerOwned:
+			fmt.Fprintf(w, "  %s: broker-owned: %s\n", st.Dir, st.Why)
+		default:
+			fmt.Fprintf(w, "  %s: local retention by tierd: %s\n", st.Dir, st.Why)
+		}
+	}
+	if len(bad) > 0 && running {
+		fmt.Fprintf(w, "not ready: %s unavailable\n", plural(len(bad), "log dir", "log dirs")+" ("+strings.Join(bad, ", ")+")")
+	}
 }
 
 // statusLine is "tierd segments"' line for one partition.
