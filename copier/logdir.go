@@ -69,12 +69,12 @@ type LogDirState struct {
 }
 
 // ProbeLogDirs returns the state of each of c's log dirs now, as a pass
-// would find it (without a WithLogDirCheck check): for tools, and for
-// tierd run to say at start what it will do in each.
-func (c Config) ProbeLogDirs() []LogDirState {
+// would find it, check (nil: none) standing for WithLogDirCheck's: for
+// tools, and for tierd run before its copier exists.
+func (c Config) ProbeLogDirs(check func(dir string) error) []LogDirState {
 	out := make([]LogDirState, 0, len(c.LogDirs))
 	for _, d := range c.LogDirs {
-		out = append(out, probeLogDir(d, c.BrokerOwned, nil))
+		out = append(out, probeLogDir(d, c.BrokerOwned, check))
 	}
 	return out
 }

@@ -245,7 +245,8 @@ func TestExampleConfig(t *testing.T) {
 	}
 	c, d := cfg.Copier, def.Copier
 	if c.CopierThreadPoolSize != d.CopierThreadPoolSize || c.CopyMaxBytesPerSecond != d.CopyMaxBytesPerSecond || c.RemoteStorageEnable != d.RemoteStorageEnable ||
-		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes {
+		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes ||
+		c.BrokerOwned != nil || c.InitialRetentionDelay != d.InitialRetentionDelay {
 		t.Errorf("example copier differs from the defaults it documents: %+v", c)
 	}
 	if w := cfg.warnings(); len(w) != 0 {

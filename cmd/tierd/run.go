@@ -165,7 +165,7 @@ func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, 
 // the broker's high watermark (logview.Config.BrokerOwned): when a
 // broker owns, or may own, any of the log dirs at start.
 func viewBrokerOwned(c copier.Config) bool {
-	for _, st := range c.ProbeLogDirs() {
+	for _, st := range c.ProbeLogDirs(nil) {
 		if st.BrokerOwned && st.Available {
 			return true
 		}

@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/statuspage"
@@ -44,7 +47,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	} else {
 		printStatus(stdout, s, source, time.Now())
-		printLogDirs(stdout, cfg.Copier.ProbeLogDirs(), s.Running)
+		var check func(string) error
+		if s.Running {
+			check = lockFilePresent
+		}
+		printLogDirs(stdout, cfg.Copier.ProbeLogDirs(check), s.Running)
 	}
 	if err != nil { // part of the status could not be read
 		fmt.Fprintf(stderr, "tierd status: %v\n", err)
@@ -133,6 +140,17 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 		parts = append(parts, part)
 	}
 	fmt.Fprintf(w, "%s: %s\n", plural(len(s.Partitions), "partition", "partitions"), strings.Join(parts, ", "))
+}
+
+// lockFilePresent is the tools' stand-in for the running tierd's check
+// of a log dir (instance.Lock.Check): the lock file it holds there is
+// present, else the directory at that path is not the one it locked (a
+// disk unmounted under its mount point).
+func lockFilePresent(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, instance.LockFile)); err != nil {
+		return fmt.Errorf("%w: the running tierd locks this file in each log dir: the log dir is not the one it started on (unmounted, renamed or replaced?)", err)
+	}
+	return nil
 }
 
 // printLogDirs prints, for each log dir, whether it is there and whether
