@@ -8,6 +8,17 @@ import (
 	"github.com/tierd/tierd/internal/saturate"
 )
 
+// Retention on a new metadata dir waits (Config.InitialRetentionDelay):
+// a first start over old data (a new tierd beside an old log, a lost
+// metadata dir) would otherwise copy everything and delete what is past
+// retention, locally and remotely, in its first pass. Until
+// MetadataCreatedMs + InitialRetentionDelay, localRetention and
+// remoteRetention decide as always, then delete nothing (local retention
+// does not even check its proofs in the bucket), and say what they would
+// delete: one log line per partition and tier each time it changes, and
+// the partition's status. The setting is dynamic, so a reload with 0 lets
+// retention go ahead at the next pass.
+
 // retentionWaits returns when retention may first delete on this
 // metadata dir, ms since the epoch, and whether nowMs is before that
 // (see Config.InitialRetentionDelay).
