@@ -194,44 +194,62 @@ func gauge(t *testing.T, g prometheus.Gauge) float64 {
 
 // TestBrokerLockTakenMidPass: a broker that starts on the log dir after
 // the pass looked (here: during the first upload) is seen right before
-// local retention would rename a file, and nothing is renamed.
+// local retention would rename a file, or remove a .deleted file (the
+// broker's own, from its retention), and nothing is touched.
 func TestBrokerLockTakenMidPass(t *testing.T) {
-	var (
-		broker *lockProc
-		herr   error
-	)
-	hb := &hookBucket{Bucket: memory.New()}
-	r := brokerRig(t, yes(false), hb)
-	hb.hook = func() { broker, herr = spawnHolder(goHolderCmd(filepath.Join(r.logDir, BrokerLockFile))) }
-	t.Cleanup(func() {
-		if broker != nil {
+	for _, tc := range []struct {
+		name   string
+		local  int64   // local.retention.ms
+		remain []int64 // local segments once the broker is gone
+	}{
+		{"local retention due", 0, []int64{30}},
+		{"only .deleted files", -1, []int64{0, 10, 20, 30}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var (
+				broker *lockProc
+				herr   error
+			)
+			hb := &hookBucket{Bucket: memory.New()}
+			r := brokerRig(t, yes(false), hb)
+			r.c.cfg.Retention.LocalRetentionMs = ptr(tc.local)
+			deleted := filepath.Join(r.dir(), "00000000000000000000.timeindex.deleted")
+			writeFile(t, deleted, "")
+			hb.hook = func() { broker, herr = spawnHolder(goHolderCmd(filepath.Join(r.logDir, BrokerLockFile))) }
+			t.Cleanup(func() {
+				if broker != nil {
+					broker.release(t)
+				}
+			})
+			before := listing(t, r.logDir)
+			if n := r.sync(); n != 3 {
+				t.Fatalf("copied %d", n)
+			}
+			if broker == nil {
+				t.Fatalf("no upload started the broker: %v", herr)
+			}
+			after := listing(t, r.logDir)
+			var ours []string // the holder created .lock: a broker does too
+			for _, f := range after {
+				if !strings.HasPrefix(f, "/"+BrokerLockFile+" ") {
+					ours = append(ours, f)
+				}
+			}
+			if !reflect.DeepEqual(ours, before) {
+				t.Fatalf("files touched under a broker that started mid-pass:\nbefore %v\nafter  %v", before, after)
+			}
+			if d := r.status(r.tp).Detail; !strings.Contains(d, "a running broker holds .lock") {
+				t.Errorf("status detail %q", d)
+			}
 			broker.release(t)
-		}
-	})
-	before := listing(t, r.logDir)
-	if n := r.sync(); n != 3 {
-		t.Fatalf("copied %d", n)
-	}
-	if broker == nil {
-		t.Fatalf("no upload started the broker: %v", herr)
-	}
-	after := listing(t, r.logDir)
-	var ours []string // the holder created .lock: a broker does too
-	for _, f := range after {
-		if !strings.HasPrefix(f, "/"+BrokerLockFile+" ") {
-			ours = append(ours, f)
-		}
-	}
-	if !reflect.DeepEqual(ours, before) {
-		t.Fatalf("local retention renamed files under a broker that started mid-pass:\nbefore %v\nafter  %v", before, after)
-	}
-	if d := r.status(r.tp).Detail; !strings.Contains(d, "a running broker holds .lock") {
-		t.Errorf("status detail %q", d)
-	}
-	broker.release(t)
-	r.sync()
-	if got := r.localBases(); !reflect.DeepEqual(got, []int64{30}) {
-		t.Fatalf("after the broker stopped: local segments %v", got)
+			r.sync()
+			if got := r.localBases(); !reflect.DeepEqual(got, tc.remain) {
+				t.Fatalf("after the broker stopped: local segments %v, want %v", got, tc.remain)
+			}
+			if _, err := os.Stat(deleted); !os.IsNotExist(err) {
+				t.Errorf("after the broker stopped, the .deleted file is still there (%v)", err)
+			}
+		})
 	}
 }
 

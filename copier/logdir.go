@@ -249,14 +249,14 @@ func (c *Copier) LogDirs() []LogDirState {
 		if !ok {
 			st = LogDirState{Dir: d, LockPID: -1, BrokerOwned: true, Why: "not probed yet"}
 		}
-		if err := dirAvailable(d, c.dirCheck); err != nil {
+		fault, faulted := faults[d]
+		switch err := dirAvailable(d, c.dirCheck); {
+		case err != nil:
 			st.Available, st.Err = false, err.Error()
-		} else if f, ok := faults[d]; ok {
-			st.Available, st.Err = false, f
-		} else if !ok {
-			st.Available = true
-		} else if !st.Available {
-			st.Available, st.Err = true, "" // back since the last probe; the next pass says more
+		case faulted:
+			st.Available, st.Err = false, fault
+		default:
+			st.Available, st.Err = true, "" // (back since the last probe: the next pass says more)
 		}
 		out = append(out, st)
 	}

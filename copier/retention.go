@@ -143,20 +143,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 		c.noteRetentionWait(p, "local", last+1, p.segs[0].base, p.segs[last].end, bytes, untilMs)
 		return nil
 	}
-	// A broker may have started on the log dir since the pass began
-	// (copies take minutes): its lock is checked again right before any
-	// file is touched.
-	lock := filepath.Join(p.logDir(), BrokerLockFile)
-	if held, pid, err := lockHolder(lock); err != nil || held {
-		p.brokerOwned, p.owner = true, fmt.Sprintf("a running broker holds %s (%s)", BrokerLockFile, pidText(pid))
-		p.ownedWhy = fmt.Sprintf("a running process (%s) holds a lock on %s, as a Kafka broker does while it runs: tierd deletes no local file in it", pidText(pid), lock)
-		if err != nil {
-			p.ownedWhy = fmt.Sprintf("whether a broker holds %s cannot be checked (%v): tierd deletes no local file in it", lock, err)
-			p.owner = "not known: the broker's lock cannot be checked"
-		}
-		if c.once("lockedmidpass " + p.dir + p.ownedWhy) {
-			c.log.Warn("a broker holds the log dir's lock: local retention renames nothing", "partition", p.tp, "dir", p.logDir(), "why", p.ownedWhy)
-		}
+	if c.brokerStarted(p) {
 		return nil
 	}
 	newLocalStart := p.segs[last+1].base
@@ -181,6 +168,31 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	}
 	p.segs = p.segs[last+1:]
 	return nil
+}
+
+// brokerStarted checks the log dir's .lock again right before local
+// retention touches a file: a broker may have started on it since the
+// pass looked (copies take minutes). When a process holds it, or that
+// cannot be checked, p becomes broker-owned for the rest of the pass
+// (and says so in its status) and brokerStarted returns true.
+func (c *Copier) brokerStarted(p *partition) bool {
+	lock := filepath.Join(p.logDir(), BrokerLockFile)
+	held, pid, err := lockHolder(lock)
+	switch {
+	case err != nil:
+		p.ownedWhy = fmt.Sprintf("whether a broker holds %s cannot be checked (%v): tierd deletes no local file in it", lock, err)
+		p.owner = "not known: the broker's lock cannot be checked"
+	case held:
+		p.ownedWhy = fmt.Sprintf("a running process (%s) holds a lock on %s, as a Kafka broker does while it runs: tierd deletes no local file in it", pidText(pid), lock)
+		p.owner = fmt.Sprintf("a running broker holds %s (%s)", BrokerLockFile, pidText(pid))
+	default:
+		return false
+	}
+	p.brokerOwned = true
+	if c.once("lockedmidpass " + p.dir + p.ownedWhy) {
+		c.log.Warn("a broker holds the log dir's lock: local retention renames and deletes nothing", "partition", p.tp, "dir", p.logDir(), "why", p.ownedWhy)
+	}
+	return true
 }
 
 // markDeleted renames a segment's files to "<name>.deleted" and stamps
