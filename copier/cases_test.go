@@ -188,7 +188,7 @@ func TestCaseFutureTimestamp(t *testing.T) {
 func TestCaseLocalBytesAndClamp(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.FileDeleteDelayMs = 0
-	cfg.BrokerOwned = false
+	cfg.BrokerOwned = yes(false)
 	cfg.Retention.RetentionBytes = ptr(1000)
 	cfg.Retention.RetentionMs = ptr(-1)
 	r := newRig(t, cfg, nil)

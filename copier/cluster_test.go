@@ -76,7 +76,7 @@ func (f *fakeCluster) TopicIDs(_ context.Context, ids []string) (string, map[str
 
 func clusterRig(t *testing.T, fc *fakeCluster) *rig {
 	cfg := DefaultConfig()
-	cfg.BrokerOwned, cfg.BrokerID, cfg.RemoteLogDeleteDelayMs = true, 1, 3600_000
+	cfg.BrokerOwned, cfg.BrokerID, cfg.RemoteLogDeleteDelayMs = yes(true), 1, 3600_000
 	r := newRig(t, cfg, nil)
 	var err error
 	if r.c, err = New(r.c.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }), WithCluster(fc)); err != nil {

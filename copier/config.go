@@ -22,11 +22,30 @@ type Config struct {
 	TaskIntervalMs int64 `yaml:"remote.log.manager.task.interval.ms"`
 	// CopyTimeout bounds one segment copy. Default 5m.
 	CopyTimeout time.Duration `yaml:"copy_timeout"`
-	// BrokerOwned turns local deletion off, for log dirs a running broker
-	// owns (its own retention trims local disk). tierd then only copies,
-	// and reports segments that vanished before their copy as gaps.
-	// Default false.
-	BrokerOwned bool `yaml:"broker_owned"`
+	// BrokerOwned says in which log dirs tierd may delete local files
+	// (local retention: rolled segments with a finished copy renamed to
+	// .deleted, removed file.delete.delay.ms later). In a broker-owned log
+	// dir tierd renames and deletes nothing: it only copies, the broker's
+	// own retention trims the local log, and segments that vanish before
+	// their copy are reported as gaps.
+	//
+	//   - true: every log dir is broker-owned.
+	//   - false: tierd applies local retention in every log dir no
+	//     running broker holds: an explicit choice, for log dirs nobody
+	//     else writes (a stopped or decommissioned broker's, tierd's
+	//     embedded segment log's).
+	//   - unset (nil, the default): the Kafka log dirs, those holding
+	//     meta.properties or .lock, are broker-owned (a stopped broker may
+	//     start again at any time); tierd applies local retention in the
+	//     others (tierd's embedded segment log, the demo's).
+	//
+	// Whatever the setting, a log dir is broker-owned while a process
+	// holds a lock on its .lock (a running Kafka broker does, from start
+	// to shutdown: FileChannel.tryLock, an fcntl lock), or while that
+	// cannot be checked; this is checked at every pass and again right
+	// before local retention renames a file, and said in the log, the
+	// partitions' status and tierd_copier_log_dir_broker_owned.
+	BrokerOwned *bool `yaml:"broker_owned"`
 	// FileDeleteDelayMs is how long a local segment renamed to .deleted
 	// is kept before it is removed, ms, so open readers finish (Kafka's
 	// file.delete.delay.ms). 9223372036854 ms or more (up to
@@ -126,6 +145,24 @@ type Config struct {
 	// Topics holds per-topic settings with Kafka's topic-level names:
 	// retention and tiering (see TopicConfig).
 	Topics map[string]TopicConfig `yaml:"topics"`
+	// InitialRetentionDelay is how long retention waits on a new
+	// metadata dir (see MetadataCreatedMs): until MetadataCreatedMs +
+	// InitialRetentionDelay, no local segment and no remote copy is
+	// deleted for retention (retention.ms, retention.bytes, the local
+	// ones, or below the log start offset), and each pass logs, once per
+	// change, what it would delete (partition, tier, offsets, bytes) and
+	// shows it in the partition's status, so that a first start over old
+	// data (a new tierd, a lost metadata dir) cannot delete it before an
+	// operator sees what goes. Superseded copies, failed copy attempts
+	// and whole-partition deletions follow their own rules. 0 deletes
+	// from the first pass. Default 24h.
+	InitialRetentionDelay time.Duration `yaml:"initial_retention_delay"`
+	// MetadataCreatedMs is when this tierd's metadata dir was created, ms
+	// since the epoch: tierd run keeps it there (tierd-created.json) and
+	// gives 0 for a metadata dir older than that record, or one an
+	// operator let go ahead (tierd run --retention-go-ahead). Not read
+	// from the config file. Default 0: retention does not wait.
+	MetadataCreatedMs int64 `yaml:"-"`
 	// Source names where this config came from (the file's path), quoted
 	// in the proof of deletions a config orders. Not read from the file.
 	// Default "" (proofs then say "tierd.yaml").
@@ -137,7 +174,8 @@ func DefaultConfig() Config {
 	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
-		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete", RemoteCompaction: DefaultRemoteCompaction()}
+		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete", RemoteCompaction: DefaultRemoteCompaction(),
+		InitialRetentionDelay: 24 * time.Hour}
 }
 
 // Validate reports every problem at once.
@@ -189,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.RemoteLogDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.delete.delay.ms %d must not be negative", c.RemoteLogDeleteDelayMs))
+	}
+	if c.InitialRetentionDelay < 0 {
+		errs = append(errs, fmt.Errorf("copier: initial_retention_delay %s must not be negative (0: no wait)", c.InitialRetentionDelay))
 	}
 	if c.FileDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs))

@@ -120,11 +120,14 @@ type Copier struct {
 	pending     *Config                                   // from Reconfigure, for the next pass
 	copyQuota   *quota.Limiter
 
-	st            *statusState    // per-partition status (status.go)
-	labels        *partlabels.Set // per-partition metric labels, bounded
-	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
-	progressEvery time.Duration   // how often a long copy logs its progress
-	gate          func() error    // nil: every pass runs (see WithGate)
+	st            *statusState       // per-partition status (status.go)
+	labels        *partlabels.Set    // per-partition metric labels, bounded
+	rm            *remoteMetrics     // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration      // how often a long copy logs its progress
+	gate          func() error       // nil: every pass runs (see WithGate)
+	dirCheck      func(string) error // nil: none (see WithLogDirCheck)
+	dw            dirWatch           // the log dirs' last probe (logdir.go)
+	waited        bool               // retention waited for initial_retention_delay in this process
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -144,6 +147,10 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
+	for _, d := range cfg.LogDirs {
+		c.m.dirAvailable.WithLabelValues(d)
+		c.m.dirBrokerOwned.WithLabelValues(d)
+	}
 	c.rc = newCompactMetrics(c.reg)
 	c.initStatus()
 	c.initDynamic()
@@ -202,7 +209,9 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	c.beginPass()
 	c.hb.beginPass()
 	c.applyPending()
+	c.beginRetentionWait()
 	parts, errs := c.scan()
+	c.holdUnseen(parts)
 	c.refreshCluster(ctx, parts)
 	var (
 		mu     sync.Mutex
@@ -260,19 +269,31 @@ func (c *Copier) scan() ([]*partition, []error) {
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
 	internal := map[string]bool{}
+	states := c.probeDirs()
+	faults := map[string]string{}
+	defer func() { c.setFaults(faults) }()
 	for _, dir := range c.cfg.LogDirs {
+		st := states[dir]
+		if !st.Available {
+			faults[dir] = st.Err
+			errs = append(errs, fmt.Errorf("log dir %s is unavailable: %s", dir, st.Err))
+			continue
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, fmt.Errorf("read log dir: %w", err))
 			continue
 		}
 		hw, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.ReplicationOffsetCheckpointFile))
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, err)
 			continue
 		}
 		lsos, err := checkpoint.ReadFile(filepath.Join(dir, kafkalog.LogStartOffsetCheckpointFile))
 		if err != nil {
+			faults[dir] = err.Error()
 			errs = append(errs, err)
 			continue
 		}
@@ -297,7 +318,8 @@ func (c *Copier) scan() ([]*partition, []error) {
 				internal[tp.Topic] = true
 				continue
 			}
-			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1}
+			p := &partition{tp: tp, dir: filepath.Join(dir, e.Name()), hw: -1, brokerLSO: -1, leaderEpoch: -1,
+				brokerOwned: st.BrokerOwned, ownedWhy: st.Why, owner: st.Owner}
 			if hw != nil {
 				p.hw, p.inCheckpoint = hw[tp] // a partition missing from the file has nothing committed
 				p.hwKnown = true
@@ -326,32 +348,6 @@ func (c *Copier) scan() ([]*partition, []error) {
 	}
 	sort.Slice(parts, func(i, j int) bool { return parts[i].tp.String() < parts[j].tp.String() })
 	return parts, errs
-}
-
-// plausibleBrokerLSO reports whether the log start offset the broker
-// checkpointed for a partition is one Kafka could have written: a log
-// start offset never passes the high watermark (delete-records stops
-// there), nor, without a high watermark, the log end offset, of which the
-// active segment's base offset is a lower bound. The file is keyed by
-// topic name only and moves the log start offset past remote copies, so
-// a value beyond those bounds (another cluster's file, a hand edit) is
-// refused with an error rather than acted on.
-func (c *Copier) plausibleBrokerLSO(p *partition) bool {
-	bound := int64(-1)
-	switch {
-	case p.hwKnown:
-		bound = p.hw
-	case len(p.segs) > 0:
-		bound = p.segs[len(p.segs)-1].base
-	}
-	if bound >= 0 && p.brokerLSO <= bound {
-		return true
-	}
-	if c.once(fmt.Sprintf("lso %s %d", p.tp, p.brokerLSO)) {
-		c.log.Error("log-start-offset-checkpoint gives a log start offset past what the log holds; ignored", "partition", p.tp,
-			"log_start_offset", p.brokerLSO, "bound", bound, "high_watermark_known", p.hwKnown)
-	}
-	return false
 }
 
 // tiered reports whether tierd tiers a topic. Kafka's internal topics
@@ -386,6 +382,14 @@ type partition struct {
 	// cleaner is the partition's entry in the log dir's
 	// cleaner-offset-checkpoint (compacted.go).
 	cleaner cleanerEntry
+	// brokerOwned: tierd renames and deletes no file in the partition's
+	// log dir (its LogDirState, or a broker's lock found since); ownedWhy
+	// says why.
+	brokerOwned     bool
+	ownedWhy, owner string
+	// retentionWait says what retention would delete, and when, while
+	// it waits for initial_retention_delay (nil when it does not wait).
+	retentionWait []string
 }
 
 func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
@@ -464,18 +468,19 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return copied, errors.Join(errs...)
 	}
 	c.unwarn("noconfigs " + p.tp.Topic)
-	if !c.cfg.BrokerOwned {
+	if !p.brokerOwned {
 		if err := c.localRetention(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("local retention: %w", err))
 		}
 		// Files local retention renames this pass are due at once only
 		// with file.delete.delay.ms 0; others wait for a later listing.
-		if p.hasDeleted || c.cfg.FileDeleteDelayMs == 0 {
+		if !p.brokerOwned && (p.hasDeleted || c.cfg.FileDeleteDelayMs == 0) && !c.brokerStarted(p) {
 			if err := c.removeDeleted(p.dir); err != nil {
 				errs = append(errs, err)
 			}
 		}
-	} else if len(p.segs) > 0 {
+	}
+	if p.brokerOwned && len(p.segs) > 0 {
 		// The broker's retention moves the local log start offset.
 		if err := c.advanceOffsets(p.tp, -1, p.segs[0].base); err != nil {
 			errs = append(errs, err)

@@ -146,7 +146,7 @@ func TestHighWatermarkGate(t *testing.T) {
 // before tierd copied it is reported as a gap, and copying carries on.
 func TestBrokerOwned(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.BrokerOwned = true
+	cfg.BrokerOwned = yes(true)
 	cfg.Retention.LocalRetentionMs = ptr(0)
 	r := newRig(t, cfg, nil)
 	old := r.now.UnixMilli() - 3_600_000

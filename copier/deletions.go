@@ -48,7 +48,7 @@ func (c *Copier) schedule(tp remotelog.TopicPartition, topicID string, reason re
 // this way.
 func (c *Copier) checkGoneTopics(ctx context.Context) error {
 	v := c.currentView()
-	if c.cl == nil || v == nil {
+	if c.cl == nil || v == nil || c.waitForDirs("whole-partition deletions of deleted topics") {
 		return nil
 	}
 	tps, err := c.store.Partitions()
@@ -131,6 +131,9 @@ func (c *Copier) runDeletions(ctx context.Context) error {
 		return err
 	}
 	c.m.deletionsPending.Set(float64(len(ds)))
+	if len(ds) > 0 && c.waitForDirs("scheduled whole-partition deletions") {
+		return nil
+	}
 	var errs []error
 	nowMs := c.now().UnixMilli()
 	for _, d := range ds {
@@ -294,12 +297,19 @@ func (c *Copier) lockPass(ctx context.Context) error {
 // partition directory of the topic holds the same incarnation (tierd
 // would tier it again), and, with a cluster, (ErrTopicStillExists) when
 // the cluster says the topic id, or for copies without a topic id the
-// topic name, still exists, or when the cluster cannot be asked.
+// topic name, still exists, or when the cluster cannot be asked; and
+// (ErrLogDirUnavailable) while a configured log dir is missing or
+// unreadable, now or in the last pass: it may hold the topic's
+// partitions.
 func (c *Copier) DeleteTopic(ctx context.Context, topic, topicID, who string) ([]remotelog.PartitionDeletion, error) {
 	if err := c.lockPass(ctx); err != nil {
 		return nil, err
 	}
 	defer c.mu.Unlock()
+	if bad := c.unavailableDirs(); bad != "" {
+		return nil, fmt.Errorf("%w: %s; it may hold partitions of %s, so tierd accepts no deletion until it is back (restore it, or remove it "+
+			"from copier.log_dirs and restart tierd)", ErrLogDirUnavailable, bad, topic)
+	}
 	tps, err := c.store.Partitions()
 	if err != nil {
 		return nil, err

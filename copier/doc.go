@@ -24,6 +24,9 @@
 //	  start offset                                              retention or from the broker's
 //	                                                            log-start-offset-checkpoint: delete-records)
 //	                                                            lies past its end offset
+//	                                                            (these three, and local retention below, also
+//	                                                            wait, on a new metadata dir, for
+//	                                                            initial_retention_delay: see retentionwait.go)
 //	remote: a superseded copy         remoteRetention           a newer, undamaged finished copy covers its whole
 //	                                                            offset range (so a damaged copy goes once its
 //	                                                            segment was copied again), its objects checked
@@ -67,7 +70,10 @@
 //	                                                            with remote.log.delete.on.disable=true, in
 //	                                                            tierd.yaml or set in the cluster), when scheduled
 //	                                                            and again when due (else it is cancelled), for
-//	                                                            the incarnation the partition directory holds
+//	                                                            the incarnation the partition directory holds;
+//	                                                            whatever the reason, scheduled by a pass and run
+//	                                                            only while every log dir is available, ordered
+//	                                                            only while none is missing (logdir.go)
 //	remote rows: deleted copies'      rlmm.PurgeDeleted         DELETE_SEGMENT_FINISHED for deleted_row_retention
 //	remote rows: a partition's        rlmm.ScheduleDeletion     moved, not dropped, into the scheduled deletion's
 //	  incarnation                                               record (restore puts them back); the record goes
@@ -89,15 +95,45 @@
 //	                                                            retention breached; or the segment lies wholly
 //	                                                            below the log start offset (moved by remote retention, or
 //	                                                            the broker's checkpoint when within its high
-//	                                                            watermark); the new local log start offset is
-//	                                                            saved before the rename to .deleted (never with
-//	                                                            broker_owned); the .log is renamed only while it
-//	                                                            is the file listed (same inode and size), else
-//	                                                            renamed back at once: a cleaner's swap since
-//	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms ago
+//	                                                            watermark); never in a broker-owned log dir
+//	                                                            (below); the new local log start offset is
+//	                                                            saved before the rename to .deleted; the .log is
+//	                                                            renamed only while it is the file listed (same
+//	                                                            inode and size), else renamed back at once: a
+//	                                                            cleaner's swap since
+//	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms
+//	                                                            ago, in a log dir not broker-owned
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
 //	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,
 //	                                                            named after this process's pid
+//
+// A log dir is broker-owned (logdir.go), and tierd renames and deletes
+// no file of the broker's in it (its own .tierd-staging hard links aside):
+//
+//	broker_owned   the log dir holds                   broker-owned
+//	-------------  ----------------------------------  ------------
+//	any            .lock, locked by a process          yes
+//	any            .lock whose lock cannot be checked  yes
+//	true           anything                            yes
+//	false          no locked .lock                     no
+//	unset          meta.properties or .lock            yes
+//	unset          neither                             no
+//
+// A running Kafka broker locks <log.dir>/.lock from start to shutdown
+// (its LogManager's FileChannel.tryLock: on Linux an fcntl record lock,
+// whole file); tierd asks with F_OFD_GETLK (else F_GETLK), at every pass
+// and again right before local retention renames a file, so a broker
+// that starts after tierd, or during a pass, is seen. A pass over a
+// broker-owned log dir copies only; the broker's own retention trims the
+// local log.
+//
+// A log dir that is missing, cannot be listed, is no longer the one
+// tierd run locked at start (an unmounted disk's empty mount point: see
+// WithLogDirCheck) or whose checkpoints cannot be read is a fault: tierd
+// is not ready (LogDirsReady); every partition the metadata store knows
+// and no readable log dir holds is held (log_dir_unavailable), never
+// remote only; no whole-partition deletion is scheduled or run, and
+// DeleteTopic refuses (ErrLogDirUnavailable), until it is back.
 //
 // Each remote path deletes a copy's objects by key (rsm.DeleteSegment:
 // its row names the seven keys; nothing is listed per copy), then aborts
@@ -174,7 +210,8 @@
 // partition directory; an unreadable, empty, truncated, malformed or
 // changed partition.metadata; a local log that restarts lower; a topic
 // missing from the cluster's listing (ACLs hide topics); an unreachable
-// cluster, or one with another cluster id. Each of these holds the
+// cluster, or one with another cluster id; a log dir missing or
+// unreadable. Each of these holds the
 // partition (errHeld: neither tiered nor trimmed, reported once and in
 // tierd_copier_partitions_held{reason}) or is only logged, and waits.
 package copier

@@ -25,6 +25,7 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 	c.m = newMetrics(prometheus.NewRegistry())
 	c.st = newStatusState()
 	parts, errs := c.scan()
+	c.holdUnseen(parts)
 	for _, p := range parts {
 		var err error
 		if p.segs, err = listSegments(p.dir); err != nil {

@@ -39,10 +39,14 @@ const (
 	// heldDeletionPending: a deletion of the recorded incarnation is
 	// scheduled and the directory still holds that incarnation.
 	heldDeletionPending = "deletion_pending"
+	// heldLogDirUnavailable: a configured log dir is missing or
+	// unreadable, and no log dir tierd could read holds the partition: it
+	// may be in the missing one.
+	heldLogDirUnavailable = "log_dir_unavailable"
 )
 
 var heldReasons = []string{heldPartitionMetadata, heldTopicIDMissing, heldTopicIDChanged, heldTopicIDNotInCluster,
-	heldLogRestarted, heldDuplicateDir, heldDeletionPending, heldFenced}
+	heldLogRestarted, heldDuplicateDir, heldDeletionPending, heldFenced, heldLogDirUnavailable}
 
 // hold records that a partition is held this pass for reason, logs it
 // once per distinct detail, and returns the error to stop its sync with.

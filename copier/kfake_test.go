@@ -87,7 +87,7 @@ func (k *kafkaRig) delete(t *testing.T) {
 func (k *kafkaRig) tierdFor(t *testing.T, broker int32, b rsm.Bucket) *rig {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.BrokerOwned, cfg.BrokerID, cfg.RemoteLogDeleteDelayMs = true, broker, 3600_000
+	cfg.BrokerOwned, cfg.BrokerID, cfg.RemoteLogDeleteDelayMs = yes(true), broker, 3600_000
 	r := newRig(t, cfg, b)
 	var err error
 	if r.c, err = New(r.c.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }), WithCluster(k.cl)); err != nil {

@@ -21,7 +21,7 @@ import (
 func leaseRig(t *testing.T, b rsm.Bucket, broker int32) *rig {
 	t.Helper()
 	cfg := DefaultConfig()
-	cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, time.Minute, 20*time.Second
+	cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = yes(true), broker, time.Minute, 20*time.Second
 	r := newRig(t, cfg, b)
 	ts := r.now.UnixMilli()
 	for base := int64(0); base < 200; base += 100 {

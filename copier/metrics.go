@@ -19,6 +19,7 @@ type metrics struct {
 	leaseRaces, instanceConflicts       prometheus.Counter
 	fenced, copiesChecked, damaged      prometheus.Counter
 	heartbeats, tailCopies              prometheus.Counter
+	dirAvailable, dirBrokerOwned        *prometheus.GaugeVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -59,6 +60,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		damaged:       c("damaged_copies_total", "Finished copies found with objects missing from the bucket (marked damaged; copied again while local)."),
 		fenced:        c("fenced_copies_total", "Copies not committed because a newer leader epoch fenced the partition while they were made (and deleted)."),
 		heartbeats:    c("lease_heartbeats_total", "Writes of this tierd's instance heartbeat, which keep all its partition ownership leases (one per third of ownership_lease)."),
+		dirAvailable: f.NewGaugeVec(prometheus.GaugeOpts{Name: "tierd_copier_log_dir_available",
+			Help: "1 while the log dir can be read (and is the one tierd started on), 0 while it is missing or unreadable: tierd is then not ready and deletes nothing of what it may hold."},
+			[]string{"log_dir"}),
+		dirBrokerOwned: f.NewGaugeVec(prometheus.GaugeOpts{Name: "tierd_copier_log_dir_broker_owned",
+			Help: "1 when tierd renames and deletes no file in the log dir (broker_owned, a Kafka log dir, or a running broker's lock on its .lock), 0 when it applies local retention there."},
+			[]string{"log_dir"}),
 		instanceConflicts: c("lease_instance_conflicts_total",
 			"Partitions refused because another tierd with the same broker_id and another instance id holds their ownership lease."),
 	}

@@ -26,7 +26,7 @@ func TestOwnershipLease(t *testing.T) {
 	shared := memory.New()
 	mk := func(broker int32) *rig {
 		cfg := DefaultConfig()
-		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, time.Minute, 20*time.Second
+		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = yes(true), broker, time.Minute, 20*time.Second
 		r := newRig(t, cfg, shared)
 		ts := r.now.UnixMilli()
 		for b := int64(0); b < 300; b += 100 {
@@ -94,7 +94,7 @@ func TestAdoptOnlyOwnIncarnation(t *testing.T) {
 // (judged by their copy time), and does not stop at them.
 func TestRemoteTimeRetentionWithoutTimestamps(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.BrokerOwned = true
+	cfg.BrokerOwned = yes(true)
 	cfg.Retention.RetentionMs = ptr(3600 * 1000)
 	r := newRig(t, cfg, nil)
 	writeSegment(t, r.dir(), 0, seq(0, 5), same(-1, 5), 10)
@@ -143,7 +143,7 @@ func TestLeaseRetakeReconciles(t *testing.T) {
 	shared := memory.New()
 	mk := func(broker int32) *rig {
 		cfg := DefaultConfig()
-		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, time.Minute, 20*time.Second
+		cfg.BrokerOwned, cfg.BrokerID, cfg.OwnershipLease, cfg.CopyTimeout = yes(true), broker, time.Minute, 20*time.Second
 		return newRig(t, cfg, shared)
 	}
 	a, b := mk(1), mk(2)

@@ -1,6 +1,7 @@
 package copier
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -104,4 +105,30 @@ func (c *Copier) purgeDeleted(tp remotelog.TopicPartition) error {
 		}
 	}
 	return nil
+}
+
+// plausibleBrokerLSO reports whether the log start offset the broker
+// checkpointed for a partition is one Kafka could have written: a log
+// start offset never passes the high watermark (delete-records stops
+// there), nor, without a high watermark, the log end offset, of which the
+// active segment's base offset is a lower bound. The file is keyed by
+// topic name only and moves the log start offset past remote copies, so
+// a value beyond those bounds (another cluster's file, a hand edit) is
+// refused with an error rather than acted on.
+func (c *Copier) plausibleBrokerLSO(p *partition) bool {
+	bound := int64(-1)
+	switch {
+	case p.hwKnown:
+		bound = p.hw
+	case len(p.segs) > 0:
+		bound = p.segs[len(p.segs)-1].base
+	}
+	if bound >= 0 && p.brokerLSO <= bound {
+		return true
+	}
+	if c.once(fmt.Sprintf("lso %s %d", p.tp, p.brokerLSO)) {
+		c.log.Error("log-start-offset-checkpoint gives a log start offset past what the log holds; ignored", "partition", p.tp,
+			"log_start_offset", p.brokerLSO, "bound", bound, "high_watermark_known", p.hwKnown)
+	}
+	return false
 }

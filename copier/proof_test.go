@@ -442,7 +442,7 @@ func TestOperatorDeleteRefusedUnderOthersLease(t *testing.T) {
 	shared := memory.New()
 	mk := func(broker int32, instance string) *rig {
 		cfg := DefaultConfig()
-		cfg.BrokerOwned, cfg.BrokerID, cfg.InstanceID, cfg.OwnershipLease, cfg.CopyTimeout = true, broker, instance, time.Minute, 20*time.Second
+		cfg.BrokerOwned, cfg.BrokerID, cfg.InstanceID, cfg.OwnershipLease, cfg.CopyTimeout = yes(true), broker, instance, time.Minute, 20*time.Second
 		cfg.RemoteLogDeleteDelayMs = 0
 		return newRig(t, cfg, shared)
 	}

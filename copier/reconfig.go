@@ -25,7 +25,7 @@ var DynamicKeys = []string{
 	"copy_checks_per_pass", "copy_check_interval_ms", "deleted_row_retention", "remote.log.delete.delay.ms", "cluster_topic_configs",
 	"log.cleanup.policy",
 	"remote_compaction.enable", "remote_compaction.segment.bytes", "remote_compaction.min.cleanable.dirty.ratio",
-	"remote_compaction.delete.retention.ms",
+	"remote_compaction.delete.retention.ms", "initial_retention_delay",
 }
 
 // setDynamic copies next's dynamic settings (DynamicKeys) into c, field
@@ -38,6 +38,7 @@ func (c *Config) setDynamic(next Config) {
 	c.ClusterTopicConfigs, c.Source, c.CopyCheckIntervalMs = next.ClusterTopicConfigs, next.Source, next.CopyCheckIntervalMs
 	c.LogCleanupPolicy = next.LogCleanupPolicy
 	c.RemoteCompaction = next.RemoteCompaction
+	c.InitialRetentionDelay = next.InitialRetentionDelay
 }
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what

@@ -84,6 +84,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 		total += s.size
 	}
 	nowMs := c.now().UnixMilli()
+	untilMs, waits := c.retentionWaits(nowMs)
 	last := -1
 	for i, s := range p.segs {
 		if s.active() {
@@ -108,7 +109,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 		if !breach {
 			break
 		}
-		if !below {
+		if !below && !waits { // while retention waits nothing goes: no check either
 			// The copy is checked in the bucket right before the only
 			// local copy goes: a copy damaged behind tierd's back since the
 			// last sampled check must not be the proof.
@@ -134,6 +135,17 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	if last < 0 {
 		return nil
 	}
+	if waits {
+		var bytes int64
+		for _, s := range p.segs[:last+1] {
+			bytes += s.size
+		}
+		c.noteRetentionWait(p, "local", last+1, p.segs[0].base, p.segs[last].end, bytes, untilMs)
+		return nil
+	}
+	if c.brokerStarted(p) {
+		return nil
+	}
 	newLocalStart := p.segs[last+1].base
 	if _, err := c.store.AdvanceOffsets(p.tp, -1, newLocalStart); err != nil {
 		return err
@@ -156,6 +168,31 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	}
 	p.segs = p.segs[last+1:]
 	return nil
+}
+
+// brokerStarted checks the log dir's .lock again right before local
+// retention touches a file: a broker may have started on it since the
+// pass looked (copies take minutes). When a process holds it, or that
+// cannot be checked, p becomes broker-owned for the rest of the pass
+// (and says so in its status) and brokerStarted returns true.
+func (c *Copier) brokerStarted(p *partition) bool {
+	lock := filepath.Join(p.logDir(), BrokerLockFile)
+	held, pid, err := lockHolder(lock)
+	switch {
+	case err != nil:
+		p.ownedWhy = fmt.Sprintf("whether a broker holds %s cannot be checked (%v): tierd deletes no local file in it", lock, err)
+		p.owner = "not known: the broker's lock cannot be checked"
+	case held:
+		p.ownedWhy = fmt.Sprintf("a running process (%s) holds a lock on %s, as a Kafka broker does while it runs: tierd deletes no local file in it", pidText(pid), lock)
+		p.owner = fmt.Sprintf("a running broker holds %s (%s)", BrokerLockFile, pidText(pid))
+	default:
+		return false
+	}
+	p.brokerOwned = true
+	if c.once("lockedmidpass " + p.dir + p.ownedWhy) {
+		c.log.Warn("a broker holds the log dir's lock: local retention renames and deletes nothing", "partition", p.tp, "dir", p.logDir(), "why", p.ownedWhy)
+	}
+	return true
 }
 
 // markDeleted renames a segment's files to "<name>.deleted" and stamps
@@ -314,37 +351,45 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		}
 	}
 	nowMs := c.now().UnixMilli()
+	// The copies that breach retention, oldest first, each judged as if
+	// the ones before it were gone and the log start offset had moved
+	// past them (as when they went one at a time); lsos[i] is the log
+	// start offset once plan[:i+1] is gone.
+	var plan []remotelog.SegmentMetadata
+	var lsos []int64
 	lso := offs.LogStartOffset
-	for i := 0; i < len(fin); {
-		// The next group of copies that breach retention, each judged as
-		// if the ones before it were gone and the log start offset had
-		// moved past them (as when they went one at a time).
-		var group []remotelog.SegmentMetadata
-		stop := false
-		for ; i < len(fin) && len(group) < deleteBatch; i++ {
-			r := fin[i]
-			onlyRemote := r.EndOffset < localStart
-			// retention.ms/bytes delete only with cleanup.policy delete: a
-			// compact-only log keeps its copies, as Kafka keeps its segments.
-			breach := r.EndOffset < lso || (!p.policy.compactOnly() &&
-				(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
-					(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
-			if !breach {
-				stop = true
-				break
-			}
-			lso = max(lso, r.EndOffset+1)
-			if onlyRemote {
-				total -= r.SizeInBytes
-			}
-			group = append(group, r)
-		}
-		if len(group) == 0 {
+	for _, r := range fin {
+		onlyRemote := r.EndOffset < localStart
+		// retention.ms/bytes delete only with cleanup.policy delete: a
+		// compact-only log keeps its copies, as Kafka keeps its segments.
+		breach := r.EndOffset < lso || (!p.policy.compactOnly() &&
+			(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
+				(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
+		if !breach {
 			break
 		}
+		lso = max(lso, r.EndOffset+1)
+		if onlyRemote {
+			total -= r.SizeInBytes
+		}
+		plan, lsos = append(plan, r), append(lsos, lso)
+	}
+	if untilMs, waits := c.retentionWaits(nowMs); waits && len(plan) > 0 {
+		var bytes int64
+		for _, r := range plan {
+			bytes += r.SizeInBytes
+		}
+		c.noteRetentionWait(p, "remote", len(plan), plan[0].StartOffset, plan[len(plan)-1].EndOffset, bytes, untilMs)
+		return errors.Join(errs...)
+	}
+	// Up to deleteBatch copies at a time go through the delete protocol
+	// together.
+	for i := 0; i < len(plan); i += deleteBatch {
+		j := min(i+deleteBatch, len(plan))
+		group := plan[i:j]
 		// The log start offset moves past the whole group, durably,
 		// before any of its objects is deleted.
-		if offs, err = c.store.AdvanceOffsets(p.tp, lso, -1); err != nil {
+		if offs, err = c.store.AdvanceOffsets(p.tp, lsos[j-1], -1); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		crashpoint.Hit("remote.offset-saved")
@@ -360,9 +405,6 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		}
 		if err != nil {
 			return errors.Join(append(errs, err)...)
-		}
-		if stop {
-			break
 		}
 	}
 	return errors.Join(errs...)

@@ -116,7 +116,7 @@ func TestRemoteTimeRetention(t *testing.T) {
 // it are deleted.
 func TestLogStartOffsetFromBroker(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.BrokerOwned = true
+	cfg.BrokerOwned = yes(true)
 	r := newRig(t, cfg, nil)
 	fiveSegments(t, r)
 	r.sync()

@@ -266,7 +266,7 @@ func TestIdlePassCost(t *testing.T) {
 		sampled := map[int]map[string]int{}
 		for _, n := range []int{8, 40} {
 			cfg := DefaultConfig() // sampled checks on: 4 copies every 5 minutes
-			cfg.BrokerOwned = brokerOwned
+			cfg.BrokerOwned = yes(brokerOwned)
 			r := newScaleRig(t, n, cfg)
 			if copied, _, _ := r.pass(t); copied != 3*n {
 				t.Fatalf("N=%d: first pass copied %d, want %d", n, copied, 3*n)

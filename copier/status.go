@@ -376,7 +376,21 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 			st.Detail += fmt.Sprintf("; the active segment (base offset %d) is copied once the broker rolls it", st.ActiveBaseOffset)
 		}
 	}
+	if d := c.retentionWaitDetail(p); d != "" {
+		st.Detail += "; " + d
+	}
+	if p.brokerOwned {
+		st.Detail += "; its local files are the broker's (" + ownerText(p) + "): tierd deletes none of them"
+	}
 	return st
+}
+
+// ownerText says in a few words why p's local files are the broker's.
+func ownerText(p *partition) string {
+	if p.owner != "" {
+		return p.owner
+	}
+	return p.ownedWhy
 }
 
 // blockedBy names the reason a failed pass gives for the segments it did

@@ -264,6 +264,7 @@ func TestCrashRemoteCompaction(t *testing.T) {
   file.delete.delay.ms: 0
   log.local.retention.ms: 0
   log.retention.ms: -1
+  initial_retention_delay: 0s
   topics:
     %s: {cleanup.policy: compact}
   remote_compaction: {min.cleanable.dirty.ratio: 0.3, delete.retention.ms: 300}

@@ -406,6 +406,7 @@ func TestCrash(t *testing.T) {
   log.local.retention.ms: 0
   log.retention.ms: -1
   log.retention.bytes: 3000000
+  initial_retention_delay: 0s
 bucket:
   type: minio
   minio: {endpoint: http://%s, bucket: crash, part_size: 5242880, part_concurrency: 1}

@@ -39,6 +39,7 @@ func TestKafkaTierdRunBinary(t *testing.T) {
   file.delete.delay.ms: 0
   log.retention.ms: -1
   log.local.retention.ms: 0
+  initial_retention_delay: 0s
 bucket:
   type: filesystem
   filesystem: {dir: %s}

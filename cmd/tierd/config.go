@@ -62,6 +62,14 @@ type config struct {
 	// meta is what loading the file learned; nil for a config built in
 	// code.
 	meta *configMeta
+	// keepCreated: tierd run keeps the metadata dir's creation time
+	// (copier.Config.MetadataCreatedMs, see metadataCreated); the tools
+	// and the demo do not. retentionGoAhead is tierd run
+	// --retention-go-ahead.
+	keepCreated, retentionGoAhead bool
+	// logDirCheck, set by tierd run, says whether a log dir is still the
+	// one it locked at start (copier.WithLogDirCheck); nil: no check.
+	logDirCheck func(dir string) error
 }
 
 type metricsConfig struct {

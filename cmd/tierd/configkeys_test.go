@@ -205,7 +205,11 @@ func changeSetting(v reflect.Value, key, path string) bool {
 			if !fv.IsNil() {
 				n.Elem().Set(fv.Elem())
 			}
-			n.Elem().SetInt(n.Elem().Int() + 1)
+			if n.Elem().Kind() == reflect.Bool {
+				n.Elem().SetBool(!n.Elem().Bool())
+			} else {
+				n.Elem().SetInt(n.Elem().Int() + 1)
+			}
 			fv.Set(n)
 		default:
 			return false

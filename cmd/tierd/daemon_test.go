@@ -85,6 +85,7 @@ func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string 
   remote.log.manager.task.interval.ms: 100
   file.delete.delay.ms: 0
   log.local.retention.ms: 0
+  initial_retention_delay: 0s
 bucket:
   type: %s
   %s
@@ -245,7 +246,8 @@ func TestExampleConfig(t *testing.T) {
 	}
 	c, d := cfg.Copier, def.Copier
 	if c.CopierThreadPoolSize != d.CopierThreadPoolSize || c.CopyMaxBytesPerSecond != d.CopyMaxBytesPerSecond || c.RemoteStorageEnable != d.RemoteStorageEnable ||
-		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes {
+		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes ||
+		c.BrokerOwned != nil || c.InitialRetentionDelay != d.InitialRetentionDelay {
 		t.Errorf("example copier differs from the defaults it documents: %+v", c)
 	}
 	if w := cfg.warnings(); len(w) != 0 {

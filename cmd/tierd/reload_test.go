@@ -42,6 +42,7 @@ const reloadYAML = `copier:
   broker_id: 1
   remote.log.manager.task.interval.ms: 100
   log.retention.ms: %d
+  initial_retention_delay: 0s
 bucket:
   type: filesystem
   filesystem: {dir: %s}

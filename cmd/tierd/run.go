@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -76,6 +77,13 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	d := &daemon{store: store, reg: reg}
+	if cfg.keepCreated { // before the instance id is kept: a metadata dir without one is new
+		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, cfg.retentionGoAhead, time.Now(), log); err != nil {
+			d.Close()
+			return nil, err
+		}
+		noteInitialRetention(cfg, time.Now(), log)
+	}
 	// The instance id lives in the metadata dir; when that was lost, the
 	// log dirs' lock files still name it.
 	id, source, err := instance.Load(cfg.Metadata.Dir, instance.Recorded(cfg.Copier.LogDirs))
@@ -107,6 +115,9 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	d.labels = labels
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
 		copier.WithGate(d.environment)}
+	if cfg.logDirCheck != nil {
+		copts = append(copts, copier.WithLogDirCheck(cfg.logDirCheck))
+	}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
 			d.Close()
@@ -125,7 +136,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		return nil, err
 	}
 	vcfg := logview.DefaultConfig()
-	vcfg.LogDirs, vcfg.BrokerOwned = cfg.Copier.LogDirs, cfg.Copier.BrokerOwned
+	vcfg.LogDirs, vcfg.BrokerOwned = cfg.Copier.LogDirs, viewBrokerOwned(cfg.Copier)
 	if d.view, err = logview.New(vcfg, d.fetch, logview.WithLogger(log.With("component", "logview"))); err != nil {
 		d.Close()
 		return nil, err
@@ -154,6 +165,26 @@ func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, 
 		listener.WithNodeID(node), listener.WithClusterID(clusterID)}, extra...)...)
 }
 
+// viewBrokerOwned says whether the Kafka listener bounds local reads by
+// the broker's high watermark (logview.Config.BrokerOwned): when a
+// broker owns, or may own, any of the log dirs at start.
+func viewBrokerOwned(c copier.Config) bool {
+	for _, st := range c.ProbeLogDirs(nil) {
+		if st.BrokerOwned && st.Available {
+			return true
+		}
+	}
+	return false
+}
+
+// brokerOwnedText is the broker_owned setting as the start line says it.
+func brokerOwnedText(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*b)
+}
+
 func (d *daemon) Close() error {
 	if d.kafka != nil {
 		d.kafka.Close()
@@ -166,10 +197,15 @@ func (d *daemon) Close() error {
 }
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	cfg, code, ok := configCommand("run", "tierd run --config tierd.yaml", args, stderr, nil)
+	var goAhead bool
+	cfg, code, ok := configCommand("run", "tierd run --config tierd.yaml [--retention-go-ahead]", args, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&goAhead, "retention-go-ahead", false, "let retention delete at once on a new metadata dir, without waiting for "+
+			"copier.initial_retention_delay (recorded in the metadata dir: it holds for later starts too)")
+	})
 	if !ok {
 		return code
 	}
+	cfg.retentionGoAhead = goAhead
 	if err := checkLogDirs(cfg.Copier.LogDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
@@ -268,10 +304,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	defer lock.Close()
+	cfg.logDirCheck = lock.Check
 	tlsH, err := tlsHolder(cfg.TLS, log) // nil when every endpoint is plaintext
 	if err != nil {
 		return err
 	}
+	cfg.keepCreated = true
 	d, err := newDaemon(ctx, cfg, log, reg)
 	if err != nil {
 		return err
@@ -285,8 +323,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
-		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", cfg.Copier.BrokerOwned,
+		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
 		"rsm_listen", rsmListen(cfg))
+	d.copier.ProbeLogDirs() // says, for each log dir, whether tierd may delete local files there
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	// A bucket that does not exist or credentials the store refuses will
@@ -342,13 +381,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 }
 
 // readiness says whether tierd is ready, and why not: the metadata store
-// takes no writes, the object store did not answer its last probe, or
-// the Kafka cluster (when configured) did not answer the last pass.
+// takes no writes, the object store did not answer its last probe, a log
+// dir is missing or unreadable (copier.LogDirsReady), or the Kafka
+// cluster (when configured) did not answer the last pass.
 func (d *daemon) readiness() (bool, string) {
 	if err := d.store.Health(); err != nil {
 		return false, err.Error()
 	}
 	if ok, why := d.watch.Ready(); !ok {
+		return false, why
+	}
+	if ok, why := d.copier.LogDirsReady(); !ok {
 		return false, why
 	}
 	return d.copier.ClusterStatus()

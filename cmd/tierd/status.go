@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/statuspage"
@@ -44,6 +47,11 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	} else {
 		printStatus(stdout, s, source, time.Now())
+		var check func(string) error
+		if s.Running {
+			check = lockFilePresent
+		}
+		printLogDirs(stdout, cfg.Copier.ProbeLogDirs(check), s.Running)
 		if cfg.RSM.Enabled {
 			showRSMStatus(ctx, cfg, stdout)
 		}
@@ -135,6 +143,41 @@ func printStatus(w io.Writer, s remotelog.TieringStatus, source string, now time
 		parts = append(parts, part)
 	}
 	fmt.Fprintf(w, "%s: %s\n", plural(len(s.Partitions), "partition", "partitions"), strings.Join(parts, ", "))
+}
+
+// lockFilePresent is the tools' stand-in for the running tierd's check
+// of a log dir (instance.Lock.Check): the lock file it holds there is
+// present, else the directory at that path is not the one it locked (a
+// disk unmounted under its mount point).
+func lockFilePresent(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, instance.LockFile)); err != nil {
+		return fmt.Errorf("%w: the running tierd locks this file in each log dir: the log dir is not the one it started on (unmounted, renamed or replaced?)", err)
+	}
+	return nil
+}
+
+// printLogDirs prints, for each log dir, whether it is there and whether
+// tierd may delete local files in it, as this tool finds it now (the
+// running tierd checks the same at every pass); running says a tierd
+// runs, which is then not ready.
+func printLogDirs(w io.Writer, dirs []copier.LogDirState, running bool) {
+	fmt.Fprintln(w, "log dirs:")
+	var bad []string
+	for _, st := range dirs {
+		switch {
+		case !st.Available:
+			bad = append(bad, st.Dir)
+			fmt.Fprintf(w, "  %s: UNAVAILABLE (%s): tierd is not ready; it deletes nothing, locally or remotely, of the partitions it may hold, "+
+				"and refuses 'tierd topics delete', until it is back\n", st.Dir, st.Err)
+		case st.BrokerOwned:
+			fmt.Fprintf(w, "  %s: broker-owned: %s\n", st.Dir, st.Why)
+		default:
+			fmt.Fprintf(w, "  %s: local retention by tierd: %s\n", st.Dir, st.Why)
+		}
+	}
+	if len(bad) > 0 && running {
+		fmt.Fprintf(w, "not ready: %s unavailable\n", plural(len(bad), "log dir", "log dirs")+" ("+strings.Join(bad, ", ")+")")
+	}
 }
 
 // statusLine is "tierd segments"' line for one partition.

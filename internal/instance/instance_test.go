@@ -75,3 +75,37 @@ func TestLockDirs(t *testing.T) {
 		t.Errorf("Recorded with two different ids = %q", got)
 	}
 }
+
+// Check holds while the log dir is the one locked, and fails when it is
+// renamed away, replaced by an empty directory (a disk unmounted under
+// its mount point) or not locked at all; it holds again once the dir is
+// back.
+func TestLockCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "logs")
+	os.Mkdir(dir, 0o755)
+	l, err := LockDirs([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := l.Check(dir); err != nil {
+		t.Fatalf("locked dir: %v", err)
+	}
+	os.Rename(dir, dir+".away")
+	if err := l.Check(dir); err == nil {
+		t.Fatal("renamed away: no error")
+	}
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, LockFile), nil, 0o644) // another file of the same name
+	if err := l.Check(dir); err == nil || !strings.Contains(err.Error(), "not the file this tierd locked") {
+		t.Fatalf("replaced: %v", err)
+	}
+	os.RemoveAll(dir)
+	os.Rename(dir+".away", dir)
+	if err := l.Check(dir); err != nil {
+		t.Fatalf("back: %v", err)
+	}
+	if err := l.Check(t.TempDir()); err == nil {
+		t.Fatal("a dir not locked: no error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 // Lock holds the lock files of a set of log dirs.
 type Lock struct {
 	files []*os.File
+	dirs  []string // files[i] is in dirs[i]
 }
 
 // LockDirs takes, without waiting, an exclusive flock(2) on LockFile in
@@ -39,8 +40,36 @@ func LockDirs(dirs []string) (*Lock, error) {
 			return nil, fmt.Errorf("lock %s: %w", p, err)
 		}
 		l.files = append(l.files, f)
+		l.dirs = append(l.dirs, d)
 	}
 	return l, nil
+}
+
+// Check returns nil while dir's LockFile is the file l holds, and
+// otherwise why not: the log dir was renamed or removed, or another
+// directory now stands at its path (an empty mount point where a disk was
+// unmounted holds no lock file; one mounted again holds the same file).
+// A dir l does not lock is an error too.
+func (l *Lock) Check(dir string) error {
+	for i, d := range l.dirs {
+		if d != dir {
+			continue
+		}
+		held, err := l.files[i].Stat()
+		if err != nil {
+			return fmt.Errorf("stat the held lock file of log dir %s: %w", dir, err)
+		}
+		p := filepath.Join(dir, LockFile)
+		now, err := os.Stat(p)
+		if err != nil {
+			return fmt.Errorf("%w: the log dir is not the one this tierd locked at start (unmounted, renamed or replaced?)", err)
+		}
+		if !os.SameFile(held, now) {
+			return fmt.Errorf("%s is not the file this tierd locked at start: the log dir was replaced (or another disk mounted there)", p)
+		}
+		return nil
+	}
+	return fmt.Errorf("log dir %s is not locked by this tierd", dir)
 }
 
 func flock(f *os.File) error {
@@ -81,6 +110,6 @@ func (l *Lock) Close() error {
 	for _, f := range l.files {
 		errs = append(errs, f.Close())
 	}
-	l.files = nil
+	l.files, l.dirs = nil, nil
 	return errors.Join(errs...)
 }

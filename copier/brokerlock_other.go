@@ -1,0 +1,22 @@
+//go:build !linux
+
+package copier
+
+import (
+	"errors"
+	"os"
+	"syscall"
+)
+
+// getLock asks which POSIX lock of another process, if any, conflicts
+// with a whole-file write lock on f (F_GETLK: a lock of this process
+// does not show).
+func getLock(f *os.File) (syscall.Flock_t, error) {
+	lk := wholeFileWriteLock()
+	for {
+		err := syscall.FcntlFlock(f.Fd(), syscall.F_GETLK, &lk)
+		if !errors.Is(err, syscall.EINTR) {
+			return lk, err
+		}
+	}
+}
