@@ -203,3 +203,34 @@ func TestRSMRefusals(t *testing.T) {
 		t.Errorf("serve with topic orders tiered both ways: %v; want a refusal", err)
 	}
 }
+
+// TestReadmeRSMMetricsFromStart: a tierd serving the RSM endpoint exposes
+// every metric of the README's table of the endpoint's metrics before any
+// call, so that alerts and absent() work from the start.
+func TestReadmeRSMMetricsFromStart(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	os.MkdirAll(filepath.Join(root, "kafka-data"), 0o755)
+	tok := filepath.Join(root, "rsm.token")
+	os.WriteFile(tok, []byte(rsmTestToken), 0o600)
+	httpAddr, rsmAddr := freeAddr(t), freeAddr(t)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
+	data, _ := os.ReadFile(cfgPath)
+	data = append(data, fmt.Sprintf("rsm:\n  enabled: true\n  listen: %s\n  token_file: %s\n  log_dirs: [%s]\n", rsmAddr, tok, filepath.Join(root, "kafka-data"))...)
+	os.WriteFile(cfgPath, data, 0o644)
+	startServe(t, cfgPath)
+	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
+	metrics := get(t, "http://"+httpAddr+"/metrics")
+	names := readmeTableMetrics(t, "Metrics of the RSM endpoint")
+	if len(names) < 10 {
+		t.Fatalf("the README's table names only %v", names)
+	}
+	for _, name := range names {
+		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
+			t.Errorf("%s (in the README's table) is not on /metrics at start", name)
+		}
+	}
+	if !strings.Contains(metrics, `tierd_rsm_copy_errors_total{partition="-1",topic="_other"} 0`) {
+		t.Error("the per-partition counters do not exist from start under the aggregate labels")
+	}
+}
