@@ -110,7 +110,10 @@ final class Settings {
     static Settings parse(Map<String, ?> configs) {
         Parser p = new Parser(configs);
         for (String k : configs.keySet()) {
-            if (k.startsWith("tierd.") && !KEYS.contains(k)) {
+            if (k.startsWith("rsm.config.tierd.")) {
+                p.problem(k, "the broker passes its rsm.config.* properties with the rsm.config. prefix stripped;"
+                        + " pass " + k.substring("rsm.config.".length()));
+            } else if (k.startsWith("tierd.") && !KEYS.contains(k)) {
                 p.problem(k, "unknown setting (known: " + String.join(", ", new TreeSet<>(KEYS)) + ")");
             }
         }
