@@ -78,11 +78,12 @@ run() {
     --class-path "$cp" "$@" >"$log" 2>&1 || rc=$?
   # Failures are printed whole; a passing run prints only its counts.
   if [ $rc != 0 ]; then cat "$log"; fi
-  local found succ failed
-  found=$(sed -n 's/.*\[ *\([0-9]*\) tests found *\].*/\1/p' "$log")
-  succ=$(sed -n 's/.*\[ *\([0-9]*\) tests successful *\].*/\1/p' "$log")
-  failed=$(sed -n 's/.*\[ *\([0-9]*\) tests failed *\].*/\1/p' "$log")
-  summary+=$(printf '\n  %-44s %4s tests, %4s passed, %4s failed' "$name" "${found:-?}" "${succ:-?}" "${failed:-?}")
+  count() { sed -n "s/.*\[ *\([0-9]*\) tests $1 *\].*/\1/p" "$log"; }
+  local found succ failed skipped aborted
+  found=$(count found) succ=$(count successful) failed=$(count failed) skipped=$(count skipped) aborted=$(count aborted)
+  skipped=$(( ${skipped:-0} + ${aborted:-0} ))
+  summary+=$(printf '\n  %-44s %4s tests, %4s passed, %4s failed, %3s skipped' \
+    "$name" "${found:-?}" "${succ:-?}" "${failed:-?}" "$skipped")
   if [ $rc != 0 ] || [ "${found:-0}" = 0 ]; then status=1; fi
 }
 

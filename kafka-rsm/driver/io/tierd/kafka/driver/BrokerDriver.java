@@ -248,14 +248,14 @@ public final class BrokerDriver {
             match = true;
             note = " (no RetriableRemoteStorageException on this class path: a plain RemoteStorageException)";
         }
+        String name = what + " expecting " + want;
         if (match && a.expectMessage != null && (err == null || err.getMessage() == null
                 || !err.getMessage().contains(a.expectMessage))) {
-            rep.fail(what, "expected a message with \"" + a.expectMessage + "\", got "
+            rep.fail(name, "expected a message with \"" + a.expectMessage + "\", got "
                     + (err == null ? "no error" : Report.describe(err)));
             return;
         }
-        rep.check(match, what + " " + want + note, "expected " + want + ", got " + got
-                + (err == null ? "" : " (" + Report.describe(err) + ")"));
+        rep.check(match, name + note, "got " + got + (err == null ? "" : " (" + Report.describe(err) + ")"));
     }
 
     /** The command line. */
