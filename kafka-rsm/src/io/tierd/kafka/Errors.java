@@ -112,15 +112,13 @@ final class Errors {
      * @return a retriable exception for a refused connection or a timeout, else a RemoteStorageException
      */
     static RemoteStorageException transport(String what, String endpoint, Throwable t, Duration timeout) {
-        for (Throwable c = t; c != null; c = c.getCause()) {
+        Throwable c = t;
+        for (int depth = 0; c != null && depth < 16; depth++, c = c.getCause()) {
             if (c instanceof ConnectException) {
                 return retriable(what + ": cannot connect to tierd at " + endpoint + " (" + describe(c) + ")", t);
             }
             if (c instanceof HttpTimeoutException || c instanceof TimeoutException) {
                 return timeout(what, timeout, t);
-            }
-            if (c == c.getCause()) {
-                break;
             }
         }
         return new RemoteStorageException(what + ": exchange with tierd at " + endpoint + " failed: " + describe(t), t);

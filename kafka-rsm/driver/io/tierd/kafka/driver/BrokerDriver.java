@@ -135,8 +135,7 @@ public final class BrokerDriver {
         ByteBuffer epochs = s.epochCheckpoint();
         RemoteLogSegmentMetadata m = c.copy(s, started, epochs);
         if (m == null) {
-            // After a failed copy the broker deletes that attempt.
-            rsm.deleteLogSegmentData(started);
+            c.deleteFailedAttempt(s, started);
             return;
         }
         c.indexCache(s, m);

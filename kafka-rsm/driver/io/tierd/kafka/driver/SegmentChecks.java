@@ -273,6 +273,16 @@ final class SegmentChecks {
         return valid;
     }
 
+    /** After a failed copy the broker deletes that attempt (RemoteLogManager, KAFKA-17428). */
+    void deleteFailedAttempt(BrokerSegment s, RemoteLogSegmentMetadata started) {
+        try {
+            rsm.deleteLogSegmentData(started);
+            rep.ok(what("delete of the failed copy attempt", s));
+        } catch (Exception e) {
+            rep.fail(what("delete of the failed copy attempt", s), Report.describe(e));
+        }
+    }
+
     /** Deletes twice (idempotent), then expects every fetch of the copy to be not found. */
     void deleteTwiceThenMissing(BrokerSegment s, RemoteLogSegmentMetadata m) {
         for (String w : new String[] {"delete", "delete again"}) {

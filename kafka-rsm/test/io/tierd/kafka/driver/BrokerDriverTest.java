@@ -295,6 +295,30 @@ class BrokerDriverTest {
     }
 
     @Test
+    void aFailedCopyIsDeletedAsTheBrokerDoes() throws Exception {
+        fake.hook = q -> q.method.equals("PUT")
+                ? FakeTierd.Answer.error(422, "CORRUPT_SEGMENT", "rsm: 00000000000000000000.log byte 1780: bad CRC") : null;
+        Result r = run("lifecycle", real, "--all");
+        assertEquals(1, r.code, r.toString());
+        assertTrue(r.failures().get(0).startsWith("FAIL copy __consumer_offsets-6@0: org.apache.kafka.server.log.remote."
+                + "storage.RemoteStorageException: copy of __consumer_offsets-6 segment 0"), r.toString());
+        assertTrue(r.failures().get(0).endsWith("422 CORRUPT_SEGMENT: rsm: 00000000000000000000.log byte 1780: bad CRC"),
+                r.toString());
+        assertTrue(r.has("ok delete of the failed copy attempt __consumer_offsets-6@0"), r.toString());
+        String put = fake.requests("PUT", "").get(0).path;
+        assertEquals(List.of(put), fake.requests("DELETE", "").stream().map(q -> q.path).collect(Collectors.toList()),
+                "the same attempt's segment id");
+    }
+
+    @Test
+    void lifecycleByUpload() throws Exception {
+        Result r = run("lifecycle", split(), "--all", "--set", "tierd.copy.mode=upload");
+        assertEquals(0, r.code, r.toString());
+        assertEquals(List.of("application/vnd.tierd.segment", "application/vnd.tierd.segment"),
+                fake.requests("PUT", "").stream().map(q -> q.header("Content-Type")).collect(Collectors.toList()));
+    }
+
+    @Test
     void usageErrorsExitTwo() {
         assertEquals(2, run("copy", real).code, "copy needs --base and --segment-id");
         assertEquals(2, run("lifecycle", real, "--threads", "x").code);
