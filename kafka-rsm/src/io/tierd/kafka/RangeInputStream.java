@@ -42,6 +42,7 @@ final class RangeInputStream extends InputStream {
 
     private final Source source;
     private final long last;
+    private final long objectSize;
     private final int maxWindow;
     private int window;
     private byte[] buf;
@@ -54,6 +55,7 @@ final class RangeInputStream extends InputStream {
         this.source = source;
         this.maxWindow = maxWindow;
         this.window = grow(window, maxWindow);
+        this.objectSize = first.objectSize;
         this.last = Math.min(end, first.objectSize - 1);
         this.buf = first.bytes;
         this.next = start + first.bytes.length;
@@ -108,6 +110,10 @@ final class RangeInputStream extends InputStream {
                 throw ie;
             }
             throw new IOException(e.getMessage(), e);
+        }
+        if (w.objectSize != objectSize) {
+            throw new IOException("the copy changed during the read: its .log was " + objectSize + " bytes, now "
+                    + w.objectSize);
         }
         if (w.bytes.length == 0) {
             throw new IOException("tierd answered no bytes at position " + next + " of a " + w.objectSize

@@ -10,6 +10,7 @@ import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
@@ -150,7 +151,7 @@ class FetchIndexTest {
     void theTokenGoesWithEveryRequest() throws Exception {
         RemoteLogSegmentMetadata m = TestData.meta("orders", 0, 0, 300);
         assertThrows(RemoteResourceNotFoundException.class, () -> rsm.fetchIndex(m, IndexType.OFFSET));
-        Map<String, java.util.List<String>> h = fake.requests.get(0).headers;
-        assertEquals(java.util.List.of("Bearer " + TestData.TOKEN), h.get("Authorization"));
+        Map<String, List<String>> h = fake.requests.get(0).headers;
+        assertEquals(List.of("Bearer " + TestData.TOKEN), h.get("Authorization"));
     }
 }

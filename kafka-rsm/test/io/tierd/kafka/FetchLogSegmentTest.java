@@ -206,6 +206,16 @@ class FetchLogSegmentTest {
     }
 
     @Test
+    void aCopyReplacedMidStreamByAnotherSizeFailsTheRead() throws Exception {
+        InputStream in = rsm.fetchLogSegment(meta, 0);
+        in.read(new byte[1000]);
+        FakeTierd.Copy c = fake.copies.values().iterator().next();
+        c.objects.put("LOG", Arrays.copyOf(log, SIZE - 1));
+        IOException e = assertThrows(IOException.class, in::read);
+        assertTrue(e.getMessage().contains("changed during the read"), e.getMessage());
+    }
+
+    @Test
     void aShortAnswerIsRefused() throws Exception {
         fake.hook = r -> r.method.equals("GET") ? new FakeTierd.Answer(200, "whole object") : null;
         RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(meta, 0));

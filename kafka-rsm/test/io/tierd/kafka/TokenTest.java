@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.attribute.FileTime;
 import java.util.List;
+import java.util.stream.Collectors;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteResourceNotFoundException;
 import org.apache.kafka.server.log.remote.storage.RemoteStorageManager.IndexType;
@@ -26,7 +27,7 @@ class TokenTest {
     }
 
     private List<String> tokensSeen(FakeTierd fake) {
-        return fake.requests.stream().map(r -> r.header("Authorization")).collect(java.util.stream.Collectors.toList());
+        return fake.requests.stream().map(r -> r.header("Authorization")).collect(Collectors.toList());
     }
 
     @Test
