@@ -4,7 +4,8 @@ FUZZTIME ?= 10s
 SHELL := /bin/bash
 HARNESS := ^(TestCrash|TestCrashRemoteCompaction|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go
+.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go \
+	kafka-rsm kafka-rsm-test kafka-rsm-driver
 
 # -buildvcs=auto: "tierd version" names the Git revision (a go env may turn it off).
 build:
@@ -74,5 +75,20 @@ proto:
 proto-check:
 	scripts/protoc.sh --check
 
-# test: tools, vet, the tests (race detector on), the harness, a bounded fuzz run.
-test: tools vet unit harness fuzz
+# kafka-rsm: the broker-side RemoteStorageManager plugin, bin/tierd-kafka-rsm.jar,
+# built with the JDK's javac and jar (--release 11); fails if the jar holds a Kafka class.
+kafka-rsm:
+	kafka-rsm/build.sh jar
+
+# kafka-rsm-test: the plugin's JUnit 5 tests (Debian's junit5) against a fake sidecar,
+# with and without Kafka's RetriableRemoteStorageException; fails, never skips, without a JDK.
+kafka-rsm-test:
+	kafka-rsm/build.sh test
+
+# kafka-rsm-driver: bin/tierd-kafka-rsm-driver.jar (the broker-order driver of the
+# end-to-end tests) and the API stand-ins it runs with, bin/kafka-rsm-api-stubs*.jar.
+kafka-rsm-driver:
+	kafka-rsm/build.sh driver
+
+# test: tools, vet, the plugin's tests, the tests (race detector on), the harness, a bounded fuzz run.
+test: tools vet kafka-rsm-test unit harness fuzz
