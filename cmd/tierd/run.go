@@ -265,7 +265,8 @@ func checkLogDirs(dirs []string) error {
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
 // configured one, or the fetch caches' budgets + the copier's multipart
 // upload buffers (remote.log.manager.copier.thread.pool.size x
-// part_size x part_concurrency) + 64 MiB for the rest. Without it the garbage collector lets the heap
+// part_size x part_concurrency) + the RSM endpoint's when it is on
+// (rsm.max_concurrent_copies x the same) + 64 MiB for the rest. Without it the garbage collector lets the heap
 // grow to twice what is live, so a full cache would double the footprint.
 func memoryLimit(cfg config) int64 {
 	switch {
@@ -281,7 +282,11 @@ func memoryLimit(cfg config) int64 {
 	case "minio":
 		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
 	}
-	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(int64(cfg.Copier.CopierThreadPoolSize), upload)), 64<<20)
+	copies := int64(cfg.Copier.CopierThreadPoolSize)
+	if cfg.RSM.Enabled {
+		copies += int64(cfg.RSM.MaxConcurrentCopies)
+	}
+	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(copies, upload)), 64<<20)
 }
 
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics
