@@ -71,7 +71,7 @@ func bigLog(t *testing.T, reps int) ([]byte, int64) {
 	return out.Bytes(), int64(reps)*shift - 1
 }
 
-func newRSMCrashRig(t *testing.T) *rsmCrashRig {
+func newRSMCrashRig(t *testing.T, rsmExtra ...string) *rsmCrashRig {
 	root := t.TempDir()
 	r := &rsmCrashRig{t: t, root: root, bin: buildTierd(t, root), rsmAddr: freePort(t), bucket: "rsmcrash", brokerPrefix: "p/_kafka-rsm"}
 	r.srv = rsmtest.StartMinIO(t)
@@ -88,6 +88,7 @@ func newRSMCrashRig(t *testing.T) *rsmCrashRig {
 	os.WriteFile(filepath.Join(r.seg, kafkalog.FileName(0, kafkalog.LogSuffix)), r.log, 0o644)
 	os.WriteFile(filepath.Join(r.seg, kafkalog.FileName(0, kafkalog.IndexSuffix)), nil, 0o644)
 	os.WriteFile(filepath.Join(r.seg, kafkalog.FileName(0, kafkalog.TimeIndexSuffix)), nil, 0o644)
+	os.WriteFile(filepath.Join(r.seg, "leader-epoch-checkpoint"), []byte("0\n1\n0 0\n"), 0o644)
 	os.WriteFile(filepath.Join(root, "rsm.token"), []byte(rsmCrashToken), 0o600)
 	y := fmt.Sprintf(`copier:
   log_dirs: [%s]
@@ -113,8 +114,8 @@ rsm:
   token_file: %s
   log_dirs: [%s]
   request_timeout: 10s
-`, filepath.Join(root, "logs"), r.proxy.Endpoint, r.bucket, filepath.Join(root, "metadata"), freePort(t), freePort(t), r.rsmAddr,
-		filepath.Join(root, "rsm.token"), filepath.Join(root, "kafka-data"))
+%s`, filepath.Join(root, "logs"), r.proxy.Endpoint, r.bucket, filepath.Join(root, "metadata"), freePort(t), freePort(t), r.rsmAddr,
+		filepath.Join(root, "rsm.token"), filepath.Join(root, "kafka-data"), strings.Join(rsmExtra, ""))
 	r.cfg = filepath.Join(root, "tierd.yaml")
 	os.WriteFile(r.cfg, []byte(y), 0o644)
 	r.logPath = filepath.Join(root, "tierd.log")
