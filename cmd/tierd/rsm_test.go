@@ -163,6 +163,10 @@ func TestRSMEndpointWired(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "orders-0 (broker's): 1 copy stored") || !strings.Contains(out, "(tierd not running)") {
 		t.Errorf("tierd segments of a stopped tierd: exit %d\n%s%s", code, out, errOut)
 	}
+	code, out, errOut = runCmd("status", "--config", w.cfgPath)
+	if !strings.Contains(out, "1 copy stored") || !strings.Contains(out, "(tierd not running)") {
+		t.Errorf("tierd status of a stopped tierd: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // TestRSMRefusals: tierd refuses at load rsm.log_dirs overlapping

@@ -29,6 +29,11 @@ func (d *daemon) rsmEndpoint(cfg config, log *slog.Logger, tc *tls.Config) (*rsm
 	if err != nil {
 		return nil, err
 	}
+	for _, dir := range cfg.RSM.LogDirs {
+		if _, err := os.Stat(dir); err != nil {
+			log.Warn("rsm: a broker log dir is not there (yet?): copies by path from it are refused until it is", "dir", dir, "err", err)
+		}
+	}
 	rc := cfg.RSM
 	rc.StagingDir = cfg.rsmStagingDir()
 	opts := []rsmapi.Option{rsmapi.WithLogger(log.With("component", "rsm")), rsmapi.WithRegisterer(d.reg),

@@ -106,15 +106,53 @@ func printRSMStatus(w io.Writer, st rsmapi.Status, source string, now time.Time)
 	}
 }
 
-// showRSMStatus prints the RSM endpoint's part of "tierd status", or why
-// there is none.
+// showRSMStatus prints the RSM endpoint's part of "tierd status": the
+// running endpoint's status, or, when no tierd runs, what a stopped one's
+// metadata store holds of broker-owned copies; or why there is neither.
 func showRSMStatus(ctx context.Context, cfg config, w io.Writer) {
 	st, source, err := rsmStatus(ctx, cfg)
+	if err != nil {
+		if c, _, derr := dialRunning(ctx, cfg); derr == nil && c == nil {
+			st, source, err = offlineRSMStatus(ctx, cfg)
+		} else if c != nil {
+			c.Close()
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(w, "\nbroker-owned copies: %v\n", err)
 		return
 	}
 	printRSMStatus(w, st, source, time.Now())
+}
+
+// offlineRSMStatus sums the broker-owned copies a stopped tierd's
+// metadata store records (nothing in flight, no request counts).
+func offlineRSMStatus(ctx context.Context, cfg config) (rsmapi.Status, string, error) {
+	st := rsmapi.Status{Listen: cfg.RSM.Listen + " (not running)", TLS: mode(cfg.TLS.RSM) != tlsOff, Prefix: cfg.RSM.Prefix}
+	if err := metadataPresent(cfg); err != nil {
+		return st, "", err
+	}
+	s, err := openStore(ctx, cfg)
+	if err != nil {
+		return st, "", fmt.Errorf("no tierd runs, and the metadata store cannot be opened: %w", err)
+	}
+	defer s.Close()
+	tps, err := s.BrokerPartitions()
+	if err != nil {
+		return st, "", err
+	}
+	for _, tp := range tps {
+		rows, err := s.BrokerCopies(tp)
+		if err != nil {
+			return st, "", err
+		}
+		p := rsmapi.Summarize(tp, rows)
+		st.Stored += p.Stored
+		st.StoredBytes += p.Bytes
+		st.Unfinished += p.Started + p.Deleting
+		st.Partitions = append(st.Partitions, p)
+	}
+	return st, cfg.Metadata.Dir + " (tierd not running)", nil
 }
 
 // brokerCopiesView is the status page's section of broker-owned copies
