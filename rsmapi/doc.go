@@ -234,7 +234,10 @@
 //	                                         prefix (each a COPY_SEGMENT_FINISHED row: a manifest is
 //	                                         written last). A copy whose manifest was stored but whose
 //	                                         request failed just before the loss is then kept until the
-//	                                         broker deletes it, never deleted on tierd's guess
+//	                                         broker deletes it, never deleted on tierd's guess; objects of
+//	                                         an attempt that has no manifest either go only with the
+//	                                         broker's DELETE of that attempt (Kafka 3.9+ sends one
+//	                                         after a failed copy)
 //	the broker deletes a copy tierd has     DELETE deletes by key whatever tierd's rows say, and
 //	  no row for, or deletes twice           answers 204
 //	the broker's metadata lost (a new       tierd keeps every copy it has a COPY_SEGMENT_FINISHED row

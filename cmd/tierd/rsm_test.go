@@ -17,6 +17,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/internal/testfixtures"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/rsmtest"
@@ -236,5 +237,50 @@ func TestReadmeRSMMetricsFromStart(t *testing.T) {
 	}
 	if !strings.Contains(metrics, `tierd_rsm_copy_errors_total{partition="-1",topic="_other"} 0`) {
 		t.Error("the per-partition counters do not exist from start under the aggregate labels")
+	}
+}
+
+// TestRSMOverMTLS: with tls.rsm: mtls the endpoint presents tierd's
+// certificate and refuses a client without one of the client CA; the
+// plugin's calls and tierd's own tools (tierd status, with tls.ca_file
+// and tls.client_cert_file) get through.
+func TestRSMOverMTLS(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, dir, "ca")
+	srv, client := ca.Server(t, "rsm-server"), ca.Client(t, "broker")
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	os.MkdirAll(filepath.Join(root, "kafka-data"), 0o755)
+	tok := filepath.Join(root, "rsm.token")
+	os.WriteFile(tok, []byte(rsmTestToken), 0o600)
+	httpAddr, rsmAddr := freeAddr(t), freeAddr(t)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
+	data, _ := os.ReadFile(cfgPath)
+	data = append(data, fmt.Sprintf("rsm:\n  enabled: true\n  listen: %s\n  token_file: %s\n  log_dirs: [%s]\n"+
+		"tls:\n  cert_file: %s\n  key_file: %s\n  client_ca_file: %s\n  rsm: mtls\n  ca_file: %s\n  client_cert_file: %s\n  client_key_file: %s\n",
+		rsmAddr, tok, filepath.Join(root, "kafka-data"), srv.CertFile, srv.KeyFile, ca.CAFile, ca.CAFile, client.CertFile, client.KeyFile)...)
+	os.WriteFile(cfgPath, data, 0o644)
+	startServe(t, cfgPath)
+	withCert, noCert := testcerts.ClientConfig(t, ca, client), testcerts.ClientConfig(t, ca, testcerts.Pair{})
+	if cn, err := tlsPeer(t, rsmAddr, withCert); err != nil || cn != "rsm-server" {
+		t.Errorf("the endpoint with a client certificate: %q, %v", cn, err)
+	}
+	if _, err := tlsPeer(t, rsmAddr, noCert); err == nil {
+		t.Error("the endpoint accepted a client without a certificate")
+	}
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
+	waitFor(t, "the endpoint ready over mTLS", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+rsmAddr+"/v1/health", nil)
+		req.Header.Set("Authorization", "Bearer "+rsmTestToken)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	code, out, errOut := runCmd("status", "--config", cfgPath)
+	if code != 0 || !strings.Contains(out, "broker-owned copies (RSM endpoint https://"+rsmAddr) {
+		t.Errorf("tierd status over mTLS: exit %d\n%s%s", code, out, errOut)
 	}
 }
