@@ -47,6 +47,9 @@ var (
 	ErrUnavailable = errors.New("rsmapi: unavailable")
 	// ErrTimeout: the copy did not end within rsm.copy_timeout.
 	ErrTimeout = errors.New("rsmapi: timeout")
+	// ErrDataLoss: a stored copy's object is shorter than its row or
+	// manifest says (truncated in the store): INTERNAL, not retried.
+	ErrDataLoss = errors.New("rsmapi: stored data is damaged")
 )
 
 // reasons of the answers, as the package doc's table names them.
@@ -121,6 +124,8 @@ func classify(err error) (int, string) {
 		return http.StatusTooManyRequests, reasonTooMany
 	case errors.Is(err, ErrTimeout):
 		return http.StatusGatewayTimeout, reasonTimeout
+	case errors.Is(err, ErrDataLoss):
+		return http.StatusInternalServerError, reasonInternal
 	case errors.Is(err, ErrNotFound), errors.Is(err, rsm.ErrNotFound) && errors.As(err, &se), errors.Is(err, rlmm.ErrSegmentNotFound):
 		return http.StatusNotFound, reasonNotFound
 	case errors.Is(err, ErrUnavailable), errors.Is(err, rsm.ErrUnreachable), errors.Is(err, rlmm.ErrUnavailable),
