@@ -1,10 +1,14 @@
 package rsmapi
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm"
 )
 
 func TestCheckPrefix(t *testing.T) {
@@ -91,5 +95,38 @@ func TestReadTokenModes(t *testing.T) {
 	}
 	if _, err := ReadToken(dir); err == nil {
 		t.Error("ReadToken of a directory: no error")
+	}
+}
+
+// TestTierdNeverMeetsBrokerPrefix: tierd's own Manager over the same
+// bucket (the copier's, retention's, sweeps' and rebuilds' view) lists no
+// partition under the broker prefix, and sweeping or aborting the uploads
+// of its partitions, even one of the same name, leaves every broker-owned
+// object, with or without a bucket prefix.
+func TestTierdNeverMeetsBrokerPrefix(t *testing.T) {
+	for _, bucketPrefix := range []string{"", "p"} {
+		r := newRig(t, withBackends(newMemCatalogue(), newMemStorage(BrokerPrefix(bucketPrefix, DefaultPrefix))))
+		r.mem, r.mcat = r.st.(*memStorage), r.cat.(*memCatalogue)
+		tp := remotelog.TopicPartition{Topic: "orders", Partition: 0}
+		s := r.layout(fixSmall, tp)
+		r.copy(s)
+		before := r.keys()
+		own, err := rsm.NewManager(r.mem.b, rsm.Config{Prefix: bucketPrefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		if tps, err := own.Partitions(ctx); err != nil || len(tps) != 0 {
+			t.Errorf("bucket prefix %q: tierd's own Manager lists %v (%v) among its partitions", bucketPrefix, tps, err)
+		}
+		if n, err := own.SweepPartition(ctx, tp, func(remotelog.SegmentID, bool) bool { return false }); err != nil || n != 0 {
+			t.Errorf("bucket prefix %q: a sweep of tierd's %s deleted %d (%v)", bucketPrefix, tp, n, err)
+		}
+		if mfs, err := own.Manifests(ctx, tp); err != nil || len(mfs) != 0 {
+			t.Errorf("bucket prefix %q: tierd's own manifests of %s: %d, %v", bucketPrefix, tp, len(mfs), err)
+		}
+		if after := r.keys(); len(after) != len(before) {
+			t.Errorf("bucket prefix %q: broker-owned objects %v became %v", bucketPrefix, before, after)
+		}
 	}
 }
