@@ -213,3 +213,22 @@ func TestConcurrentClients(t *testing.T) {
 }
 
 func yield() { runtime.Gosched() }
+
+// A copy of a segment id the broker deleted is refused: it would outlive
+// the delete (a late retry of the same request, queued behind the copy the
+// DELETE ended).
+func TestCopyAfterDeleteRefused(t *testing.T) {
+	r := newRig(t)
+	s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	r.copy(s)
+	if d := r.do(http.MethodDelete, s.path(), nil, "-"); d.code != http.StatusNoContent {
+		t.Fatal(d.code)
+	}
+	a := r.do(http.MethodPut, s.path(), s.body(), "-")
+	if a.code != http.StatusBadRequest || !strings.Contains(string(a.body), "new segment id") {
+		t.Errorf("copy of a deleted id: %d %s; want 400 saying a new attempt has a new id", a.code, a.body)
+	}
+	if keys := r.keys(); len(keys) != 0 {
+		t.Errorf("objects stored: %v", keys)
+	}
+}

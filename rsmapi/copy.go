@@ -236,6 +236,11 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("copy of %s: before the upload: %w", c, context.Cause(ctx))
 	}
+	if row, err := s.cat.BrokerCopy(c.tp, c.start, c.id); err == nil && row.State >= remotelog.DeleteSegmentStarted {
+		// A delete of this id came first (the broker's, or of a failed
+		// attempt): a copy after it would outlive the broker's delete.
+		return nil, invalidf("copy of %s: this copy was deleted (row %s); a new copy attempt has a new segment id", c, row.State)
+	}
 	if err := s.startRow(meta); err != nil {
 		return nil, fmt.Errorf("copy of %s: record COPY_SEGMENT_STARTED: %w", c, inCatalogue(err))
 	}

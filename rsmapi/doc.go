@@ -134,8 +134,11 @@
 // (and aborts its multipart uploads) before it answers. A copy of a
 // segment id already stored is made again over it (the broker's
 // contract: a retried copy overwrites and does not fail); two requests
-// for the same segment id run one after the other. A client that goes
-// away mid-copy (its timeout) ends the copy the same way as a failure.
+// for the same segment id run one after the other. A copy of a segment
+// id that was deleted (by the broker, or as a failed attempt) is refused
+// (400): it would outlive the delete; a new attempt has a new id. A
+// client that goes away mid-copy (its timeout) ends the copy the same
+// way as a failure.
 //
 // # Read the .log: GET C/log
 //
