@@ -10,8 +10,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,5 +284,44 @@ func TestRSMOverMTLS(t *testing.T) {
 	code, out, errOut := runCmd("status", "--config", cfgPath)
 	if code != 0 || !strings.Contains(out, "broker-owned copies (RSM endpoint https://"+rsmAddr) {
 		t.Errorf("tierd status over mTLS: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestRSMTokenReloadOnSIGHUP: SIGHUP makes tierd run read rsm.token_file
+// again: the new token is taken and the old one refused (that a file
+// which cannot be used keeps the token in use: rsmapi's TestTokenReload).
+func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	os.MkdirAll(filepath.Join(root, "kafka-data"), 0o755)
+	tok := filepath.Join(root, "rsm.token")
+	os.WriteFile(tok, []byte(rsmTestToken), 0o600)
+	httpAddr, rsmAddr := freeAddr(t), freeAddr(t)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
+	data, _ := os.ReadFile(cfgPath)
+	data = append(data, fmt.Sprintf("rsm:\n  enabled: true\n  listen: %s\n  token_file: %s\n  log_dirs: [%s]\n", rsmAddr, tok, filepath.Join(root, "kafka-data"))...)
+	os.WriteFile(cfgPath, data, 0o644)
+	startServe(t, cfgPath)
+	health := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+rsmAddr+"/v1/health", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "the endpoint", func() bool { return health(rsmTestToken) == http.StatusOK })
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // so that the signal never ends the test binary
+	defer signal.Stop(hup)
+	const next = "the-rotated-token-0123456789abcdef"
+	os.WriteFile(tok, []byte(next+"\n"), 0o600)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	<-hup
+	waitFor(t, "the new token taken", func() bool { return health(next) == http.StatusOK })
+	if code := health(rsmTestToken); code != http.StatusUnauthorized {
+		t.Errorf("the old token after the reload: %d, want 401", code)
 	}
 }
