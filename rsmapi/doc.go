@@ -134,8 +134,11 @@
 // (and aborts its multipart uploads) before it answers. A copy of a
 // segment id already stored is made again over it (the broker's
 // contract: a retried copy overwrites and does not fail); two requests
-// for the same segment id run one after the other. A client that goes
-// away mid-copy (its timeout) ends the copy the same way as a failure.
+// for the same segment id run one after the other. A copy of a segment
+// id that was deleted (by the broker, or as a failed attempt) is refused
+// (400): it would outlive the delete; a new attempt has a new id. A
+// client that goes away mid-copy (its timeout) ends the copy the same
+// way as a failure.
 //
 // # Read the .log: GET C/log
 //
@@ -170,4 +173,80 @@
 // # Health: GET /v1/health
 //
 // 200 {"status": "ok"}, or 503 with the reason tierd is not ready.
+//
+// # Rules every request meets
+//
+// Fields of the JSON bodies that this version does not know are
+// ignored, so that a newer plugin's additions do not break an older
+// tierd; the ones it knows are checked (topicId a Uuid, endOffset at
+// least the start offset, segmentSizeInBytes the .log's size in bytes,
+// segmentLeaderEpochs not empty with epochs increasing). Numbers in the
+// path are canonical decimals (no sign, no leading zero: one copy, one
+// key), the segment id the canonical spelling of its 16 bytes. A read's
+// Range is one range, bytes=<start>-[<end>]; suffix ranges and several
+// ranges are 400. A read that fails after its first byte went out cuts
+// the connection, so the client sees a body shorter than its
+// Content-Length, never wrong bytes.
+//
+// # Tools' routes
+//
+// Beside wire version 1, for tierd's own tools (tierd status, tierd
+// segments; the plugin does not call them), with the same token:
+//
+//	GET /v1/status                          the endpoint's Status (JSON)
+//	GET /v1/segments/{topic}/{partition}    {"rows": [...]}: the catalogue's rows of the
+//	                                        partition (remotelog.SegmentMetadata)
+//
+// # When the broker's view and tierd's differ
+//
+// The broker's own remote log metadata (__remote_log_metadata) is the
+// truth about these copies: it decides which exist, and its retention
+// deletes them (DELETE). tierd's catalogue (rows in the metadata store,
+// in a key space tierd's copier never reads) records what tierd did, so
+// that its tools, status page and metrics can show it. The two can
+// differ; each case, and what tierd does:
+//
+//	case                                    what tierd does, and its proof for any delete
+//	--------------------------------------  ---------------------------------------------------------
+//	a copy tierd stored and answered 200    keeps it (row COPY_SEGMENT_FINISHED) until the broker
+//	  whose answer the broker never         deletes it: tierd cannot know whether the broker recorded
+//	  recorded (COPY_SEGMENT_FINISHED lost,  it; it shows it as stored, the broker's state unknown. A
+//	  the plugin timed out, the broker       broker that failed the copy deletes that attempt (Kafka
+//	  failed to publish)                     3.9+), or its retention does
+//	a copy that failed before its answer    deletes the objects it stored (and aborts its multipart
+//	  (a check, the store, the catalogue,    uploads) before answering; proof: the request never got
+//	  the client gone, a DELETE, timeout)    success, so the broker never recorded it finished. The row
+//	                                         goes DELETE_SEGMENT_STARTED, then _FINISHED
+//	that clean-up failed too (the store     the row stays COPY_SEGMENT_STARTED or
+//	  down)                                  DELETE_SEGMENT_STARTED; the janitor (every minute)
+//	                                         deletes the objects once the store answers, under the
+//	                                         id's lock, after reading the row again; proof: a
+//	                                         COPY_SEGMENT_STARTED row with no copy in flight was
+//	                                         written by a request that never got success. The
+//	                                         broker's own DELETE of the attempt does the same
+//	tierd killed during a copy              at start, every row still COPY_SEGMENT_STARTED is an
+//	                                         attempt whose request never got success (tierd answers
+//	                                         only once the row is COPY_SEGMENT_FINISHED), so the broker
+//	                                         never recorded it finished: the janitor deletes its
+//	                                         objects, logging that proof, and marks it
+//	                                         DELETE_SEGMENT_FINISHED. Files a copy by upload staged are
+//	                                         removed (rsm-upload-* in rsm.staging_dir)
+//	tierd's metadata lost                   reads and deletes go on: every key follows from the
+//	                                         request, a read's size from the copy's manifest. At start
+//	                                         an empty catalogue is rebuilt from the manifests under the
+//	                                         prefix (each a COPY_SEGMENT_FINISHED row: a manifest is
+//	                                         written last). A copy whose manifest was stored but whose
+//	                                         request failed just before the loss is then kept until the
+//	                                         broker deletes it, never deleted on tierd's guess; objects of
+//	                                         an attempt that has no manifest either go only with the
+//	                                         broker's DELETE of that attempt (Kafka 3.9+ sends one
+//	                                         after a failed copy)
+//	the broker deletes a copy tierd has     DELETE deletes by key whatever tierd's rows say, and
+//	  no row for, or deletes twice           answers 204
+//	the broker's metadata lost (a new       tierd keeps every copy it has a COPY_SEGMENT_FINISHED row
+//	  cluster on old storage)                for: nothing tells it they are unused. Delete them with
+//	                                         the broker's tools, or remove the prefix by hand
+//
+// Rows of deleted copies (DELETE_SEGMENT_FINISHED) are kept for
+// DeletedRowsKept (1 hour), then forgotten.
 package rsmapi

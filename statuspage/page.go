@@ -105,6 +105,8 @@ type Page struct {
 	source func(string) string
 	ready  func() (bool, string)
 	facts  []Fact
+
+	brokerCopies func() (BrokerCopies, error) // nil: no RSM endpoint
 }
 
 //go:embed page.html.tmpl
@@ -184,6 +186,7 @@ type pageData struct {
 	Summary    summary
 	Skipped    []string
 	Partitions []partRow
+	Broker     *brokerView // nil: no RSM endpoint
 	Timelines  []Timeline
 	Legend     []legendItem
 	Deletions  []deletionRow
@@ -235,6 +238,13 @@ func (p *Page) data(refresh int) pageData {
 		tl := buildTimeline(ps, local, rows, p.cfg.TimelineSegments)
 		tl.Label = stateLabel(ps)
 		d.Timelines = append(d.Timelines, tl)
+	}
+	if p.brokerCopies != nil {
+		if b, err := p.brokerCopies(); err != nil {
+			problem("broker-owned copies", err)
+		} else {
+			d.Broker = brokerSection(b, now)
+		}
 	}
 	ds, err := p.meta.Deletions(nil)
 	if err != nil {

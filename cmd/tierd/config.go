@@ -25,6 +25,7 @@ import (
 	"github.com/tierd/tierd/rsm/filesystem"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/s3"
+	"github.com/tierd/tierd/rsmapi"
 )
 
 // config is the tierd.yaml file. Every section keeps its package's
@@ -53,6 +54,10 @@ type config struct {
 	MemoryLimitBytes int64 `yaml:"memory_limit_bytes"`
 	// Metrics bounds the per-partition metric series.
 	Metrics metricsConfig `yaml:"metrics"`
+	// RSM is the endpoint the broker's RemoteStorageManager plugin calls
+	// (package rsmapi; kafka-rsm/): the broker tiers its own segments
+	// through tierd. Off by default.
+	RSM rsmapi.Config `yaml:"rsm"`
 
 	// meta is what loading the file learned; nil for a config built in
 	// code.
@@ -129,6 +134,7 @@ func defaultConfig() config {
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
+		RSM: rsmapi.DefaultConfig(),
 	}
 }
 
@@ -251,8 +257,27 @@ func (c config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.TLS.validate())
+	errs = append(errs, c.TLS.validate(), c.RSM.Validate())
+	if c.RSM.Enabled {
+		errs = append(errs, rsmapi.Overlap(c.RSM.LogDirs, c.Copier.LogDirs))
+		for _, l := range []struct{ name, addr string }{{"fetch.listen", c.Fetch.Listen}, {"http.listen", c.HTTP.Listen}, {"kafka.listen", c.Kafka.Listener.Listen}} {
+			if l.addr != "" && l.addr == c.RSM.Listen {
+				errs = append(errs, fmt.Errorf("rsm: listen %s is %s too", c.RSM.Listen, l.name))
+			}
+		}
+	}
+	if mode(c.TLS.RSM) != tlsOff && !c.RSM.Enabled {
+		errs = append(errs, errors.New("tls: rsm is on but rsm.enabled is false"))
+	}
 	return errors.Join(errs...)
+}
+
+// rsmStagingDir is rsm.staging_dir, or its default under metadata.dir.
+func (c config) rsmStagingDir() string {
+	if c.RSM.StagingDir != "" {
+		return c.RSM.StagingDir
+	}
+	return filepath.Join(c.Metadata.Dir, "rsm-staging")
 }
 
 func parseLevel(s string) (slog.Level, error) {

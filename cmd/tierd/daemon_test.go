@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -251,6 +252,14 @@ func TestExampleConfig(t *testing.T) {
 	}
 	if w := cfg.warnings(); len(w) != 0 {
 		t.Errorf("the example uses old spellings: %v", w)
+	}
+	r, dr := cfg.RSM, def.RSM
+	if len(r.LogDirs) != 0 {
+		t.Errorf("example rsm.log_dirs: %v, want none (the default)", r.LogDirs)
+	}
+	r.LogDirs, dr.LogDirs = nil, nil
+	if !reflect.DeepEqual(r, dr) || cfg.TLS.RSM != "off" {
+		t.Errorf("example rsm differs from the defaults it documents: %+v (tls.rsm %q)", r, cfg.TLS.RSM)
 	}
 }
 

@@ -14,13 +14,20 @@ import (
 // of the README's table of metrics named after Kafka's.
 func readmeKafkaMetrics(t *testing.T) []string {
 	t.Helper()
+	return readmeTableMetrics(t, "Metrics named after Kafka's")
+}
+
+// readmeTableMetrics returns the tierd metric names in the first column
+// of the table of the README's section (### title).
+func readmeTableMetrics(t *testing.T, title string) []string {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(data), "### Metrics named after Kafka's")
+	_, section, ok := strings.Cut(string(data), "### "+title+"\n")
 	if !ok {
-		t.Fatal("README has no section \"Metrics named after Kafka's\"")
+		t.Fatalf("README has no section %q", title)
 	}
 	section, _, _ = strings.Cut(section, "\n### ")
 	name := regexp.MustCompile("`(tierd_[a-z_]+)")

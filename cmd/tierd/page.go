@@ -22,7 +22,11 @@ func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, str
 	}
 	running := func() any { return *cur.Load() }
 	source := func(key string) string { return cur.Load().source(key) }
-	return statuspage.New(statuspage.DefaultConfig(), d.copier, d.store,
+	var broker []statuspage.Option
+	if d.rsmEP != nil {
+		broker = append(broker, statuspage.WithBrokerCopies(func() (statuspage.BrokerCopies, error) { return brokerCopiesView(d.rsmEP.Status()) }))
+	}
+	return statuspage.New(statuspage.DefaultConfig(), d.copier, d.store, append(broker,
 		statuspage.WithLogger(log.With("component", "statuspage")),
 		statuspage.WithEffectiveConfig(running, source),
 		statuspage.WithReadiness(ready),
@@ -32,5 +36,5 @@ func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, str
 			statuspage.Fact{Name: "log dirs", Value: strings.Join(cfg.Copier.LogDirs, ", ")},
 			statuspage.Fact{Name: "bucket", Value: d.bucket.Name()},
 			statuspage.Fact{Name: "metadata dir", Value: cfg.Metadata.Dir},
-		))
+		))...)
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsmapi"
 )
 
 // daemon is tierd's parts, wired: what "tierd run" and "tierd demo" share.
@@ -47,7 +48,9 @@ type daemon struct {
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
-	watch  *bucketWatch // the object store's verdict
+	watch  *bucketWatch    // the object store's verdict
+	labels *partlabels.Set // bounds the per-partition series of every part
+	rsmEP  *rsmapi.Server  // the RSM endpoint; nil unless rsm.enabled (tierd run)
 
 	instanceID string // kept in the metadata dir
 }
@@ -108,7 +111,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's and fetch's series
+	labels := partlabels.New(cfg.Metrics.PartitionLabelsMax) // one bound for the copier's, fetch's and the RSM endpoint's series
+	d.labels = labels
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
 		copier.WithGate(d.environment)}
 	if cfg.logDirCheck != nil {
@@ -261,7 +265,8 @@ func checkLogDirs(dirs []string) error {
 // memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
 // configured one, or the fetch caches' budgets + the copier's multipart
 // upload buffers (remote.log.manager.copier.thread.pool.size x
-// part_size x part_concurrency) + 64 MiB for the rest. Without it the garbage collector lets the heap
+// part_size x part_concurrency) + the RSM endpoint's when it is on
+// (rsm.max_concurrent_copies x the same) + 64 MiB for the rest. Without it the garbage collector lets the heap
 // grow to twice what is live, so a full cache would double the footprint.
 func memoryLimit(cfg config) int64 {
 	switch {
@@ -277,7 +282,11 @@ func memoryLimit(cfg config) int64 {
 	case "minio":
 		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
 	}
-	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(int64(cfg.Copier.CopierThreadPoolSize), upload)), 64<<20)
+	copies := int64(cfg.Copier.CopierThreadPoolSize)
+	if cfg.RSM.Enabled {
+		copies += int64(cfg.RSM.MaxConcurrentCopies)
+	}
+	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(copies, upload)), 64<<20)
 }
 
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics
@@ -319,7 +328,8 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
-		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned))
+		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
+		"rsm_listen", rsmListen(cfg))
 	d.copier.ProbeLogDirs() // says, for each log dir, whether tierd may delete local files there
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -348,6 +358,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
+	if cfg.RSM.Enabled {
+		if d.rsmEP, err = d.rsmEndpoint(cfg, log, serverTLS(tlsH, cfg.TLS.RSM)); err != nil {
+			return err
+		}
+		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
+		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
+	}
 	if cfg.Kafka.Listener.Listen != "" {
 		kl, err := d.kafkaListener(cfg, log, "", listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
 		if err != nil {
@@ -439,4 +456,12 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 		return err
 	}
 	return nil
+}
+
+// rsmListen is rsm.listen, or "" when the RSM endpoint is off.
+func rsmListen(cfg config) string {
+	if !cfg.RSM.Enabled {
+		return ""
+	}
+	return cfg.RSM.Listen
 }

@@ -114,7 +114,7 @@ func listSegments(ctx context.Context, cfg config, w io.Writer) error {
 		fmt.Fprintf(w, "\npending deletions of whole partitions' remote copies ('tierd partitions restore TOPIC-P' cancels one before it is due):\n")
 		printDeletions(w, ds)
 	}
-	return nil
+	return listBrokerCopies(ctx, cfg, remote, w)
 }
 
 func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) {

@@ -52,6 +52,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			check = lockFilePresent
 		}
 		printLogDirs(stdout, cfg.Copier.ProbeLogDirs(check), s.Running)
+		if cfg.RSM.Enabled {
+			showRSMStatus(ctx, cfg, stdout)
+		}
 	}
 	if err != nil { // part of the status could not be read
 		fmt.Fprintf(stderr, "tierd status: %v\n", err)

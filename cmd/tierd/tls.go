@@ -20,8 +20,9 @@ const (
 )
 
 // tlsConfig is the tls: section: TLS for tierd's own endpoints (the gRPC
-// API on fetch.listen, the HTTP endpoint on http.listen and the Kafka
-// listener on kafka.listen), with one certificate, each endpoint turned
+// API on fetch.listen, the HTTP endpoint on http.listen, the Kafka
+// listener on kafka.listen and the RSM endpoint on rsm.listen), with one
+// certificate, each endpoint turned
 // on by itself; and how tierd's tools reach a TLS gRPC API. (The client
 // TLS of the Kafka cluster tierd asks is kafka.tls; the object store's CA
 // is bucket.minio.ca_file or bucket.s3.ca_file.) The files are read at
@@ -36,11 +37,13 @@ type tlsConfig struct {
 	// certificates must chain to on the mtls endpoints; required by them,
 	// and refused when no endpoint is mtls. Default "".
 	ClientCAFile string `yaml:"client_ca_file"`
-	// GRPC, HTTP and Kafka are each endpoint's mode: off (plaintext), tls,
-	// or mtls (Kafka's ssl.client.auth=required). Default off.
+	// GRPC, HTTP, Kafka and RSM are each endpoint's mode: off
+	// (plaintext), tls, or mtls (Kafka's ssl.client.auth=required). Default
+	// off.
 	GRPC  string `yaml:"grpc"`
 	HTTP  string `yaml:"http"`
 	Kafka string `yaml:"kafka"`
+	RSM   string `yaml:"rsm"`
 	// CAFile is the PEM file of the CA certificates tierd's tools
 	// (segments, journal, topics delete, partitions restore) trust for the
 	// gRPC API when grpc is not off. Default "": the system's roots.
@@ -64,14 +67,14 @@ func mode(m string) string {
 
 // anyOn reports whether an endpoint uses TLS.
 func (c tlsConfig) anyOn() bool {
-	return mode(c.GRPC) != tlsOff || mode(c.HTTP) != tlsOff || mode(c.Kafka) != tlsOff
+	return mode(c.GRPC) != tlsOff || mode(c.HTTP) != tlsOff || mode(c.Kafka) != tlsOff || mode(c.RSM) != tlsOff
 }
 
 // validate reports every problem at once; it reads no file.
 func (c tlsConfig) validate() error {
 	var errs []error
 	mtls := false
-	for _, e := range []struct{ name, mode string }{{"grpc", c.GRPC}, {"http", c.HTTP}, {"kafka", c.Kafka}} {
+	for _, e := range []struct{ name, mode string }{{"grpc", c.GRPC}, {"http", c.HTTP}, {"kafka", c.Kafka}, {"rsm", c.RSM}} {
 		switch mode(e.mode) {
 		case tlsOff, tlsOn:
 		case tlsMTLS:
@@ -81,10 +84,10 @@ func (c tlsConfig) validate() error {
 		}
 	}
 	if c.anyOn() && (c.CertFile == "" || c.KeyFile == "") {
-		errs = append(errs, errors.New("tls: cert_file and key_file are required when grpc, http or kafka is tls or mtls"))
+		errs = append(errs, errors.New("tls: cert_file and key_file are required when grpc, http, kafka or rsm is tls or mtls"))
 	}
 	if !c.anyOn() && (c.CertFile != "" || c.KeyFile != "") {
-		errs = append(errs, errors.New("tls: cert_file or key_file is set but grpc, http and kafka are all off"))
+		errs = append(errs, errors.New("tls: cert_file or key_file is set but grpc, http, kafka and rsm are all off"))
 	}
 	if mtls && c.ClientCAFile == "" {
 		errs = append(errs, errors.New("tls: client_ca_file is required by an mtls endpoint (the CAs client certificates must chain to)"))

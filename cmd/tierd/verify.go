@@ -16,6 +16,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsmapi"
 )
 
 const verifyUsage = "tierd verify --config tierd.yaml [--sample N [--seed S]] [--topic T] [--concurrency N]"
@@ -64,8 +65,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // verifyItem is one finished copy to verify.
 type verifyItem struct {
-	meta remotelog.SegmentMetadata
-	mf   *rsm.Manifest // read before the objects
+	meta   remotelog.SegmentMetadata
+	mf     *rsm.Manifest // read before the objects
+	broker bool          // a broker-owned copy (under the RSM endpoint's prefix)
 }
 
 // verifyResult counts the outcomes. Failures are mismatched (an object's
@@ -100,10 +102,6 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 		return res, err
 	}
 	defer closeFn()
-	items, listed, err := finishedCopies(ctx, ls, o)
-	if err != nil {
-		return res, err
-	}
 	b, err := openBucket(ctx, cfg.Bucket)
 	if err != nil {
 		return res, err
@@ -113,12 +111,25 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 	if err != nil {
 		return res, err
 	}
+	bm, err := rsm.NewManager(b, rsm.Config{Prefix: rsmapi.BrokerPrefix(cfg.Bucket.Prefix, cfg.RSM.Prefix)})
+	if err != nil {
+		return res, err
+	}
+	broker, badManifests, err := brokerCopiesToVerify(ctx, bm, o.topic)
+	if err != nil {
+		return res, err
+	}
+	items, listed, err := finishedCopies(ctx, ls, o, broker)
+	if err != nil {
+		return res, err
+	}
 	picked := ""
 	if len(items) < listed {
 		// The seed repeats the pick: --sample N --seed S.
 		picked = fmt.Sprintf(" (a random %d of %d, --seed %d)", len(items), listed, o.seed)
 	}
-	fmt.Fprintf(stderr, "tierd verify: %d finished %s%s from %s, bucket %s\n", len(items), copiesWord(len(items)), picked, source, b.Name())
+	fmt.Fprintf(stderr, "tierd verify: %d finished %s%s from %s, bucket %s%s\n", len(items), copiesWord(len(items)), picked, source, b.Name(),
+		brokerText(items, rsmapi.BrokerPrefix(cfg.Bucket.Prefix, cfg.RSM.Prefix)))
 	if picked != "" {
 		fmt.Fprintf(stderr, "tierd verify: picked %s\n", pickedList(items))
 	}
@@ -127,21 +138,36 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 	var total int64
 	var toRead []verifyItem
 	report := func(p *progress, kind string, it verifyItem, err error) {
-		line := fmt.Sprintf("%s %s base offset %d segment %s: %v", kind, it.meta.TopicPartition, it.meta.StartOffset, it.meta.ID, err)
+		owner := ""
+		if it.broker {
+			owner = " (broker's)"
+		}
+		line := fmt.Sprintf("%s %s%s base offset %d segment %s: %v", kind, it.meta.TopicPartition, owner, it.meta.StartOffset, it.meta.ID, err)
 		if p == nil {
 			fmt.Fprintln(stdout, line)
 			return
 		}
 		p.println(stdout, line)
 	}
+	for _, err := range badManifests {
+		res.copies++
+		res.mismatched++
+		fmt.Fprintf(stdout, "MISMATCH broker-owned copy: %v\n", err)
+	}
+	mgrOf := func(it verifyItem) *rsm.Manager {
+		if it.broker {
+			return bm
+		}
+		return m
+	}
 	for _, it := range items {
 		res.copies++
-		mf, err := m.ReadManifest(ctx, m.Key(it.meta, ".manifest.json"))
+		mf, err := mgrOf(it).ReadManifest(ctx, mgrOf(it).Key(it.meta, ".manifest.json"))
 		if err == nil {
 			err = sameCopy(mf, it.meta)
 		}
 		if err != nil {
-			kind := classify(ctx, ls, it, err, &res)
+			kind := classify(ctx, ls, bm, it, err, &res)
 			if kind != "" {
 				report(nil, kind, it, err)
 			}
@@ -182,11 +208,11 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 		go func() {
 			defer wg.Done()
 			for it := range work {
-				err := verifyOne(ctx, m, it, p.add)
+				err := verifyOne(ctx, mgrOf(it), it, p.add)
 				mu.Lock()
 				if err == nil {
 					res.ok++
-				} else if kind := classify(ctx, ls, it, err, &res); kind != "" {
+				} else if kind := classify(ctx, ls, bm, it, err, &res); kind != "" {
 					report(p, kind, it, err)
 				}
 				mu.Unlock()
@@ -214,19 +240,20 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 }
 
 // finishedCopies lists the COPY_SEGMENT_FINISHED rows (of o.topic, when
-// set), or a random o.sample of them, ordered by partition and offset,
-// and returns them with the number of rows listed before the sample was
-// drawn. Errors: o.topic names no partition of the metadata (the error
-// lists the topics it holds), listing errors.
-func finishedCopies(ctx context.Context, ls lister, o verifyOptions) ([]verifyItem, int, error) {
+// set) and the broker-owned copies given, or a random o.sample of them
+// all, ordered by partition and offset, and returns them with the number
+// listed before the sample was drawn. Errors: o.topic names no partition
+// of the metadata and no broker-owned copy (the error lists the topics
+// it holds), listing errors.
+func finishedCopies(ctx context.Context, ls lister, o verifyOptions, broker []verifyItem) ([]verifyItem, int, error) {
 	tps, err := ls.partitions(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("list partitions: %w", err)
 	}
-	if o.topic != "" && !slices.ContainsFunc(tps, func(tp remotelog.TopicPartition) bool { return tp.Topic == o.topic }) {
-		return nil, 0, fmt.Errorf("topic %q has no partition in tierd's metadata; it holds %s", o.topic, topicList(tps))
+	if o.topic != "" && !slices.ContainsFunc(tps, func(tp remotelog.TopicPartition) bool { return tp.Topic == o.topic }) && len(broker) == 0 {
+		return nil, 0, fmt.Errorf("topic %q has no partition in tierd's metadata; it holds %s; and no broker-owned copy of it is stored", o.topic, topicList(tps))
 	}
-	var items []verifyItem
+	items := broker
 	for _, tp := range tps {
 		if o.topic != "" && tp.Topic != o.topic {
 			continue
@@ -335,13 +362,13 @@ func verifyOne(ctx context.Context, m *rsm.Manager, it verifyItem, onRead func(i
 // classify counts a failed copy in res and returns how to report it:
 // MISMATCH, MISSING or UNREADABLE, or "" for a copy retention deleted
 // meanwhile (its row is no longer finished), which is not reported.
-func classify(ctx context.Context, ls lister, it verifyItem, err error, res *verifyResult) string {
+func classify(ctx context.Context, ls lister, bm *rsm.Manager, it verifyItem, err error, res *verifyResult) string {
 	switch {
 	case errors.Is(err, rsm.ErrChecksum), errors.Is(err, errManifestDiffers), errors.Is(err, rsm.ErrBadManifest):
 		res.mismatched++
 		return "MISMATCH"
 	case errors.Is(err, rsm.ErrNotFound):
-		if !stillFinished(ctx, ls, it.meta) {
+		if it.broker && !brokerStillStored(ctx, bm, it.meta) || !it.broker && !stillFinished(ctx, ls, it.meta) {
 			res.gone++
 			return ""
 		}

@@ -39,7 +39,8 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 
 // TestImportLayers enforces the layering: Kafka format code imports only
 // the standard library and itself; rsm, rlmm and cluster never import each
-// other; copier and fetch never import each other; the Kafka listener
+// other; copier, fetch and the RSM endpoint (rsmapi) never import each
+// other; the Kafka listener
 // imports none of the parts it serves from (it owns its Log interface);
 // nothing imports cmd/;
 // lower layers never import higher ones.
@@ -49,7 +50,7 @@ func TestImportLayers(t *testing.T) {
 		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage":
 			return 5 // bench, logview and statuspage are parts of cmd/tierd kept in their own packages
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),
-			r == "listener" || strings.HasPrefix(r, "listener/"):
+			r == "listener" || strings.HasPrefix(r, "listener/"), r == "rsmapi":
 			return 4
 		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"),
 			r == "cluster" || strings.HasPrefix(r, "cluster/"):
@@ -65,7 +66,7 @@ func TestImportLayers(t *testing.T) {
 	}
 	forbidden := map[string][]string{
 		"rsm": {"rlmm", "cluster"}, "rlmm": {"rsm", "cluster"}, "cluster": {"rsm", "rlmm"},
-		"copier": {"fetch", "listener"}, "fetch": {"copier", "listener"},
+		"copier": {"fetch", "listener", "rsmapi"}, "fetch": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "fetch", "listener"},
 		"listener": {"copier", "fetch", "rsm", "rlmm", "cluster", "seglog", "locallog"},
 	}
 	for pkg, imps := range packageImports(t) {
