@@ -178,12 +178,12 @@ func DefaultConfig() Config {
 		InitialRetentionDelay: 24 * time.Hour}
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once. No log dir is not one of
+// them: a copier without log dirs has no local partition of its own
+// (tierd run then serves only its other endpoints, and requires
+// copier.log_dirs unless the RSM endpoint is on).
 func (c Config) Validate() error {
 	var errs []error
-	if len(c.LogDirs) == 0 {
-		errs = append(errs, errors.New("copier: log_dirs is required"))
-	}
 	if c.TaskIntervalMs < 1 {
 		errs = append(errs, fmt.Errorf("copier: remote.log.manager.task.interval.ms %d must be at least 1", c.TaskIntervalMs))
 	} else if c.TaskIntervalMs > saturate.MaxMillis {
@@ -196,7 +196,7 @@ func (c Config) Validate() error {
 	if c.OwnershipLease > 0 && c.OwnershipLease < 2*c.CopyTimeout {
 		errs = append(errs, fmt.Errorf("copier: ownership_lease %s must be at least twice copy_timeout %s (or 0: off)", c.OwnershipLease, c.CopyTimeout))
 	}
-	if c.OwnershipLease > 0 && c.BrokerID == -1 {
+	if c.OwnershipLease > 0 && c.BrokerID == -1 && len(c.LogDirs) > 0 {
 		errs = append(errs, errors.New("copier: broker_id is required with ownership_lease: set it to this broker's id (broker.id or node.id), "+
 			"one per tierd sharing the bucket prefix; or set ownership_lease: 0 if this tierd alone writes the prefix"))
 	}

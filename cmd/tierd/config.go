@@ -258,6 +258,9 @@ func (c config) validate() error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, c.TLS.validate(), c.RSM.Validate())
+	if len(c.Copier.LogDirs) == 0 && !c.RSM.Enabled {
+		errs = append(errs, errors.New("copier: log_dirs is required (the Kafka log dirs tierd's copier tiers), unless rsm.enabled serves a broker's RemoteStorageManager plugin"))
+	}
 	if c.RSM.Enabled {
 		errs = append(errs, rsmapi.Overlap(c.RSM.LogDirs, c.Copier.LogDirs))
 		for _, l := range []struct{ name, addr string }{{"fetch.listen", c.Fetch.Listen}, {"http.listen", c.HTTP.Listen}, {"kafka.listen", c.Kafka.Listener.Listen}} {

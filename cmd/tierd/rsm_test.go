@@ -325,3 +325,26 @@ func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
 		t.Errorf("the old token after the reload: %d, want 401", code)
 	}
 }
+
+// TestRSMOnlyConfig: a tierd that only serves a broker's RemoteStorageManager
+// plugin needs no copier.log_dirs (nor a broker_id for leases it never
+// takes); without the endpoint, copier.log_dirs stays required.
+func TestRSMOnlyConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	common := "bucket:\n  type: minio\n  minio: {endpoint: http://127.0.0.1:9, bucket: b}\nmetadata: {dir: " + filepath.Join(dir, "meta") + "}\n"
+	only := write("only.yaml", "rsm:\n  enabled: true\n  token_file: "+filepath.Join(dir, "token")+"\n  log_dirs: ["+dir+"]\n"+common)
+	if _, err := loadConfig(only); err != nil {
+		t.Errorf("rsm.enabled without copier.log_dirs: %v; want it accepted", err)
+	}
+	neither := write("neither.yaml", common)
+	if _, err := loadConfig(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
+		t.Errorf("neither copier.log_dirs nor rsm.enabled: %v; want copier.log_dirs required", err)
+	}
+}
