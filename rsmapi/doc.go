@@ -212,7 +212,7 @@
 //	  whose answer the broker never         deletes it: tierd cannot know whether the broker recorded
 //	  recorded (COPY_SEGMENT_FINISHED lost,  it; it shows it as stored, the broker's state unknown. A
 //	  the plugin timed out, the broker       broker that failed the copy deletes that attempt (Kafka
-//	  failed to publish)                     3.9+), or its retention does
+//	  failed to publish)                     4.0+), or its retention does
 //	a copy that failed before its answer    deletes the objects it stored (and aborts its multipart
 //	  (a check, the store, the catalogue,    uploads) before answering; proof: the request never got
 //	  the client gone, a DELETE, timeout)    success, so the broker never recorded it finished. The row
@@ -239,7 +239,7 @@
 //	                                         request failed just before the loss is then kept until the
 //	                                         broker deletes it, never deleted on tierd's guess; objects of
 //	                                         an attempt that has no manifest either go only with the
-//	                                         broker's DELETE of that attempt (Kafka 3.9+ sends one
+//	                                         broker's DELETE of that attempt (Kafka 4.0+ sends one
 //	                                         after a failed copy)
 //	the broker deletes a copy tierd has     DELETE deletes by key whatever tierd's rows say, and
 //	  no row for, or deletes twice           answers 204
