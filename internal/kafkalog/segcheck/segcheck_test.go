@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,6 +177,11 @@ func TestInspect(t *testing.T) {
 			recrc(log, clean.starts[3])
 			return log
 		}, corrupt: clean.starts[3] + 61, reason: "record"},
+		{name: "offset more than 2^31-1 past the base offset, nothing bounding the segment", edit: func(in *Input, log []byte) []byte {
+			in.End = -1
+			binary.BigEndian.PutUint64(log[clean.starts[19]:], uint64(base)+math.MaxInt32+1) // outside the CRC
+			return log
+		}, corrupt: clean.starts[19], reason: "more than 2147483647 past the segment's base offset 100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := clean.input()
