@@ -125,6 +125,9 @@ func Inspect(in Input) (Result, error) {
 	if in.Base < 0 {
 		return res, fmt.Errorf("segcheck: %s: base offset %d is negative", in.Name, in.Base)
 	}
+	if in.IndexIntervalBytes < 0 {
+		return res, fmt.Errorf("segcheck: %s: index.interval.bytes %d is negative", in.Name, in.IndexIntervalBytes)
+	}
 	problem := "" // the first check the indexes failed
 	fail := func(format string, args ...any) {
 		if problem == "" {

@@ -237,6 +237,21 @@ func TestInspect(t *testing.T) {
 	}
 }
 
+// TestInspectTimestampZero: records with timestamp 0 at the base offset
+// give the broker's time index a first entry of zero bytes, (0, base): a
+// real entry, not padding, so the broker's indexes are usable as they
+// are.
+func TestInspectTimestampZero(t *testing.T) {
+	s := build(t, 100, []int64{0, 0, 0, 5, 6, 7, 8, 9, 10, 11}, 50, 100)
+	if len(s.times) < 2*index.TimeEntrySize || !bytes.Equal(s.times[:index.TimeEntrySize], make([]byte, index.TimeEntrySize)) {
+		t.Fatalf("the broker's time index %x does not start with (0, base)", s.times)
+	}
+	res, err := Inspect(s.input())
+	if err != nil || !res.IndexesOK {
+		t.Fatalf("Inspect: %v, indexes OK %v (%s)", err, res.IndexesOK, res.IndexProblem)
+	}
+}
+
 // failingReader fails every read at or past byte from.
 type failingReader struct {
 	r    io.ReaderAt
