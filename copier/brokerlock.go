@@ -21,7 +21,8 @@ import (
 // The file is opened read-only, never created, and closed at once; the
 // check sets no lock. Closing it would drop POSIX locks this process held
 // on the file, and tierd holds none there (its own lock is flock(2) on
-// .tierd.lock). POSIX locks never conflict with their own process's, so
+// .tierd.lock, and excludeBroker's an open file description lock, which
+// that close keeps). POSIX locks never conflict with their own process's, so
 // F_GETLK alone would miss a lock this process held; the open file
 // description form (F_OFD_GETLK, Linux 3.15) conflicts with every other
 // lock, the process's own included, and is tried first.
@@ -51,4 +52,75 @@ func lockHolder(path string) (held bool, pid int, err error) {
 // 0 to the end of the file (and beyond), as FileChannel.tryLock() takes.
 func wholeFileWriteLock() syscall.Flock_t {
 	return syscall.Flock_t{Type: syscall.F_WRLCK, Whence: 0, Start: 0, Len: 0}
+}
+
+// errBrokerHolds: another process holds a lock on the log dir's .lock
+// (see excludeBroker).
+var errBrokerHolds = errors.New("copier: a process holds the log dir's lock")
+
+// brokerExclusion is a shared lock tierd holds on a log dir's .lock
+// while it renames or removes files there (see excludeBroker).
+type brokerExclusion struct {
+	f       *os.File
+	created bool // tierd created the file: it removes it again
+}
+
+// excludeBroker takes, without waiting, a shared (read) lock on the
+// whole file at path, the log dir's .lock, creating the file when it is
+// missing: a broker starting while tierd holds it is refused the
+// exclusive lock FileChannel.tryLock asks for (Kafka's LogManager then
+// stops with "Failed to acquire lock on file .lock"), so that no broker
+// starts between tierd's look at the lock and its renames. It is an open
+// file description lock (F_OFD_SETLK; else a POSIX one, F_SETLK) on a
+// descriptor opened read-only, so it needs no write permission on the
+// file. Release it with release.
+//
+// Errors: errBrokerHolds when a process holds a conflicting lock on the
+// file (a running broker), holder its pid as lockHolder gives it; I/O
+// errors (the file cannot be opened or created, a dangling symlink among
+// them, or the lock cannot be asked for): whether a broker runs cannot
+// be told.
+func excludeBroker(path string) (e *brokerExclusion, holder int, err error) {
+	for try := 0; ; try++ {
+		f, err := os.Open(path)
+		created := false
+		if errors.Is(err, fs.ErrNotExist) {
+			f, err = os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if errors.Is(err, fs.ErrExist) && try < 3 {
+				continue // created meanwhile (a broker starting): lock that one
+			}
+			created = true
+		}
+		if err != nil {
+			return nil, -1, err
+		}
+		if err := setSharedLock(f); err != nil {
+			holder = -1
+			if lk, gerr := getLock(f); gerr == nil && lk.Type != syscall.F_UNLCK {
+				holder = int(lk.Pid)
+			}
+			f.Close() // a file tierd just created and a broker locked is the broker's now
+			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+				return nil, holder, errBrokerHolds
+			}
+			return nil, -1, &os.PathError{Op: "fcntl F_SETLK", Path: path, Err: err}
+		}
+		return &brokerExclusion{f: f, created: created}, -1, nil
+	}
+}
+
+// release drops the lock. A .lock tierd created is removed first, while
+// the lock still keeps a broker from it (a broker starting after that
+// creates its own), so that tierd leaves no .lock behind: with
+// broker_owned unset, one would make the dir a Kafka log dir.
+func (e *brokerExclusion) release() error {
+	var err error
+	if e.created {
+		held, serr := e.f.Stat()
+		now, nerr := os.Lstat(e.f.Name())
+		if serr == nil && nerr == nil && os.SameFile(held, now) {
+			err = os.Remove(e.f.Name())
+		}
+	}
+	return errors.Join(err, e.f.Close())
 }

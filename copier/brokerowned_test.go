@@ -53,8 +53,8 @@ func TestLockHolder(t *testing.T) {
 // TestLockHolderOwnProcess: F_GETLK never reports a POSIX lock of the
 // asking process itself; the open file description form that the check
 // tries first does. (Closing the check's descriptor then drops that lock:
-// POSIX locks belong to the process, so tierd itself never takes one on
-// a log dir's .lock.)
+// POSIX locks belong to the process, so tierd itself takes only open
+// file description locks on a log dir's .lock: excludeBroker.)
 func TestLockHolderOwnProcess(t *testing.T) {
 	p := filepath.Join(t.TempDir(), BrokerLockFile)
 	f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o644)

@@ -42,9 +42,11 @@ type Config struct {
 	// Whatever the setting, a log dir is broker-owned while a process
 	// holds a lock on its .lock (a running Kafka broker does, from start
 	// to shutdown: FileChannel.tryLock, an fcntl lock), or while that
-	// cannot be checked; this is checked at every pass and again right
-	// before local retention renames a file, and said in the log, the
-	// partitions' status and tierd_copier_log_dir_broker_owned.
+	// cannot be checked; this is checked at every pass, and while local
+	// retention renames or removes files tierd holds a shared lock on
+	// .lock itself, so that no broker starts meanwhile (see the package
+	// doc); it is said in the log, the partitions' status and
+	// tierd_copier_log_dir_broker_owned.
 	BrokerOwned *bool `yaml:"broker_owned"`
 	// FileDeleteDelayMs is how long a local segment renamed to .deleted
 	// is kept before it is removed, ms, so open readers finish (Kafka's

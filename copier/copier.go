@@ -474,8 +474,8 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		}
 		// Files local retention renames this pass are due at once only
 		// with file.delete.delay.ms 0; others wait for a later listing.
-		if !p.brokerOwned && (p.hasDeleted || c.cfg.FileDeleteDelayMs == 0) && !c.brokerStarted(p) {
-			if err := c.removeDeleted(p.dir); err != nil {
+		if !p.brokerOwned && (p.hasDeleted || c.cfg.FileDeleteDelayMs == 0) {
+			if _, err := c.withoutBroker(p, func() error { return c.removeDeleted(p.dir) }); err != nil {
 				errs = append(errs, err)
 			}
 		}

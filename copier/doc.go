@@ -121,11 +121,19 @@
 //
 // A running Kafka broker locks <log.dir>/.lock from start to shutdown
 // (its LogManager's FileChannel.tryLock: on Linux an fcntl record lock,
-// whole file); tierd asks with F_OFD_GETLK (else F_GETLK), at every pass
-// and again right before local retention renames a file, so a broker
-// that starts after tierd, or during a pass, is seen. A pass over a
-// broker-owned log dir copies only; the broker's own retention trims the
-// local log.
+// whole file); tierd asks with F_OFD_GETLK (else F_GETLK) at every pass,
+// so a broker that starts after tierd is seen. While local retention
+// renames files to .deleted or removes .deleted files, tierd holds a
+// shared lock on .lock itself (F_OFD_SETLK, taken without waiting;
+// creating the file if it is missing, and removing it again before the
+// lock goes), so a broker that starts during a pass either holds its lock
+// before tierd touches a file (tierd then touches none) or is refused it
+// until tierd is done (Kafka's LogManager stops with "Failed to acquire
+// lock on file .lock"; a restart a moment later starts it): a broker
+// never runs while tierd renames. (A tierd killed while it holds the lock
+// can leave an empty .lock it created: with broker_owned unset that makes
+// the dir a Kafka log dir, the safe side.) A pass over a broker-owned log
+// dir copies only; the broker's own retention trims the local log.
 //
 // A log dir that is missing, cannot be listed, is no longer the one
 // tierd run locked at start (an unmounted disk's empty mount point: see

@@ -140,6 +140,15 @@ public class BrokerLock {
 // log dir's .lock. It skips the test when no java is installed.
 func javaHolder(t *testing.T, path string) *lockProc {
 	t.Helper()
+	return startHolder(t, javaCmd(t, path))
+}
+
+// javaCmd is the command javaHolder runs: a JVM that locks path as a
+// Kafka broker locks its log dir's .lock, saying "locked", or "busy"
+// (and exiting 1) when another process holds it. It skips the test
+// when no java is installed.
+func javaCmd(t *testing.T, path string) *exec.Cmd {
+	t.Helper()
 	java, err := exec.LookPath("java")
 	if err != nil {
 		t.Skip("java is not installed: this test locks .lock with Java's FileChannel.tryLock, as a Kafka broker does; " +
@@ -149,5 +158,5 @@ func javaHolder(t *testing.T, path string) *lockProc {
 	if err := os.WriteFile(src, []byte(brokerLockJava), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startHolder(t, exec.Command(java, src, path)) // Java 11+ runs a single source file
+	return exec.Command(java, src, path) // Java 11+ runs a single source file
 }

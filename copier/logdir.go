@@ -163,6 +163,20 @@ type dirWatch struct {
 	mu     sync.Mutex
 	states map[string]LogDirState // by log dir; the last probe
 	faults map[string]string      // the last pass's unreadable log dirs, and why
+	excl   map[string]*sync.Mutex // by log dir: held while tierd holds its .lock (withoutBroker)
+}
+
+// exclusion returns the mutex of a log dir's .lock (see withoutBroker).
+func (w *dirWatch) exclusion(dir string) *sync.Mutex {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.excl == nil {
+		w.excl = map[string]*sync.Mutex{}
+	}
+	if w.excl[dir] == nil {
+		w.excl[dir] = &sync.Mutex{}
+	}
+	return w.excl[dir]
 }
 
 // probeDirs probes every log dir, records the states, sets the metrics

@@ -143,9 +143,14 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 		c.noteRetentionWait(p, "local", last+1, p.segs[0].base, p.segs[last].end, bytes, untilMs)
 		return nil
 	}
-	if c.brokerStarted(p) {
-		return nil
-	}
+	_, err = c.withoutBroker(p, func() error { return c.trimLocal(p, last) })
+	return err
+}
+
+// trimLocal deletes p's local segments up to p.segs[last]: saves the new
+// local log start offset, then renames their files to .deleted
+// (markDeleted). localRetention calls it with the broker excluded.
+func (c *Copier) trimLocal(p *partition, last int) error {
 	newLocalStart := p.segs[last+1].base
 	if _, err := c.store.AdvanceOffsets(p.tp, -1, newLocalStart); err != nil {
 		return err
@@ -170,29 +175,41 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	return nil
 }
 
-// brokerStarted checks the log dir's .lock again right before local
-// retention touches a file: a broker may have started on it since the
-// pass looked (copies take minutes). When a process holds it, or that
-// cannot be checked, p becomes broker-owned for the rest of the pass
-// (and says so in its status) and brokerStarted returns true.
-func (c *Copier) brokerStarted(p *partition) bool {
-	lock := filepath.Join(p.logDir(), BrokerLockFile)
-	held, pid, err := lockHolder(lock)
+// withoutBroker runs fn, which renames or removes files in p's log dir,
+// while tierd holds a shared lock on the log dir's .lock (excludeBroker):
+// a broker may have started on it since the pass looked (copies take
+// minutes), and none can start while fn runs. When a process holds the
+// lock, or that cannot be checked, fn does not run: p becomes
+// broker-owned for the rest of the pass (and says so in its status).
+// Nor does it run, and err says why, when the log dir is no longer
+// available (WithLogDirCheck). One goroutine at a time holds a log
+// dir's lock. ran reports whether fn ran; err is fn's, or the release's.
+func (c *Copier) withoutBroker(p *partition, fn func() error) (ran bool, err error) {
+	dir := p.logDir()
+	mu := c.dw.exclusion(dir)
+	mu.Lock()
+	defer mu.Unlock()
+	if err := dirAvailable(dir, c.dirCheck); err != nil {
+		return false, fmt.Errorf("log dir %s is unavailable: %w", dir, err)
+	}
+	lock := filepath.Join(dir, BrokerLockFile)
+	e, pid, err := excludeBroker(lock)
 	switch {
+	case errors.Is(err, errBrokerHolds):
+		p.ownedWhy = fmt.Sprintf("a running process (%s) holds a lock on %s, as a Kafka broker does while it runs: tierd deletes no local file in it", pidText(pid), lock)
+		p.owner = fmt.Sprintf("a running broker holds %s (%s)", BrokerLockFile, pidText(pid))
 	case err != nil:
 		p.ownedWhy = fmt.Sprintf("whether a broker holds %s cannot be checked (%v): tierd deletes no local file in it", lock, err)
 		p.owner = "not known: the broker's lock cannot be checked"
-	case held:
-		p.ownedWhy = fmt.Sprintf("a running process (%s) holds a lock on %s, as a Kafka broker does while it runs: tierd deletes no local file in it", pidText(pid), lock)
-		p.owner = fmt.Sprintf("a running broker holds %s (%s)", BrokerLockFile, pidText(pid))
 	default:
-		return false
+		defer func() { err = errors.Join(err, e.release()) }()
+		return true, fn()
 	}
 	p.brokerOwned = true
 	if c.once("lockedmidpass " + p.dir + p.ownedWhy) {
-		c.log.Warn("a broker holds the log dir's lock: local retention renames and deletes nothing", "partition", p.tp, "dir", p.logDir(), "why", p.ownedWhy)
+		c.log.Warn("a broker holds the log dir's lock: local retention renames and deletes nothing", "partition", p.tp, "dir", dir, "why", p.ownedWhy)
 	}
-	return true
+	return false, nil
 }
 
 // markDeleted renames a segment's files to "<name>.deleted" and stamps

@@ -36,7 +36,9 @@ import (
 // the syncs. A failing write is any error other than "not exist" or
 // "exists", which Pebble expects and handles (a sync fails on any error:
 // Linux may drop the dirty pages of a failed fsync, so retrying one is
-// never safe). Reads, Lock and Close pass through.
+// never safe), and "not exist" too when the file's directory is gone
+// (errDirGone: the store's directory was removed). Reads, Lock and Close
+// pass through.
 type guardFS struct {
 	inner vfs.FS
 	in    *instance
@@ -116,6 +118,17 @@ func (g *guardFS) write(op, path string, sync bool, fn func() error) error {
 		return &os.PathError{Op: op, Path: path, Err: fmt.Errorf("rlmm: write of a retired instance: %w", g.in.cause)}
 	}
 	err := fn()
+	if err != nil && errors.Is(err, fs.ErrNotExist) {
+		if _, serr := g.inner.Stat(g.inner.PathDir(path)); errors.Is(serr, fs.ErrNotExist) {
+			// The store's directory was removed: Pebble expects a missing
+			// file, never a missing directory (its WAL rotation panics on
+			// a file it cannot create or reuse there).
+			err = &os.PathError{Op: op, Path: path, Err: fmt.Errorf("%w: %w", errDirGone, err)}
+			g.in.fail(err)
+			g.in.park()
+			return err
+		}
+	}
 	if err != nil && (sync || !expected(err)) {
 		var pe *os.PathError
 		if !errors.As(err, &pe) {

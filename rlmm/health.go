@@ -162,7 +162,8 @@ func (s *Store) existingDir() string {
 // *DirError (wrapping ErrUnavailable and the cause) naming the directory
 // and what to do. While it is not nil, writes fail with it, reads are
 // served, and the store retries with backoff, taking writes again by
-// itself once the directory does.
+// itself once the directory does; except a directory removed or
+// replaced while the store ran (errDirGone), which only a restart mends.
 func (s *Store) Health() error {
 	in := s.inst.Load()
 	if in.isDead() {
@@ -299,7 +300,12 @@ func (s *Store) recoverLoop(dead *instance, wait time.Duration) {
 		s.lastWait = wait
 		s.recMu.Unlock()
 		wait = min(2*wait, retryMax)
-		err := s.checkDir()
+		err := s.dirGone() // never made again: checkDir would
+		if err != nil {
+			err = &DirError{Dir: s.cfg.Dir, Err: err}
+		} else {
+			err = s.checkDir()
+		}
 		var in *instance
 		if err == nil {
 			s.abandon(dead)
@@ -376,6 +382,14 @@ func (s *Store) apply(b *pebble.Batch) error {
 	}()
 	select {
 	case err := <-done:
+		if err == nil {
+			// A synced write to a removed directory lands in an unlinked
+			// WAL: not durable.
+			if gone := s.dirGone(); gone != nil {
+				in.fail(gone)
+				return &DirError{Dir: s.cfg.Dir, Err: gone}
+			}
+		}
 		return err
 	case <-in.dead:
 		return &DirError{Dir: s.cfg.Dir, Err: in.cause}

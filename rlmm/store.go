@@ -106,6 +106,7 @@ type Store struct {
 	spaceErr error      // its verdict
 	spaceTTL time.Duration
 	retryMin time.Duration
+	dirID    dirIdentity // the directory opened (see dirGone)
 	lifecycle
 }
 
@@ -177,6 +178,10 @@ func OpenContext(ctx context.Context, cfg Config, opts ...Option) (*Store, error
 	in, err := s.openInstance(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if s.dirID, err = s.statDir(); err != nil {
+		in.db.Close()
+		return nil, &DirError{Dir: cfg.Dir, Err: err}
 	}
 	s.install(in)
 	if err := s.migrate(); err != nil {

@@ -297,3 +297,48 @@ func TestMetadataCreated(t *testing.T) {
 		t.Fatalf("damaged record: %v", err)
 	}
 }
+
+// TestRebuildKeepsInitialRetention: "tierd rlmm rebuild" over a lost
+// metadata dir makes a new metadata dir, so the tierd run after it waits
+// out initial_retention_delay as after any loss of the metadata dir; a
+// rebuild of a metadata dir that is still there carries its record over
+// (the wait in progress, a go-ahead) with its instance id.
+func TestRebuildKeepsInitialRetention(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
+	meta := filepath.Join(root, "metadata")
+	rebuild := func() {
+		t.Helper()
+		if code, out, errOut := runCmd("rlmm", "rebuild", "--config", cfgPath); code != 0 {
+			t.Fatalf("rlmm rebuild: %d\n%s\n%s", code, out, errOut)
+		}
+		olds, _ := filepath.Glob(meta + ".old-*") // (named by the second: the next rebuild may come within it)
+		for _, o := range olds {
+			os.RemoveAll(o)
+		}
+	}
+	later := time.Now().Add(time.Hour)
+
+	rebuild() // no metadata dir: lost
+	created, err := metadataCreated(meta, false, later, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created <= 0 || created > later.UnixMilli() {
+		t.Fatalf("after a rebuild over a lost metadata dir: created %d, want the rebuild's time: retention must wait", created)
+	}
+
+	rebuild() // the dir is there: its record goes with it
+	if got, err := metadataCreated(meta, false, later, log); err != nil || got != created {
+		t.Fatalf("after a rebuild of a metadata dir: created %d %v, want %d carried over", got, err, created)
+	}
+	if got, err := metadataCreated(meta, true, later, log); err != nil || got != 0 {
+		t.Fatalf("go ahead: %d %v", got, err)
+	}
+	rebuild()
+	if got, err := metadataCreated(meta, false, later, log); err != nil || got != 0 {
+		t.Fatalf("after a rebuild of a metadata dir that went ahead: created %d %v, want 0", got, err)
+	}
+}

@@ -6,14 +6,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/instance"
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 )
@@ -40,9 +43,15 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // rebuildMetadata moves the metadata dir aside (keeping it as
 // "<dir>.old-<unix seconds>") and rebuilds it from the bucket. The new dir
-// keeps the old one's instance id: it is the same tierd.
+// keeps the old one's instance id: it is the same tierd; and its record of
+// when it was created (createdFile), so that initial_retention_delay
+// goes on as it was. A rebuild over a lost metadata dir (or one without
+// an instance id) makes a new metadata dir, recorded as created now: the
+// next tierd run waits out initial_retention_delay, as after any loss of
+// the metadata dir.
 func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
 	old := ""
+	var created []byte // the old dir's createdFile, nil when it had none
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
 		old = fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
 		// A running tierd holds Pebble's lock; renaming under it would be
@@ -54,6 +63,9 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		if err != nil {
 			return err
 		}
+		if created, err = os.ReadFile(filepath.Join(cfg.Metadata.Dir, createdFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 		if err := os.Rename(cfg.Metadata.Dir, old); err != nil {
 			return err
 		}
@@ -63,6 +75,16 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 				return err
 			}
 		}
+	}
+	if created != nil {
+		if err := os.MkdirAll(cfg.Metadata.Dir, 0o755); err != nil {
+			return err
+		}
+		if err := kafkalog.WriteFileAtomic(filepath.Join(cfg.Metadata.Dir, createdFile), created); err != nil {
+			return err
+		}
+	} else if _, err := metadataCreated(cfg.Metadata.Dir, false, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
+		return err // (it records only a dir without an instance id: a new one)
 	}
 	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {

@@ -73,7 +73,9 @@ func ParseOffsetIndex(buf []byte, baseOffset int64) ([]OffsetEntry, error) {
 // ParseTimeIndex decodes a time index file's bytes, as ParseOffsetIndex
 // does: entries up to the real end, and a corruption error for a partial
 // trailing entry, non-zero bytes after the real end, or a negative relative
-// offset in entry 0.
+// offset in entry 0. A first entry of zero bytes is (timestamp 0, base
+// offset), as the broker writes for records with timestamp 0, when an
+// entry follows it, and padding otherwise.
 func ParseTimeIndex(buf []byte, baseOffset int64) ([]TimeEntry, error) {
 	n := len(buf) / TimeEntrySize
 	var entries []TimeEntry
@@ -87,7 +89,10 @@ func ParseTimeIndex(buf []byte, baseOffset int64) ([]TimeEntry, error) {
 		ts := int64(binary.BigEndian.Uint64(e))
 		rel := int32(binary.BigEndian.Uint32(e[8:]))
 		if i == 0 {
-			if ts == 0 && rel == 0 {
+			// (0, base) is padding, or a real first entry (records with
+			// timestamp 0 at the base offset: Kafka's TimeIndex appends
+			// any timestamp above -1) when an entry follows it.
+			if ts == 0 && rel == 0 && (n == 1 || !realAfterZero(buf[TimeEntrySize:])) {
 				break
 			}
 			if rel < 0 {
@@ -117,6 +122,16 @@ func zeroAfter(buf []byte, from, to int) error {
 		}
 	}
 	return nil
+}
+
+// realAfterZero reports whether e, the bytes after a first time index
+// entry of zeros, starts with an entry that can follow (0, base): a
+// timestamp above 0 and a relative offset of 0 or more.
+func realAfterZero(e []byte) bool {
+	if len(e) < TimeEntrySize {
+		return false
+	}
+	return int64(binary.BigEndian.Uint64(e)) > 0 && int32(binary.BigEndian.Uint32(e[8:])) >= 0
 }
 
 // LookupOffset returns the entry with the largest offset <= target, and

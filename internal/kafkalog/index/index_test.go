@@ -103,6 +103,44 @@ func TestTimeIndexRealEnd(t *testing.T) {
 	}
 }
 
+// TestTimeIndexFirstEntryAtZero: records with timestamp 0 at the base
+// offset make the broker's first time index entry (0, base): twelve zero
+// bytes, like preallocated padding, and yet a real entry when entries
+// follow it (Kafka's TimeIndex starts from (-1, base) and appends any
+// larger timestamp). The Builder writes the same as the broker.
+func TestTimeIndexFirstEntryAtZero(t *testing.T) {
+	const base = 50
+	b := index.NewBuilder(base, 0)
+	for i, ts := range []int64{0, 0, 5, 6, 9} { // one-record batches of 10 bytes
+		b.Add(base+int64(i), ts, int64(10*i), 10)
+	}
+	b.Seal()
+	_, raw, err := b.Encode(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []index.TimeEntry{{0, base}, {5, base + 2}, {6, base + 3}, {9, base + 4}}
+	if !bytes.Equal(raw, encodeTimes(t, base, want)) {
+		t.Fatalf("the builder's time index %x, want the entries %v", raw, want)
+	}
+	for name, buf := range map[string][]byte{"trimmed": raw, "preallocated": append(bytes.Clone(raw), make([]byte, 12*100)...)} {
+		got, err := index.ParseTimeIndex(buf, base)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("%s: %v, %v; want %v", name, got, err, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Errorf("%s: entry %d = %+v, want %+v", name, i, got[i], want[i])
+			}
+		}
+	}
+	// Alone, (0, base) cannot be told from padding; either way a lookup
+	// starts at the base offset.
+	if got, err := index.ParseTimeIndex(make([]byte, 12*10), base); err != nil || len(got) > 1 {
+		t.Errorf("all zero: %v, %v", got, err)
+	}
+}
+
 func TestLookup(t *testing.T) {
 	offs := []index.OffsetEntry{{10, 100}, {20, 200}, {30, 300}}
 	for _, tc := range []struct {

@@ -17,6 +17,10 @@
 //     (batch.Checker: offsets that increase and lie in [Base, End], a
 //     magic of 0, 1 or 2, a partition leader epoch of -1 or more, no more
 //     records than offsets; each rule's source in Kafka is given there);
+//   - every entry's last offset is at most 2^31-1 past Base, so that the
+//     indexes' 32-bit relative offsets can name it (Kafka's
+//     LogSegment.ensureOffsetInRange; a segment that breaks it is split
+//     when the broker loads it);
 //   - the records of an uncompressed v2 batch match their header
 //     (batch.Batch.CheckRecords: count, sizes, increasing offset deltas);
 //   - after the last whole entry, only zero bytes may follow: the
@@ -45,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -120,6 +125,9 @@ func Inspect(in Input) (Result, error) {
 	if in.Base < 0 {
 		return res, fmt.Errorf("segcheck: %s: base offset %d is negative", in.Name, in.Base)
 	}
+	if in.IndexIntervalBytes < 0 {
+		return res, fmt.Errorf("segcheck: %s: index.interval.bytes %d is negative", in.Name, in.IndexIntervalBytes)
+	}
 	problem := "" // the first check the indexes failed
 	fail := func(format string, args ...any) {
 		if problem == "" {
@@ -145,6 +153,11 @@ func Inspect(in Input) (Result, error) {
 			return res, fmt.Errorf("%w: %w", ErrCorruptSegment, &kafkalog.CorruptionError{File: in.Name, Position: b.Position, Reason: "CRC mismatch in the batch"})
 		}
 		err := rules.Check(b)
+		if err == nil && b.LastOffset-in.Base > math.MaxInt32 {
+			err = kafkalog.Corruptf(b.Position, "%s ends at offset %d, more than %d past the segment's base offset %d: no index entry can name it "+
+				"(Kafka's LogSegment refuses such an append, LogSegmentOffsetOverflowException, and splits a segment that holds one when it loads it)",
+				batchKind(b), b.LastOffset, math.MaxInt32, in.Base)
+		}
 		if err == nil {
 			err = sc.CheckRecords()
 		}
@@ -198,6 +211,13 @@ func Inspect(in Input) (Result, error) {
 	}
 	res.IndexesOK, res.IndexProblem = problem == "", problem
 	return res, nil
+}
+
+func batchKind(b batch.Batch) string {
+	if b.Legacy() {
+		return "message"
+	}
+	return "batch"
 }
 
 // offsetEntries parses the offset index and checks its positions are in

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -176,6 +177,11 @@ func TestInspect(t *testing.T) {
 			recrc(log, clean.starts[3])
 			return log
 		}, corrupt: clean.starts[3] + 61, reason: "record"},
+		{name: "offset more than 2^31-1 past the base offset, nothing bounding the segment", edit: func(in *Input, log []byte) []byte {
+			in.End = -1
+			binary.BigEndian.PutUint64(log[clean.starts[19]:], uint64(base)+math.MaxInt32+1) // outside the CRC
+			return log
+		}, corrupt: clean.starts[19], reason: "more than 2147483647 past the segment's base offset 100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := clean.input()
@@ -228,6 +234,21 @@ func TestInspect(t *testing.T) {
 				t.Errorf("max timestamp %d, want %d", res.MaxTimestamp, wantTS)
 			}
 		})
+	}
+}
+
+// TestInspectTimestampZero: records with timestamp 0 at the base offset
+// give the broker's time index a first entry of zero bytes, (0, base): a
+// real entry, not padding, so the broker's indexes are usable as they
+// are.
+func TestInspectTimestampZero(t *testing.T) {
+	s := build(t, 100, []int64{0, 0, 0, 5, 6, 7, 8, 9, 10, 11}, 50, 100)
+	if len(s.times) < 2*index.TimeEntrySize || !bytes.Equal(s.times[:index.TimeEntrySize], make([]byte, index.TimeEntrySize)) {
+		t.Fatalf("the broker's time index %x does not start with (0, base)", s.times)
+	}
+	res, err := Inspect(s.input())
+	if err != nil || !res.IndexesOK {
+		t.Fatalf("Inspect: %v, indexes OK %v (%s)", err, res.IndexesOK, res.IndexProblem)
 	}
 }
 
