@@ -28,10 +28,14 @@
 // sends the batches as their bytes arrive (stream.go); the client copies
 // records once from the transport into their buffer (clientcodec.go,
 // clientstream.go). A read that starts where an earlier one ended is
-// sequential (prefetch.go): whole chunks up to
-// remote.fetch.prefetch.max.bytes ahead are loaded, into the following
-// copies too, with their offset indexes, at most remote.fetch.prefetch.gets
-// of that reader's at once, all readers' within one shared budget
+// sequential (prefetch.go) and is read ahead for (readahead.go): by at
+// most an eighth of the bytes its chain of reads has taken, and at most
+// remote.fetch.prefetch.max.bytes, so that a reader that stops leaves
+// little loaded and unread; a load the read makes takes that window
+// along, and once less than half of it is held, prefetches load the rest
+// (parts of chunks, grown in place), into the following copies too, with
+// their offset indexes, at most remote.fetch.prefetch.gets of that
+// reader's at once, all readers' within one shared budget
 // (remote.fetch.prefetch.budget.bytes; package cache's admission control
 // skips what does not fit). Loads run apart from requests, at
 // most remote.fetch.max.inflight.gets at once; a read waits for its first

@@ -148,8 +148,9 @@ func (c *Cache) pfTrack(s *slot) {
 }
 
 // pfDone takes s out of the prefetch budget if it is still in: outcome
-// "read" when a demand read used it, else why its bytes were wasted
-// ("evicted", "failed").
+// "read" when a demand read used it, "extended" when a prefetch of a
+// longer part copied it (the new part counts its bytes), else why its
+// bytes were wasted ("evicted", "failed").
 func (c *Cache) pfDone(s *slot, outcome string) {
 	if !s.pf.Load() || !s.pf.CompareAndSwap(true, false) {
 		return
@@ -158,7 +159,7 @@ func (c *Cache) pfDone(s *slot, outcome string) {
 	c.pf.mu.Lock()
 	c.pf.bytes -= n
 	c.pf.mu.Unlock()
-	if outcome != "read" {
+	if outcome != "read" && outcome != "extended" {
 		c.m.prefetchWasted.WithLabelValues(outcome).Add(float64(n))
 	}
 }
@@ -192,12 +193,37 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
 		return PrefetchPresent
 	}
-	k := key(obj.Key, i)
+	return c.PrefetchPart(obj, i, 0, c.chunkLen(obj.Size, i), r)
+}
+
+// PrefetchPart is PrefetchFor for the chunk-relative bytes [from, to) of
+// chunk i only (a sequential reader's read-ahead window, which may end
+// inside the chunk): PrefetchPresent when they are cached or loading.
+// When the memory tier holds a part of the chunk that reaches from (it
+// ends at or after it), or a load in flight fills one, the load extends
+// the one that goes furthest to to: the part's bytes are copied into the
+// new one (once they are in), not loaded again; a cached part that
+// starts after from is extended the same way, from its first byte.
+// Otherwise it loads [from, to), which then takes the chunk's place in
+// the memory tier (its reader reads on from it). Admission control is
+// Prefetch's, for the bytes of the new part.
+func (c *Cache) PrefetchPart(obj Object, i, from, to int64, r *Reader) PrefetchOutcome {
+	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
+		return PrefetchPresent
+	}
 	whole := c.chunkLen(obj.Size, i)
+	from, to = max(from, 0), min(to, whole)
+	if from >= to {
+		return PrefetchPresent
+	}
+	k := key(obj.Key, i)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, _, held, loading := c.lookupLocked(k, 0, whole)
-	if s != nil || loading || (held != nil && held.to == whole) {
+	s, _, held, _ := c.lookupLocked(k, from, to)
+	if s == nil {
+		held = c.reaching(k, from, held)
+	}
+	if s != nil || (held != nil && held.to >= to) {
 		// Cached or loading, or the suffix a sequential reader reads on
 		// into is.
 		for _, x := range []*slot{s, held} {
@@ -215,11 +241,31 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		}
 		return PrefetchPresent
 	}
-	from := int64(0)
-	if held != nil { // the rest of the chunk, after the part cached
+	replaces := false
+	if held != nil && held.to < from {
+		// A gap between the cached part and the window: the new part
+		// replaces the cached one.
+		c.unref(held)
+		held, replaces = nil, true
+	}
+	if held != nil { // the window after the part cached, which it extends
 		from = held.from
 	}
-	want := whole - from
+	want := to - from
+	// The part gets room to grow in place to the chunk's end, as its
+	// reader's next windows extend it; growing in place takes no new
+	// memory and copies nothing (see Cache.extend).
+	room := whole - from
+	need := room
+	if held != nil && !held.grown && want <= held.room {
+		need = 0
+	} else if held != nil && !held.isDone() {
+		// A copy of a part still loading would hold memory while it
+		// waits for that load, which may itself wait for memory: the
+		// reader's next read tries again.
+		c.unref(held)
+		return PrefetchPresent
+	}
 	if c.isCrowded() {
 		if held != nil {
 			c.unref(held)
@@ -253,14 +299,20 @@ func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
 		c.pfUnadmit(want)
 		return skip("gets")
 	}
-	if !c.mem.tryReserve(want, before) {
+	if !c.mem.tryReserve(need, before) {
 		<-c.sem
 		c.pfUnadmit(want)
 		return skip("memory")
 	}
 	c.pfGets.Add(1)
-	s = newSlot(from, whole, 2) // the cache's and the load's
-	s.pre, s.owner = held, r
+	s = newSlot(from, to, 2) // the cache's and the load's
+	s.owner, s.newer = r, replaces
+	if held != nil {
+		c.pfDone(held, "extended")
+		c.extend(s, held, room)
+	} else {
+		s.room, s.reserved = room, room
+	}
 	c.pfTrack(s)
 	c.inflight[k] = append(c.inflight[k], s)
 	c.m.misses.Inc()
