@@ -42,10 +42,17 @@
 // batch at most remote.fetch.max.wait.ms, then returns ErrStillLoading
 // (UNAVAILABLE over gRPC) while the load goes on.
 //
+// WriteLogRange (logrange.go) reads a byte range of any copy's .log,
+// given its size and a LogSource for its GETs, through the same chunk
+// cache and read-ahead (its sequential readers are ranges that go on
+// where, or a little before where, an earlier range of the copy ended;
+// lograngetrack.go): the RSM endpoint's reads of the broker's own copies,
+// which are not in tierd's metadata (package rsmapi).
+//
 // # Errors
 //
 // The Go API returns wrapped error classes (errors.go): ErrInvalidArgument,
-// ErrNotTiered, *RangeError, ErrStillLoading, ErrDataLoss (a finished
+// ErrNotTiered, *RangeError, ErrPastEnd (WriteLogRange), ErrStillLoading, ErrDataLoss (a finished
 // copy's object missing, a corrupt copy, offsets no copy covers; the cause
 // stays in the chain), ctx's errors; anything else is an object store or
 // disk failure. A read that finds an object missing starts over with a new
