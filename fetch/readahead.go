@@ -63,7 +63,8 @@ func (s *Server) demandAhead(st *readAhead) int64 {
 // stops at m's end): it finds the first byte from pos that no cached part
 // or load in flight holds and, when that is less than half the chain's
 // window past pos, starts prefetches of the bytes from there to pos +
-// window, a chunk (or a chunk's part) each, at most
+// window, one GET for each run of chunks nothing holds (see
+// cache.PrefetchRange), at most
 // remote.fetch.prefetch.gets of the chain's loads at once, until the
 // cache's admission control skips one (the next read tries again). With
 // indexes set, a following copy it reads ahead into has its offset index
@@ -137,15 +138,14 @@ func (s *Server) topUp(st *readAhead, objectOf func(remotelog.SegmentMetadata) c
 			}
 		}
 		obj := objectOf(c)
-		i := p / cb
-		to := min((i+1)*cb, c.SizeInBytes, p+left)
-		switch s.cache.PrefetchPart(obj, i, p-i*cb, to-i*cb, st.reader) { // counted by the cache
+		out, next := s.cache.PrefetchRange(obj, p, min(c.SizeInBytes, p+left), st.reader) // counted by the cache
+		switch out {
 		case cache.PrefetchStarted:
-			st.loading = append(st.loading, chunkRef{obj, i})
+			st.loading = append(st.loading, chunkRef{obj, p / cb})
 		case cache.PrefetchSkipped:
 			return // no room now; the next read tries again
 		}
-		left -= to - p
-		p = to
+		left -= next - p
+		p = next
 	}
 }

@@ -175,11 +175,31 @@ func (c *Cache) extend(s, base *slot, room int64) {
 	if !base.grown && s.to-s.from <= base.room {
 		base.grown = true
 		s.base, s.room, s.reserved = base, base.room, 0
+		adopt(s)
 		return
 	}
 	s.pre = base
 	s.room = max(room, s.to-s.from)
 	s.reserved = s.room
+}
+
+// adopt gives s, a part growing its base in place, the base's buffer
+// and bytes once the base is in, so that a reader of those bytes that
+// finds s (it covers more) gets them at once, not when s's GET answers.
+func adopt(s *slot) {
+	b := s.base
+	b.mu.Lock()
+	done, err, buf := b.done, b.err, b.buf
+	b.mu.Unlock()
+	if !done || err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.buf == nil {
+		s.buf = buf[:s.to-s.from]
+	}
+	s.mu.Unlock()
+	s.progress(int(b.to - b.from))
 }
 
 // waitPre waits until the part each of parts extends (slot.pre or
@@ -246,6 +266,9 @@ func (c *Cache) load(obj Object, parts []part, prefetched bool) {
 		}
 		fail("the part it extends", err)
 		return
+	}
+	if b := parts[0].s.base; b != nil { // now that the base is in (touch gives such a part a GET of its own)
+		adopt(parts[0].s)
 	}
 	if !prefetched {
 		select {
@@ -326,17 +349,17 @@ func (c *Cache) fillSlot(r io.Reader, s *slot) error {
 	var buf []byte
 	var pooled bool
 	var n int
-	if b := s.base; b != nil { // growing base's part in place: its bytes are there
-		buf, n = b.buf[:s.to-s.from], int(b.to-b.from)
+	if b := s.base; b != nil { // growing base's part in place: its bytes are there (adopt)
+		s.mu.Lock()
+		buf = s.buf
+		s.mu.Unlock()
+		n = int(b.to - b.from)
 	} else {
 		buf, pooled = c.pool.getCap(s.to-s.from, s.room)
 	}
 	s.mu.Lock()
 	s.buf, s.pooled = buf, pooled
 	s.mu.Unlock()
-	if n > 0 {
-		s.progress(n)
-	}
 	if pre := s.pre; pre != nil { // the part cached already: copied, not loaded
 		n = copy(buf, pre.buf[:pre.to-pre.from])
 		s.pre = nil

@@ -222,3 +222,44 @@ func TestViewSome(t *testing.T) {
 		t.Fatalf("ViewSome across a chunk's end: %d bytes, %v; want the 100 to its end", len(v), err)
 	}
 }
+
+// PrefetchRange loads a window across chunk boundaries with one GET:
+// the first chunk's part extended, the next chunks nothing holds from
+// their first byte; it stops at a chunk held already and says where it
+// stopped, and a later call goes on from there.
+func TestPrefetchRangeOneGET(t *testing.T) {
+	const cb = 4096
+	s := newStore(6 * cb)
+	o := s.object("obj")
+	c := newTestCache(t, cb)
+	p, _ := pinned(t, c, o, s, 4*cb, 100, 0) // chunk 4 holds a part
+	p.Release()
+	c.Settle()
+	gets, loaded := s.gets.Load(), s.bytes.Load()
+	out, next := c.PrefetchRange(o, cb+1000, 5*cb+100, nil)
+	if out != PrefetchStarted || next != 4*cb {
+		t.Fatalf("PrefetchRange(chunks 1-5): %v, next %d; want started, up to chunk 4 (held)", out, next)
+	}
+	c.Settle()
+	if g, b := s.gets.Load()-gets, s.bytes.Load()-loaded; g != 1 || b != 3*cb-1000 {
+		t.Fatalf("%d GETs of %d bytes for chunks 1-3 from byte 1000, want 1 of %d", g, b, 3*cb-1000)
+	}
+	for i := int64(1); i < 4; i++ {
+		from := int64(0)
+		if i == 1 {
+			from = 1000
+		}
+		if got := c.CoveredTo(o, i, from); got != cb {
+			t.Fatalf("chunk %d covered from %d to %d, want its end", i, from, got)
+		}
+	}
+	if out, next := c.PrefetchRange(o, 4*cb, 5*cb+100, nil); out != PrefetchStarted || next != 5*cb+100 {
+		t.Fatalf("PrefetchRange from the held chunk: %v, next %d", out, next)
+	}
+	c.Settle()
+	pp, _ := pinned(t, c, o, s, cb+1000, 4*cb-900, 0)
+	pp.Release()
+	if g := s.gets.Load() - gets; g != 2 {
+		t.Fatalf("%d GETs for the two windows and reading them, want 2", g)
+	}
+}
