@@ -31,7 +31,7 @@ type Config struct {
 	// package cache's doc).
 	PrefetchBytes int64 `yaml:"remote.fetch.prefetch.max.bytes"`
 	// PrefetchGets is how many of one sequential reader's prefetch loads
-	// (one chunk each) may be in flight at once. All readers' prefetches
+	// (one GET each) may be in flight at once. All readers' prefetches
 	// together stay within remote.fetch.prefetch.budget.bytes and, with
 	// two or more remote.fetch.max.inflight.gets, leave demand reads one.
 	// Default 2.
