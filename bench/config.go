@@ -119,8 +119,9 @@ type Config struct {
 	// ReaderCounts are readers_N's numbers of concurrent readers, rising.
 	// Default [1, 8]; ScaleFull sets [1, 8, 32, 64].
 	ReaderCounts []int
-	// ReaderPatterns are readers_N's patterns, from "seq" and "random".
-	// Default both.
+	// ReaderPatterns are readers_N's patterns, from "seq", "random" and
+	// "broker" (byte ranges as a broker's RemoteStorageManager plugin
+	// reads them, brokerreaders.go). Default all three.
 	ReaderPatterns []string
 	// ReaderTotalBytes is how much the N readers of one readers_N run
 	// read together, bytes, split evenly: each reads ReaderTotalBytes / N.
@@ -213,7 +214,7 @@ func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
 		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
-		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random"}, ScaleBuckets: []string{"filesystem", "minio"}}
+		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
 }
@@ -302,12 +303,12 @@ func (c Config) Validate() error {
 		}
 	}
 	for _, p := range c.ReaderPatterns {
-		if p != "seq" && p != "random" {
-			errs = append(errs, fmt.Errorf("reader pattern %q: want seq or random", p))
+		if p != "seq" && p != "random" && p != "broker" {
+			errs = append(errs, fmt.Errorf("reader pattern %q: want seq, random or broker", p))
 		}
 	}
 	if len(c.ReaderPatterns) == 0 {
-		errs = append(errs, errors.New("no reader patterns: want seq, random or both"))
+		errs = append(errs, errors.New("no reader patterns: want some of seq, random, broker"))
 	}
 	if c.ReadersMemoryLimit < -2 {
 		errs = append(errs, fmt.Errorf("readers memory limit %d: want -2, -1, 0 or bytes", c.ReadersMemoryLimit))

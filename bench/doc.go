@@ -59,7 +59,15 @@
 //	                  byte served (its tierd_fetch_*_bytes_total) and the
 //	                  prefetched bytes left unread, peak anonymous RSS,
 //	                  CPU seconds per GiB of tierd, the bench and MinIO;
-//	                  Go profiles of each run with ProfileDir
+//	                  Go profiles of each run with ProfileDir. The
+//	                  "broker" pattern reads as a broker's
+//	                  RemoteStorageManager plugin does, by byte ranges of
+//	                  each copy's .log (fetch.Server.WriteLogRange, against
+//	                  a fresh fetch server in the bench process: no RSS or
+//	                  tierd CPU of its own; brokerreaders.go). Bytes
+//	                  fetched per byte served is a target (<= 1.2) at 8
+//	                  readers, or the size nearest it, for the seq and
+//	                  broker patterns, and a note at the other sizes
 //	scale_partitions  Partitions partitions of 3 rolled one-batch segments
 //	                  with Kafka's checkpoint files, on the filesystem
 //	                  bucket and on MinIO: CPU seconds (bench process +

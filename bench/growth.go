@@ -17,7 +17,7 @@ type Series struct {
 	// Case is the case's name (scale_partitions, scale_segments, readers).
 	Case string
 	// Variant tells runs of one case apart: the bucket (filesystem,
-	// minio) or the readers' pattern (seq, random).
+	// minio) or the readers' pattern (seq, random, broker).
 	Variant string
 	// Metric names the measure, with its unit last (first_pass_cpu_s).
 	Metric string

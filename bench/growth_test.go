@@ -61,9 +61,10 @@ func TestGrowthTargets(t *testing.T) {
 	cached := series("scale_segments", "minio", "fetch_cached_p50_ms", []int{1000, 10000, 100000}, false, []float64{0.1, 0.1, 0.1}, []float64{0.1, 0.1, 0.1})
 	after := series("scale_segments", "minio", "fetch_after_write_p50_ms", []int{1000, 10000, 100000}, false, []float64{0.1, 0.1, 0.15}, []float64{0.1, 0.1, 0.3})
 	fetched := series("readers", "seq", "fetched_per_served", []int{1, 8, 64}, false, []float64{1, 1.1, 1.1})
+	broker := series("readers", "broker", "fetched_per_served", []int{1, 2}, false, []float64{1, 1.3})
 	rate := series("readers", "seq", "mib_per_s", []int{1, 8, 64}, false, []float64{100, 300, 200})
 	p99 := series("readers", "seq", "p99_ms", []int{1, 8, 64}, false, []float64{10, 20, 30})
-	rep := &Report{IdleInterval: 30 * time.Second, Series: []*Series{idle, first, reqs, syncs, cached, after, fetched, rate, p99}}
+	rep := &Report{IdleInterval: 30 * time.Second, Series: []*Series{idle, first, reqs, syncs, cached, after, fetched, broker, rate, p99}}
 	want := map[string]bool{
 		"scale_partitions/filesystem idle_pass_cpu_s growth per tenfold, 100 -> 1000 = 11 (<= 12); over 3 rounds 9-13": true, // the worse step
 		"scale_partitions/filesystem first_pass_cpu_s growth per tenfold, 100 -> 1000 = 20":                            false,
@@ -73,10 +74,21 @@ func TestGrowthTargets(t *testing.T) {
 		"scale_partitions/filesystem idle_pass_synced_writes at 10000 partitions = 10000":                              false,
 		"scale_segments/minio Fetch p50 after a metadata write / cached at 100000 copies = 2.25":                       false, // median of 1.5 and 3
 		"readers seq, 8 readers: bytes fetched / bytes served = 1.1":                                                   true,
+		"readers seq, 1 readers: bytes fetched / bytes served = 1 (<= 1.20)":                                           true, // notes at the other sizes
+		"readers seq, 64 readers: bytes fetched / bytes served = 1.10 (<= 1.20)":                                       true,
+		"readers broker, 2 readers: bytes fetched / bytes served = 1.30 (<= 1.20); the target is stated at 8 readers":  false, // judged at the size nearest 8
+		"readers broker, 1 readers: bytes fetched / bytes served = 1 (<= 1.20)":                                        true,
 		"readers seq: MiB/s at 64 readers / best N = 0.667":                                                            false,
 		"readers seq: p99 at 64 readers / p99 at 1 = 3":                                                                true,
 	}
-	checkTargets(t, rep.growthTargets(), want)
+	targets := rep.growthTargets()
+	checkTargets(t, targets, want)
+	for _, tg := range targets {
+		judged := strings.HasPrefix(tg.Text, "readers seq, 8 readers") || strings.HasPrefix(tg.Text, "readers broker, 2 readers")
+		if strings.Contains(tg.Text, "bytes fetched / bytes served") && tg.Note == judged {
+			t.Errorf("%q: note %v, want a note unless judged", tg.Text, tg.Note)
+		}
+	}
 	var sb strings.Builder
 	rep.WriteTable(&sb)
 	for _, w := range []string{"timed out after 30m0s", "8.89 (6.92-9.09)x", "MISS scale_segments/minio Fetch p50", "x10 1000->10000"} {

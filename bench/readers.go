@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -57,8 +59,11 @@ func (e *env) readersTarget(ctx context.Context) (*readTarget, error) {
 }
 
 // gatherSums reads readersMetricNames from the in-process registry.
-func (e *env) gatherSums() map[string]float64 {
-	mfs, err := e.reg.Gather()
+func (e *env) gatherSums() map[string]float64 { return gatherSums(e.reg) }
+
+// gatherSums reads readersMetricNames from reg.
+func gatherSums(reg prometheus.Gatherer) map[string]float64 {
+	mfs, err := reg.Gather()
 	if err != nil {
 		return nil
 	}
@@ -155,7 +160,11 @@ func (e *env) readersCase(ctx context.Context) ([]*Series, error) {
 		}
 		for r := range rounds {
 			for i, n := range sizes {
-				o, err := e.readersRun(ctx, pattern, n, uint64(r))
+				run := func() (readersOut, error) { return e.readersRun(ctx, pattern, n, uint64(r)) }
+				if pattern == "broker" {
+					run = func() (readersOut, error) { return e.brokerRun(ctx, n) }
+				}
+				o, err := run()
 				if err != nil {
 					return nil, fmt.Errorf("readers_%d %s: %w", n, pattern, err)
 				}

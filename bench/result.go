@@ -172,8 +172,9 @@ func (rep *Report) WriteTable(w io.Writer) {
 		}
 	}
 	if rep.series("readers", "seq", "fetched_per_served") != nil && rep.ReaderBytes8 > 0 {
-		fmt.Fprintf(w, "readers: fetched_per_served counts what prefetch read past each reader's last Fetch too: at 8 readers up to (remote.fetch.prefetch.max.bytes + 2 chunks) / bytes per reader = (%d + %d) / %d = %.2f per byte served here; unread_prefetch_per_served is what each run left so\n",
-			rep.PrefetchBytes, 2*rep.ChunkBytes, rep.ReaderBytes8, float64(rep.PrefetchBytes+2*rep.ChunkBytes)/float64(rep.ReaderBytes8))
+		ahead := min(rep.PrefetchBytes, rep.ReaderBytes8/8)
+		fmt.Fprintf(w, "readers: fetched_per_served counts what was read ahead past each reader's last read too: a reader is read ahead by at most an eighth of what it has read and remote.fetch.prefetch.max.bytes, at 8 readers min(%d, %d / 8) / %d = %.3f per byte served here; unread_prefetch_per_served is what each run left so\n",
+			rep.PrefetchBytes, rep.ReaderBytes8, rep.ReaderBytes8, float64(ahead)/float64(rep.ReaderBytes8))
 	}
 	fmt.Fprintln(w, "\ntargets (ratios from this run):")
 	for _, t := range rep.Targets() {

@@ -55,6 +55,20 @@ func perRound(s *Series, i, j int, f func(a, b float64) float64) []float64 {
 	return out
 }
 
+// nearestSize returns the index of the size nearest n (the smaller of
+// two as near).
+func nearestSize(sizes []int, n int) int {
+	best := 0
+	for i, v := range sizes {
+		if abs(v-n) < abs(sizes[best]-n) {
+			best = i
+		}
+	}
+	return best
+}
+
+func abs(x int) int { return max(x, -x) }
+
 func indexOf(sizes []int, n int) int {
 	for i, v := range sizes {
 		if v == n {
@@ -121,9 +135,22 @@ func (rep *Report) growthTargets() []Target {
 			add(ratioTarget(fmt.Sprintf("scale_segments/%s Fetch p50 after a metadata write / cached at %d copies", kind, c.Sizes[i]), vals, 2, true, unless(c.Sizes[i] == 100000, "at 100000 copies")))
 		}
 	}
-	if s := rep.series("readers", "seq", "fetched_per_served"); s != nil {
-		if i := indexOf(s.Sizes, 8); i >= 0 {
-			add(ratioTarget("readers seq, 8 readers: bytes fetched / bytes served", s.at(i), 1.2, true, ""))
+	// Bytes fetched per byte served, <= 1.2 with 8 concurrent readers:
+	// judged at 8 (or, at other sizes, the size nearest it), for tierd's
+	// own sequential readers and for broker readers (byte ranges, as the
+	// RSM plugin reads), with the other sizes as notes.
+	for _, p := range []string{"seq", "broker"} {
+		s := rep.series("readers", p, "fetched_per_served")
+		if s == nil || len(s.Sizes) == 0 {
+			continue
+		}
+		at := nearestSize(s.Sizes, 8)
+		add(ratioTarget(fmt.Sprintf("readers %s, %d readers: bytes fetched / bytes served", p, s.Sizes[at]), s.at(at), 1.2, true, unless(s.Sizes[at] == 8, "at 8 readers")))
+		for i, n := range s.Sizes {
+			if t, ok := ratioTarget(fmt.Sprintf("readers %s, %d readers: bytes fetched / bytes served", p, n), s.at(i), 1.2, true, ""); ok && i != at {
+				t.Note = true
+				out = append(out, t)
+			}
 		}
 	}
 	for _, p := range []string{"seq", "random"} {

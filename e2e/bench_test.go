@@ -45,7 +45,8 @@ func TestBench(t *testing.T) {
 	for _, want := range []string{"tierd run child", "targets (ratios from this run)", "kafka_fetch_cold p50 / fetch_cold p50 = ",
 		"kafka_replay MiB/s / replay MiB/s = ", "fetch_cold_stream p50 / raw_get p50 = ", "copy MiB/s / raw_put MiB/s = ",
 		"replay CPU-s/GiB (median of 2 rounds; ", ") / (raw_seq_get + grpc_floor) CPU-s/GiB = ", "first touch of memory on this machine costs ",
-		"readers/seq", "readers/random", "readers random: p99 at 2 readers / p99 at 1 = "} {
+		"readers/seq", "readers/random", "readers/broker", "readers random: p99 at 2 readers / p99 at 1 = ",
+		"readers seq, 2 readers: bytes fetched / bytes served = ", "readers broker, 2 readers: bytes fetched / bytes served = "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())
 		}

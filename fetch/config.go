@@ -24,12 +24,14 @@ type Config struct {
 	// Cache is the chunk cache: chunk size, memory and disk budgets, GETs
 	// in flight (see cache.Config).
 	Cache cache.Config `yaml:",inline"`
-	// PrefetchBytes is how far ahead of a sequential reader chunks are
-	// loaded, across segment boundaries, bytes; 0 turns prefetch off.
-	// Default 67108864 (64 MiB; measured, see package cache's doc).
+	// PrefetchBytes is the most a sequential reader is read ahead,
+	// across segment boundaries, bytes; 0 turns prefetch off. A reader
+	// is read ahead by at most an eighth of what it has read so far, up
+	// to this (readahead.go). Default 67108864 (64 MiB; measured, see
+	// package cache's doc).
 	PrefetchBytes int64 `yaml:"remote.fetch.prefetch.max.bytes"`
 	// PrefetchGets is how many of one sequential reader's prefetch loads
-	// (one chunk each) may be in flight at once. All readers' prefetches
+	// (one GET each) may be in flight at once. All readers' prefetches
 	// together stay within remote.fetch.prefetch.budget.bytes and, with
 	// two or more remote.fetch.max.inflight.gets, leave demand reads one.
 	// Default 2.

@@ -28,20 +28,31 @@
 // sends the batches as their bytes arrive (stream.go); the client copies
 // records once from the transport into their buffer (clientcodec.go,
 // clientstream.go). A read that starts where an earlier one ended is
-// sequential (prefetch.go): whole chunks up to
-// remote.fetch.prefetch.max.bytes ahead are loaded, into the following
-// copies too, with their offset indexes, at most remote.fetch.prefetch.gets
-// of that reader's at once, all readers' within one shared budget
+// sequential (prefetch.go) and is read ahead for (readahead.go): by at
+// most an eighth of the bytes its chain of reads has taken, and at most
+// remote.fetch.prefetch.max.bytes, so that a reader that stops leaves
+// little loaded and unread; a load the read makes takes that window
+// along, and once less than half of it is held, prefetches load the rest
+// (parts of chunks, grown in place), into the following copies too, with
+// their offset indexes, at most remote.fetch.prefetch.gets of that
+// reader's at once, all readers' within one shared budget
 // (remote.fetch.prefetch.budget.bytes; package cache's admission control
 // skips what does not fit). Loads run apart from requests, at
 // most remote.fetch.max.inflight.gets at once; a read waits for its first
 // batch at most remote.fetch.max.wait.ms, then returns ErrStillLoading
 // (UNAVAILABLE over gRPC) while the load goes on.
 //
+// WriteLogRange (logrange.go) reads a byte range of any copy's .log,
+// given its size and a LogSource for its GETs, through the same chunk
+// cache and read-ahead (its sequential readers are ranges that go on
+// where, or a little before where, an earlier range of the copy ended;
+// lograngetrack.go): the RSM endpoint's reads of the broker's own copies,
+// which are not in tierd's metadata (package rsmapi).
+//
 // # Errors
 //
 // The Go API returns wrapped error classes (errors.go): ErrInvalidArgument,
-// ErrNotTiered, *RangeError, ErrStillLoading, ErrDataLoss (a finished
+// ErrNotTiered, *RangeError, ErrPastEnd (WriteLogRange), ErrStillLoading, ErrDataLoss (a finished
 // copy's object missing, a corrupt copy, offsets no copy covers; the cause
 // stays in the chain), ctx's errors; anything else is an object store or
 // disk failure. A read that finds an object missing starts over with a new

@@ -10,11 +10,12 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// seqTracker remembers where recent fetches ended (segment, file
-// position) and the read-ahead state of the reader chain that made each,
-// so that a fetch starting exactly there is known to continue that
-// chain. A fetch that continues a chain takes its end out (one entry per
-// sequential reader) and leaves its own end in the chain's place.
+// seqTracker remembers where recent fetches ended (the copy and the
+// offset a fetch going on from there asks for) and the read-ahead state
+// of the reader chain that made each, so that a fetch starting exactly
+// there is known to continue that chain. A fetch that continues a chain
+// takes its end out (one entry per sequential reader) and leaves its own
+// end in the chain's place.
 //
 // Ends of fetches that continued nothing (random reads, and first reads)
 // go into a smaller ring of their own (freshSize), so that many random
@@ -36,9 +37,11 @@ type seqTracker struct {
 	gen        uint64
 }
 
+// seqPos is where a fetch ended: the copy the next fetch reads and the
+// offset it asks for.
 type seqPos struct {
 	id  remotelog.SegmentID
-	pos int64
+	off int64
 }
 
 // trackedEnd is a remembered end: its chain and the generation that
@@ -59,11 +62,13 @@ type endRing struct {
 }
 
 // readAhead is one sequential reader chain's read-ahead: how often it
-// continued, and the prefetches it started that may still be loading, so
-// that it holds at most remote.fetch.prefetch.gets GETs at once.
+// continued, how many bytes its reads took, and the prefetches it
+// started that may still be loading, so that it holds at most
+// remote.fetch.prefetch.gets GETs at once.
 type readAhead struct {
 	mu      sync.Mutex
-	hops    int           // fetches that continued the chain (0 for its first)
+	hops    int           // reads that continued the chain (0 for its first)
+	taken   int64         // bytes its reads served, each byte once
 	reader  *cache.Reader // keeps the chain's prefetches while it reads on
 	loading []chunkRef
 }
@@ -124,6 +129,14 @@ func (t *seqTracker) clear() {
 	t.seq = endRing{size: seqTrackerSize}
 }
 
+// peek returns the chain whose earlier fetch ended at p, or nil, and
+// leaves the end in place (a read looks before it knows it will answer).
+func (t *seqTracker) peek(p seqPos) *readAhead {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.set[p].st
+}
+
 // take returns the chain whose earlier fetch ended at p and forgets that
 // end (the fetch starting there continues the chain), or nil when a
 // fetch starting at p continues none.
@@ -138,26 +151,25 @@ func (t *seqTracker) take(p seqPos) *readAhead {
 	return e.st
 }
 
-// afterFetch counts the bytes a fetch served, records where it ended and,
-// when it continued a chain that has now continued minHops times in a row
-// (a sequential reader), prefetches whole chunks up to
-// remote.fetch.prefetch.max.bytes past its end, across
-// segment boundaries into the following copies (rest: the finished copies
-// after the one read, in offset order), with at most
-// remote.fetch.prefetch.gets of the chain's prefetches loading at once.
-// The cache's admission control may skip any of them (the
-// shared prefetch budget, GET slots, memory); the reader's next fetch
-// tries again; while more sequential readers are active than the memory
-// budget holds two chunks for, the cache starts none (see cache/crowd.go). A
-// reader that jumps elsewhere starts a new chain: nothing is prefetched
-// for it until it reads on from where it landed.
-func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, rest []remotelog.SegmentMetadata) {
+// afterFetch counts the bytes a fetch served (file positions [start,
+// end) of meta, next the offset after its last batch; from names the
+// copy and offset it was asked for, where a fetch it continues ended), records
+// where it ended and, when it continued a chain that has now continued
+// minHops times in a row (a sequential reader), tops up the chain's
+// read-ahead (see topUp): at most remote.fetch.prefetch.max.bytes and an
+// aheadShare-th of what the chain has taken past its end, across segment
+// boundaries into the following copies (rest: the finished copies after
+// the one read, in offset order), with at most remote.fetch.prefetch.gets
+// of the chain's prefetches loading at once. A reader that jumps
+// elsewhere starts a new chain: nothing is read ahead for it until it
+// reads on from where it landed.
+func (s *Server) afterFetch(meta remotelog.SegmentMetadata, from seqPos, next, start, end int64, rest []remotelog.SegmentMetadata) {
 	s.pm.served.Add(float64(end - start))
-	endPos := seqPos{meta.ID, end}
-	if end >= meta.SizeInBytes && len(rest) > 0 {
-		endPos = seqPos{rest[0].ID, 0} // the next fetch reads the next copy
+	endPos := seqPos{meta.ID, next}
+	if next > meta.EndOffset && len(rest) > 0 {
+		endPos = seqPos{rest[0].ID, next} // the next fetch reads the next copy
 	}
-	st := s.seq.take(seqPos{meta.ID, start})
+	st := s.seq.take(from)
 	if st == nil {
 		st = &readAhead{}
 	} else {
@@ -166,6 +178,7 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		st.mu.Unlock()
 	}
 	st.mu.Lock()
+	st.taken += end - start
 	hops := st.hops
 	st.mu.Unlock()
 	s.seq.ended(endPos, st, hops)
@@ -180,49 +193,14 @@ func (s *Server) afterFetch(meta remotelog.SegmentMetadata, start, end int64, re
 		st.mu.Unlock()
 		return
 	}
-	cfg := s.conf()
-	if cfg.PrefetchBytes <= 0 || hops < minHops {
+	if hops < minHops {
 		return
 	}
-	cb := s.cache.ChunkBytes()
-	depth := cfg.PrefetchBytes
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.reader == nil {
-		st.reader = s.cache.NewReader()
-	} else {
-		s.cache.Active(st.reader)
+	m, pos := meta, end
+	if end >= meta.SizeInBytes {
+		m, pos, rest = rest[0], 0, rest[1:]
 	}
-	loading := st.loading[:0]
-	for _, r := range st.loading {
-		if s.cache.Loading(r.obj, r.i) {
-			loading = append(loading, r)
-		}
-	}
-	st.loading = loading
-	from := end // chunks from the one holding the next byte
-	for j := -1; j < len(rest) && depth > 0 && len(st.loading) < cfg.PrefetchGets; j++ {
-		m := meta
-		if j >= 0 {
-			m = rest[j]
-		}
-		if _, ok := s.idx.get(indexKey{m.ID, remotelog.OffsetIndex}); j >= 0 && !ok {
-			// The reader will need this copy's offset index too; a failed
-			// load is tried again by the read.
-			go func() { _, _ = s.offsetIndex(s.bg, m) }()
-		}
-		obj := s.object(m)
-		for i := from / cb; i*cb < m.SizeInBytes && depth > 0 && len(st.loading) < cfg.PrefetchGets; i++ {
-			switch s.cache.PrefetchFor(obj, i, st.reader) { // counted by the cache
-			case cache.PrefetchStarted:
-				st.loading = append(st.loading, chunkRef{obj, i})
-			case cache.PrefetchSkipped:
-				return // no room now; the next fetch tries again
-			}
-			depth -= min(cb, m.SizeInBytes-i*cb)
-		}
-		from = 0
-	}
+	s.topUp(st, s.object, m, pos, rest, true)
 }
 
 // prefetchMetrics count what reads served, beside what they fetched from

@@ -116,9 +116,11 @@ type emitFunc func(parts [][]byte, next int64, h *hold) error
 // the entries that arrived whole (r.cut says why an answer ended early).
 // A unary read (stream unset) first waits, until wait ends, for the bytes
 // up to waitTo (see upfrontEnd), all at once rather than entry by entry.
-func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
+// A load the read makes takes up to ahead bytes past touchEnd along (a
+// sequential reader's read-ahead, see cache.PinAhead; 0: the bytes asked).
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo, ahead int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
 	pinEnd := min(touchEnd, r.meta.SizeInBytes)
-	r.pin = r.c.Pin(r.obj, r.cur, pinEnd-r.cur)
+	r.pin = r.c.PinAhead(r.obj, r.cur, pinEnd-r.cur, ahead)
 	h = newHold(r.pin)
 	r.ctx = wait
 	defer func() { r.ctx = ctx }()

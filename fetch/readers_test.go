@@ -136,39 +136,45 @@ func TestConfigValidatePrefetch(t *testing.T) {
 }
 
 // A read that starts where another reader's read ended (a random read
-// landing there by chance) continues that chain once, which starts no
-// read-ahead; the chain's next read on does.
+// landing there by chance) continues that chain once, which takes no
+// read-ahead; the chain's next read on does. Measured against the same
+// reads with prefetch off: the chance continuation asks the store for
+// the same bytes, the read after it for more (its window taken along).
 func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Cache.ChunkBytes = 64 << 10
-	cfg.PrefetchBytes = 192 << 10
-	reg := prometheus.NewRegistry()
-	e := newEnv(t, cfg, WithRegisterer(reg))
-	referenceLog(t, e)
-	read := func(off int64) int64 {
-		t.Helper()
-		for {
-			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1)
-			if errors.Is(err, ErrStillLoading) {
-				continue
+	fetched := func(prefetch int64) [3]int64 {
+		cfg := DefaultConfig()
+		cfg.Cache.ChunkBytes = 64 << 10 // a read's own bytes are more than the least a load takes (16 KiB)
+		cfg.PrefetchBytes = prefetch
+		e := newEnv(t, cfg)
+		referenceLog(t, e)
+		var out [3]int64
+		next := int64(100)
+		for k := range out { // reader A; B lands on A's end; B reads on
+			before := e.bucket.read.Load()
+			for {
+				rr, err := e.srv.ReadRemote(context.Background(), e.tp, next, 40000)
+				if errors.Is(err, ErrStillLoading) {
+					continue
+				}
+				if err != nil {
+					t.Fatalf("read %d: %v", next, err)
+				}
+				next = rr.Next
+				break
 			}
-			if err != nil {
-				t.Fatalf("read %d: %v", off, err)
-			}
-			return rr.Next
+			e.srv.Settle()
+			out[k] = e.bucket.read.Load() - before
 		}
+		return out
 	}
-	prefetches := func() float64 { return metricValue(t, reg, "tierd_cache_prefetches_total") }
-	next := read(100) // reader A
-	next = read(next) // reader B lands on A's end: a chain of one hop
-	if n := prefetches(); n != 0 {
-		t.Fatalf("%v prefetches after one continuation, want 0", n)
+	off, on := fetched(0), fetched(DefaultConfig().PrefetchBytes)
+	t.Logf("bytes fetched by each read, prefetch off %v, on %v", off, on)
+	if on[0] != off[0] || on[1] != off[1] {
+		t.Fatalf("a first read and a chance continuation fetched %v with prefetch on, %v with it off: want no read-ahead", on[:2], off[:2])
 	}
-	read(next) // B reads on: two hops, read-ahead starts
-	if n := prefetches(); n == 0 {
-		t.Fatalf("no prefetch after two continuations")
+	if on[2] <= off[2] {
+		t.Fatalf("the chain's second continuation fetched %d bytes with prefetch on, %d with it off: want its read-ahead too", on[2], off[2])
 	}
-	e.srv.Settle()
 }
 
 // The tracker's rings: ends of reads that continued nothing fill the
@@ -178,32 +184,32 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 func TestSeqTrackerRings(t *testing.T) {
 	tr := newSeqTracker()
 	chain := &readAhead{hops: 1}
-	tr.ended(seqPos{pos: -1}, chain, 1)
-	tr.ended(seqPos{pos: 0}, &readAhead{}, 0)
+	tr.ended(seqPos{off: -1}, chain, 1)
+	tr.ended(seqPos{off: 0}, &readAhead{}, 0)
 	again := &readAhead{}
-	tr.ended(seqPos{pos: 0}, again, 0) // the same end, newer
+	tr.ended(seqPos{off: 0}, again, 0) // the same end, newer
 	for i := int64(1); i < freshSize-1; i++ {
-		tr.ended(seqPos{pos: i}, &readAhead{}, 0)
+		tr.ended(seqPos{off: i}, &readAhead{}, 0)
 	}
 	// The ring is full; the next end overwrites the oldest, pos 0's first
 	// entry, which must leave pos 0's newer entry alone.
-	tr.ended(seqPos{pos: freshSize}, &readAhead{}, 0)
-	if got := tr.take(seqPos{pos: 0}); got != again {
+	tr.ended(seqPos{off: freshSize}, &readAhead{}, 0)
+	if got := tr.take(seqPos{off: 0}); got != again {
 		t.Fatalf("pos 0: got %p, want the newer entry %p", got, again)
 	}
 	for i := int64(freshSize + 1); i < 4*freshSize; i++ {
-		tr.ended(seqPos{pos: i}, &readAhead{}, 0)
+		tr.ended(seqPos{off: i}, &readAhead{}, 0)
 	}
-	if got := tr.take(seqPos{pos: -1}); got != chain {
+	if got := tr.take(seqPos{off: -1}); got != chain {
 		t.Fatalf("a sequential chain's end was pushed out by %d fresh ends", 4*freshSize)
 	}
-	if got := tr.take(seqPos{pos: -1}); got != nil {
+	if got := tr.take(seqPos{off: -1}); got != nil {
 		t.Fatal("an end taken twice")
 	}
-	if got := tr.take(seqPos{pos: 5}); got != nil {
+	if got := tr.take(seqPos{off: 5}); got != nil {
 		t.Fatal("the fresh ring kept more than its size")
 	}
-	if got := tr.take(seqPos{pos: 4*freshSize - 1}); got == nil {
+	if got := tr.take(seqPos{off: 4*freshSize - 1}); got == nil {
 		t.Fatal("the newest fresh end was forgotten")
 	}
 }

@@ -228,6 +228,9 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 	wait, cancel := context.WithTimeout(ctx, time.Duration(s.conf().MaxWaitMs)*time.Millisecond)
 	defer cancel()
 	want := offset // the first offset still to find
+	// chain names where a read that this one continues ended: the first
+	// copy it reads and offset (see afterFetch).
+	var chain *seqPos
 	// Finished copies are in offset order: start at the first that reaches
 	// the offset.
 	for p := fin.seek(want); p.ok(); p = p.next() {
@@ -248,13 +251,19 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 			return RemoteRead{}, missing(meta, err)
 		}
 		pos, bound := scanBounds(offsets, offset, meta.SizeInBytes)
+		if chain == nil {
+			chain = &seqPos{meta.ID, offset}
+		}
+		// A read continuing a sequential reader's chain takes its
+		// read-ahead along with a load it makes (see readahead.go).
+		ahead := s.demandAhead(s.seq.peek(*chain))
 		r := s.newSegmentReader(ctx, meta, pos)
 		rr := RemoteRead{Offsets: offs}
 		emit := func(parts [][]byte, _ int64, _ *hold) error { rr.parts = append(rr.parts, parts...); return nil }
 		if stream != nil {
 			emit = func(parts [][]byte, next int64, h *hold) error { return stream(run{parts, next, offs, h}) }
 		}
-		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, upfrontEnd(offsets, pos, maxBytes, meta.SizeInBytes), stream != nil, emit)
+		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, upfrontEnd(offsets, pos, maxBytes, meta.SizeInBytes), ahead, stream != nil, emit)
 		if err != nil || n == 0 || stream != nil {
 			h.done()
 		} else {
@@ -271,7 +280,7 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 			}
 		}
 		if n > 0 {
-			s.afterFetch(meta, end-n, end, s.following(p))
+			s.afterFetch(meta, *chain, next, end-n, end, s.following(p))
 			rr.n, rr.Next = n, next
 			return rr, nil
 		}

@@ -56,16 +56,17 @@ func WithRegisterer(r prometheus.Registerer) Option { return func(s *Server) { s
 // ReadRemote are the same reads for callers in process.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
-	cfg   Config
-	md    Metadata
-	rs    Remote
-	cache *cache.Cache
-	idx   *indexCache
-	meta  *metaCache // per-partition metadata snapshots (metasnap.go)
-	seq   *seqTracker
-	log   *slog.Logger
-	reg   prometheus.Registerer
-	m     serverMetrics
+	cfg    Config
+	md     Metadata
+	rs     Remote
+	cache  *cache.Cache
+	idx    *indexCache
+	meta   *metaCache // per-partition metadata snapshots (metasnap.go)
+	seq    *seqTracker
+	ranges *rangeTracker // WriteLogRange's sequential readers (lograngetrack.go)
+	log    *slog.Logger
+	reg    prometheus.Registerer
+	m      serverMetrics
 
 	admin     *adminServer                    // nil: no Admin service
 	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
@@ -96,7 +97,7 @@ func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, err
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, md: md, rs: rs, idx: newIndexCache(cfg.IndexCacheBytes), seq: newSeqTracker(), log: slog.New(slog.DiscardHandler)}
+	s := &Server{cfg: cfg, md: md, rs: rs, idx: newIndexCache(cfg.IndexCacheBytes), seq: newSeqTracker(), ranges: newRangeTracker(), log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -145,6 +146,7 @@ func (s *Server) Close() {
 func (s *Server) DropCaches(indexes bool) {
 	s.cache.Drop()
 	s.seq.clear()
+	s.ranges.clear()
 	if indexes {
 		s.idx.clear()
 	}

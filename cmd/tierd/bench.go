@@ -92,7 +92,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	readerCounts := fs.String("reader-counts", "", "readers_N numbers of readers, comma-separated (default: from --scale)")
 	readerBytes := fs.Int64("reader-bytes", 0, "bytes each readers_N reader reads, whatever N (default: --reader-total-bytes split among the readers)")
 	readerTotal := fs.Int64("reader-total-bytes", 0, "bytes the readers of one readers_N run read together, split evenly (default: from --scale, 32 MiB small, 4 GiB full)")
-	readerPatterns := fs.String("reader-patterns", "seq,random", "readers_N patterns: seq, random")
+	readerPatterns := fs.String("reader-patterns", "seq,random,broker", "readers_N patterns: seq, random, broker (byte ranges as the broker's RSM plugin reads them)")
 	scaleBuckets := fs.String("scale-buckets", "filesystem,minio", "buckets the scale cases run on: filesystem, minio")
 	caseTimeout := fs.Duration("case-timeout", 0, "time one size of a scale case may take before it is reported as timed out (default: from --scale, 3m small, 30m full)")
 	fs.Int64Var(&cfg.ReadersMemoryLimit, "readers-memory-limit", cfg.ReadersMemoryLimit, "memory_limit_bytes of readers_N's tierd run children: -2 the fetch budgets + 32 MiB, -1 none, 0 tierd's automatic rule, or bytes")

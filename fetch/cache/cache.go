@@ -247,7 +247,7 @@ func (c *Cache) Read(ctx context.Context, obj Object, off, n int64, dst []byte) 
 	if n == 0 {
 		return dst, nil
 	}
-	slots := c.touch(obj, off, n)
+	slots := c.touch(obj, off, n, noLimit)
 	defer c.unrefAll(slots)
 	cb := c.cfg.ChunkBytes
 	first := off / cb
@@ -317,7 +317,7 @@ func (c *Cache) viewChunk(ctx context.Context, obj Object, i, a, b int64) ([]byt
 // with a reference for the caller: cached on disk, in flight, or a new
 // load. hit names the tier that had the chunk ("" for a new load).
 func (c *Cache) find(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string) {
-	s, hit, isNew := c.claim(obj, i, k, a, b)
+	s, hit, isNew := c.claim(obj, i, k, a, b, noLimit)
 	if isNew {
 		c.start(obj, []part{{i, k, s}}, false)
 	}
@@ -349,8 +349,9 @@ func (c *Cache) lookupLocked(k chunkKey, a, b int64) (s *slot, hit string, held 
 // touch starts the loads of bytes [off, off+n) of obj that are neither
 // cached nor in flight, with one GET for each run of consecutive chunks,
 // and returns, per chunk, the slot that holds or will hold its part, with
-// a reference for the caller.
-func (c *Cache) touch(obj Object, off, n int64) []*slot {
+// a reference for the caller. limit is the object byte its loads read
+// ahead to (see PinAhead), or noLimit for the cache's own rules (claim).
+func (c *Cache) touch(obj Object, off, n, limit int64) []*slot {
 	if off < 0 || n <= 0 || off+n > obj.Size {
 		return nil
 	}
@@ -377,14 +378,18 @@ func (c *Cache) touch(obj Object, off, n int64) []*slot {
 		if ok {
 			c.unref(s)
 		}
-		s, hit, isNew := c.claim(obj, i, k, a, b)
+		lim := int64(noLimit)
+		if limit != noLimit {
+			lim = max(limit-i*cb, b)
+		}
+		s, hit, isNew := c.claim(obj, i, k, a, b, lim)
 		slots = append(slots, s)
 		if !isNew {
 			c.m.hits.WithLabelValues(hit).Inc()
 			flush()
 			continue
 		}
-		if s.pre != nil { // extends the cached part: a GET of its own
+		if s.pre != nil || s.base != nil { // extends the cached part: a GET of its own
 			flush()
 			c.start(obj, []part{{i, k, s}}, false)
 			continue

@@ -104,7 +104,7 @@ func TestCrowdFlipKeepsPinnedBytes(t *testing.T) {
 	c.mem.mu.Lock()
 	var sum int64
 	for e := c.mem.ll.Front(); e != nil; e = e.Next() {
-		sum += int64(len(e.Value.(*entry).s.buf))
+		sum += e.Value.(*entry).s.memBytes()
 	}
 	size, reserved, items := c.mem.size, c.mem.reserved, len(c.mem.items)
 	c.mem.mu.Unlock()

@@ -20,10 +20,19 @@ type part struct {
 	s *slot
 }
 
+// noLimit is the read-ahead limit of loads that follow the cache's own
+// rules (claim).
+const noLimit = -1
+
 // claim finds a slot as find does, with a reference for the caller, but
 // a new slot is only registered as in flight (isNew): the caller starts
 // its load, alone or with the slots of the next chunks in one GET.
-func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit string, isNew bool) {
+//
+// lim is the chunk-relative byte a new load reads ahead to (it takes
+// [a, b), then up to lim within the chunk, see PinAhead), or noLimit for
+// the cache's own rules: at least minLoad from a byte inside the chunk,
+// and a part twice as long when the load goes on past the cached part.
+func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b, lim int64) (s *slot, hit string, isNew bool) {
 	c.mu.Lock()
 	s, hit, held, _ := c.lookupLocked(k, a, b)
 	c.mu.Unlock()
@@ -55,16 +64,34 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 	end := c.chunkLen(obj.Size, i)
 	s = newSlot(a, b, 3) // the cache's, the load's and the caller's
 	crowded := c.isCrowded()
+	if !crowded {
+		held = c.reaching(k, a, held)
+	}
+	ahead := int64(0) // the read-ahead a caller asked for, up to lim
+	if lim != noLimit && !crowded {
+		ahead = min(lim, end)
+	}
 	switch {
 	case held != nil && held.from <= a && a <= held.to && !crowded:
-		// A read going on past the cached part: a part twice as long
-		// (or up to the chunk's end), the cached part copied over, not
-		// loaded again. Doubling keeps the copies of a reader going on
-		// within about the chunk's size, and what a random read landing
-		// there loads within about the part cached; prefetch loads a
-		// sequential reader's rest of the chunk in one.
-		s.from, s.pre = held.from, held
-		s.to = min(end, max(b, a+c.minLoad(), held.to+(held.to-held.from)))
+		// A read going on past the cached part (or the part a load in
+		// flight fills, once it is in): the part is
+		// copied over, not loaded again, and the load takes the bytes
+		// asked and the read-ahead asked for (lim), or by the cache's
+		// own rule a part twice as long (or up to the chunk's end).
+		// Doubling keeps the copies of a reader going on within about
+		// the chunk's size, and what a random read landing there loads
+		// within about the part cached.
+		c.used(held) // its bytes go on to the reader in the new part
+		grow := held.to + (held.to - held.from)
+		if lim != noLimit {
+			grow = ahead
+		}
+		s.to = min(end, max(b, a+c.minLoad(), grow))
+		room := s.to - held.from
+		if ahead > 0 {
+			room = end - held.from // a sequential reader reads on to the chunk's end
+		}
+		c.extend(s, held, room)
 		held = nil
 	case a > 0:
 		// A first load inside the chunk, or any load while the cache is
@@ -72,10 +99,12 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		// asking for little now likely asks for more after. A read
 		// elsewhere in a partly cached chunk loads its own bytes only (a
 		// random reader costs about the bytes it reads).
-		s.to = min(max(b, a+c.minLoad()), end)
+		s.to = min(max(b, a+c.minLoad(), ahead), end)
+	default:
+		s.to = max(b, ahead)
 	}
 	s.newer = crowded // its reader reads on from it, not from the older part
-	if s.pre == nil {
+	if s.pre == nil && s.base == nil {
 		// Loads of nearby parts in flight: one load of the span of them
 		// all, when it is short, so that concurrent readers of a region
 		// end up sharing one part.
@@ -86,6 +115,15 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 		if hi-lo <= 2*c.minLoad() {
 			s.from, s.to = lo, hi
 		}
+		// A part a sequential reader reads on from (read ahead for it)
+		// gets room to grow in place to the chunk's end, where it most
+		// likely reads on to: its next windows then take no copy and no
+		// new buffer (a whole chunk's buffer, from the pool).
+		s.room = s.to - s.from
+		if ahead > 0 {
+			s.room = end - s.from
+		}
+		s.reserved = s.room
 	}
 	if held != nil {
 		c.unref(held)
@@ -95,12 +133,98 @@ func (c *Cache) claim(obj Object, i int64, k chunkKey, a, b int64) (s *slot, hit
 	return s, "", true
 }
 
+// reaching returns the part of chunk k that a new load reading on from
+// chunk-relative byte a extends: of held (the memory tier's part, with a
+// reference, or nil) and the parts loads in flight fill, the one that
+// reaches a (from <= a <= to) and goes furthest, with a reference (held's
+// is dropped when another is taken); held when none reaches a. Extending
+// a part still in flight, rather than the memory tier's shorter one
+// beside it, keeps two loads from fetching the same bytes (a read going
+// on past a prefetch in flight): the new load copies the part once it is
+// in (see waitPre). Caller holds c.mu.
+func (c *Cache) reaching(k chunkKey, a int64, held *slot) *slot {
+	best := held
+	if best != nil && (best.from > a || a > best.to) {
+		best = nil
+	}
+	for _, x := range c.inflight[k] {
+		if x.from <= a && a <= x.to && (best == nil || x.to > best.to) && x.ref() {
+			if best != nil && best != held {
+				c.unref(best)
+			}
+			best = x
+		}
+	}
+	if best == nil || best == held {
+		return held
+	}
+	if held != nil {
+		c.unref(held)
+	}
+	return best
+}
+
+// extend makes s, a new part [base.from, s.to) of a chunk, take base's
+// bytes instead of loading them: in place, in base's buffer, when base
+// left room for s there and no other part has taken that room (a part
+// growing in place copies nothing and allocates nothing), else copied
+// into a buffer of its own with capacity room (at least s's length).
+// base's reference (the caller's) passes to s. Caller holds c.mu.
+func (c *Cache) extend(s, base *slot, room int64) {
+	s.from = base.from
+	if !base.grown && s.to-s.from <= base.room {
+		base.grown = true
+		s.base, s.room, s.reserved = base, base.room, 0
+		adopt(s)
+		return
+	}
+	s.pre = base
+	s.room = max(room, s.to-s.from)
+	s.reserved = s.room
+}
+
+// adopt gives s, a part growing its base in place, the base's buffer
+// and bytes once the base is in, so that a reader of those bytes that
+// finds s (it covers more) gets them at once, not when s's GET answers.
+func adopt(s *slot) {
+	b := s.base
+	b.mu.Lock()
+	done, err, buf := b.done, b.err, b.buf
+	b.mu.Unlock()
+	if !done || err != nil {
+		return
+	}
+	s.mu.Lock()
+	if s.buf == nil {
+		s.buf = buf[:s.to-s.from]
+	}
+	s.mu.Unlock()
+	s.progress(int(b.to - b.from))
+}
+
+// waitPre waits until the part each of parts extends (slot.pre or
+// slot.base) is in: a part still in flight when the load was made.
+// Errors: that part's load's, or ctx's.
+func waitPre(ctx context.Context, parts []part) error {
+	for _, p := range parts {
+		for _, x := range []*slot{p.s.pre, p.s.base} {
+			if x != nil {
+				if _, err := x.wait(ctx, x.from, x.to); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // minLoad is the least a load starting inside a chunk takes: a quarter
 // chunk, at most 1 MiB.
 func (c *Cache) minLoad() int64 { return min(c.cfg.ChunkBytes/4, 1<<20) }
 
 // start loads parts (slots of consecutive chunks, each but the last
-// ending at its chunk's end, each but the first starting at 0) with one
+// ending at its chunk's end, each but the first starting at 0, none but
+// the first extending a part: touch gives those a GET of their own) with one
 // GET; prefetched says a prefetch's admission already took its GET slot
 // and memory.
 func (c *Cache) start(obj Object, parts []part, prefetched bool) {
@@ -118,15 +242,33 @@ func (c *Cache) load(obj Object, parts []part, prefetched bool) {
 	defer c.pending.Add(-1)
 	ctx, cancel := context.WithTimeout(c.root, c.cfg.LoadTimeout)
 	defer cancel()
-	var total int64
+	var total int64 // the memory the loads take
 	for _, p := range parts {
-		total += p.s.to - p.s.from
+		total += p.s.reserved
 	}
 	fail := func(what string, err error) {
 		for _, p := range parts {
 			c.finish(p.k, p.s, fmt.Errorf("cache: waiting for %s for %s chunk %d: %w", what, obj.Key, p.i, err))
 			c.unref(p.s) // the load's
 		}
+	}
+	// A part extended while its own load was in flight must be in before
+	// it is copied; a demand load waits for it before it takes a GET slot
+	// (prefetches hold theirs, at most MaxInflightGets-1 of them, so a
+	// demand load it waits for gets one).
+	if err := waitPre(ctx, parts); err != nil {
+		if prefetched {
+			<-c.sem
+			c.pfGets.Add(-1)
+			for _, p := range parts {
+				c.mem.release(p.s.reserved)
+			}
+		}
+		fail("the part it extends", err)
+		return
+	}
+	if b := parts[0].s.base; b != nil { // now that the base is in (touch gives such a part a GET of its own)
+		adopt(parts[0].s)
 	}
 	if !prefetched {
 		select {
@@ -150,7 +292,7 @@ func (c *Cache) load(obj Object, parts []part, prefetched bool) {
 		c.pfGets.Add(-1)
 	}
 	for _, p := range parts[done:] { // err != nil
-		c.mem.release(p.s.to - p.s.from)
+		c.mem.release(p.s.reserved)
 		c.finish(p.k, p.s, err)
 		c.unref(p.s)
 	}
@@ -192,7 +334,7 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 		}
 		c.m.loadedBytes.Add(float64(got))
 		c.loaded.Add(got)
-		c.mem.release(p.s.to - p.s.from) // before the whole chunk counts in the tier
+		c.mem.release(p.s.reserved) // before the whole chunk counts in the tier
 		c.finish(p.k, p.s, nil)
 		done++
 	}
@@ -204,11 +346,20 @@ func (c *Cache) fill(ctx context.Context, obj Object, parts []part) (done int, e
 // still missing, and announces them to waiters as each read returns, so
 // that a reader gets what has arrived even when the body then stalls.
 func (c *Cache) fillSlot(r io.Reader, s *slot) error {
-	buf, pooled := c.pool.get(s.to - s.from)
+	var buf []byte
+	var pooled bool
+	var n int
+	if b := s.base; b != nil { // growing base's part in place: its bytes are there (adopt)
+		s.mu.Lock()
+		buf = s.buf
+		s.mu.Unlock()
+		n = int(b.to - b.from)
+	} else {
+		buf, pooled = c.pool.getCap(s.to-s.from, s.room)
+	}
 	s.mu.Lock()
 	s.buf, s.pooled = buf, pooled
 	s.mu.Unlock()
-	var n int
 	if pre := s.pre; pre != nil { // the part cached already: copied, not loaded
 		n = copy(buf, pre.buf[:pre.to-pre.from])
 		s.pre = nil

@@ -32,8 +32,27 @@ type Pin struct {
 // cached nor in flight (one GET for each run of consecutive chunks) and
 // holds their chunks (a reference to each slot, which touch took) for
 // the caller until Release; it does not wait for them.
-func (c *Cache) Pin(obj Object, off, n int64) *Pin {
-	p := &Pin{c: c, obj: obj, off: off, end: off + n, slots: c.touch(obj, off, n)}
+func (c *Cache) Pin(obj Object, off, n int64) *Pin { return c.pin(obj, off, n, noLimit) }
+
+// PinAhead is Pin for a sequential reader that says how far it may be
+// read ahead: a load it starts for a chunk takes the bytes asked (from a
+// byte inside the chunk at least minLoad, as a cold read's load does) and
+// then the next ahead bytes past the range that lie in that chunk, and no
+// more: it never grows a cached part to twice its length, as the cache's
+// own rule does for a read going on past it. Its loads get room to grow
+// in place to the chunk's end (the reader's next windows copy nothing).
+// ahead <= 0 is Pin (a random read, or a reader not yet known to be
+// sequential). While the cache is crowded (crowd.go) there is no
+// read-ahead, as for Pin.
+func (c *Cache) PinAhead(obj Object, off, n, ahead int64) *Pin {
+	if ahead <= 0 {
+		return c.pin(obj, off, n, noLimit)
+	}
+	return c.pin(obj, off, n, off+n+min(ahead, obj.Size))
+}
+
+func (c *Cache) pin(obj Object, off, n, limit int64) *Pin {
+	p := &Pin{c: c, obj: obj, off: off, end: off + n, slots: c.touch(obj, off, n, limit)}
 	c.pins.Add(1)
 	if p.slots == nil {
 		p.end = off // empty: every View goes to the cache

@@ -53,15 +53,19 @@ func (p *bufPool) class(c int64) *sync.Pool {
 
 // get returns a buffer of n bytes (at most the chunk size), not zeroed
 // when it comes from the pool; pooled says it is the pool's.
-func (p *bufPool) get(n int64) (buf []byte, pooled bool) {
-	c := n
-	if n != p.size {
+func (p *bufPool) get(n int64) (buf []byte, pooled bool) { return p.getCap(n, n) }
+
+// getCap is get for a buffer with room for at least want bytes (its
+// capacity; want at most the chunk size).
+func (p *bufPool) getCap(n, want int64) (buf []byte, pooled bool) {
+	c := max(n, want)
+	if c != p.size {
 		step := partStep(p.size)
-		c = (n + step - 1) / step * step
+		c = (c + step - 1) / step * step
 	}
 	pl := p.class(c)
 	if pl == nil || n <= 0 {
-		return make([]byte, n), false
+		return make([]byte, n, max(c, n)), false
 	}
 	if v := pl.Get(); v != nil {
 		buf = (*v.(*[]byte))[:n]
@@ -112,6 +116,9 @@ func (c *Cache) unref(s *slot) {
 		s.mu.Unlock()
 		c.pool.put(buf)
 	}
+	if s.base != nil { // the part whose buffer this one grew in place
+		c.unref(s.base)
+	}
 }
 
 // dropped is the memory tier's callback for a slot leaving it: an unread
@@ -125,4 +132,8 @@ func (c *Cache) dropped(s *slot) {
 // escape marks that a slice of s goes to a caller that will not give it
 // back (Cache.View), so its buffer is never pooled. The caller holds a
 // reference.
-func escape(s *slot) { s.escaped.Store(true) }
+func escape(s *slot) {
+	for ; s != nil; s = s.base { // a part grown in place shares its base's buffer
+		s.escaped.Store(true)
+	}
+}

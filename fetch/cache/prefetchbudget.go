@@ -148,8 +148,9 @@ func (c *Cache) pfTrack(s *slot) {
 }
 
 // pfDone takes s out of the prefetch budget if it is still in: outcome
-// "read" when a demand read used it, else why its bytes were wasted
-// ("evicted", "failed").
+// "read" when a demand read used it, "extended" when a prefetch of a
+// longer part copied it (the new part counts its bytes), else why its
+// bytes were wasted ("evicted", "failed").
 func (c *Cache) pfDone(s *slot, outcome string) {
 	if !s.pf.Load() || !s.pf.CompareAndSwap(true, false) {
 		return
@@ -158,7 +159,7 @@ func (c *Cache) pfDone(s *slot, outcome string) {
 	c.pf.mu.Lock()
 	c.pf.bytes -= n
 	c.pf.mu.Unlock()
-	if outcome != "read" {
+	if outcome != "read" && outcome != "extended" {
 		c.m.prefetchWasted.WithLabelValues(outcome).Add(float64(n))
 	}
 }
@@ -172,99 +173,4 @@ func (c *Cache) PrefetchHeld() (now, most int64) {
 	c.pf.mu.Lock()
 	defer c.pf.mu.Unlock()
 	return c.pf.bytes, c.pf.max
-}
-
-// Prefetch starts loading chunk i of obj whole (or, when a part of it
-// from some byte on is cached, the rest after that part) unless it is
-// cached (in memory, or whole on disk) or in flight (PrefetchPresent) or
-// admission control refuses it (PrefetchSkipped): the cache is crowded
-// (crowd.go), the shared prefetch budget
-// (remote.fetch.prefetch.budget.bytes) is full, no GET slot is free (a
-// prefetch never waits for one, and leaves one for demand reads), or the
-// memory budget has no room without evicting other prefetched chunks.
-func (c *Cache) Prefetch(obj Object, i int64) PrefetchOutcome {
-	return c.PrefetchFor(obj, i, nil)
-}
-
-// PrefetchFor is Prefetch for reader r (nil: none): the chunk stays
-// unexpired in the prefetch budget while r keeps reading (Cache.Active).
-func (c *Cache) PrefetchFor(obj Object, i int64, r *Reader) PrefetchOutcome {
-	if i < 0 || i*c.cfg.ChunkBytes >= obj.Size {
-		return PrefetchPresent
-	}
-	k := key(obj.Key, i)
-	whole := c.chunkLen(obj.Size, i)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	s, _, held, loading := c.lookupLocked(k, 0, whole)
-	if s != nil || loading || (held != nil && held.to == whole) {
-		// Cached or loading, or the suffix a sequential reader reads on
-		// into is.
-		for _, x := range []*slot{s, held} {
-			if x != nil {
-				c.unref(x)
-			}
-		}
-		return PrefetchPresent
-	}
-	if c.disk != nil && c.disk.holds(k, whole) {
-		// The disk tier has the whole chunk: the reader's read takes it
-		// from there, with no GET.
-		if held != nil {
-			c.unref(held)
-		}
-		return PrefetchPresent
-	}
-	from := int64(0)
-	if held != nil { // the rest of the chunk, after the part cached
-		from = held.from
-	}
-	want := whole - from
-	if c.isCrowded() {
-		if held != nil {
-			c.unref(held)
-		}
-		// No admission while crowded, but stale prefetches (of readers
-		// that stopped) expire as they would at one: else they would keep
-		// their budget, and their place in the memory tier ahead of the
-		// crowded readers' parts, until the crowd ends.
-		c.pfExpire()
-		c.m.prefetchSkipped.WithLabelValues("crowded").Inc()
-		return PrefetchSkipped
-	}
-	skip := func(reason string) PrefetchOutcome {
-		if held != nil {
-			c.unref(held)
-		}
-		c.m.prefetchSkipped.WithLabelValues(reason).Inc()
-		return PrefetchSkipped
-	}
-	before, ok := c.pfAdmit(want)
-	if !ok {
-		return skip("budget")
-	}
-	if c.pfGets.Load() >= int32(max(1, c.cfg.MaxInflightGets-1)) {
-		c.pfUnadmit(want)
-		return skip("gets")
-	}
-	select {
-	case c.sem <- struct{}{}:
-	default:
-		c.pfUnadmit(want)
-		return skip("gets")
-	}
-	if !c.mem.tryReserve(want, before) {
-		<-c.sem
-		c.pfUnadmit(want)
-		return skip("memory")
-	}
-	c.pfGets.Add(1)
-	s = newSlot(from, whole, 2) // the cache's and the load's
-	s.pre, s.owner = held, r
-	c.pfTrack(s)
-	c.inflight[k] = append(c.inflight[k], s)
-	c.m.misses.Inc()
-	c.m.prefetches.Inc()
-	c.start(obj, []part{{i, k, s}}, true)
-	return PrefetchStarted
 }

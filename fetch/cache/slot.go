@@ -43,19 +43,43 @@ type slot struct {
 	// [pre.from, pre.to) are copied from it (the load holds a reference
 	// until then), the rest comes from the store.
 	pre *slot
+	// base, when set, is the part this one grows in place: its buffer is
+	// base's, which left room past base's bytes (see Cache.extend); the
+	// slot holds a reference to base for as long as it lives, so that the
+	// buffer goes back to the pool only once neither is used.
+	base *slot
+	// room is the capacity the load gives the slot's buffer (at least its
+	// length), so that a later part of the chunk may grow in place; 0:
+	// its length. grown (guarded by Cache.mu) says a part growing in
+	// place has taken that room: another may not, as a reader may hold
+	// bytes that part wrote there.
+	room  int64
+	grown bool
+	// reserved is what the load took of the memory budget (a new buffer's
+	// capacity; nothing for a part growing in place).
+	reserved int64
 	// newer is set for a load made while the cache was crowded
 	// (crowd.go): it takes the chunk's place in the memory tier even from
 	// a larger part, as its reader reads on from it.
 	newer bool
 }
 
-// preLen is the bytes of the slot copied from a cached part, not loaded.
+// preLen is the bytes of the slot copied from a cached part, or already
+// in the buffer it grows in place, not loaded.
 func (s *slot) preLen() int64 {
-	if s.pre == nil {
-		return 0
+	switch {
+	case s.pre != nil:
+		return s.pre.to - s.pre.from
+	case s.base != nil:
+		return s.base.to - s.base.from
 	}
-	return s.pre.to - s.pre.from
+	return 0
 }
+
+// memBytes is the memory the slot's buffer takes: its capacity (a part
+// grown in place counts the buffer it shares, which its base no longer
+// does once the part replaced it in the memory tier).
+func (s *slot) memBytes() int64 { return int64(cap(s.buf)) }
 
 // newSlot returns a slot for a load of [from, to), holding refs
 // references.
@@ -66,6 +90,7 @@ func newSlot(from, to int64, refs int32) *slot {
 }
 
 func doneSlot(from int64, data []byte) *slot {
+	data = data[:len(data):len(data)] // a file's bytes: no room counted past them
 	s := &slot{from: from, to: from + int64(len(data)), buf: data, n: len(data), done: true}
 	s.refs.Store(1) // the cache's
 	return s
@@ -83,6 +108,13 @@ func (s *slot) ref() bool {
 			return true
 		}
 	}
+}
+
+// isDone reports whether the slot's load has ended.
+func (s *slot) isDone() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done
 }
 
 // covers reports whether the slot holds (or will) bytes [a, b).
@@ -199,7 +231,7 @@ func (l *lru) has(k chunkKey) bool {
 // chunk, evicting over budget; a slot larger than the budget is not kept.
 // It reports whether it took s (and the cache's reference to it).
 func (l *lru) put(k chunkKey, s *slot) bool {
-	size := int64(len(s.buf))
+	size := s.memBytes()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if size > l.budget {
@@ -207,10 +239,10 @@ func (l *lru) put(k chunkKey, s *slot) bool {
 	}
 	if e, ok := l.items[k]; ok {
 		old := e.Value.(*entry).s
-		if int64(len(old.buf)) > size && !s.newer {
+		if len(old.buf) > len(s.buf) && !s.newer {
 			return false
 		}
-		l.size -= int64(len(old.buf))
+		l.size -= old.memBytes()
 		e.Value.(*entry).s = s
 		l.ll.MoveToFront(e)
 		l.drop(old)
@@ -286,7 +318,7 @@ func (l *lru) evict() {
 		e := victim.Value.(*entry)
 		l.ll.Remove(victim)
 		delete(l.items, e.key)
-		l.size -= int64(len(e.s.buf))
+		l.size -= e.s.memBytes()
 		l.drop(e.s)
 	}
 }
