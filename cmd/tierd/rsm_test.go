@@ -131,6 +131,35 @@ func TestRSMEndpointWired(t *testing.T) {
 	if code, body := w.copyReq(t, "orders", id); code != http.StatusOK {
 		t.Fatalf("copy: %d %s", code, body)
 	}
+	// Reads go through tierd's chunk cache: the second read of the same
+	// bytes asks nothing of the store.
+	logFile, _ := os.ReadFile(filepath.Join(w.seg, kafkalog.FileName(0, kafkalog.LogSuffix)))
+	readLog := func() string {
+		req, _ := http.NewRequest(http.MethodGet, fmt.Sprintf("http://%s/v1/segments/orders/0/0/%s/log", w.rsm, id), nil)
+		req.Header.Set("Authorization", "Bearer "+rsmTestToken)
+		req.Header.Set("Range", "bytes=0-")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusPartialContent {
+			t.Fatalf("read: %d %s", resp.StatusCode, b)
+		}
+		return string(b)
+	}
+	gets0 := metricNumber(t, w.http, "tierd_fetch_log_gets_total")
+	if got := readLog(); got != string(logFile) {
+		t.Fatalf("cold read: %d bytes, not the segment's %d", len(got), len(logFile))
+	}
+	gets1 := metricNumber(t, w.http, "tierd_fetch_log_gets_total")
+	if got := readLog(); got != string(logFile) {
+		t.Fatalf("warm read: %d bytes, not the segment's %d", len(got), len(logFile))
+	}
+	if gets2 := metricNumber(t, w.http, "tierd_fetch_log_gets_total"); gets1 <= gets0 || gets2 != gets1 {
+		t.Errorf("ranged GETs of .log objects: %v before, %v after a cold read, %v after a warm one; want the cold read to make them and the warm none", gets0, gets1, gets2)
+	}
 	if code, body := w.copyReq(t, "sidecar", remotelog.NewSegmentID()); code != http.StatusConflict || !strings.Contains(body, "TIERED_BY_SIDECAR") {
 		t.Errorf("copy of a topic in copier.log_dirs: %d %s; want 409 TIERED_BY_SIDECAR", code, body)
 	}
