@@ -99,11 +99,15 @@
 // leaderEpochCheckpoint is the base64 of the bytes of the broker's
 // LogSegmentData.leaderEpochIndex buffer (the partition's whole epoch
 // history in Kafka's checkpoint text), stored and returned byte for
-// byte. Every path must lie, after cleaning and resolving symbolic
-// links, inside one of rsm.log_dirs, in the partition directory
-// <topic>-<partition>, and be that segment's own file by name
-// (<20-digit startOffset>.log/.index/.timeindex/.txnindex; the snapshot
-// any <20-digit offset>.snapshot): else 403, and nothing is read.
+// byte. Every path must lie, after cleaning, directly inside one of
+// rsm.log_dirs (as configured, or with its symbolic links resolved), in
+// the partition directory <topic>-<partition>, and be that segment's own
+// file by name (<20-digit startOffset>.log/.index/.timeindex/.txnindex;
+// the snapshot any <20-digit offset>.snapshot); neither the partition
+// directory nor the file may be a symbolic link (tierd follows none below
+// a log dir, whenever it was swapped in): else 403, and nothing is read.
+// A file that is missing, or is not a regular file (a FIFO, a directory),
+// is 400.
 //
 // By upload (tierd.copy.mode=upload, for a sidecar that cannot see the
 // broker's disk), the request has "Content-Type:
