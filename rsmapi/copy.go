@@ -53,7 +53,7 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, opCopy, nil, err, began)
 		return
 	}
-	ans, err := s.copyRequest(r, c)
+	ans, err := s.copyRequest(w, r, c)
 	if err != nil {
 		s.fail(w, opCopy, &c.tp, err, began)
 		return
@@ -64,7 +64,7 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 }
 
 // copyRequest runs one copy request to its answer.
-func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
+func (s *Server) copyRequest(w http.ResponseWriter, r *http.Request, c copyName) (*copyAnswer, error) {
 	if s.shutting.Load() {
 		return nil, fmt.Errorf("%w: copy of %s: shutting down", ErrUnavailable, c)
 	}
@@ -91,7 +91,7 @@ func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
 		return nil, s.copyError(ctx, c, fmt.Errorf("copy of %s: wait for the copy of the same id before it: %w", c, err))
 	}
 	defer release()
-	files, spec, cleanup, err := s.receive(ctx, r, c)
+	files, spec, cleanup, err := s.receiveBounded(ctx, w, r, c)
 	if err != nil {
 		return nil, s.copyError(ctx, c, err)
 	}
@@ -117,6 +117,29 @@ func (s *Server) copyError(ctx context.Context, c copyName, err error) error {
 		return fmt.Errorf("%w: copy of %s %w: %w", ErrUnavailable, c, cause, err)
 	}
 	return err
+}
+
+// receiveBounded is receive with the reads of the body bounded by the
+// copy: they end as soon as it does (rsm.copy_timeout, a DELETE of the
+// same id, shutdown), instead of waiting for a client that stalls
+// mid-body. After a failure, the rest of the body gets bodyGrace (see
+// boundUnreadBody).
+func (s *Server) receiveBounded(ctx context.Context, w http.ResponseWriter, r *http.Request, c copyName) (*Files, copySpec, func(), error) {
+	rc := http.NewResponseController(w)
+	// No deadline but the copy's end, which comes first: a read cut by
+	// it is then told from a body that is bad.
+	rc.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { rc.SetReadDeadline(time.Now()) })
+	files, spec, cleanup, err := s.receive(ctx, r, c)
+	if stop() && err != nil {
+		s.boundUnreadBody(w)
+	}
+	if err != nil && ctx.Err() != nil {
+		// What ended the copy ended the read of its body too: the body
+		// itself is not shown to be invalid.
+		err = fmt.Errorf("copy of %s: its body could not be read whole (%v): %w", c, err, context.Cause(ctx))
+	}
+	return files, spec, cleanup, err
 }
 
 // receive reads the request's body and opens the copy's files: by path

@@ -190,7 +190,12 @@
 // Range is one range, bytes=<start>-[<end>]; suffix ranges and several
 // ranges are 400. A read that fails after its first byte went out cuts
 // the connection, so the client sees a body shorter than its
-// Content-Length, never wrong bytes.
+// Content-Length, never wrong bytes. A request body is read only while
+// its request may run: a copy's until the copy ends (rsm.copy_timeout, a
+// DELETE of the same id, shutdown); a body no handler reads (a request
+// refused before its body is read, a route that takes none) gets 10 s to
+// arrive, then the connection is closed after the answer. An answer 401
+// closes its connection.
 //
 // # Tools' routes
 //
