@@ -6,10 +6,12 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -150,4 +152,30 @@ func TestUnreadBodyIsNotWaitedFor(t *testing.T) {
 		t.Errorf("a whole copy without the token: %d, closed %v; want 401 and the connection closed", a.code, closed)
 	}
 	nothingStored(t, r)
+}
+
+// TestSlowReaderOfALog: a client that asks for a whole .log and reads
+// none of the answer does not hold the read (and the object store's
+// stream behind it) past rsm.request_timeout: a write that cannot go on
+// ends with the request, and the read is counted failed.
+func TestSlowReaderOfALog(t *testing.T) {
+	r := newRig(t, withConfig(func(c *Config) { c.RequestTimeout = 300 * time.Millisecond }))
+	s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	// More than the socket buffers of both ends hold.
+	s.log, s.end = bigSegment(t, 12)
+	s.index, s.timeIndex = []byte{}, []byte{}
+	for name, data := range map[string][]byte{kafkalog.LogSuffix: s.log, kafkalog.IndexSuffix: nil, kafkalog.TimeIndexSuffix: nil} {
+		if err := os.WriteFile(s.file(name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.req["endOffset"], s.req["segmentSizeInBytes"] = s.end, len(s.log)
+	r.copy(s)
+	q := r.stall(t, http.MethodGet, s.path()+"/log", testToken, "", nil, 0)
+	defer q.conn.Close()
+	for end := time.Now().Add(hangGuard); r.counter("tierd_rsm_fetch_errors_total", "topic", "orders", "partition", "0") < 1; yield() {
+		if time.Now().After(end) {
+			t.Fatal("the read of a client that reads nothing of its answer never ended")
+		}
+	}
 }
