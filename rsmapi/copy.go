@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/crashpoint"
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -227,13 +228,21 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	if files.Log.Size != spec.size {
 		return nil, invalidf("copy of %s: segmentSizeInBytes is %d but %s holds %d bytes", c, spec.size, files.Log.Name, files.Log.Size)
 	}
-	in := InspectInput{Name: files.Log.Name, Base: c.start, End: spec.end, Log: files.Log.R, LogSize: files.Log.Size,
+	logCRC := &checkedCRC{r: files.Log.R}
+	in := InspectInput{Name: files.Log.Name, Base: c.start, End: spec.end, Log: logCRC, LogSize: files.Log.Size,
 		IndexIntervalBytes: s.cfg.IndexIntervalBytes}
 	in.OffsetIndex, in.OffsetIndexErr = readSmall(files.OffsetIndex)
 	in.TimeIndex, in.TimeIndexErr = readSmall(files.TimeIndex)
 	res, err := s.inspect(in)
 	if err != nil {
 		return nil, fmt.Errorf("copy of %s: %w", c, err)
+	}
+	// The indexes go up as the bytes checked, not read again.
+	if in.OffsetIndexErr == nil {
+		files.OffsetIndex = Source{Name: files.OffsetIndex.Name, R: bytes.NewReader(in.OffsetIndex), Size: int64(len(in.OffsetIndex))}
+	}
+	if in.TimeIndexErr == nil {
+		files.TimeIndex = Source{Name: files.TimeIndex.Name, R: bytes.NewReader(in.TimeIndex), Size: int64(len(in.TimeIndex))}
 	}
 	if !res.IndexesOK {
 		if res.Rebuilt == nil {
@@ -269,15 +278,14 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	}
 	crashpoint.Hit("rsm-copy.started")
 	mf, err := s.st.Copy(ctx, meta, files)
-	if err == nil {
-		crashpoint.Hit("rsm-copy.uploaded")
-		err = s.st.VerifyPresent(ctx, mf)
-	}
-	if err == nil {
-		_, err = s.cat.SetBrokerCopyState(c.tp, c.start, c.id, remotelog.CopySegmentFinished)
-		err = inCatalogue(err)
-	} else {
+	if err != nil {
 		err = inStore(storedNotFound(err))
+	} else if err = logCRC.verify(mf.Objects[kafkalog.LogSuffix].CRC32C, res.Size, res.FileSize); err == nil {
+		crashpoint.Hit("rsm-copy.uploaded")
+		if err = inStore(storedNotFound(s.st.VerifyPresent(ctx, mf))); err == nil {
+			_, err = s.cat.SetBrokerCopyState(c.tp, c.start, c.id, remotelog.CopySegmentFinished)
+			err = inCatalogue(err)
+		}
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {

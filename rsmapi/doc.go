@@ -120,7 +120,10 @@
 // rsm.staging_dir and goes on as for a copy by path.
 //
 // tierd opens every file once and reads only through those handles, so
-// a file the broker unlinks during the call still reads whole. It checks
+// a file the broker unlinks during the call still reads whole; it stores
+// only bytes it checked (the indexes as checked; a .log whose uploaded
+// bytes' CRC-32C is not that of the bytes checked, rewritten in place or
+// read back otherwise from the disk, fails the copy, 500). It checks
 // the .log as its own copier checks a segment (every batch's CRC, header
 // and offset rules, records against their headers; a zero tail of a
 // preallocated file is left out of the copy) and the indexes against the

@@ -3,6 +3,7 @@ package rsmapi
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -161,4 +162,76 @@ func TestLogDirThatIsALink(t *testing.T) {
 		r.copy(s)
 		checkRoundTrip(t, r, s)
 	}
+}
+
+// TestFilesChangedAfterTheCheck: the broker's files are rewritten in
+// place (the same inode: the handles see it) after tierd checked them
+// and before it uploads them. tierd stores only what it checked: a .log
+// whose bytes changed fails the copy, nothing stored; an index is
+// uploaded as the bytes that were checked.
+func TestFilesChangedAfterTheCheck(t *testing.T) {
+	var rewrite func()
+	r := newRig(t, withOptions(WithInspector(func(in InspectInput) (InspectResult, error) {
+		res, err := Inspect(in)
+		if rewrite != nil {
+			rewrite()
+		}
+		return res, err
+	})))
+	overwrite := func(p string, at int64, b []byte) {
+		f, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if _, err := f.WriteAt(b, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("the .log", func(t *testing.T) {
+		s := r.layout(fixOffsets, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+		rewrite = func() { overwrite(s.file(kafkalog.LogSuffix), 5000, []byte{s.log[5000] ^ 0xff}) }
+		a := r.do(http.MethodPut, s.path(), s.body(), "-")
+		if a.code == http.StatusOK {
+			t.Errorf("a copy whose .log changed after its check succeeded")
+		} else if !strings.Contains(string(a.body), "changed") {
+			t.Errorf("%d %s; want an error saying the .log changed", a.code, a.body)
+		}
+		if keys := r.keys(); len(keys) != 0 {
+			t.Errorf("objects stored: %v", keys)
+		}
+	})
+	t.Run("the offset index", func(t *testing.T) {
+		s := r.layout(fixOffsets, remotelog.TopicPartition{Topic: "orders", Partition: 1})
+		if len(s.index) < 8 {
+			t.Fatal("the fixture's offset index is empty")
+		}
+		// The first entry's position moves off its batch: the index still
+		// parses, but no longer says where the offset is.
+		rewrite = func() { overwrite(s.file(kafkalog.IndexSuffix), 4, []byte{0, 0, 0, 1}) }
+		a := r.do(http.MethodPut, s.path(), s.body(), "-")
+		rewrite = nil
+		if a.code != http.StatusOK {
+			t.Fatalf("%d %s", a.code, a.body)
+		}
+		checkRoundTrip(t, r, s) // the index read back is the one checked
+	})
+}
+
+// TestPreallocatedLogCopied: a .log that ends in the zero tail of a
+// preallocated file is copied without that tail, and the upload is
+// proven to be the bytes checked (whose CRC covered the tail too).
+func TestPreallocatedLogCopied(t *testing.T) {
+	r := newRig(t)
+	s := r.layout(fixOffsets, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	file := append(append([]byte{}, s.log...), make([]byte, 300<<10)...)
+	if err := os.WriteFile(s.file(kafkalog.LogSuffix), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.req["segmentSizeInBytes"] = len(file)
+	a := r.copy(s)
+	if !strings.Contains(string(a.body), fmt.Sprintf(`"bytes":%d`, len(s.log))) {
+		t.Errorf("answer %s; want bytes %d (the zero tail left out)", a.body, len(s.log))
+	}
+	checkRoundTrip(t, r, s)
 }
