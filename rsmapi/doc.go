@@ -254,7 +254,9 @@
 //	                                         broker's DELETE of that attempt (Kafka 4.0+ sends one
 //	                                         after a failed copy)
 //	the broker deletes a copy tierd has     DELETE deletes by key whatever tierd's rows say, and
-//	  no row for, or deletes twice           answers 204
+//	  no row for, or deletes twice           answers 204; without a row it writes one,
+//	                                         DELETE_SEGMENT_FINISHED, so that a copy of that id
+//	                                         arriving after the delete is refused
 //	the broker's metadata lost (a new       tierd keeps every copy it has a COPY_SEGMENT_FINISHED row
 //	  cluster on old storage)                for: nothing tells it they are unused. Delete them with
 //	                                         the broker's tools, or remove the prefix by hand
