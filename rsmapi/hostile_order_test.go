@@ -40,3 +40,22 @@ func TestCopyAfterDeleteOfAnIDWithoutRow(t *testing.T) {
 		t.Errorf("row after the DELETE: %+v %v; want one DELETE_SEGMENT_FINISHED", row, ok)
 	}
 }
+
+// TestReadUnderAnotherName: a read that names a stored copy's segment id
+// under another topic, partition or start offset is not that copy (every
+// key follows from all four values): 404, whether or not tierd holds the
+// copy's manifest in memory.
+func TestReadUnderAnotherName(t *testing.T) {
+	r := newRig(t)
+	s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	r.copy(s)
+	id := s.name.id.String()
+	for _, p := range []string{"/v1/segments/other/0/0/" + id, "/v1/segments/orders/1/0/" + id, "/v1/segments/orders/0/5/" + id} {
+		for _, what := range []string{"/log", "/index/OFFSET"} {
+			if a := r.do(http.MethodGet, p+what, nil, "-"); a.code != http.StatusNotFound {
+				t.Errorf("GET %s%s: %d (%d bytes); want 404", p, what, a.code, len(a.body))
+			}
+		}
+	}
+	checkRoundTrip(t, r, s)
+}

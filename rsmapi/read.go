@@ -240,7 +240,7 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 	case !errors.Is(err, rlmm.ErrSegmentNotFound):
 		s.log.Debug("rsm: the catalogue did not answer; reading the copy's manifest", "copy", c.String(), "err", err)
 	}
-	if mf := s.manifests.get(c.id); mf != nil {
+	if mf := s.manifests.get(c.id); mf != nil && named(mf.Metadata(), c) {
 		return mf.Metadata(), nil
 	}
 	mf, err := s.st.Manifest(ctx, c.meta())
@@ -251,12 +251,19 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 		return remotelog.SegmentMetadata{}, inStore(err)
 	}
 	meta := mf.Metadata()
-	if meta.ID != c.id || meta.TopicPartition != c.tp || meta.StartOffset != c.start {
+	if !named(meta, c) {
 		return meta, fmt.Errorf("the manifest under %s describes %s segment %d copy %s", s.st.Key(c.meta(), rsm.ManifestSuffix),
 			meta.TopicPartition, meta.StartOffset, meta.ID)
 	}
 	s.manifests.put(c.id, mf)
 	return meta, nil
+}
+
+// named reports whether meta is the copy c names: the same segment id in
+// the same partition at the same start offset (the manifest cache holds
+// manifests by segment id alone).
+func named(meta remotelog.SegmentMetadata, c copyName) bool {
+	return meta.ID == c.id && meta.TopicPartition == c.tp && meta.StartOffset == c.start
 }
 
 // manifestCacheSize is how many manifests lookup keeps.
