@@ -216,6 +216,13 @@ func (s *Server) openByPath(q *copyRequest, c copyName) (*Files, func(), error) 
 			cleanup()
 			return nil, nil, fmt.Errorf("stat %s: %w", n.path, err)
 		}
+		// Stored as they are (the offset and time indexes are checked, and
+		// rebuilt when unusable), so bounded as for a copy by upload.
+		if (n.kind == kindTxnIndex || n.kind == kindSnapshot) && st.Size() > maxIndexBytes {
+			cleanup()
+			return nil, nil, fmt.Errorf("%w: %s %s holds %d bytes, more than an index may (%d)", ErrTooLarge, n.kind, n.path, st.Size(),
+				int64(maxIndexBytes))
+		}
 		*n.dst = Source{Name: n.path, R: f, Size: st.Size()}
 	}
 	return files, cleanup, nil
@@ -339,5 +346,6 @@ func readSmall(src Source) ([]byte, error) {
 }
 
 // maxIndexBytes bounds an index file (Kafka's segment.index.bytes is an
-// int, 10 MiB by default).
+// int, 10 MiB by default), and so every index object tierd stores: the
+// plugin takes no larger index answer.
 const maxIndexBytes = 1 << 30

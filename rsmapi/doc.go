@@ -168,7 +168,16 @@
 // TRANSACTION, PRODUCER_SNAPSHOT, LEADER_EPOCH. 200 with the whole
 // object (OFFSET and TIMESTAMP hold exactly the real entries; LEADER_EPOCH
 // is the bytes the copy was given); 404 when the copy has no such object
-// (a segment without a transaction index).
+// (a segment without a transaction index). No index object is larger
+// than 1 GiB: a copy whose transaction index or producer snapshot is
+// larger is refused 413 (an offset or time index that large is unusable,
+// and rebuilt from the log).
+//
+// The plugin reads every answer whole but bounded: a success at most the
+// bytes it asked for (a read window), 1 GiB (an index) or 1 MiB (a copy's
+// or a delete's answer), any other answer at most 1 MiB; past its bound
+// (or a Content-Length that announces more) the call fails with a
+// RemoteStorageException and the connection is closed.
 //
 // # Delete: DELETE C
 //

@@ -235,3 +235,32 @@ func TestPreallocatedLogCopied(t *testing.T) {
 	}
 	checkRoundTrip(t, r, s)
 }
+
+// TestIndexFileOverItsLimit: a transaction index or producer snapshot
+// larger than an index may be (1 GiB, as for a copy by upload) is refused
+// 413 before a byte of it is read: the plugin takes no index answer
+// larger than that. (Sparse files: nothing is written to the disk.)
+func TestIndexFileOverItsLimit(t *testing.T) {
+	r := newRig(t)
+	for i, k := range []string{"transactionIndex", "producerSnapshot"} {
+		t.Run(k, func(t *testing.T) {
+			s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: int32(i)})
+			p := s.file(kafkalog.TxnIndexSuffix)
+			if k == "producerSnapshot" {
+				p = s.snapPath
+			}
+			f, err := os.Create(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Truncate(maxIndexBytes + 1)
+			f.Close()
+			s.req[k] = p
+			a := r.do(http.MethodPut, s.path(), s.body(), "-")
+			if a.code != http.StatusRequestEntityTooLarge || a.reason() != "TOO_LARGE" {
+				t.Errorf("%d %s; want 413 TOO_LARGE", a.code, a.body)
+			}
+			nothingStored(t, r)
+		})
+	}
+}
