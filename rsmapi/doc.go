@@ -105,7 +105,8 @@
 // file by name (<20-digit startOffset>.log/.index/.timeindex/.txnindex;
 // the snapshot any <20-digit offset>.snapshot); neither the partition
 // directory nor the file may be a symbolic link (tierd follows none below
-// a log dir, whenever it was swapped in): else 403, and nothing is read.
+// a log dir, whenever it was swapped in), nor the file a hard link whose
+// owner is not the partition directory's: else 403, and nothing is read.
 // A file that is missing, or is not a regular file (a FIFO, a directory),
 // is 400.
 //

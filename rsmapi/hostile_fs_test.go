@@ -264,3 +264,58 @@ func TestIndexFileOverItsLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestHardLinkToAnotherUsersFile: the broker's user hard-links a file it
+// does not own (possible where fs.protected_hardlinks is 0) into its
+// partition directory under a segment file's name: tierd, which may run
+// as root, must not read it for it. The producer snapshot is the file
+// that would be stored as it is and handed out again. A hard link to a
+// file of the directory's own owner (a backup's, say) is fine: that user
+// can read it anyway.
+func TestHardLinkToAnotherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to make files of two owners")
+	}
+	const broker = 4242 // the broker's user
+	r := newRig(t)
+	outside := t.TempDir()
+	for i, tc := range []struct {
+		name  string
+		owner int
+		code  int
+	}{
+		{"a file of another user", 0, http.StatusForbidden},
+		{"a file of the directory's owner", broker, http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: int32(i)})
+			if err := os.Chown(s.dir, broker, broker); err != nil {
+				t.Fatal(err)
+			}
+			target := filepath.Join(outside, fmt.Sprintf("secret-%d", i))
+			data := s.snapshot
+			if tc.owner != broker {
+				data = []byte("root's secret, outside rsm.log_dirs")
+			}
+			if err := os.WriteFile(target, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chown(target, tc.owner, tc.owner); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(s.snapPath)
+			if err := os.Link(target, s.snapPath); err != nil {
+				t.Skipf("cannot hard-link across the test's dirs: %v", err)
+			}
+			a := r.do(http.MethodPut, s.path(), s.body(), "-")
+			if a.code != tc.code {
+				t.Errorf("%d %s; want %d", a.code, a.body, tc.code)
+			}
+			if tc.code != http.StatusOK {
+				if got := r.do(http.MethodGet, s.path()+"/index/PRODUCER_SNAPSHOT", nil, "-"); got.code == http.StatusOK {
+					t.Errorf("GET index/PRODUCER_SNAPSHOT hands out the other user's file: %q", got.body)
+				}
+			}
+		})
+	}
+}

@@ -75,7 +75,8 @@ func checkPlace(p string, dirs []string, c copyName, k fileKind) error {
 // element at a time, following no symbolic link below the log dir (the
 // partition directory and the file must be what they are named, not
 // links), so that nothing swapped in after the checks is read, and
-// without waiting on a FIFO; it must be a regular file. Errors:
+// without waiting on a FIFO; it must be a regular file, and not a hard
+// link to a file of another owner than its directory's. Errors:
 // ErrPathNotAllowed (a link below the log dir among them); ErrInvalid for
 // a file that does not exist (the broker removed it) or is not a regular
 // file; open errors.
@@ -143,11 +144,35 @@ func openBelow(dir, part, name, p string, k fileKind) (*os.File, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%w: %s %s is not a regular file", ErrInvalid, k, p)
 	}
+	if err := checkLinks(pfd, &st, p, k); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
 	if err := unix.SetNonblock(fd, false); err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open %s %s: %w", k, p, err)
 	}
 	return os.NewFile(uintptr(fd), p), nil
+}
+
+// checkLinks refuses a file with more than one hard link whose owner is
+// not its partition directory's (pfd): a link the broker's user made to
+// a file it does not own (where fs.protected_hardlinks is off), which
+// tierd, perhaps root, would otherwise read for it. Kafka's own files are
+// its user's and have one link.
+func checkLinks(pfd int, st *unix.Stat_t, p string, k fileKind) error {
+	if st.Nlink <= 1 {
+		return nil
+	}
+	var dir unix.Stat_t
+	if err := unix.Fstat(pfd, &dir); err != nil {
+		return fmt.Errorf("stat the partition directory of %s %s: %w", k, p, err)
+	}
+	if st.Uid != dir.Uid {
+		return fmt.Errorf("%w: %s %s has %d hard links and another owner (uid %d) than its partition directory (uid %d)",
+			ErrPathNotAllowed, k, p, st.Nlink, st.Uid, dir.Uid)
+	}
+	return nil
 }
 
 // isLink reports whether name in the directory dfd is a symbolic link.
