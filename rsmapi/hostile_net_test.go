@@ -2,6 +2,7 @@ package rsmapi
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -176,6 +177,36 @@ func TestSlowReaderOfALog(t *testing.T) {
 	for end := time.Now().Add(hangGuard); r.counter("tierd_rsm_fetch_errors_total", "topic", "orders", "partition", "0") < 1; yield() {
 		if time.Now().After(end) {
 			t.Fatal("the read of a client that reads nothing of its answer never ended")
+		}
+	}
+}
+
+// TestTokenInNoMetricOrStatus: after requests with the token, without it
+// and with a wrong one, neither the token nor the wrong one appears in a
+// metric or the status (the rig checks the log, at debug level, and the
+// answers).
+func TestTokenInNoMetricOrStatus(t *testing.T) {
+	r := newRig(t)
+	s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	wrong := "wrong-token-but-long-enough-0123"
+	r.copy(s)
+	r.do(http.MethodGet, s.path()+"/log", nil, wrong)
+	r.do(http.MethodGet, s.path()+"/log", nil, "")
+	r.do(http.MethodGet, "/v1/status", nil, wrong)
+	mfs, err := r.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	for _, mf := range mfs {
+		fmt.Fprintln(&text, mf.String())
+	}
+	st, _ := json.Marshal(r.srv.Status())
+	for where, got := range map[string]string{"metrics": text.String(), "status": string(st)} {
+		for _, tok := range []string{testToken, wrong} {
+			if strings.Contains(got, tok) {
+				t.Errorf("a token appears in the %s", where)
+			}
 		}
 	}
 }

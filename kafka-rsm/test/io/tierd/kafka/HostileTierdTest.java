@@ -276,4 +276,43 @@ class HostileTierdTest {
         }
         assertThrows(RemoteStorageException.class, () -> rsm.deleteLogSegmentData(meta));
     }
+
+    /**
+     * Answers that are wrong in other ways fail the call with a
+     * RemoteStorageException that does not hold the token: a redirect to
+     * another host (not followed: the token is not sent there), a 206 for
+     * another range, a body shorter than its Content-Length.
+     */
+    @Test
+    @Timeout(value = 60, unit = TimeUnit.SECONDS)
+    void wrongAnswersFailWithoutTheToken() throws Exception {
+        try (RawServer other = new RawServer()) {
+            other.script = (head, in, out) -> out.write("HTTP/1.1 204 No Content\r\n\r\n".getBytes(StandardCharsets.US_ASCII));
+            String[] answers = {
+                "HTTP/1.1 307 Temporary Redirect\r\nLocation: " + other.endpoint() + "/v1/x\r\nContent-Length: 0\r\n\r\n",
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 1-4096/8192\r\nContent-Length: 4096\r\n\r\n",
+                "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-4095/8192\r\nContent-Length: 4096\r\n\r\n" + "x".repeat(100),
+            };
+            for (String answer : answers) {
+                raw.script = (head, in, out) -> {
+                    out.write(answer.getBytes(StandardCharsets.US_ASCII));
+                    if (answer.startsWith("HTTP/1.1 206")) {
+                        zeros(out, answer.endsWith("\r\n\r\n") ? 4096 : 0);
+                    }
+                };
+                TierdRemoteStorageManager rsm = TestData.rsm(settings);
+                try {
+                    RemoteStorageException e = assertThrows(RemoteStorageException.class, () -> rsm.fetchLogSegment(meta, 0),
+                            answer);
+                    assertFalse(String.valueOf(e.getMessage()).contains(TestData.TOKEN), e.getMessage());
+                    for (Throwable c = e.getCause(); c != null; c = c.getCause()) {
+                        assertFalse(String.valueOf(c.getMessage()).contains(TestData.TOKEN), c.toString());
+                    }
+                } finally {
+                    rsm.close();
+                }
+            }
+            assertEquals(List.of(), other.heads, "requests sent to the host a redirect named");
+        }
+    }
 }
