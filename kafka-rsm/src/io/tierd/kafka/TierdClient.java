@@ -21,7 +21,8 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
  * from {@link TokenFile}; an answer 401 makes it re-read the token file and, if
  * the token changed, send the request once more (a rotation whose file change
  * the attribute check missed). Each exchange is bounded by its timeout as a
- * whole, the answer's body included, and its body is read whole.
+ * whole, the answer's body included, and its body is read whole, up to a bound
+ * of the call's (see {@link BoundedBody}).
  */
 final class TierdClient {
     /** Value of the User-Agent header. */
@@ -74,13 +75,14 @@ final class TierdClient {
      * @param what the call, for messages
      * @param build makes the request for a token (called again after a 401 with a new token)
      * @param timeout the exchange's timeout, the answer's body included
+     * @param successBytes the largest success body the call takes, bytes (see {@link BoundedBody})
      * @return the answer, whatever its status
-     * @throws RemoteStorageException when no answer came (refused, timed out, interrupted, cut)
+     * @throws RemoteStorageException when no answer came (refused, timed out, interrupted, cut, or larger than its bound)
      */
-    HttpResponse<byte[]> exchange(String what, Function<String, HttpRequest> build, Duration timeout)
+    HttpResponse<byte[]> exchange(String what, Function<String, HttpRequest> build, Duration timeout, long successBytes)
             throws RemoteStorageException {
         String token = settings.token.current();
-        HttpResponse<byte[]> r = sendOnce(what, build.apply(token), timeout);
+        HttpResponse<byte[]> r = sendOnce(what, build.apply(token), timeout, successBytes);
         if (r.statusCode() == 401) {
             String fresh;
             try {
@@ -89,17 +91,18 @@ final class TierdClient {
                 fresh = token;
             }
             if (!fresh.equals(token)) {
-                r = sendOnce(what, build.apply(fresh), timeout);
+                r = sendOnce(what, build.apply(fresh), timeout, successBytes);
             }
         }
         return r;
     }
 
-    private HttpResponse<byte[]> sendOnce(String what, HttpRequest req, Duration timeout) throws RemoteStorageException {
+    private HttpResponse<byte[]> sendOnce(String what, HttpRequest req, Duration timeout, long successBytes)
+            throws RemoteStorageException {
         if (Thread.currentThread().isInterrupted()) {
             throw Errors.interrupted(what, new InterruptedException("interrupted before the request"));
         }
-        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray());
+        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(req, BoundedBody.upTo(successBytes));
         try {
             return f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
