@@ -275,10 +275,19 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("copy of %s: before the upload: %w", c, context.Cause(ctx))
 	}
-	if row, err := s.cat.BrokerCopy(c.tp, c.start, c.id); err == nil && row.State >= remotelog.DeleteSegmentStarted {
+	row, err := s.cat.BrokerCopy(c.tp, c.start, c.id)
+	if err == nil && row.State >= remotelog.DeleteSegmentStarted {
 		// A delete of this id came first (the broker's, or of a failed
 		// attempt): a copy after it would outlive the broker's delete.
 		return nil, invalidf("copy of %s: this copy was deleted (row %s); a new copy attempt has a new segment id", c, row.State)
+	}
+	if err == nil && row.State == remotelog.CopySegmentFinished && sameCopy(row, meta) {
+		// The same attempt again, already stored and answered: the broker
+		// may have recorded it finished, so it is not made again (a failure
+		// of the new attempt would delete the objects it shares with it).
+		if ans, ok := s.storedAgain(ctx, c, row); ok {
+			return ans, nil
+		}
 	}
 	if err := s.startRow(meta); err != nil {
 		return nil, fmt.Errorf("copy of %s: record COPY_SEGMENT_STARTED: %w", c, inCatalogue(err))
@@ -304,6 +313,31 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	crashpoint.Hit("rsm-copy.finished")
 	s.manifests.put(c.id, mf)
 	return &copyAnswer{CustomMetadata: customMetadata(meta.TxnIndexPresent, meta.ProducerSnapshotPresent), Bytes: res.Size}, nil
+}
+
+// sameCopy reports whether a finished row and a new attempt of the same
+// segment id copy the same bytes: the same offsets, size and optional
+// objects.
+func sameCopy(row, meta remotelog.SegmentMetadata) bool {
+	return row.EndOffset == meta.EndOffset && row.SizeInBytes == meta.SizeInBytes && row.LocalSizeInBytes == meta.LocalSizeInBytes &&
+		row.TxnIndexPresent == meta.TxnIndexPresent && row.ProducerSnapshotPresent == meta.ProducerSnapshotPresent
+}
+
+// storedAgain answers a copy of a segment id already stored whole (its
+// manifest and every object it names present at their sizes) as the
+// first copy was answered, and false when the stored copy is not whole:
+// then it is made again over it.
+func (s *Server) storedAgain(ctx context.Context, c copyName, row remotelog.SegmentMetadata) (*copyAnswer, bool) {
+	mf, err := s.st.Manifest(ctx, row)
+	if err == nil {
+		err = s.st.VerifyPresent(ctx, mf)
+	}
+	if err != nil {
+		s.log.Warn("rsm: a copy of a segment id already stored, whose stored copy is not whole: copying it again", "copy", c.String(), "err", err)
+		return nil, false
+	}
+	s.log.Info("rsm: a copy of a segment id already stored: answered from the stored copy", "copy", c.String())
+	return &copyAnswer{CustomMetadata: customMetadata(row.TxnIndexPresent, row.ProducerSnapshotPresent), Bytes: row.SizeInBytes}, true
 }
 
 // storedNotFound turns a missing object during a copy (one it stored and

@@ -140,9 +140,13 @@
 // bit 1: a producer snapshot was stored); bytes is the size of the
 // stored .log. A copy that fails anywhere deletes the objects it stored
 // (and aborts its multipart uploads) before it answers. A copy of a
-// segment id already stored is made again over it (the broker's
-// contract: a retried copy overwrites and does not fail); two requests
-// for the same segment id run one after the other. A copy of a segment
+// segment id already stored whole (its manifest and every object at its
+// size), of the same offsets and size, is answered as the first was,
+// without storing anything again (the broker's contract: a retried copy
+// does not fail; and a failure of the retry must not delete what the
+// broker may have recorded finished); one whose stored copy is not whole
+// is made again over it. Two requests for the same segment id run one
+// after the other. A copy of a segment
 // id that was deleted (by the broker, or as a failed attempt) is refused
 // (400): it would outlive the delete; a new attempt has a new id. A
 // client that goes away mid-copy (its timeout) ends the copy the same
