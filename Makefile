@@ -55,8 +55,14 @@ unit:
 # harness: the crash tests (25 kills; remote compaction's 12), the fault-proxy test (24 copies,
 # 250 fetches) over MinIO and the 1000-round fetch-during-deletion test,
 # without the race detector; prints their summary lines.
+# On a failure it prints the last 150 lines of the whole output (the
+# daemon's log that a failing round appends is there).
+HARNESS_LOG := $(CURDIR)/.harness.log
 harness:
-	set -o pipefail; $(GO) test -count=1 -v -timeout 30m -run '$(HARNESS)' ./e2e/ | grep -E '^(crash test|remote compaction crash test|fault test|--- |ok|FAIL|PASS|panic)|_test.go'
+	@set -o pipefail; $(GO) test -count=1 -v -timeout 30m -run '$(HARNESS)' ./e2e/ 2>&1 | tee $(HARNESS_LOG) | \
+	  grep -E '^(crash test|remote compaction crash test|fault test|--- |ok|FAIL|PASS|panic)|_test.go'; s=$$?; \
+	  if [ $$s -ne 0 ]; then echo "harness failed; the last 150 lines of its output:"; tail -n 150 $(HARNESS_LOG); fi; \
+	  rm -f $(HARNESS_LOG); exit $$s
 
 # crash, faults: the same at full count (200 kills, remote compaction's 60; 100 copies, 1000 fetches).
 crash:

@@ -2,6 +2,7 @@ package copier
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"syscall"
@@ -85,9 +86,19 @@ func excludeBroker(path string) (e *brokerExclusion, holder int, err error) {
 		f, err := os.Open(path)
 		created := false
 		if errors.Is(err, fs.ErrNotExist) {
-			f, err = os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 			if errors.Is(err, fs.ErrExist) && try < 3 {
 				continue // created meanwhile (a broker starting): lock that one
+			}
+			if err == nil {
+				// Marked, so that a .lock left by a tierd killed before
+				// release is known as tierd's (isTierdLock) and not taken
+				// for a broker's.
+				_, err = f.WriteString(tierdLockMarker)
+				if err != nil {
+					f.Close()
+					os.Remove(path)
+				}
 			}
 			created = true
 		}
@@ -105,8 +116,40 @@ func excludeBroker(path string) (e *brokerExclusion, holder int, err error) {
 			}
 			return nil, -1, &os.PathError{Op: "fcntl F_SETLK", Path: path, Err: err}
 		}
+		if !created {
+			// A .lock a killed tierd left (marked as its own, and no
+			// broker has locked it since: tierd's lock was granted) is
+			// removed on release like one made now.
+			created = isTierdLock(path)
+		}
 		return &brokerExclusion{f: f, created: created}, -1, nil
 	}
+}
+
+// tierdLockMarker is what a .lock that tierd creates holds (Kafka's
+// FileLock creates an empty file and never writes to it).
+const tierdLockMarker = "tierd: not a Kafka broker's lock; tierd removes it\n"
+
+// isTierdLock reports whether the file at path is a regular file that
+// begins with tierdLockMarker: a .lock that tierd created (excludeBroker)
+// and could not remove, having been killed while it held it. Such a
+// file says nothing about Kafka. A file that cannot be read, or is not
+// a regular file, is not tierd's.
+func isTierdLock(path string) bool {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() || st.Size() < int64(len(tierdLockMarker)) {
+		return false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	buf := make([]byte, len(tierdLockMarker))
+	if _, err := io.ReadFull(f, buf); err != nil {
+		return false
+	}
+	return string(buf) == tierdLockMarker
 }
 
 // release drops the lock. A .lock tierd created is removed first, while

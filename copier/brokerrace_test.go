@@ -124,3 +124,43 @@ func TestExcludeBroker(t *testing.T) {
 		t.Fatalf("dangling symlink: %v, want an I/O error", err)
 	}
 }
+
+// TestTierdLockLeftByAKill: a .lock that tierd created while it renamed,
+// and could not remove because it was killed, does not make the log dir
+// a Kafka log dir (else local retention would stop for good after one
+// kill, with broker_owned unset); the next rename removes it. An empty
+// .lock (Kafka's) still does, and one a broker holds is still the
+// broker's, whatever it holds.
+func TestTierdLockLeftByAKill(t *testing.T) {
+	r := brokerRig(t, nil, nil)
+	os.Remove(filepath.Join(r.logDir, MetaPropertiesFile))
+	p := filepath.Join(r.logDir, BrokerLockFile)
+	e, _, err := excludeBroker(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.f.Close() // killed before release: the file stays
+	if st := probeLogDir(r.logDir, nil, nil); st.KafkaDir || st.BrokerOwned {
+		t.Fatalf("a .lock left by tierd: %+v, want neither a Kafka log dir nor broker-owned", st)
+	}
+	h := goHolder(t, p) // a broker starting on the left file keeps its content
+	if st := probeLogDir(r.logDir, nil, nil); !st.Locked || !st.BrokerOwned {
+		t.Fatalf("a broker holding tierd's left .lock: %+v, want broker-owned", st)
+	}
+	h.release(t)
+	r.sync()
+	if got := r.localBases(); !reflect.DeepEqual(got, []int64{30}) {
+		t.Fatalf("after a kill left tierd's .lock: local segments %v, want only the active one", got)
+	}
+	if _, err := os.Lstat(p); !os.IsNotExist(err) {
+		t.Fatalf("tierd's left .lock is still there after its renames: %v", err)
+	}
+	writeFile(t, p, "")
+	if st := probeLogDir(r.logDir, nil, nil); !st.KafkaDir || !st.BrokerOwned {
+		t.Fatalf("an empty .lock (Kafka's): %+v, want a broker-owned Kafka log dir", st)
+	}
+	writeFile(t, p, "tierd")
+	if st := probeLogDir(r.logDir, nil, nil); !st.KafkaDir {
+		t.Fatalf("a .lock with part of tierd's mark: %+v, want a Kafka log dir", st)
+	}
+}

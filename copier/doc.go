@@ -130,9 +130,14 @@
 // before tierd touches a file (tierd then touches none) or is refused it
 // until tierd is done (Kafka's LogManager stops with "Failed to acquire
 // lock on file .lock"; a restart a moment later starts it): a broker
-// never runs while tierd renames. (A tierd killed while it holds the lock
-// can leave an empty .lock it created: with broker_owned unset that makes
-// the dir a Kafka log dir, the safe side.) A pass over a broker-owned log
+// never runs while tierd renames. A .lock that tierd creates holds a line
+// that marks it as tierd's (Kafka's is empty, and Kafka never writes to
+// it): one left by a tierd killed while it held it does not make the dir
+// a Kafka log dir, and the next renames remove it (only while no process
+// holds a lock on it; a broker that started on it since holds it, and
+// meta.properties marks a log dir a broker has run on anyway). After a
+// power loss the line may be gone: an empty .lock then counts as
+// Kafka's, the side that deletes nothing. A pass over a broker-owned log
 // dir copies only; the broker's own retention trims the local log.
 //
 // A log dir that is missing, cannot be listed, is no longer the one

@@ -110,6 +110,9 @@ func probeLogDir(dir string, setting *bool, check func(string) error) LogDirStat
 	lockPath := filepath.Join(dir, BrokerLockFile)
 	for _, name := range []string{MetaPropertiesFile, BrokerLockFile} {
 		if _, err := os.Lstat(filepath.Join(dir, name)); err == nil {
+			if name == BrokerLockFile && isTierdLock(lockPath) {
+				continue // left by a tierd killed mid-rename: not Kafka's
+			}
 			st.KafkaDir = true
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			st.Why = fmt.Sprintf("whether it is a Kafka log dir cannot be told (%v): tierd deletes no local file in it", err)
