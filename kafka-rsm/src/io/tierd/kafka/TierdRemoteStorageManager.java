@@ -250,28 +250,27 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
         @Override
         public RangeInputStream.Window read(long first, long last) throws RemoteStorageException {
             String range = "bytes=" + first + "-" + (last == Long.MAX_VALUE ? "" : Long.toString(last));
-            HttpResponse<byte[]> r = c.exchange(what, token -> c.request(ref.path() + "/log", c.settings.requestTimeout,
-                    token).header("Range", range).GET().build(), c.settings.requestTimeout);
-            if (r.statusCode() != 206) {
-                if (r.statusCode() / 100 == 2) {
-                    throw new RemoteStorageException(what + ": tierd answered " + r.statusCode() + " to " + range
+            TierdClient.Answer r = c.getRange(what, ref.path() + "/log", range, c.settings.requestTimeout);
+            if (r.status != 206) {
+                if (r.status / 100 == 2) {
+                    throw new RemoteStorageException(what + ": tierd answered " + r.status + " to " + range
                             + "; a ranged read answers 206");
                 }
-                throw Errors.forStatus(what, r.statusCode(), r.body());
+                throw Errors.forStatus(what, r.status, r.body);
             }
-            ContentRange cr = ContentRange.parse(r.headers().firstValue("Content-Range").orElse(null));
+            ContentRange cr = ContentRange.parse(r.contentRange);
             if (cr == null) {
                 throw new RemoteStorageException(what + ": tierd's 206 answer to " + range
-                        + " has no usable Content-Range: " + r.headers().firstValue("Content-Range").orElse("(none)"));
+                        + " has no usable Content-Range: " + (r.contentRange == null ? "(none)" : r.contentRange));
             }
-            byte[] b = r.body();
+            byte[] b = r.body;
             boolean ok = cr.first < 0
                     ? b.length == 0 && first == cr.size
                     : cr.first == first && cr.last <= last && cr.last < cr.size && b.length == cr.last - cr.first + 1
                         && (cr.last == Math.min(last, cr.size - 1));
             if (!ok) {
                 throw new RemoteStorageException(what + ": tierd's answer to " + range + " does not match it (Content-Range "
-                        + r.headers().firstValue("Content-Range").orElse("") + ", " + b.length + " bytes)");
+                        + r.contentRange + ", " + b.length + " bytes)");
             }
             return new RangeInputStream.Window(b, cr.size);
         }

@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.net.HttpURLConnection;
+import java.net.Proxy;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -242,18 +244,40 @@ public final class PluginBench {
         return "{\"ns\":" + ns + ",\"bytes\":" + got.length + "}";
     }
 
-    /** The floor of a read: one ranged GET from the store, sent and read as the plugin sends and reads its own. */
+    /**
+     * The floor of a read: one ranged GET from the store, sent and read as the
+     * plugin reads a window (HttpURLConnection, no proxy, the answer read whole
+     * into one array), then copied into the broker's buffer as the plugin's
+     * stream copies a window.
+     */
     private String get(String url, Seg s, long pos, int n) throws Exception {
-        HttpRequest req = HttpRequest.newBuilder(URI.create(url)).timeout(TIMEOUT)
-                .header("Range", "bytes=" + pos + "-" + (pos + n - 1)).GET().build();
         long t = System.nanoTime();
-        HttpResponse<byte[]> r = send(req);
-        byte[] got = new byte[r.body().length]; // the broker's buffer, filled from the answer as the plugin's stream fills it
-        System.arraycopy(r.body(), 0, got, 0, got.length);
+        HttpURLConnection c = (HttpURLConnection) URI.create(url).toURL().openConnection(Proxy.NO_PROXY);
+        c.setConnectTimeout(10_000);
+        c.setReadTimeout((int) TIMEOUT.toMillis());
+        c.setInstanceFollowRedirects(false);
+        c.setUseCaches(false);
+        c.setRequestProperty("Range", "bytes=" + pos + "-" + (pos + n - 1));
+        int status = c.getResponseCode();
+        byte[] body;
+        try (InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream()) {
+            long len = c.getContentLengthLong();
+            body = new byte[(int) Math.max(0, len)];
+            int off = 0;
+            while (in != null && off < body.length) {
+                int r = in.read(body, off, body.length - off);
+                if (r < 0) {
+                    throw new IOException("GET bytes " + pos + "-" + (pos + n - 1) + ": the answer ended after " + off + " bytes");
+                }
+                off += r;
+            }
+        }
+        byte[] got = new byte[body.length];
+        System.arraycopy(body, 0, got, 0, got.length);
         long ns = System.nanoTime() - t;
-        if (r.statusCode() != 206) {
-            throw new IOException("GET bytes " + pos + "-" + (pos + n - 1) + ": status " + r.statusCode() + ": "
-                    + Report.oneLine(new String(r.body(), StandardCharsets.UTF_8)));
+        if (status != 206) {
+            throw new IOException("GET bytes " + pos + "-" + (pos + n - 1) + ": status " + status + ": "
+                    + Report.oneLine(new String(body, StandardCharsets.UTF_8)));
         }
         s.check("ranged GET", pos, got, Math.min(n, s.size - pos));
         return "{\"ns\":" + ns + ",\"bytes\":" + got.length + "}";
