@@ -104,6 +104,10 @@ type Config struct {
 	// seconds. Default 15.
 	ProfileSeconds int
 
+	// ChildBucketType is bucket.type of the "tierd run" children
+	// (replay_N, readers_N, the plugin case): "s3" (aws-sdk-go-v2, the
+	// bench's own client) or "minio" (minio-go). Default "s3".
+	ChildBucketType string
 	// Java is the java launcher of the plugin case's JVM; "" looks for
 	// java on PATH (without one the case is skipped, with a note).
 	// Default "".
@@ -232,7 +236,7 @@ func (c Config) runPrefix() (string, error) {
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin",
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin", ChildBucketType: "s3",
 		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
@@ -328,6 +332,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.ReaderPatterns) == 0 {
 		errs = append(errs, errors.New("no reader patterns: want some of seq, random, broker"))
+	}
+	if c.ChildBucketType != "" && c.ChildBucketType != "s3" && c.ChildBucketType != "minio" {
+		errs = append(errs, fmt.Errorf("child bucket type %q: want s3 or minio", c.ChildBucketType))
 	}
 	if c.ReadersMemoryLimit < -2 {
 		errs = append(errs, fmt.Errorf("readers memory limit %d: want -2, -1, 0 or bytes", c.ReadersMemoryLimit))

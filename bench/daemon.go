@@ -120,10 +120,14 @@ func (e *env) startChild(ctx context.Context, bin string, limit int64, rc *rsmCh
 	if rc != nil {
 		copierYAML, metaDir = rc.yaml(filepath.Join(e.dir, "logs")), rc.metaDir
 	}
+	bucketType := e.cfg.ChildBucketType
+	if bucketType == "" {
+		bucketType = "s3"
+	}
 	yaml := fmt.Sprintf(`%sbucket:
-  type: s3
+  type: %s
   prefix: %q
-  s3: {endpoint: %q, bucket: %q, region: %q, path_style: true}
+  %s: {endpoint: %q, bucket: %q, region: %q, path_style: true}
 metadata:
   dir: %q
 fetch:
@@ -140,7 +144,7 @@ http:
   pprof: %t
 memory_limit_bytes: %d
 log_level: warn
-`, copierYAML, e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, metaDir, addr,
+`, copierYAML, bucketType, e.prefix, bucketType, endpoint, e.cfg.Bucket, e.cfg.Region, metaDir, addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
 		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", limit)
 	path := filepath.Join(e.dir, "tierd.yaml")

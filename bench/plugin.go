@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -84,7 +85,15 @@ func (e *env) pluginCase(ctx context.Context) (out pluginOut, skip string, err e
 	if p.keys, err = rsm.NewManager(e.rec, rsm.Config{Prefix: rsmapi.BrokerPrefix(e.prefix, rsmapi.DefaultPrefix)}); err != nil {
 		return out, "", err
 	}
-	if p.mc, err = presigner(e.endpoint, e.cfg.Region); err != nil {
+	endpoint := e.endpoint
+	if e.cfg.StoreLatency > 0 { // the floor's GETs wait as tierd's do (its child has a proxy of its own)
+		var stop func()
+		if endpoint, stop, err = latencyProxy(e.endpoint, e.cfg.StoreLatency); err != nil {
+			return out, "", err
+		}
+		defer stop()
+	}
+	if p.mc, err = presigner(endpoint, e.cfg.Region); err != nil {
 		return out, "", err
 	}
 	if p.rc, err = newRSMChild(e.dir); err != nil {
@@ -121,7 +130,12 @@ func (e *env) pluginCase(ctx context.Context) (out pluginOut, skip string, err e
 	}
 	e.logf("plugin: warm-up (a copy and a PUT of each segment, reads) %s", time.Since(start).Round(time.Millisecond))
 	start = time.Now()
+	stop := p.profile("plugin_rounds")
+	stopTrace := p.trace("plugin_rounds")
 	res, ser, err := p.rounds(ctx)
+	if perr := errors.Join(stop(), stopTrace()); perr != nil {
+		e.logf("plugin: %v", perr)
+	}
 	if err != nil {
 		return out, "", err
 	}
@@ -344,6 +358,14 @@ func (p *pluginRun) rounds(ctx context.Context) ([]*Result, []*Series, error) {
 	ratio := newSeries("plugin", "copy", "copy_over_raw_put", []int{len(e.fin)}, rounds, false)
 	cold := newSeries("plugin", "fetch", "cold_over_raw_get", []int{len(e.fin)}, rounds, false)
 	warm := newSeries("plugin", "fetch", "warm_over_raw_get", []int{len(e.fin)}, rounds, false)
+	rates := map[string]*Series{}
+	for _, m := range []string{"raw_get_mib_per_s", "cold_mib_per_s", "warm_mib_per_s", "copy_mib_per_s", "raw_put_mib_per_s"} {
+		v := "fetch"
+		if strings.Contains(m, "put") || strings.Contains(m, "copy") {
+			v = "copy"
+		}
+		rates[m] = newSeries("plugin", v, m, []int{len(e.fin)}, rounds, false)
+	}
 	var cpRates, putRates []string
 	for r := range rounds {
 		var c, u time.Duration
@@ -378,6 +400,13 @@ func (p *pluginRun) rounds(ctx context.Context) ([]*Result, []*Series, error) {
 		cr, pr := float64(n)/(1<<20)/c.Seconds(), float64(n)/(1<<20)/u.Seconds()
 		cpRates, putRates = append(cpRates, fmt.Sprintf("%.0f", cr)), append(putRates, fmt.Sprintf("%.0f", pr))
 		ratio.set(r, 0, cr/pr)
+		rates["copy_mib_per_s"].set(r, 0, cr)
+		rates["raw_put_mib_per_s"].set(r, 0, pr)
+		for m, x := range map[string]*Result{"raw_get_mib_per_s": rr.raw, "cold_mib_per_s": rr.cold, "warm_mib_per_s": rr.warm} {
+			if x.busy > 0 {
+				rates[m].set(r, 0, float64(x.bytes)/(1<<20)/x.busy.Seconds())
+			}
+		}
 		if v, ok := rr.ratio(rr.cold); ok {
 			cold.set(r, 0, v)
 		}
@@ -393,7 +422,7 @@ func (p *pluginRun) rounds(ctx context.Context) ([]*Result, []*Series, error) {
 	for _, x := range res {
 		x.Note = strings.TrimPrefix(x.Note+"; "+cpuNote(x), "; ")
 	}
-	return res, []*Series{ratio, cold, warm}, nil
+	return res, []*Series{ratio, rates["copy_mib_per_s"], rates["raw_put_mib_per_s"], cold, warm, rates["raw_get_mib_per_s"], rates["cold_mib_per_s"], rates["warm_mib_per_s"]}, nil
 }
 
 // cpuNote describes a plugin result's CPU seconds per GiB by process.

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -223,6 +224,25 @@ func (p *pluginRun) readers(ctx context.Context, cs []pluginCopy) ([]*Series, er
 		}
 	}
 	return out, nil
+}
+
+// trace takes an execution trace of the tierd child (http.pprof) over
+// ProfileSeconds into <ProfileDir>/<name>.tierd.trace when ProfileDir is
+// set (go tool trace; -pprof=net, sync, syscall, sched give where its
+// goroutines wait); stop waits for it.
+func (p *pluginRun) trace(name string) (stop func() error) {
+	dir := p.e.cfg.ProfileDir
+	if dir == "" {
+		return func() error { return nil }
+	}
+	done := make(chan error, 1)
+	url := fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", p.d.httpURL, p.e.cfg.ProfileSeconds)
+	go func() {
+		rp := &readProfile{dir: dir, name: name, httpURL: p.d.httpURL}
+		rp.get(strings.TrimPrefix(url, p.d.httpURL), "tierd.trace")
+		done <- errors.Join(rp.errs...)
+	}()
+	return func() error { return <-done }
 }
 
 // profile starts a CPU profile of the tierd child (http.pprof) into
