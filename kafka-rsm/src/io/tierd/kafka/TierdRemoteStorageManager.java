@@ -32,8 +32,10 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * time) is RetriableRemoteStorageException where the broker has it, else
  * {@link RemoteStorageException}; every other failure is a
  * RemoteStorageException carrying tierd's message. An interrupted call keeps
- * the thread's interrupt flag and throws RemoteStorageException. No message or
- * log line holds the bearer token.
+ * the thread's interrupt flag and throws RemoteStorageException (a read of the
+ * .log sees the interrupt before each window it asks for; a window on the wire
+ * completes first, see TierdClient). No message or log line holds the bearer
+ * token.
  */
 public class TierdRemoteStorageManager implements RemoteStorageManager {
     private static final System.Logger LOG = System.getLogger(TierdRemoteStorageManager.class.getName());

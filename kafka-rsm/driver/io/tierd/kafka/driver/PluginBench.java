@@ -35,8 +35,10 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
 /**
  * The Java side of {@code tierd bench}'s plugin cases: the tierd plugin called
  * as a broker calls it, beside raw requests to the object store made from the
- * same JVM with the same HTTP client (java.net.http, HTTP/1.1), so that the
- * floors measure the same client stack. The bench (Go) sends one command a line
+ * same JVM with the plugin's own client stacks (a ranged GET as the plugin
+ * reads a .log window: HttpURLConnection, read whole into one array; a PUT with
+ * java.net.http, as the plugin sends its other requests), so that the floors
+ * measure the same client stack. The bench (Go) sends one command a line
  * on standard input and reads one JSON line of measurements a command on
  * standard output; times are measured here, around the call alone.
  *
