@@ -56,7 +56,7 @@ func (r *reads) notes() {
 	r.cold.Note = fmt.Sprintf("%d reads, each of a chunk nothing of which was read before; tierd made %.2f GETs per read (cold and warm together: 1 means none for the warm read) and fetched %.2f bytes per byte the cold read served",
 		r.samples, r.gets/n, r.fetched/max(float64(r.cold.bytes), 1))
 	r.warm.Note = "the same reads again, right after"
-	r.raw.Note = "ranged GETs of the same bytes of the same objects, presigned URLs, from the plugin's JVM with java.net.http"
+	r.raw.Note = "ranged GETs of the same bytes of the same objects, presigned URLs, from the plugin's JVM read as the plugin reads a window (HttpURLConnection)"
 }
 
 // coldRead is one read of the cold, warm and raw reads: a copy and the

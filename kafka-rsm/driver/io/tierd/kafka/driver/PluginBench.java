@@ -22,11 +22,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata;
 import org.apache.kafka.server.log.remote.storage.RemoteLogSegmentMetadata.CustomMetadata;
@@ -77,6 +76,16 @@ public final class PluginBench {
             .followRedirects(HttpClient.Redirect.NEVER)
             .build();
     private static final Duration TIMEOUT = Duration.ofSeconds(120);
+    /**
+     * The readers' threads, kept between commands: the bench counts the CPU of the
+     * JVM's threads (per-thread counters, exact to the nanosecond), which a thread
+     * that ended would leave out.
+     */
+    private final ExecutorService readerPool = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "reader");
+        t.setDaemon(true);
+        return t;
+    });
     private RemoteStorageManager rsm;
 
     private PluginBench(PartitionDir pd, Uuid topicId, int brokerId) {
@@ -285,13 +294,18 @@ public final class PluginBench {
         return "{\"ns\":" + ns + ",\"bytes\":" + got.length + "}";
     }
 
-    /** The floor of a copy: the segment's .log, .index and .timeindex PUT one after another. */
+    /**
+     * The floor of a copy: the segment's .log, .index and .timeindex PUT one after
+     * another with java.net.http (send, which starts no thread of its own; the bench
+     * counts the CPU of the JVM's threads, and a thread that ends within a call
+     * would not be counted).
+     */
     private String put(Seg s, String logUrl, String indexUrl, String timeUrl) throws Exception {
         long t = System.nanoTime();
         for (String[] p : new String[][] {{logUrl, "log"}, {indexUrl, "index"}, {timeUrl, "timeindex"}}) {
             HttpRequest req = HttpRequest.newBuilder(URI.create(p[0])).timeout(TIMEOUT)
                     .PUT(HttpRequest.BodyPublishers.ofFile(pd.file(s.bs.base, p[1]))).build();
-            HttpResponse<byte[]> r = send(req);
+            HttpResponse<byte[]> r = http.send(req, HttpResponse.BodyHandlers.ofByteArray());
             if (r.statusCode() != 200) {
                 throw new IOException("PUT of " + pd.file(s.bs.base, p[1]).getFileName() + ": status " + r.statusCode()
                         + ": " + Report.oneLine(new String(r.body(), StandardCharsets.UTF_8)));
@@ -299,19 +313,6 @@ public final class PluginBench {
         }
         long ns = System.nanoTime() - t;
         return "{\"ns\":" + ns + ",\"bytes\":" + s.size + "}";
-    }
-
-    /** Sends as the plugin's TierdClient does: sendAsync, the answer read whole, bounded by a timeout. */
-    private HttpResponse<byte[]> send(HttpRequest req) throws Exception {
-        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray());
-        try {
-            return f.get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (TimeoutException e) {
-            f.cancel(true);
-            throw e;
-        } catch (ExecutionException e) {
-            throw e.getCause() instanceof Exception ? (Exception) e.getCause() : e;
-        }
     }
 
     private String readers(String[] f) throws Exception {
@@ -329,10 +330,10 @@ public final class PluginBench {
         long[] bytes = new long[n];
         Exception[] errs = new Exception[n];
         CountDownLatch start = new CountDownLatch(1);
-        List<Thread> threads = new ArrayList<>();
+        List<Future<?>> threads = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             final int id = i;
-            Thread t = new Thread(() -> {
+            threads.add(readerPool.submit(() -> {
                 List<Long> ls = new ArrayList<>();
                 try {
                     start.await();
@@ -360,14 +361,12 @@ public final class PluginBench {
                     a[k] = ls.get(k);
                 }
                 lat[id] = a;
-            }, "reader-" + i);
-            threads.add(t);
-            t.start();
+            }));
         }
         long t0 = System.nanoTime();
         start.countDown();
-        for (Thread t : threads) {
-            t.join();
+        for (Future<?> t : threads) {
+            t.get();
         }
         long wall = System.nanoTime() - t0;
         for (Exception e : errs) {
