@@ -34,7 +34,7 @@ func TestLimits(t *testing.T) {
 	}
 	bad := DefaultConfig()
 	bad.Topics = map[string]TopicConfig{"x": {Retention: Retention{RetentionMs: ptr(-3), LocalRetentionBytes: ptr(-3)}}}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "log_dirs") || !strings.Contains(err.Error(), "topics: x: retention.ms -3") {
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "topics: x: retention.ms -3") || !strings.Contains(err.Error(), "local.retention.bytes -3") {
 		t.Errorf("Validate = %v", err)
 	}
 }

@@ -57,8 +57,47 @@ func TestSameSegmentIDTwiceAtOnce(t *testing.T) {
 			t.Errorf("copy %d of the same segment id: %d %s", i, a.code, a.body)
 		}
 	}
-	if r.mem.copies != 2 || r.mem.maxPerID != 1 {
-		t.Errorf("%d copies, at most %d of the same id at once; want 2, one at a time", r.mem.copies, r.mem.maxPerID)
+	// The second, after the first stored the copy whole, is answered
+	// from the stored copy: nothing is uploaded again.
+	if r.mem.copies != 1 || r.mem.maxPerID != 1 {
+		t.Errorf("%d copies, at most %d of the same id at once; want 1 (the second answered from the first)", r.mem.copies, r.mem.maxPerID)
+	}
+	checkRoundTrip(t, r, s)
+}
+
+// TestSameSegmentIDAgain: a copy of a segment id already stored whole is
+// answered from the stored copy, and a failure of it can delete nothing
+// of that copy (the broker may have recorded it finished); one whose
+// stored copy lost an object is made again over it.
+func TestSameSegmentIDAgain(t *testing.T) {
+	r := newRig(t)
+	s := r.layout(fixSmall, remotelog.TopicPartition{Topic: "orders", Partition: 0})
+	for i := 0; i < 2; i++ {
+		if a := r.do(http.MethodPut, s.path(), s.body(), "-"); a.code != http.StatusOK {
+			t.Fatalf("copy %d: %d %s", i, a.code, a.body)
+		}
+	}
+	if r.mem.copies != 1 {
+		t.Errorf("copies made: %d; want 1 (the second answered from the stored copy)", r.mem.copies)
+	}
+	// An upload that would fail no longer matters: nothing is uploaded.
+	r.mem.setHook(func(ctx context.Context, key string) error { return errors.New("the store fails") })
+	if a := r.do(http.MethodPut, s.path(), s.body(), "-"); a.code != http.StatusOK {
+		t.Errorf("a third copy while the store would fail uploads: %d %s; want 200 from the stored copy", a.code, a.body)
+	}
+	r.mem.setHook(nil)
+	checkRoundTrip(t, r, s)
+	// The stored copy loses its time index: the next copy is made again.
+	for _, k := range r.mem.keys() {
+		if strings.HasSuffix(k, kafkalog.TimeIndexSuffix) {
+			r.mem.b.Delete(context.Background(), k)
+		}
+	}
+	if a := r.do(http.MethodPut, s.path(), s.body(), "-"); a.code != http.StatusOK {
+		t.Fatalf("copy over a stored copy missing an object: %d %s", a.code, a.body)
+	}
+	if r.mem.copies != 2 {
+		t.Errorf("copies made: %d; want 2 (the stored copy was not whole)", r.mem.copies)
 	}
 	checkRoundTrip(t, r, s)
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/crashpoint"
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -53,7 +54,7 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, opCopy, nil, err, began)
 		return
 	}
-	ans, err := s.copyRequest(r, c)
+	ans, err := s.copyRequest(w, r, c)
 	if err != nil {
 		s.fail(w, opCopy, &c.tp, err, began)
 		return
@@ -64,7 +65,7 @@ func (s *Server) handleCopy(w http.ResponseWriter, r *http.Request) {
 }
 
 // copyRequest runs one copy request to its answer.
-func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
+func (s *Server) copyRequest(w http.ResponseWriter, r *http.Request, c copyName) (*copyAnswer, error) {
 	if s.shutting.Load() {
 		return nil, fmt.Errorf("%w: copy of %s: shutting down", ErrUnavailable, c)
 	}
@@ -91,7 +92,7 @@ func (s *Server) copyRequest(r *http.Request, c copyName) (*copyAnswer, error) {
 		return nil, s.copyError(ctx, c, fmt.Errorf("copy of %s: wait for the copy of the same id before it: %w", c, err))
 	}
 	defer release()
-	files, spec, cleanup, err := s.receive(ctx, r, c)
+	files, spec, cleanup, err := s.receiveBounded(ctx, w, r, c)
 	if err != nil {
 		return nil, s.copyError(ctx, c, err)
 	}
@@ -117,6 +118,29 @@ func (s *Server) copyError(ctx context.Context, c copyName, err error) error {
 		return fmt.Errorf("%w: copy of %s %w: %w", ErrUnavailable, c, cause, err)
 	}
 	return err
+}
+
+// receiveBounded is receive with the reads of the body bounded by the
+// copy: they end as soon as it does (rsm.copy_timeout, a DELETE of the
+// same id, shutdown), instead of waiting for a client that stalls
+// mid-body. After a failure, the rest of the body gets bodyGrace (see
+// boundUnreadBody).
+func (s *Server) receiveBounded(ctx context.Context, w http.ResponseWriter, r *http.Request, c copyName) (*Files, copySpec, func(), error) {
+	rc := http.NewResponseController(w)
+	// No deadline but the copy's end, which comes first: a read cut by
+	// it is then told from a body that is bad.
+	rc.SetReadDeadline(time.Time{})
+	stop := context.AfterFunc(ctx, func() { rc.SetReadDeadline(time.Now()) })
+	files, spec, cleanup, err := s.receive(ctx, r, c)
+	if stop() && err != nil {
+		s.boundUnreadBody(w)
+	}
+	if err != nil && ctx.Err() != nil {
+		// What ended the copy ended the read of its body too: the body
+		// itself is not shown to be invalid.
+		err = fmt.Errorf("copy of %s: its body could not be read whole (%v): %w", c, err, context.Cause(ctx))
+	}
+	return files, spec, cleanup, err
 }
 
 // receive reads the request's body and opens the copy's files: by path
@@ -192,6 +216,13 @@ func (s *Server) openByPath(q *copyRequest, c copyName) (*Files, func(), error) 
 			cleanup()
 			return nil, nil, fmt.Errorf("stat %s: %w", n.path, err)
 		}
+		// Stored as they are (the offset and time indexes are checked, and
+		// rebuilt when unusable), so bounded as for a copy by upload.
+		if (n.kind == kindTxnIndex || n.kind == kindSnapshot) && st.Size() > maxIndexBytes {
+			cleanup()
+			return nil, nil, fmt.Errorf("%w: %s %s holds %d bytes, more than an index may (%d)", ErrTooLarge, n.kind, n.path, st.Size(),
+				int64(maxIndexBytes))
+		}
 		*n.dst = Source{Name: n.path, R: f, Size: st.Size()}
 	}
 	return files, cleanup, nil
@@ -204,13 +235,21 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	if files.Log.Size != spec.size {
 		return nil, invalidf("copy of %s: segmentSizeInBytes is %d but %s holds %d bytes", c, spec.size, files.Log.Name, files.Log.Size)
 	}
-	in := InspectInput{Name: files.Log.Name, Base: c.start, End: spec.end, Log: files.Log.R, LogSize: files.Log.Size,
+	logCRC := &checkedCRC{r: files.Log.R}
+	in := InspectInput{Name: files.Log.Name, Base: c.start, End: spec.end, Log: logCRC, LogSize: files.Log.Size,
 		IndexIntervalBytes: s.cfg.IndexIntervalBytes}
 	in.OffsetIndex, in.OffsetIndexErr = readSmall(files.OffsetIndex)
 	in.TimeIndex, in.TimeIndexErr = readSmall(files.TimeIndex)
 	res, err := s.inspect(in)
 	if err != nil {
 		return nil, fmt.Errorf("copy of %s: %w", c, err)
+	}
+	// The indexes go up as the bytes checked, not read again.
+	if in.OffsetIndexErr == nil {
+		files.OffsetIndex = Source{Name: files.OffsetIndex.Name, R: bytes.NewReader(in.OffsetIndex), Size: int64(len(in.OffsetIndex))}
+	}
+	if in.TimeIndexErr == nil {
+		files.TimeIndex = Source{Name: files.TimeIndex.Name, R: bytes.NewReader(in.TimeIndex), Size: int64(len(in.TimeIndex))}
 	}
 	if !res.IndexesOK {
 		if res.Rebuilt == nil {
@@ -236,25 +275,33 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("copy of %s: before the upload: %w", c, context.Cause(ctx))
 	}
-	if row, err := s.cat.BrokerCopy(c.tp, c.start, c.id); err == nil && row.State >= remotelog.DeleteSegmentStarted {
+	row, err := s.cat.BrokerCopy(c.tp, c.start, c.id)
+	if err == nil && row.State >= remotelog.DeleteSegmentStarted {
 		// A delete of this id came first (the broker's, or of a failed
 		// attempt): a copy after it would outlive the broker's delete.
 		return nil, invalidf("copy of %s: this copy was deleted (row %s); a new copy attempt has a new segment id", c, row.State)
+	}
+	if err == nil && row.State == remotelog.CopySegmentFinished && sameCopy(row, meta) {
+		// The same attempt again, already stored and answered: the broker
+		// may have recorded it finished, so it is not made again (a failure
+		// of the new attempt would delete the objects it shares with it).
+		if ans, ok := s.storedAgain(ctx, c, row); ok {
+			return ans, nil
+		}
 	}
 	if err := s.startRow(meta); err != nil {
 		return nil, fmt.Errorf("copy of %s: record COPY_SEGMENT_STARTED: %w", c, inCatalogue(err))
 	}
 	crashpoint.Hit("rsm-copy.started")
 	mf, err := s.st.Copy(ctx, meta, files)
-	if err == nil {
-		crashpoint.Hit("rsm-copy.uploaded")
-		err = s.st.VerifyPresent(ctx, mf)
-	}
-	if err == nil {
-		_, err = s.cat.SetBrokerCopyState(c.tp, c.start, c.id, remotelog.CopySegmentFinished)
-		err = inCatalogue(err)
-	} else {
+	if err != nil {
 		err = inStore(storedNotFound(err))
+	} else if err = logCRC.verify(mf.Objects[kafkalog.LogSuffix].CRC32C, res.Size, res.FileSize); err == nil {
+		crashpoint.Hit("rsm-copy.uploaded")
+		if err = inStore(storedNotFound(s.st.VerifyPresent(ctx, mf))); err == nil {
+			_, err = s.cat.SetBrokerCopyState(c.tp, c.start, c.id, remotelog.CopySegmentFinished)
+			err = inCatalogue(err)
+		}
 	}
 	if err != nil {
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(err, cause) {
@@ -266,6 +313,31 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 	crashpoint.Hit("rsm-copy.finished")
 	s.manifests.put(c.id, mf)
 	return &copyAnswer{CustomMetadata: customMetadata(meta.TxnIndexPresent, meta.ProducerSnapshotPresent), Bytes: res.Size}, nil
+}
+
+// sameCopy reports whether a finished row and a new attempt of the same
+// segment id copy the same bytes: the same offsets, size and optional
+// objects.
+func sameCopy(row, meta remotelog.SegmentMetadata) bool {
+	return row.EndOffset == meta.EndOffset && row.SizeInBytes == meta.SizeInBytes && row.LocalSizeInBytes == meta.LocalSizeInBytes &&
+		row.TxnIndexPresent == meta.TxnIndexPresent && row.ProducerSnapshotPresent == meta.ProducerSnapshotPresent
+}
+
+// storedAgain answers a copy of a segment id already stored whole (its
+// manifest and every object it names present at their sizes) as the
+// first copy was answered, and false when the stored copy is not whole:
+// then it is made again over it.
+func (s *Server) storedAgain(ctx context.Context, c copyName, row remotelog.SegmentMetadata) (*copyAnswer, bool) {
+	mf, err := s.st.Manifest(ctx, row)
+	if err == nil {
+		err = s.st.VerifyPresent(ctx, mf)
+	}
+	if err != nil {
+		s.log.Warn("rsm: a copy of a segment id already stored, whose stored copy is not whole: copying it again", "copy", c.String(), "err", err)
+		return nil, false
+	}
+	s.log.Info("rsm: a copy of a segment id already stored: answered from the stored copy", "copy", c.String())
+	return &copyAnswer{CustomMetadata: customMetadata(row.TxnIndexPresent, row.ProducerSnapshotPresent), Bytes: row.SizeInBytes}, true
 }
 
 // storedNotFound turns a missing object during a copy (one it stored and
@@ -308,5 +380,6 @@ func readSmall(src Source) ([]byte, error) {
 }
 
 // maxIndexBytes bounds an index file (Kafka's segment.index.bytes is an
-// int, 10 MiB by default).
+// int, 10 MiB by default), and so every index object tierd stores: the
+// plugin takes no larger index answer.
 const maxIndexBytes = 1 << 30

@@ -78,6 +78,7 @@ func (s *Server) deleteCopy(ctx context.Context, meta remotelog.SegmentMetadata,
 		s.log.Info("rsm: aborted the copy's incomplete multipart uploads", "copy", c.String(), "uploads", n)
 	}
 	if noRow {
+		s.recordDelete(meta)
 		return nil
 	}
 	if rowErr != nil {
@@ -87,6 +88,21 @@ func (s *Server) deleteCopy(ctx context.Context, meta remotelog.SegmentMetadata,
 		return fmt.Errorf("the objects are deleted but the row could not be marked DELETE_SEGMENT_FINISHED: %w", inCatalogue(err))
 	}
 	return nil
+}
+
+// recordDelete writes a DELETE_SEGMENT_FINISHED row for a copy deleted
+// without a row (one ended before it wrote its row, or tierd's metadata
+// was lost), so that a copy of the same id arriving after the delete is
+// refused as for any deleted copy (runCopy); it goes with the other rows
+// of deleted copies after DeletedRowsKept. The objects are deleted
+// whether or not it is written.
+func (s *Server) recordDelete(meta remotelog.SegmentMetadata) {
+	meta.State = remotelog.DeleteSegmentFinished
+	meta.EndOffset = max(meta.EndOffset, meta.StartOffset)
+	if err := s.cat.PutBrokerCopy(meta); err != nil && !errors.Is(err, rlmm.ErrSegmentExists) {
+		s.log.Warn("rsm: could not record the delete of a copy tierd had no row for; a copy of the same id would not be refused",
+			"copy", meta.ID.String(), "partition", meta.TopicPartition.String(), "err", err)
+	}
 }
 
 func rowText(err error, noRow bool) string {

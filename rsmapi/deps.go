@@ -96,7 +96,10 @@ func (d directReader) WriteLogRange(ctx context.Context, meta remotelog.SegmentM
 
 // Files are the files of one copy, each opened once: every byte checked
 // is read through these handles, and every byte uploaded too, so a file
-// the broker unlinks or replaces during the call changes nothing.
+// the broker unlinks or replaces during the call changes nothing. (A
+// file rewritten in place is seen through them: the endpoint uploads
+// the indexes as the bytes it checked, and fails a copy whose uploaded
+// .log is not the bytes it checked.)
 type Files struct {
 	Log, OffsetIndex, TimeIndex Source
 	// TxnIndex and ProducerSnapshot have a nil R when absent.

@@ -99,11 +99,16 @@
 // leaderEpochCheckpoint is the base64 of the bytes of the broker's
 // LogSegmentData.leaderEpochIndex buffer (the partition's whole epoch
 // history in Kafka's checkpoint text), stored and returned byte for
-// byte. Every path must lie, after cleaning and resolving symbolic
-// links, inside one of rsm.log_dirs, in the partition directory
-// <topic>-<partition>, and be that segment's own file by name
-// (<20-digit startOffset>.log/.index/.timeindex/.txnindex; the snapshot
-// any <20-digit offset>.snapshot): else 403, and nothing is read.
+// byte. Every path must lie, after cleaning, directly inside one of
+// rsm.log_dirs (as configured, or with its symbolic links resolved), in
+// the partition directory <topic>-<partition>, and be that segment's own
+// file by name (<20-digit startOffset>.log/.index/.timeindex/.txnindex;
+// the snapshot any <20-digit offset>.snapshot); neither the partition
+// directory nor the file may be a symbolic link (tierd follows none below
+// a log dir, whenever it was swapped in), nor the file a hard link whose
+// owner is not the partition directory's: else 403, and nothing is read.
+// A file that is missing, or is not a regular file (a FIFO, a directory),
+// is 400.
 //
 // By upload (tierd.copy.mode=upload, for a sidecar that cannot see the
 // broker's disk), the request has "Content-Type:
@@ -116,7 +121,10 @@
 // rsm.staging_dir and goes on as for a copy by path.
 //
 // tierd opens every file once and reads only through those handles, so
-// a file the broker unlinks during the call still reads whole. It checks
+// a file the broker unlinks during the call still reads whole; it stores
+// only bytes it checked (the indexes as checked; a .log whose uploaded
+// bytes' CRC-32C is not that of the bytes checked, rewritten in place or
+// read back otherwise from the disk, fails the copy, 500). It checks
 // the .log as its own copier checks a segment (every batch's CRC, header
 // and offset rules, records against their headers; a zero tail of a
 // preallocated file is left out of the copy) and the indexes against the
@@ -132,9 +140,13 @@
 // bit 1: a producer snapshot was stored); bytes is the size of the
 // stored .log. A copy that fails anywhere deletes the objects it stored
 // (and aborts its multipart uploads) before it answers. A copy of a
-// segment id already stored is made again over it (the broker's
-// contract: a retried copy overwrites and does not fail); two requests
-// for the same segment id run one after the other. A copy of a segment
+// segment id already stored whole (its manifest and every object at its
+// size), of the same offsets and size, is answered as the first was,
+// without storing anything again (the broker's contract: a retried copy
+// does not fail; and a failure of the retry must not delete what the
+// broker may have recorded finished); one whose stored copy is not whole
+// is made again over it. Two requests for the same segment id run one
+// after the other. A copy of a segment
 // id that was deleted (by the broker, or as a failed attempt) is refused
 // (400): it would outlive the delete; a new attempt has a new id. A
 // client that goes away mid-copy (its timeout) ends the copy the same
@@ -161,7 +173,16 @@
 // TRANSACTION, PRODUCER_SNAPSHOT, LEADER_EPOCH. 200 with the whole
 // object (OFFSET and TIMESTAMP hold exactly the real entries; LEADER_EPOCH
 // is the bytes the copy was given); 404 when the copy has no such object
-// (a segment without a transaction index).
+// (a segment without a transaction index). No index object is larger
+// than 1 GiB: a copy whose transaction index or producer snapshot is
+// larger is refused 413 (an offset or time index that large is unusable,
+// and rebuilt from the log).
+//
+// The plugin reads every answer whole but bounded: a success at most the
+// bytes it asked for (a read window), 1 GiB (an index) or 1 MiB (a copy's
+// or a delete's answer), any other answer at most 1 MiB; past its bound
+// (or a Content-Length that announces more) the call fails with a
+// RemoteStorageException and the connection is closed.
 //
 // # Delete: DELETE C
 //
@@ -186,7 +207,12 @@
 // Range is one range, bytes=<start>-[<end>]; suffix ranges and several
 // ranges are 400. A read that fails after its first byte went out cuts
 // the connection, so the client sees a body shorter than its
-// Content-Length, never wrong bytes.
+// Content-Length, never wrong bytes. A request body is read only while
+// its request may run: a copy's until the copy ends (rsm.copy_timeout, a
+// DELETE of the same id, shutdown); a body no handler reads (a request
+// refused before its body is read, a route that takes none) gets 10 s to
+// arrive, then the connection is closed after the answer. An answer 401
+// closes its connection.
 //
 // # Tools' routes
 //
@@ -242,7 +268,9 @@
 //	                                         broker's DELETE of that attempt (Kafka 4.0+ sends one
 //	                                         after a failed copy)
 //	the broker deletes a copy tierd has     DELETE deletes by key whatever tierd's rows say, and
-//	  no row for, or deletes twice           answers 204
+//	  no row for, or deletes twice           answers 204; without a row it writes one,
+//	                                         DELETE_SEGMENT_FINISHED, so that a copy of that id
+//	                                         arriving after the delete is refused
 //	the broker's metadata lost (a new       tierd keeps every copy it has a COPY_SEGMENT_FINISHED row
 //	  cluster on old storage)                for: nothing tells it they are unused. Delete them with
 //	                                         the broker's tools, or remove the prefix by hand

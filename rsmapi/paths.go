@@ -8,7 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -67,13 +68,18 @@ func checkPlace(p string, dirs []string, c copyName, k fileKind) error {
 
 // openBrokerFile checks a path the broker gave for a file of kind k of
 // the copy c and opens it for reading. The path must be absolute, hold
-// no "." or ".." element, and name, both as given and with every symbolic
-// link resolved, the segment's own file in c's partition directory
-// directly inside one of logDirs (as configured, or resolved): else
-// ErrPathNotAllowed, and nothing is opened. The file is opened without
-// following a symbolic link in its last element, and must be a regular
-// file. Errors: ErrPathNotAllowed; ErrInvalid for a file that does not
-// exist (the broker removed it) or is not a regular file; open errors.
+// no "." or ".." element, and name the segment's own file in c's
+// partition directory directly inside one of logDirs (as configured, or
+// with their symbolic links resolved): else ErrPathNotAllowed, and
+// nothing is opened. The file is then opened from the log dir down, one
+// element at a time, following no symbolic link below the log dir (the
+// partition directory and the file must be what they are named, not
+// links), so that nothing swapped in after the checks is read, and
+// without waiting on a FIFO; it must be a regular file, and not a hard
+// link to a file of another owner than its directory's. Errors:
+// ErrPathNotAllowed (a link below the log dir among them); ErrInvalid for
+// a file that does not exist (the broker removed it) or is not a regular
+// file; open errors.
 func openBrokerFile(p string, logDirs []string, c copyName, k fileKind) (*os.File, error) {
 	if !filepath.IsAbs(p) {
 		return nil, fmt.Errorf("%w: %s %q is not an absolute path", ErrPathNotAllowed, k, p)
@@ -84,43 +90,113 @@ func openBrokerFile(p string, logDirs []string, c copyName, k fileKind) (*os.Fil
 		}
 	}
 	clean := filepath.Clean(p)
-	configured := make([]string, 0, 2*len(logDirs))
-	var resolvedDirs []string
+	var configured []string
+	byName := map[string]string{} // a spelling of a log dir -> the path it is opened by
 	for _, d := range logDirs {
-		configured = append(configured, filepath.Clean(d))
+		cd := filepath.Clean(d)
+		configured = append(configured, cd)
+		byName[cd] = cd
 		if r, err := filepath.EvalSymlinks(d); err == nil {
 			configured = append(configured, r)
-			resolvedDirs = append(resolvedDirs, r)
+			byName[r] = r
 		}
 	}
 	if err := checkPlace(clean, configured, c, k); err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(clean)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s %s does not exist (removed by the broker?)", ErrInvalid, k, p)
+	if afterPathCheck != nil {
+		afterPathCheck(p)
+	}
+	return openBelow(byName[filepath.Dir(filepath.Dir(clean))], c.tp.String(), filepath.Base(clean), p, k)
+}
+
+// openBelow opens <dir>/<part>/<name> for reading: dir as the operator
+// configured it (its own links followed), then part and name each with
+// O_NOFOLLOW relative to the directory before, so that a link swapped in
+// below dir at any moment is refused instead of followed; name with
+// O_NONBLOCK, so that a FIFO does not wait for a writer. p and k name the
+// file in errors.
+func openBelow(dir, part, name, p string, k fileKind) (*os.File, error) {
+	const flags = unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return nil, openError(p, k, err)
+	}
+	defer unix.Close(dfd)
+	pfd, err := unix.Openat(dfd, part, flags|unix.O_DIRECTORY, 0)
+	if errors.Is(err, unix.ENOTDIR) && isLink(dfd, part) {
+		err = unix.ELOOP // Linux says ENOTDIR for a link under O_DIRECTORY|O_NOFOLLOW
 	}
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s %s: %w", k, p, err)
+		return nil, openError(p, k, err)
 	}
-	if err := checkPlace(real, resolvedDirs, c, k); err != nil {
-		return nil, fmt.Errorf("%w (%s resolves to %s)", err, p, real)
-	}
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: %s %s does not exist (removed by the broker?)", ErrInvalid, k, p)
-	}
+	defer unix.Close(pfd)
+	fd, err := unix.Openat(pfd, name, flags|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open %s %s: %w", k, p, err)
+		return nil, openError(p, k, err)
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
 		return nil, fmt.Errorf("stat %s %s: %w", k, p, err)
 	}
-	if !st.Mode().IsRegular() {
-		f.Close()
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
 		return nil, fmt.Errorf("%w: %s %s is not a regular file", ErrInvalid, k, p)
 	}
-	return f, nil
+	if err := checkLinks(pfd, &st, p, k); err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open %s %s: %w", k, p, err)
+	}
+	return os.NewFile(uintptr(fd), p), nil
 }
+
+// checkLinks refuses a file with more than one hard link whose owner is
+// not its partition directory's (pfd): a link the broker's user made to
+// a file it does not own (where fs.protected_hardlinks is off), which
+// tierd, perhaps root, would otherwise read for it. Kafka's own files are
+// its user's and have one link.
+func checkLinks(pfd int, st *unix.Stat_t, p string, k fileKind) error {
+	if st.Nlink <= 1 {
+		return nil
+	}
+	var dir unix.Stat_t
+	if err := unix.Fstat(pfd, &dir); err != nil {
+		return fmt.Errorf("stat the partition directory of %s %s: %w", k, p, err)
+	}
+	if st.Uid != dir.Uid {
+		return fmt.Errorf("%w: %s %s has %d hard links and another owner (uid %d) than its partition directory (uid %d)",
+			ErrPathNotAllowed, k, p, st.Nlink, st.Uid, dir.Uid)
+	}
+	return nil
+}
+
+// isLink reports whether name in the directory dfd is a symbolic link.
+func isLink(dfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK
+}
+
+// openError says why an element of a broker file's path did not open: a
+// symbolic link (ELOOP under O_NOFOLLOW) is not allowed, a missing one
+// was removed.
+func openError(p string, k fileKind, err error) error {
+	switch {
+	case errors.Is(err, unix.ELOOP):
+		return fmt.Errorf("%w: %s %s: its partition directory or the file is a symbolic link (none is followed below rsm.log_dirs)",
+			ErrPathNotAllowed, k, p)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s %s does not exist (removed by the broker?)", ErrInvalid, k, p)
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("%w: %s %s: its partition directory is not a directory", ErrInvalid, k, p)
+	}
+	return fmt.Errorf("open %s %s: %w", k, p, err)
+}
+
+// afterPathCheck, when set (by tests), runs after a path's checks and
+// before its file is opened.
+var afterPathCheck func(path string)

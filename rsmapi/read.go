@@ -84,6 +84,7 @@ func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
+	defer boundWrites(ctx, w)()
 	meta, err := s.lookup(ctx, c)
 	if err != nil {
 		s.fail(w, opFetchLog, &c.tp, fmt.Errorf("read of %s: %w", c, err), began)
@@ -139,6 +140,25 @@ func (s *Server) handleLog(w http.ResponseWriter, r *http.Request) {
 	s.m.observe(opFetchLog, &c.tp, "OK", false, began)
 }
 
+// boundWrites makes the writes of an answer fail at ctx's deadline, so
+// that a client that stops reading does not hold the request (and the
+// object store's stream behind it) for ever: net/http's writes have no
+// deadline of their own. The returned function, called when the handler
+// is done, sends what is buffered and lifts the deadline for the next
+// request on the connection; when that fails, the connection is not
+// reused.
+func boundWrites(ctx context.Context, w http.ResponseWriter) func() {
+	rc := http.NewResponseController(w)
+	if deadline, ok := ctx.Deadline(); ok {
+		rc.SetWriteDeadline(deadline)
+	}
+	return func() {
+		if rc.Flush() == nil {
+			rc.SetWriteDeadline(time.Time{})
+		}
+	}
+}
+
 // lazyWriter sends the status with the first byte.
 type lazyWriter struct {
 	w       http.ResponseWriter
@@ -181,6 +201,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.RequestTimeout)
 	defer cancel()
+	defer boundWrites(ctx, w)()
 	meta, err := s.lookup(ctx, c)
 	if err != nil {
 		s.fail(w, opFetchIndex, &c.tp, fmt.Errorf("read of %s %s: %w", c, t, err), began)
@@ -219,7 +240,7 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 	case !errors.Is(err, rlmm.ErrSegmentNotFound):
 		s.log.Debug("rsm: the catalogue did not answer; reading the copy's manifest", "copy", c.String(), "err", err)
 	}
-	if mf := s.manifests.get(c.id); mf != nil {
+	if mf := s.manifests.get(c.id); mf != nil && named(mf.Metadata(), c) {
 		return mf.Metadata(), nil
 	}
 	mf, err := s.st.Manifest(ctx, c.meta())
@@ -230,12 +251,19 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 		return remotelog.SegmentMetadata{}, inStore(err)
 	}
 	meta := mf.Metadata()
-	if meta.ID != c.id || meta.TopicPartition != c.tp || meta.StartOffset != c.start {
+	if !named(meta, c) {
 		return meta, fmt.Errorf("the manifest under %s describes %s segment %d copy %s", s.st.Key(c.meta(), rsm.ManifestSuffix),
 			meta.TopicPartition, meta.StartOffset, meta.ID)
 	}
 	s.manifests.put(c.id, mf)
 	return meta, nil
+}
+
+// named reports whether meta is the copy c names: the same segment id in
+// the same partition at the same start offset (the manifest cache holds
+// manifests by segment id alone).
+func named(meta remotelog.SegmentMetadata, c copyName) bool {
+	return meta.ID == c.id && meta.TopicPartition == c.tp && meta.StartOffset == c.start
 }
 
 // manifestCacheSize is how many manifests lookup keeps.

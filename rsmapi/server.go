@@ -43,7 +43,8 @@ type Server struct {
 	shutting     atomic.Bool
 	addr         atomic.Pointer[string] // the address Serve listens on
 
-	janitorOff bool // tests run its passes themselves
+	janitorOff bool          // tests run its passes themselves
+	bodyGrace  time.Duration // unreadBodyGrace; tests shorten it
 
 	statusMu  sync.Mutex
 	lastError string // the last failed request's error, for the status
@@ -100,7 +101,8 @@ func New(cfg Config, cat Catalogue, st Storage, opts ...Option) (*Server, error)
 		return nil, errors.New("rsm: staging_dir is required")
 	}
 	s := &Server{cfg: cfg, cat: cat, st: st, log: slog.New(slog.DiscardHandler), now: time.Now,
-		slots: make(chan struct{}, cfg.MaxConcurrentCopies), flights: newFlights(), manifests: newManifestCache(manifestCacheSize)}
+		slots: make(chan struct{}, cfg.MaxConcurrentCopies), flights: newFlights(), manifests: newManifestCache(manifestCacheSize),
+		bodyGrace: unreadBodyGrace}
 	for _, o := range opts {
 		o(s)
 	}
@@ -144,6 +146,13 @@ func (s *Server) Addr() string {
 	}
 	return ""
 }
+
+// unreadBodyGrace is how long the server may go on reading the rest of a
+// request body that no handler reads (to keep the connection for the
+// next request) before it gives up and closes the connection: a client
+// that has sent its body is not kept waiting, one that stalls mid-body is
+// cut.
+const unreadBodyGrace = 10 * time.Second
 
 // shutdownGrace is how long copies in flight may go on once shutdown
 // begins; then they are ended (their objects deleted, answered 503).
@@ -229,10 +238,17 @@ func (s *Server) Handler() http.Handler {
 }
 
 // authenticated answers 401 to a request without the token in use, and
-// counts it; nothing about the token goes into the answer or the log.
+// counts it; nothing about the token goes into the answer or the log. A
+// refused request's connection is closed after the answer. A request
+// with a body may take bodyGrace to send what no handler reads (a copy
+// sets its own bound while it reads its body).
 func (s *Server) authenticated(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength != 0 {
+			s.boundUnreadBody(w)
+		}
 		if err := s.tok.check(r); err != nil {
+			w.Header().Set("Connection", "close")
 			s.m.authFailures.WithLabelValues(authFailure(err)).Inc()
 			s.m.nAuth.Add(1)
 			s.log.Debug("rsm: request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "reason", authFailure(err))
@@ -241,6 +257,16 @@ func (s *Server) authenticated(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// boundUnreadBody gives the rest of a request's body bodyGrace to arrive.
+// net/http reads what a handler left unread before it answers (to keep
+// the connection), with no deadline of its own: a client that stalls
+// mid-body would hold the connection, its goroutine and its descriptor
+// for ever. Past the grace the read fails and the connection is closed
+// after the answer.
+func (s *Server) boundUnreadBody(w http.ResponseWriter) {
+	http.NewResponseController(w).SetReadDeadline(time.Now().Add(s.bodyGrace))
 }
 
 // healthAnswer is GET /v1/health's body when ready.

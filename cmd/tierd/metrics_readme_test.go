@@ -14,20 +14,21 @@ import (
 // of the README's table of metrics named after Kafka's.
 func readmeKafkaMetrics(t *testing.T) []string {
 	t.Helper()
-	return readmeTableMetrics(t, "Metrics named after Kafka's")
+	return docTableMetrics(t, "README.md", "Metrics named after Kafka's")
 }
 
-// readmeTableMetrics returns the tierd metric names in the first column
-// of the table of the README's section (### title).
-func readmeTableMetrics(t *testing.T, title string) []string {
+// docTableMetrics returns the tierd metric names in the first column
+// of the table of a section (### title) of doc, a path from the
+// repository's root.
+func docTableMetrics(t *testing.T, doc, title string) []string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	data, err := os.ReadFile(filepath.Join("..", "..", doc))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(data), "### "+title+"\n")
 	if !ok {
-		t.Fatalf("README has no section %q", title)
+		t.Fatalf("%s has no section %q", doc, title)
 	}
 	section, _, _ = strings.Cut(section, "\n### ")
 	name := regexp.MustCompile("`(tierd_[a-z_]+)")
@@ -42,7 +43,7 @@ func readmeTableMetrics(t *testing.T, title string) []string {
 		}
 	}
 	if len(out) < 10 {
-		t.Fatalf("found only %v in the README's table", out)
+		t.Fatalf("found only %v in the table of %s", out, doc)
 	}
 	return out
 }

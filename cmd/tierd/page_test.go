@@ -129,6 +129,7 @@ func TestStatusPageInChromium(t *testing.T) {
   broker_id: 1
   interval: 100ms
   file_delete_delay: 0s
+  initial_retention_delay: 0s
   retention:
     local.retention.ms: 0
   topics:

@@ -241,7 +241,7 @@ func TestRSMRefusals(t *testing.T) {
 }
 
 // TestReadmeRSMMetricsFromStart: a tierd serving the RSM endpoint exposes
-// every metric of the README's table of the endpoint's metrics before any
+// every metric of docs/kafka.md's table of the endpoint's metrics before any
 // call, so that alerts and absent() work from the start.
 func TestReadmeRSMMetricsFromStart(t *testing.T) {
 	root := t.TempDir()
@@ -257,13 +257,13 @@ func TestReadmeRSMMetricsFromStart(t *testing.T) {
 	startServe(t, cfgPath)
 	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
 	metrics := get(t, "http://"+httpAddr+"/metrics")
-	names := readmeTableMetrics(t, "Metrics of the RSM endpoint")
+	names := docTableMetrics(t, "docs/kafka.md", "Metrics of the RSM endpoint")
 	if len(names) < 10 {
-		t.Fatalf("the README's table names only %v", names)
+		t.Fatalf("docs/kafka.md's table names only %v", names)
 	}
 	for _, name := range names {
 		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
-			t.Errorf("%s (in the README's table) is not on /metrics at start", name)
+			t.Errorf("%s (in docs/kafka.md's table) is not on /metrics at start", name)
 		}
 	}
 	if !strings.Contains(metrics, `tierd_rsm_copy_errors_total{partition="-1",topic="_other"} 0`) {

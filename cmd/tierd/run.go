@@ -198,15 +198,22 @@ func (d *daemon) Close() error {
 
 func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var goAhead bool
-	cfg, code, ok := configCommand("run", "tierd run --config tierd.yaml [--retention-go-ahead]", args, stderr, func(fs *flag.FlagSet) {
+	var newDirs stringList
+	cfg, code, ok := configCommand("run", "tierd run --config tierd.yaml [--retention-go-ahead] [--new-log-dir DIR ...]", args, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&goAhead, "retention-go-ahead", false, "let retention delete at once on a new metadata dir, without waiting for "+
 			"copier.initial_retention_delay (recorded in the metadata dir: it holds for later starts too)")
+		fs.Var(&newDirs, "new-log-dir", "a log dir of copier.log_dirs that tierd ran on before and that lost tierd's lock file on purpose "+
+			"(a new disk, partitions moved away): start anyway (repeatable)")
 	})
 	if !ok {
 		return code
 	}
 	cfg.retentionGoAhead = goAhead
 	if err := checkLogDirs(cfg.Copier.LogDirs); err != nil {
+		fmt.Fprintf(stderr, "tierd run: %v\n", err)
+		return 1
+	}
+	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, newDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
@@ -322,6 +329,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	defer d.Close()
 	if err := lock.Record(d.instanceID); err != nil {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
+	}
+	if err := recordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
+		return fmt.Errorf("record the log dirs tierd runs on: %w", err)
 	}
 	if err := writeRuntime(cfg.Metadata.Dir, runtimeInfo{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
 		StartedMs: time.Now().UnixMilli()}); err != nil {

@@ -41,10 +41,39 @@ final class CopyRequest {
 
     final String contentType;
     final HttpRequest.BodyPublisher body;
+    /** The upload bodies made so far (one per send), closed by {@link #close}. */
+    private final List<UploadBody> opened = new ArrayList<>();
 
     private CopyRequest(String contentType, HttpRequest.BodyPublisher body) {
         this.contentType = contentType;
         this.body = body;
+    }
+
+    private CopyRequest(List<Path> files, List<Long> sizes, byte[] head, long total) {
+        this.contentType = SEGMENT;
+        HttpRequest.BodyPublisher stream = HttpRequest.BodyPublishers.ofInputStream(() -> {
+            UploadBody b = new UploadBody(head, files, sizes);
+            synchronized (opened) {
+                opened.add(b);
+            }
+            return b;
+        });
+        this.body = new SizedPublisher(stream, total);
+    }
+
+    /**
+     * Closes every file an upload body opened. The HTTP client closes a body it
+     * read to its end, but not one whose exchange ended early (a timeout, an
+     * answer before the whole body was sent): that one would hold a broker's file
+     * open, after the call, until the garbage collector found it.
+     */
+    void close() {
+        synchronized (opened) {
+            for (UploadBody b : opened) {
+                b.closeFiles();
+            }
+            opened.clear();
+        }
     }
 
     /**
@@ -96,8 +125,7 @@ final class CopyRequest {
         for (long n : sizes) {
             total += n;
         }
-        HttpRequest.BodyPublisher stream = HttpRequest.BodyPublishers.ofInputStream(() -> new UploadBody(head, files, sizes));
-        return new CopyRequest(SEGMENT, new SizedPublisher(stream, total));
+        return new CopyRequest(files, sizes, head, total);
     }
 
     private static long add(List<Path> files, List<Long> sizes, Path p, String what) throws RemoteStorageException {
@@ -157,26 +185,51 @@ final class CopyRequest {
      * each file (a file found shorter than its stated size fails the copy).
      */
     private static final class UploadBody extends SequenceInputStream {
-        UploadBody(byte[] head, List<Path> files, List<Long> sizes) {
-            super(parts(head, files, sizes));
+        private final List<ExactFile> files;
+
+        private UploadBody(byte[] head, List<ExactFile> files) {
+            super(parts(head, files));
+            this.files = files;
         }
 
-        private static Enumeration<InputStream> parts(byte[] head, List<Path> files, List<Long> sizes) {
+        UploadBody(byte[] head, List<Path> paths, List<Long> sizes) {
+            this(head, exact(paths, sizes));
+        }
+
+        private static List<ExactFile> exact(List<Path> paths, List<Long> sizes) {
+            List<ExactFile> l = new ArrayList<>();
+            for (int i = 0; i < paths.size(); i++) {
+                l.add(new ExactFile(paths.get(i), sizes.get(i)));
+            }
+            return l;
+        }
+
+        private static Enumeration<InputStream> parts(byte[] head, List<ExactFile> files) {
             List<InputStream> l = new ArrayList<>();
             l.add(new ByteArrayInputStream(head));
-            for (int i = 0; i < files.size(); i++) {
-                l.add(new ExactFile(files.get(i), sizes.get(i)));
-            }
+            l.addAll(files);
             return Collections.enumeration(l);
+        }
+
+        /** Closes the files, whichever thread reads the body: a read after it fails. */
+        void closeFiles() {
+            for (ExactFile f : files) {
+                f.close();
+            }
         }
     }
 
-    /** Exactly n bytes of a file, opened on first read. */
+    /**
+     * Exactly n bytes of a file, opened on first read; once closed (by the HTTP
+     * client at its end, or by {@link CopyRequest#close} from the caller's
+     * thread), it never opens the file again.
+     */
     private static final class ExactFile extends InputStream {
         private final Path path;
         private final long size;
         private InputStream in;
         private long left;
+        private boolean closed;
 
         ExactFile(Path path, long size) {
             this.path = path;
@@ -185,6 +238,9 @@ final class CopyRequest {
         }
 
         private InputStream in() throws IOException {
+            if (closed) {
+                throw new IOException(path + ": the upload was closed");
+            }
             if (in == null) {
                 in = Files.newInputStream(path);
             }
@@ -192,14 +248,14 @@ final class CopyRequest {
         }
 
         @Override
-        public int read() throws IOException {
+        public synchronized int read() throws IOException {
             byte[] one = new byte[1];
             int n = read(one, 0, 1);
             return n < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override
-        public int read(byte[] b, int off, int len) throws IOException {
+        public synchronized int read(byte[] b, int off, int len) throws IOException {
             if (left == 0) {
                 close();
                 return -1;
@@ -213,9 +269,14 @@ final class CopyRequest {
         }
 
         @Override
-        public void close() throws IOException {
+        public synchronized void close() {
+            closed = true;
             if (in != null) {
-                in.close();
+                try {
+                    in.close();
+                } catch (IOException e) {
+                    // A file that does not close is closed.
+                }
                 in = null;
             }
         }

@@ -25,7 +25,10 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
  * carries {@code Authorization: Bearer <token>} from {@link TokenFile}; an
  * answer 401 makes it re-read the token file and, if the token changed, send
  * the request once more (a rotation whose file change the attribute check
- * missed). Every answer's body is read whole.
+ * missed). Every answer's body is read whole, up to a bound of the call's (see
+ * {@link BoundedBody}: what a success of that call can hold, 1 MiB for any
+ * other answer), so that an answer that goes on past it costs the broker at
+ * most that much memory.
  *
  * <p>Copies, index fetches and deletes go through java.net.http
  * ({@link #exchange}): each exchange is bounded by its timeout as a whole, and
@@ -43,7 +46,7 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
 final class TierdClient {
     /** Value of the User-Agent header. */
     static final String USER_AGENT = "tierd-kafka-rsm/1";
-    /** The largest answer getRange reads, bytes: a window's bytes, or an error's JSON. */
+    /** The largest answer getRange reads whatever its bound, bytes: the largest window. */
     static final int MAX_ANSWER_BYTES = Settings.MAX_WINDOW_BYTES;
 
     final Settings settings;
@@ -96,13 +99,14 @@ final class TierdClient {
      * @param what the call, for messages
      * @param build makes the request for a token (called again after a 401 with a new token)
      * @param timeout the exchange's timeout, the answer's body included
+     * @param successBytes the largest success body the call takes, bytes (see {@link BoundedBody})
      * @return the answer, whatever its status
-     * @throws RemoteStorageException when no answer came (refused, timed out, interrupted, cut)
+     * @throws RemoteStorageException when no answer came (refused, timed out, interrupted, cut, or larger than its bound)
      */
-    HttpResponse<byte[]> exchange(String what, Function<String, HttpRequest> build, Duration timeout)
+    HttpResponse<byte[]> exchange(String what, Function<String, HttpRequest> build, Duration timeout, long successBytes)
             throws RemoteStorageException {
         String token = settings.token.current();
-        HttpResponse<byte[]> r = sendOnce(what, build.apply(token), timeout);
+        HttpResponse<byte[]> r = sendOnce(what, build.apply(token), timeout, successBytes);
         if (r.statusCode() == 401) {
             String fresh;
             try {
@@ -111,17 +115,18 @@ final class TierdClient {
                 fresh = token;
             }
             if (!fresh.equals(token)) {
-                r = sendOnce(what, build.apply(fresh), timeout);
+                r = sendOnce(what, build.apply(fresh), timeout, successBytes);
             }
         }
         return r;
     }
 
-    private HttpResponse<byte[]> sendOnce(String what, HttpRequest req, Duration timeout) throws RemoteStorageException {
+    private HttpResponse<byte[]> sendOnce(String what, HttpRequest req, Duration timeout, long successBytes)
+            throws RemoteStorageException {
         if (Thread.currentThread().isInterrupted()) {
             throw Errors.interrupted(what, new InterruptedException("interrupted before the request"));
         }
-        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(req, HttpResponse.BodyHandlers.ofByteArray());
+        CompletableFuture<HttpResponse<byte[]>> f = http.sendAsync(req, BoundedBody.upTo(successBytes));
         try {
             return f.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
@@ -157,12 +162,15 @@ final class TierdClient {
      * @param path the path under the endpoint, starting with '/'
      * @param range the Range header's value
      * @param timeout bounds the wait for any byte and the exchange as a whole
+     * @param successBytes the largest success body the call takes, bytes (other answers: BoundedBody.ERROR_BYTES)
      * @return the answer, whatever its status
-     * @throws RemoteStorageException when no whole answer came (refused, timed out, interrupted before it, cut)
+     * @throws RemoteStorageException when no whole answer came (refused, timed out, interrupted before it, cut, or
+     *     larger than its bound: refused from its Content-Length before its body is read, or cut at the bound)
      */
-    Answer getRange(String what, String path, String range, Duration timeout) throws RemoteStorageException {
+    Answer getRange(String what, String path, String range, Duration timeout, long successBytes)
+            throws RemoteStorageException {
         String token = settings.token.current();
-        Answer a = getOnce(what, path, range, timeout, token);
+        Answer a = getOnce(what, path, range, timeout, token, successBytes);
         if (a.status == 401) {
             String fresh;
             try {
@@ -171,13 +179,13 @@ final class TierdClient {
                 fresh = token;
             }
             if (!fresh.equals(token)) {
-                a = getOnce(what, path, range, timeout, fresh);
+                a = getOnce(what, path, range, timeout, fresh, successBytes);
             }
         }
         return a;
     }
 
-    private Answer getOnce(String what, String path, String range, Duration timeout, String token)
+    private Answer getOnce(String what, String path, String range, Duration timeout, String token, long successBytes)
             throws RemoteStorageException {
         if (Thread.currentThread().isInterrupted()) {
             throw Errors.interrupted(what, new InterruptedException("interrupted before the request"));
@@ -198,7 +206,8 @@ final class TierdClient {
             c.setRequestProperty("Range", range);
             int status = c.getResponseCode();
             InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
-            byte[] body = in == null ? new byte[0] : readWhole(in, c.getContentLengthLong(), deadline);
+            long max = status / 100 == 2 ? successBytes : BoundedBody.ERROR_BYTES;
+            byte[] body = in == null ? new byte[0] : readWhole(in, c.getContentLengthLong(), max, deadline);
             if (in != null) {
                 in.close(); // read whole: the connection goes back to the JDK's keep-alive pool
             }
@@ -216,22 +225,27 @@ final class TierdClient {
         }
     }
 
-    /** Reads an answer's body whole into one array: its Content-Length (len), or to its end when unknown. */
-    private static byte[] readWhole(InputStream in, long len, long deadline) throws IOException, TimeoutException {
-        if (len > MAX_ANSWER_BYTES) {
-            throw new IOException("an answer of " + len + " bytes, more than a read window can be");
+    /**
+     * Reads an answer's body whole into one array: its Content-Length (len), or to
+     * its end when unknown; at most max bytes (BoundedBody's rule).
+     */
+    private static byte[] readWhole(InputStream in, long len, long max, long deadline) throws IOException, TimeoutException {
+        max = Math.min(max, MAX_ANSWER_BYTES);
+        if (len > max) {
+            throw new IOException("tierd's answer announces " + len + " bytes, more than the " + max
+                    + " bytes this call takes; not read");
         }
-        byte[] b = new byte[len >= 0 ? (int) len : 8192];
+        byte[] b = new byte[len >= 0 ? (int) len : (int) Math.min(8192, max + 1)];
         int off = 0;
         while (true) {
             if (off == b.length) {
                 if (len >= 0) {
                     return b;
                 }
-                if (b.length >= MAX_ANSWER_BYTES) {
-                    throw new IOException("an answer longer than " + MAX_ANSWER_BYTES + " bytes");
+                if (off > max) {
+                    throw new IOException("tierd's answer holds more than the " + max + " bytes this call takes");
                 }
-                b = java.util.Arrays.copyOf(b, (int) Math.min((long) b.length * 2, MAX_ANSWER_BYTES));
+                b = java.util.Arrays.copyOf(b, (int) Math.min((long) b.length * 2, max + 1));
             }
             int n = in.read(b, off, b.length - off);
             if (n < 0) {

@@ -40,6 +40,11 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
 public class TierdRemoteStorageManager implements RemoteStorageManager {
     private static final System.Logger LOG = System.getLogger(TierdRemoteStorageManager.class.getName());
 
+    /** Largest answer to a copy or a delete, bytes (tierd's is a line of JSON). */
+    static final long ANSWER_BYTES = 1 << 20;
+    /** Largest index object, bytes: tierd stores none larger (rsmapi/doc.go). */
+    static final long INDEX_BYTES = 1 << 30;
+
     private volatile TierdClient client;
     private volatile boolean closed;
 
@@ -92,10 +97,17 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
         String what = "copy of " + ref;
         TierdClient c = client(what);
         CopyRequest body = CopyRequest.of(remoteLogSegmentMetadata, logSegmentData, c.settings, what);
-        HttpResponse<byte[]> r = c.exchange(what, token -> c.request(ref.path(), c.settings.copyTimeout, token)
-                .header("Content-Type", body.contentType)
-                .PUT(body.body)
-                .build(), c.settings.copyTimeout);
+        HttpResponse<byte[]> r;
+        try {
+            r = c.exchange(what, token -> c.request(ref.path(), c.settings.copyTimeout, token)
+                    .header("Content-Type", body.contentType)
+                    .PUT(body.body)
+                    .build(), c.settings.copyTimeout, ANSWER_BYTES);
+        } finally {
+            // The broker's files are valid only during this call: an upload cut
+            // short (a timeout, an early answer) must not keep one open.
+            body.close();
+        }
         if (r.statusCode() / 100 != 2) {
             throw Errors.forStatus(what, r.statusCode(), r.body());
         }
@@ -207,7 +219,7 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
             throw new RemoteResourceNotFoundException(what + ": the copy has no transaction index");
         }
         HttpResponse<byte[]> r = c.exchange(what, token -> c.request(ref.path() + "/index/" + indexType.name(),
-                c.settings.requestTimeout, token).GET().build(), c.settings.requestTimeout);
+                c.settings.requestTimeout, token).GET().build(), c.settings.requestTimeout, INDEX_BYTES);
         if (r.statusCode() != 200) {
             throw Errors.forStatus(what, r.statusCode(), r.body());
         }
@@ -221,17 +233,22 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
         String what = "delete of " + ref;
         TierdClient c = client(what);
         HttpResponse<byte[]> r = c.exchange(what, token -> c.request(ref.path(), c.settings.requestTimeout, token)
-                .DELETE().build(), c.settings.requestTimeout);
+                .DELETE().build(), c.settings.requestTimeout, ANSWER_BYTES);
         if (r.statusCode() / 100 != 2 && r.statusCode() != 404) {
             throw Errors.forStatus(what, r.statusCode(), r.body());
         }
     }
 
-    /** Ends the client; later calls throw RemoteStorageException. */
+    /**
+     * Ends the client; later calls throw RemoteStorageException. The client is
+     * dropped as well, so that its threads end even on Java before 21 (where it
+     * cannot be shut down) while the broker keeps this object.
+     */
     @Override
     public void close() {
         closed = true;
         TierdClient c = client;
+        client = null;
         if (c != null) {
             c.close();
         }
@@ -252,7 +269,8 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
         @Override
         public RangeInputStream.Window read(long first, long last) throws RemoteStorageException {
             String range = "bytes=" + first + "-" + (last == Long.MAX_VALUE ? "" : Long.toString(last));
-            TierdClient.Answer r = c.getRange(what, ref.path() + "/log", range, c.settings.requestTimeout);
+            long asked = last - first >= c.settings.fetchWindowMaxBytes ? c.settings.fetchWindowMaxBytes : last - first + 1;
+            TierdClient.Answer r = c.getRange(what, ref.path() + "/log", range, c.settings.requestTimeout, asked);
             if (r.status != 206) {
                 if (r.status / 100 == 2) {
                     throw new RemoteStorageException(what + ": tierd answered " + r.status + " to " + range
