@@ -104,9 +104,32 @@ type Config struct {
 	// seconds. Default 15.
 	ProfileSeconds int
 
+	// ChildBucketType is bucket.type of the "tierd run" children
+	// (replay_N, readers_N, the plugin case): "s3" (aws-sdk-go-v2, the
+	// bench's own client) or "minio" (minio-go). Default "s3".
+	ChildBucketType string
+	// Java is the java launcher of the plugin case's JVM; "" looks for
+	// java on PATH (without one the case is skipped, with a note).
+	// Default "".
+	Java string
+	// PluginJars is the directory holding the plugin's jars
+	// (tierd-kafka-rsm.jar, tierd-kafka-rsm-driver.jar and
+	// kafka-rsm-api-stubs.jar: make kafka-rsm-driver); without them the
+	// plugin case is skipped, with a note. Default "bin".
+	PluginJars string
+	// PluginSource, when set, is the plugin's source dir (kafka-rsm, with
+	// build.sh, which writes the jars into ../bin from it: PluginJars
+	// must be that dir): when javac is on PATH and a jar is missing or
+	// older than a file there, the plugin case builds them first.
+	// Default "" (tierd bench sets kafka-rsm when ./kafka-rsm/build.sh
+	// exists and --kafka-rsm-jars is its default).
+	PluginSource string
+
 	// Cases are the cases to run, from AllCases: "read" (the read path's
-	// cases, raw_get to replay_N), "copy", "readers", "scale_partitions",
-	// "scale_segments", "codecs" (codecs.go). Default all of them.
+	// cases, raw_get to replay_N), "copy", "readers", "plugin" (the
+	// broker's path through the Java plugin, plugin.go),
+	// "scale_partitions", "scale_segments", "codecs" (codecs.go). Default
+	// all of them.
 	Cases []string
 	// Partitions are scale_partitions' sizes, partitions of 3 rolled
 	// segments each, rising. Default [5, 50] (ScaleSmall); ScaleFull
@@ -150,7 +173,7 @@ type Config struct {
 }
 
 // AllCases are the case groups a run can select (Config.Cases).
-var AllCases = []string{"read", "copy", "readers", "scale_partitions", "scale_segments", "codecs"}
+var AllCases = []string{"read", "copy", "readers", "plugin", "scale_partitions", "scale_segments", "codecs"}
 
 // Scale names a set of sizes for the growth cases.
 const (
@@ -213,7 +236,7 @@ func (c Config) runPrefix() (string, error) {
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15,
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin", ChildBucketType: "s3",
 		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
@@ -309,6 +332,9 @@ func (c Config) Validate() error {
 	}
 	if len(c.ReaderPatterns) == 0 {
 		errs = append(errs, errors.New("no reader patterns: want some of seq, random, broker"))
+	}
+	if c.ChildBucketType != "" && c.ChildBucketType != "s3" && c.ChildBucketType != "minio" {
+		errs = append(errs, fmt.Errorf("child bucket type %q: want s3 or minio", c.ChildBucketType))
 	}
 	if c.ReadersMemoryLimit < -2 {
 		errs = append(errs, fmt.Errorf("readers memory limit %d: want -2, -1, 0 or bytes", c.ReadersMemoryLimit))

@@ -71,6 +71,16 @@ func (e *env) startDaemon(ctx context.Context, bin string, limit int64) (*daemon
 
 // startDaemonOnce is one attempt of startDaemon, on ports picked anew.
 func (e *env) startDaemonOnce(ctx context.Context, bin string, limit int64) (*daemon, error) {
+	return e.startChild(ctx, bin, limit, nil)
+}
+
+// startChild starts a "tierd run" child on ports picked anew: with rsm
+// nil, the copier and fetch server over the bench's log dir and metadata;
+// else the RSM endpoint alone (no copier log dirs) over rsm's metadata
+// dir, the bench's log dir as the broker's, on rsm.addr (picked here when
+// empty). It returns once the child serves (and, with rsm, answers the
+// RSM endpoint's health check).
+func (e *env) startChild(ctx context.Context, bin string, limit int64, rc *rsmChild) (*daemon, error) {
 	lis, err := listen()
 	if err != nil {
 		return nil, err
@@ -83,6 +93,14 @@ func (e *env) startDaemonOnce(ctx context.Context, bin string, limit int64) (*da
 	}
 	httpAddr := hlis.Addr().String()
 	hlis.Close()
+	if rc != nil && rc.addr == "" {
+		rlis, err := listen()
+		if err != nil {
+			return nil, err
+		}
+		rc.addr = rlis.Addr().String()
+		rlis.Close()
+	}
 	endpoint, closeProxy := e.endpoint, func() {}
 	if e.cfg.StoreLatency > 0 { // the child's GETs wait as the bench's own do
 		if endpoint, closeProxy, err = latencyProxy(e.endpoint, e.cfg.StoreLatency); err != nil {
@@ -92,15 +110,24 @@ func (e *env) startDaemonOnce(ctx context.Context, bin string, limit int64) (*da
 	if limit == -2 {
 		limit = e.fcfg.MemoryBytes() + 32<<20
 	}
-	yaml := fmt.Sprintf(`copier:
+	copierYAML := fmt.Sprintf(`copier:
   log_dirs: [%q]
   remote.log.manager.task.interval.ms: 3600000
   remote.log.manager.copier.thread.pool.size: 1
   ownership_lease: 0s
-bucket:
-  type: s3
+`, filepath.Join(e.dir, "logs"))
+	metaDir := filepath.Join(e.dir, "metadata")
+	if rc != nil {
+		copierYAML, metaDir = rc.yaml(filepath.Join(e.dir, "logs")), rc.metaDir
+	}
+	bucketType := e.cfg.ChildBucketType
+	if bucketType == "" {
+		bucketType = "s3"
+	}
+	yaml := fmt.Sprintf(`%sbucket:
+  type: %s
   prefix: %q
-  s3: {endpoint: %q, bucket: %q, region: %q, path_style: true}
+  %s: {endpoint: %q, bucket: %q, region: %q, path_style: true}
 metadata:
   dir: %q
 fetch:
@@ -117,10 +144,13 @@ http:
   pprof: %t
 memory_limit_bytes: %d
 log_level: warn
-`, filepath.Join(e.dir, "logs"), e.prefix, endpoint, e.cfg.Bucket, e.cfg.Region, filepath.Join(e.dir, "metadata"), addr,
+`, copierYAML, bucketType, e.prefix, bucketType, endpoint, e.cfg.Bucket, e.cfg.Region, metaDir, addr,
 		e.fcfg.FetchMaxBytes, e.fcfg.Cache.ChunkBytes, e.fcfg.Cache.MemoryBytes, e.fcfg.Cache.MaxInflightGets,
 		e.fcfg.PrefetchBytes, e.fcfg.IndexCacheBytes, e.fcfg.MaxWaitMs, httpAddr, e.cfg.ProfileDir != "", limit)
 	path := filepath.Join(e.dir, "tierd.yaml")
+	if rc != nil {
+		path = filepath.Join(e.dir, "tierd-rsm.yaml")
+	}
 	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
 		closeProxy()
 		return nil, err
@@ -144,6 +174,9 @@ log_level: warn
 		wctx, cancel := context.WithTimeout(ctx, time.Second)
 		ok := d.client.WaitReady(wctx)
 		cancel()
+		if ok && rc != nil {
+			ok = rc.healthy()
+		}
 		if ok {
 			return d, nil
 		}

@@ -40,6 +40,25 @@
 //	                against the same files uploaded with the same bucket
 //	                client, MiB/s of .log bytes
 //
+// The plugin cases (plugin.go, "plugin" in Config.Cases) measure the
+// broker's path: the Kafka plugin in a JVM (kafka-rsm's PluginBench)
+// calling a "tierd run" child that serves the RSM endpoint, beside GETs
+// and PUTs of presigned URLs made straight to the store from the same JVM:
+//
+//	plugin_copy, jvm_raw_put
+//	                copyLogSegmentData by path against PUTs of the same
+//	                files, A B B A per round
+//	plugin_fetch_cold, plugin_fetch_warm, jvm_raw_get
+//	                fetchLogSegment of max_bytes from a batch start, the
+//	                first read of its chunk of a new copy, then again from
+//	                tierd's cache, against a ranged GET of the same bytes
+//	plugin_readers  N broker readers through the plugin against a fresh
+//	                child for each N
+//
+// with CPU seconds per GiB of the JVM, the child and MinIO (their
+// threads' schedstat); they are skipped, with Report.PluginSkipped saying
+// why, without java or the plugin's jars.
+//
 // replay, grpc_floor and raw_seq_get also report CPU seconds per GiB
 // moved, of the bench process (clients and in-process servers, from
 // getrusage) and of the MinIO process the bench started (from
@@ -126,7 +145,9 @@
 // limit_mib (the caches' budgets + 64 MiB); replay, grpc_floor and
 // raw_seq_get add cpu_s_per_gib_proc and cpu_s_per_gib_store, fetch_warm
 // adds gets_while_timed (GETs tierd made while its samples were timed; 0
-// when all were cached, else its target is not judged). Each
+// when all were cached, else its target is not judged), the plugin cases
+// cpu_s_per_gib_by_process ({"jvm", "tierd", "minio"}), and
+// "plugin_skipped" holds why they did not run, when they did not. Each
 // growth measure is keyed "case/variant metric" (for example
 // "scale_partitions/minio idle_pass_cpu_s") with sizes, values (one row
 // per round, null where not measured) and timed_out (per size, when one

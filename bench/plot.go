@@ -90,7 +90,15 @@ func (rep *Report) WritePlot(path string) error {
 	if drawn == 0 {
 		return nil
 	}
-	return p.Save(8*vg.Inch, 5*vg.Inch, path)
+	// The legend goes below the curves, one line a case: past the eleven
+	// cases that fit under curves from 1 us, the plot grows taller and its
+	// axis starts lower (the plugin cases make nineteen).
+	height := 5 * vg.Inch
+	if drawn > 11 {
+		height = 8 * vg.Inch
+		p.Y.Min = 0.01
+	}
+	return p.Save(8*vg.Inch, height, path)
 }
 
 // GrowthPlotPath is where WriteGrowthPlot draws when the latency plot

@@ -81,7 +81,11 @@ func gatherSums(reg prometheus.Gatherer) map[string]float64 {
 
 // scrapeSums reads readersMetricNames from a tierd's /metrics (Prometheus
 // text format: "name{labels} value" lines).
-func scrapeSums(url string) map[string]float64 {
+func scrapeSums(url string) map[string]float64 { return scrapeNamed(url, readersMetricNames) }
+
+// scrapeNamed reads the metrics named from a tierd's /metrics, each
+// summed over its labels; nil when it cannot.
+func scrapeNamed(url string, names []string) map[string]float64 {
 	resp, err := http.Get(url)
 	if err != nil {
 		return nil
@@ -95,7 +99,7 @@ func scrapeSums(url string) map[string]float64 {
 			continue
 		}
 		name, _, _ := strings.Cut(f[0], "{")
-		if !slices.Contains(readersMetricNames, name) {
+		if !slices.Contains(names, name) {
 			continue
 		}
 		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {

@@ -45,18 +45,24 @@ type Result struct {
 	// seconds per GiB (the bench process plus the store, when known),
 	// for the cases that run in rounds (replay, kafka_replay).
 	RoundMiBPerS, RoundCPUPerGiB []float64
-	Note                         string
+	// CPUByProc is the CPU seconds per GiB moved of each process a plugin
+	// case involves: "jvm" (the plugin's, or the floor's, JVM), "tierd"
+	// (the tierd run child) and "minio" (when the bench started it), from
+	// /proc/<pid>/stat around every call; nil for the other cases.
+	CPUByProc map[string]float64
+	Note      string
 
 	hist      *hdrhistogram.Histogram
 	gets      float64 // GETs of .log objects tierd made, where counted
 	indexGets float64 // GETs of index objects, where counted
 	retries   int     // UNAVAILABLE answers asked again
 	bytes     int64
-	busy      time.Duration // summed latencies
-	wall      time.Duration // set by cases that measure throughput
-	cpuProc   float64       // CPU seconds of the bench process, where measured
-	cpuStore  float64       // CPU seconds of the store, where measured; -1 unknown
-	cpuBytes  int64         // bytes moved while the CPU above was measured
+	busy      time.Duration      // summed latencies
+	wall      time.Duration      // set by cases that measure throughput
+	cpuProc   float64            // CPU seconds of the bench process, where measured
+	cpuStore  float64            // CPU seconds of the store, where measured; -1 unknown
+	cpuBytes  int64              // bytes moved while the CPU above was measured
+	cpuBy     map[string]float64 // CPU seconds by process (plugin cases), over all the bytes added
 }
 
 func newResult(name string) *Result {
@@ -69,7 +75,20 @@ func (r *Result) add(d time.Duration, bytes int64) {
 	r.busy += d
 }
 
+// addCPUBy adds CPU seconds by process to the plugin cases' account.
+func (r *Result) addCPUBy(c map[string]float64) {
+	if r.cpuBy == nil {
+		r.cpuBy = map[string]float64{}
+	}
+	for k, v := range c {
+		r.cpuBy[k] += v
+	}
+}
+
 func (r *Result) merge(o *Result) {
+	if o.cpuBy != nil {
+		r.addCPUBy(o.cpuBy)
+	}
 	r.retries += o.retries
 	r.hist.Merge(o.hist)
 	r.bytes += o.bytes
@@ -88,6 +107,12 @@ func (r *Result) finish() {
 	}
 	if d > 0 {
 		r.MiBPerS = float64(r.bytes) / (1 << 20) / d.Seconds()
+	}
+	if len(r.cpuBy) > 0 && r.bytes > 0 {
+		r.CPUByProc = map[string]float64{}
+		for k, v := range r.cpuBy {
+			r.CPUByProc[k] = v / (float64(r.bytes) / (1 << 30))
+		}
 	}
 	if r.cpuBytes > 0 {
 		gib := float64(r.cpuBytes) / (1 << 30)
@@ -123,6 +148,9 @@ type Report struct {
 	// byte served is judged), bytes: what a reader's prefetch may read
 	// past its last Fetch, against what it reads.
 	PrefetchBytes, ReaderBytes8 int64
+	// PluginSkipped says why the plugin case did not run ("" when it ran
+	// or was not selected).
+	PluginSkipped string
 	// FirstTouchCPUPerGiB is the CPU seconds per GiB this machine spends
 	// on a process's first touch of memory (firstTouchProbe), nil when
 	// not probed.
@@ -317,6 +345,7 @@ func (rep *Report) Targets() []Target {
 			out = append(out, Target{Text: fmt.Sprintf("%s peak anonymous RSS %.0f MiB (<= cache budgets + 64 = %.0f MiB)", r.Name, *r.PeakRSSMiB, *r.LimitMiB), Met: *r.PeakRSSMiB <= *r.LimitMiB})
 		}
 	}
+	out = append(out, rep.pluginTargets()...)
 	out = append(out, rep.codecTargets()...)
 	return append(out, rep.growthTargets()...)
 }
@@ -338,6 +367,9 @@ type jsonCase struct {
 	// (bench process plus store) for cases run in rounds.
 	RoundMiBPerS []float64 `json:"mib_per_s_by_round,omitempty"`
 	RoundCPU     []float64 `json:"cpu_s_per_gib_by_round,omitempty"`
+	// CPUByProc is the plugin cases' CPU-s/GiB by process (jvm, tierd,
+	// minio).
+	CPUByProc map[string]float64 `json:"cpu_s_per_gib_by_process,omitempty"`
 }
 
 // jsonSeries is one growth measure: sizes, values[round][size] (null
@@ -354,7 +386,7 @@ type jsonSeries struct {
 func (rep *Report) WriteJSON(path string) error {
 	m := map[string]any{}
 	for _, r := range rep.Results {
-		m[r.Name] = jsonCase{r.Count, r.P50, r.P99, r.P999, r.MiBPerS, r.GetsPerMiB, r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB, r.CPUProcPerGiB, r.CPUStorePerGiB, r.WarmGets, r.RoundMiBPerS, r.RoundCPUPerGiB}
+		m[r.Name] = jsonCase{r.Count, r.P50, r.P99, r.P999, r.MiBPerS, r.GetsPerMiB, r.PeakRSSMiB, r.PeakTotalRSSMiB, r.LimitMiB, r.CPUProcPerGiB, r.CPUStorePerGiB, r.WarmGets, r.RoundMiBPerS, r.RoundCPUPerGiB, r.CPUByProc}
 	}
 	for _, s := range rep.Series {
 		js := jsonSeries{Sizes: s.Sizes}
@@ -376,6 +408,9 @@ func (rep *Report) WriteJSON(path string) error {
 			}
 		}
 		m[s.Name()] = js
+	}
+	if rep.PluginSkipped != "" {
+		m["plugin_skipped"] = rep.PluginSkipped
 	}
 	data, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {

@@ -25,7 +25,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	needLog := cfg.runs("read") || cfg.runs("copy") || cfg.runs("readers")
+	needLog := cfg.runs("read") || cfg.runs("copy") || cfg.runs("readers") || cfg.runs("plugin")
 	// The store: the read path's, and the scale cases' when they run on
 	// the minio bucket (codecs and the filesystem bucket need none).
 	needStore := needLog || ((cfg.runs("scale_partitions") || cfg.runs("scale_segments")) && slices.Contains(cfg.ScaleBuckets, "minio"))
@@ -92,6 +92,18 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		steps = append(steps, stepT{fmt.Sprintf("readers_N (N = %v)", cfg.ReaderCounts), func() error {
 			s, err := e.readersCase(ctx)
 			rep.Series = append(rep.Series, s...)
+			return err
+		}})
+	}
+	if cfg.runs("plugin") {
+		steps = append(steps, stepT{fmt.Sprintf("plugin (x%d)", cfg.Rounds), func() error {
+			out, skip, err := e.pluginCase(ctx)
+			if skip != "" {
+				rep.PluginSkipped = skip
+				e.logf("plugin: skipped: %s", skip)
+			}
+			rep.Results = append(rep.Results, out.results...)
+			rep.Series = append(rep.Series, out.series...)
 			return err
 		}})
 	}

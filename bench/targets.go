@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // This file holds the targets for cost that grows with the
@@ -227,4 +228,68 @@ func unless(cond bool, note string) string {
 		return ""
 	}
 	return note
+}
+
+// pluginTargets checks the plugin case's targets, each a ratio per round
+// of the same run (the floors are the JVM's own requests to the store):
+// cold fetchLogSegment >= 0.9x the raw GET's MiB/s, warm >= 2x, copy >=
+// 0.9x the raw PUT's, and bytes fetched <= 1.2x the bytes served with 8
+// broker readers; with notes on the p50s and on how the readers' cost
+// grows with N.
+func (rep *Report) pluginTargets() []Target {
+	if rep.PluginSkipped != "" {
+		return []Target{{Info: true, Text: "plugin cases skipped: " + rep.PluginSkipped}}
+	}
+	var out []Target
+	add := func(t Target, ok bool) {
+		if ok {
+			out = append(out, t)
+		}
+	}
+	for _, c := range []struct {
+		variant, metric, text string
+		limit                 float64
+	}{
+		{"fetch", "cold_over_raw_get", "plugin_fetch_cold MiB/s / jvm_raw_get MiB/s", 0.9},
+		{"fetch", "warm_over_raw_get", "plugin_fetch_warm MiB/s / jvm_raw_get MiB/s", 2},
+		{"copy", "copy_over_raw_put", "plugin_copy MiB/s / jvm_raw_put MiB/s", 0.9},
+	} {
+		if s := rep.series("plugin", c.variant, c.metric); s != nil {
+			add(ratioTarget(c.text, s.at(0), c.limit, false, ""))
+		}
+	}
+	raw := rep.get("jvm_raw_get")
+	for _, name := range []string{"plugin_fetch_cold", "plugin_fetch_warm"} {
+		if r := rep.get(name); r != nil && raw != nil && raw.P50 > 0 {
+			out = append(out, Target{Note: true, Text: fmt.Sprintf("%s p50 / jvm_raw_get p50 = %s (%.0f / %.0f us)", name, fmtNum(r.P50/raw.P50), r.P50, raw.P50)})
+		}
+	}
+	if s := rep.series("plugin_readers", "broker", "fetched_per_served"); s != nil && len(s.Sizes) > 0 {
+		at := nearestSize(s.Sizes, 8)
+		add(ratioTarget(fmt.Sprintf("plugin_readers, %d readers: bytes fetched / bytes served", s.Sizes[at]), s.at(at), 1.2, true, unless(s.Sizes[at] == 8, "at 8 readers")))
+	}
+	// How the readers' cost grows from the fewest to the most readers.
+	if s := rep.series("plugin_readers", "broker", "mib_per_s"); s != nil && len(s.Sizes) > 1 {
+		last := len(s.Sizes) - 1
+		med := func(metric string, i int) (float64, bool) {
+			m := rep.series("plugin_readers", "broker", metric)
+			if m == nil {
+				return 0, false
+			}
+			sp, ok := spreadOf(m.at(i))
+			return sp.med, ok
+		}
+		var parts []string
+		for _, m := range []string{"mib_per_s", "p50_ms", "jvm_cpu_s_per_gib", "tierd_cpu_s_per_gib", "store_cpu_s_per_gib", "answered_per_served"} {
+			a, okA := med(m, 0)
+			b, okB := med(m, last)
+			if okA && okB && a > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s -> %s (x%s)", m, fmtNum(a), fmtNum(b), fmtNum(b/a)))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, Target{Note: true, Text: fmt.Sprintf("plugin_readers from %d to %d readers (medians): %s", s.Sizes[0], s.Sizes[last], strings.Join(parts, "; "))})
+		}
+	}
+	return out
 }

@@ -25,16 +25,30 @@ func TestBench(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := buildTierd(t, dir)
+	// The plugin cases need a JDK: with one, the plugin and its driver
+	// are built into ../bin and the cases run; without, they are skipped
+	// with a note, and the rest of the run goes on.
+	jars, withJava := filepath.Join("..", "bin"), hasJDK()
+	if withJava {
+		buildDriver(t)
+	} else {
+		jars = t.TempDir()
+	}
 	jsonPath, png, svg := filepath.Join(dir, "b.json"), filepath.Join(dir, "b.png"), filepath.Join(dir, "b.svg")
 	args := []string{"bench", "--segment-bytes", "1048576", "--total-bytes", "6291456", "--count", "30", "--readers", "3",
 		"--max-bytes", "65536", "--chunk-bytes", "262144", "--cache-memory-bytes", "1048576", "--prefetch-bytes", "524288",
-		"--rounds", "2", "--cases", "read,copy,readers", "--reader-counts", "1,2", "--reader-bytes", "1048576", "--json", jsonPath, "--plot", png}
+		"--rounds", "2", "--cases", "read,copy,readers,plugin", "--reader-counts", "1,2", "--reader-bytes", "1048576",
+		"--kafka-rsm-jars", jars, "--json", jsonPath, "--plot", png}
 	var out, errb bytes.Buffer
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("tierd bench: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
+	if strings.Contains(errb.String(), "were not uploaded through this client") {
+		t.Errorf("the run left objects behind in its prefix:\n%s", errb.String())
+	}
+	checkPluginCases(t, out.String(), jsonPath, withJava)
 	cases := []string{"raw_get", "fetch_cold", "fetch_cold_stream", "kafka_fetch_cold", "fetch_cold_all", "fetch_warm", "local_read", "grpc_floor", "raw_seq_get",
 		"replay", "kafka_replay", "replay_3", "copy", "raw_put"}
 	for _, c := range cases {
@@ -170,4 +184,71 @@ func exitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// hasJDK reports whether java and javac are on PATH.
+func hasJDK() bool {
+	for _, tool := range []string{"java", "javac"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// checkPluginCases checks the plugin cases' rows, notes, targets and
+// JSON in a run's output; without a JDK, that they were skipped with a
+// note.
+func checkPluginCases(t *testing.T, out, jsonPath string, withJava bool) {
+	t.Helper()
+	raw, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &all); err != nil {
+		t.Fatal(err)
+	}
+	if !withJava {
+		if !strings.Contains(out, "n/a  plugin cases skipped: ") || all["plugin_skipped"] == nil {
+			t.Errorf("without a JDK the plugin cases are skipped with a note:\n%s", out)
+		}
+		return
+	}
+	for _, c := range []string{"plugin_copy", "jvm_raw_put", "jvm_raw_get", "plugin_fetch_cold", "plugin_fetch_warm"} {
+		var r struct {
+			Count   int                `json:"count"`
+			P50     float64            `json:"p50_us"`
+			MiBPerS float64            `json:"mib_per_s"`
+			CPU     map[string]float64 `json:"cpu_s_per_gib_by_process"`
+		}
+		if err := json.Unmarshal(all[c], &r); err != nil || r.Count < 1 || r.P50 <= 0 || r.MiBPerS <= 0 {
+			t.Errorf("--json %s = %s (%v)", c, all[c], err)
+		}
+		for _, p := range []string{"jvm", "tierd", "minio"} {
+			if _, ok := r.CPU[p]; !ok {
+				t.Errorf("--json %s: no CPU-s/GiB of %s: %v", c, p, r.CPU)
+			}
+		}
+	}
+	for _, want := range []string{"plugin_fetch_cold MiB/s / jvm_raw_get MiB/s = ", "plugin_fetch_warm MiB/s / jvm_raw_get MiB/s = ",
+		"plugin_copy MiB/s / jvm_raw_put MiB/s = ", "plugin_readers, 2 readers: bytes fetched / bytes served = ",
+		"plugin_readers from 1 to 2 readers (medians): ", "plugin_fetch_cold p50 / jvm_raw_get p50 = ",
+		// Every cold read made one GET, every warm read none.
+		"tierd made 1.00 GETs per read (cold and warm together"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	var series map[string]struct {
+		Sizes  []int        `json:"sizes"`
+		Values [][]*float64 `json:"values"`
+	}
+	json.Unmarshal(raw, &series)
+	for _, k := range []string{"plugin_readers/broker fetched_per_served", "plugin_readers/broker tierd_cpu_s_per_gib", "plugin/fetch cold_over_raw_get", "plugin/copy copy_over_raw_put"} {
+		g := series[k]
+		if len(g.Values) != 2 || g.Values[1][len(g.Sizes)-1] == nil || *g.Values[1][len(g.Sizes)-1] <= 0 {
+			t.Errorf("--json %q = %+v, want 2 rounds", k, g)
+		}
+	}
 }

@@ -98,6 +98,9 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.Int64Var(&cfg.ReadersMemoryLimit, "readers-memory-limit", cfg.ReadersMemoryLimit, "memory_limit_bytes of readers_N's tierd run children: -2 the fetch budgets + 32 MiB, -1 none, 0 tierd's automatic rule, or bytes")
 	fs.StringVar(&cfg.ProfileDir, "profile-dir", "", "write Go profiles into this existing directory (go tool pprof): the bench process's CPU for each read-path step; for readers_N, each run's tierd child (CPU, block, mutex) and the bench's CPU")
 	fs.IntVar(&cfg.ProfileSeconds, "profile-seconds", cfg.ProfileSeconds, "readers_N with --profile-dir: seconds each CPU profile runs from the readers' start")
+	fs.StringVar(&cfg.PluginJars, "kafka-rsm-jars", cfg.PluginJars, "directory of the Kafka plugin's jars for the plugin cases (make kafka-rsm-driver; with the default and ./kafka-rsm/build.sh here, they are built when missing or older than their sources)")
+	fs.StringVar(&cfg.ChildBucketType, "child-bucket-type", cfg.ChildBucketType, "bucket.type of the tierd run children (replay_N, readers_N, the plugin cases): s3 (aws-sdk-go-v2) or minio (minio-go)")
+	fs.StringVar(&cfg.Java, "java", "", "java launcher of the plugin cases' JVM (default: java on PATH; none skips those cases)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -119,6 +122,11 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 		return benchArgs{}, 2
 	}
 	cfg.Cases, cfg.ScaleBuckets, cfg.ReaderPatterns = splitList(*cases), splitList(*scaleBuckets), splitList(*readerPatterns)
+	if cfg.PluginJars == bench.DefaultConfig().PluginJars {
+		if _, err := os.Stat(filepath.Join("kafka-rsm", "build.sh")); err == nil {
+			cfg.PluginSource = "kafka-rsm" // in a checkout: build the jars when they are missing or stale
+		}
+	}
 	for _, l := range []struct {
 		flag, v string
 		to      *[]int

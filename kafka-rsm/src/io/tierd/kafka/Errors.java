@@ -3,6 +3,7 @@ package io.tierd.kafka;
 import java.lang.reflect.Constructor;
 import java.lang.reflect.InvocationTargetException;
 import java.net.ConnectException;
+import java.net.SocketTimeoutException;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -117,7 +118,7 @@ final class Errors {
             if (c instanceof ConnectException) {
                 return retriable(what + ": cannot connect to tierd at " + endpoint + " (" + describe(c) + ")", t);
             }
-            if (c instanceof HttpTimeoutException || c instanceof TimeoutException) {
+            if (c instanceof HttpTimeoutException || c instanceof TimeoutException || c instanceof SocketTimeoutException) {
                 return timeout(what, timeout, t);
             }
         }

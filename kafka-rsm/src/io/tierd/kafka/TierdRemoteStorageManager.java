@@ -32,8 +32,10 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageManager;
  * time) is RetriableRemoteStorageException where the broker has it, else
  * {@link RemoteStorageException}; every other failure is a
  * RemoteStorageException carrying tierd's message. An interrupted call keeps
- * the thread's interrupt flag and throws RemoteStorageException. No message or
- * log line holds the bearer token.
+ * the thread's interrupt flag and throws RemoteStorageException (a read of the
+ * .log sees the interrupt before each window it asks for; a window on the wire
+ * completes first, see TierdClient). No message or log line holds the bearer
+ * token.
  */
 public class TierdRemoteStorageManager implements RemoteStorageManager {
     private static final System.Logger LOG = System.getLogger(TierdRemoteStorageManager.class.getName());
@@ -268,28 +270,27 @@ public class TierdRemoteStorageManager implements RemoteStorageManager {
         public RangeInputStream.Window read(long first, long last) throws RemoteStorageException {
             String range = "bytes=" + first + "-" + (last == Long.MAX_VALUE ? "" : Long.toString(last));
             long asked = last - first >= c.settings.fetchWindowMaxBytes ? c.settings.fetchWindowMaxBytes : last - first + 1;
-            HttpResponse<byte[]> r = c.exchange(what, token -> c.request(ref.path() + "/log", c.settings.requestTimeout,
-                    token).header("Range", range).GET().build(), c.settings.requestTimeout, asked);
-            if (r.statusCode() != 206) {
-                if (r.statusCode() / 100 == 2) {
-                    throw new RemoteStorageException(what + ": tierd answered " + r.statusCode() + " to " + range
+            TierdClient.Answer r = c.getRange(what, ref.path() + "/log", range, c.settings.requestTimeout, asked);
+            if (r.status != 206) {
+                if (r.status / 100 == 2) {
+                    throw new RemoteStorageException(what + ": tierd answered " + r.status + " to " + range
                             + "; a ranged read answers 206");
                 }
-                throw Errors.forStatus(what, r.statusCode(), r.body());
+                throw Errors.forStatus(what, r.status, r.body);
             }
-            ContentRange cr = ContentRange.parse(r.headers().firstValue("Content-Range").orElse(null));
+            ContentRange cr = ContentRange.parse(r.contentRange);
             if (cr == null) {
                 throw new RemoteStorageException(what + ": tierd's 206 answer to " + range
-                        + " has no usable Content-Range: " + r.headers().firstValue("Content-Range").orElse("(none)"));
+                        + " has no usable Content-Range: " + (r.contentRange == null ? "(none)" : r.contentRange));
             }
-            byte[] b = r.body();
+            byte[] b = r.body;
             boolean ok = cr.first < 0
                     ? b.length == 0 && first == cr.size
                     : cr.first == first && cr.last <= last && cr.last < cr.size && b.length == cr.last - cr.first + 1
                         && (cr.last == Math.min(last, cr.size - 1));
             if (!ok) {
                 throw new RemoteStorageException(what + ": tierd's answer to " + range + " does not match it (Content-Range "
-                        + r.headers().firstValue("Content-Range").orElse("") + ", " + b.length + " bytes)");
+                        + r.contentRange + ", " + b.length + " bytes)");
             }
             return new RangeInputStream.Window(b, cr.size);
         }

@@ -107,6 +107,21 @@ public final class FakeTierd implements AutoCloseable {
     private final HttpServer server;
     private final ExecutorService pool;
 
+    /**
+     * Waits until no exchange is in flight: a handler ends just after its answer's
+     * last byte went out, which the client may already have read.
+     *
+     * @return whether none was, within 10 s
+     */
+    public boolean settles() throws InterruptedException {
+        for (long end = System.nanoTime() + 10_000_000_000L; System.nanoTime() - end < 0; Thread.sleep(5)) {
+            if (inFlight.get() == 0) {
+                return true;
+            }
+        }
+        return inFlight.get() == 0;
+    }
+
     /** A fake with an unbounded handler pool. */
     public FakeTierd(String token) throws IOException {
         this(token, 0, null);
