@@ -30,6 +30,14 @@
 //     broker returns only those keys it knows (ConfigHelper.describeConfigs
 //     filters by the keys asked for; local.retention.* and
 //     remote.storage.enable exist from Kafka 3.6 on).
+//   - DescribeAcls (key 29, v0-v3) with a filter that matches every ACL
+//     (ANY types, null name, principal and host): Client.ACLs, for the
+//     endpoints that apply the cluster's ACLs (internal/kafkaacl). Kafka
+//     answers it only to a principal with DESCRIBE on the Cluster
+//     resource; v0 knows no pattern types (every ACL literal). Sent as a
+//     kmsg request through kgo, like the others, so that the answering
+//     broker is named and kadm's fan-out of one request per filter is
+//     not needed.
 //
 // # How a broker answers Metadata by topic id
 //

@@ -3,7 +3,6 @@ package kafkaacl
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"sort"
 	"strings"
 )
@@ -31,15 +30,18 @@ type ACL struct {
 	// ("User:alice"), or "User:*".
 	Principal string
 	// Host is "*" or a client IP address as Kafka prints it (see
-	// HostString: an IPv6 address written otherwise is valid but matches
-	// no client, in Kafka as here).
+	// HostString). Kafka stores any text here; a host name, or an IPv6
+	// address written otherwise, matches no client, in Kafka as here.
 	Host       string
 	Operation  Operation
 	Permission Permission
 }
 
-// ErrInvalid marks an ACL that Kafka would not store (a filter value, an
-// empty name, a principal without a type).
+// ErrInvalid marks an ACL that Kafka would not store: a filter value
+// (ANY, UNKNOWN, MATCH), an empty resource name, a principal without a
+// type (Kafka's AclControlManager.validateNewAcl and its principal
+// parse). Kafka checks no host: one that is not an address it prints
+// matches no client.
 var ErrInvalid = errors.New("kafkaacl: invalid ACL")
 
 // Validate reports why a is not an ACL Kafka would hold, wrapping
@@ -55,14 +57,8 @@ func (a ACL) Validate() error {
 	if a.ResourceName == "" {
 		errs = append(errs, "an empty resource name")
 	}
-	if a.PatternType == PatternPrefixed && a.ResourceName == WildcardResource {
-		errs = append(errs, `a PREFIXED pattern named "*" (the wildcard is LITERAL)`)
-	}
 	if i := strings.IndexByte(a.Principal, ':'); i <= 0 || i == len(a.Principal)-1 {
 		errs = append(errs, fmt.Sprintf("principal %q (want <type>:<name>, e.g. User:alice)", a.Principal))
-	}
-	if _, err := netip.ParseAddr(a.Host); err != nil && a.Host != WildcardHost {
-		errs = append(errs, fmt.Sprintf("host %q (want * or an IP address)", a.Host))
 	}
 	if a.Operation < OpAll || a.Operation > OpDescribeTokens {
 		errs = append(errs, fmt.Sprintf("operation %v", a.Operation))

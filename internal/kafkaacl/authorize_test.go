@@ -126,11 +126,8 @@ func TestNewSetInvalid(t *testing.T) {
 		func(a *ACL) { a.ResourceType = ResourceAny },
 		func(a *ACL) { a.PatternType = PatternMatch },
 		func(a *ACL) { a.ResourceName = "" },
-		func(a *ACL) { a.PatternType, a.ResourceName = PatternPrefixed, "*" },
 		func(a *ACL) { a.Principal = "alice" },
 		func(a *ACL) { a.Principal = "User:" },
-		func(a *ACL) { a.Host = "" },
-		func(a *ACL) { a.Host = "broker-1.example.com" },
 		func(a *ACL) { a.Operation = OpAny },
 		func(a *ACL) { a.Permission = PermissionAny },
 	}

@@ -38,5 +38,8 @@
 // The principal is "<type>:<name>" as Kafka prints a KafkaPrincipal
 // ("User:alice", "User:*" for every principal); the host is "*" or a
 // client address exactly as HostString prints it (Kafka compares the
-// text: "0:0:0:0:0:0:0:1", not "::1").
+// text: "0:0:0:0:0:0:0:1", not "::1"); a file with any other host is
+// refused, since that entry would match no client. (The cluster's own
+// ACLs are taken as the cluster holds them, hosts unchecked, as Kafka
+// takes them.)
 package kafkaacl

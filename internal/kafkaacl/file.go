@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strings"
 )
 
@@ -47,6 +48,9 @@ func Parse(r io.Reader) ([]ACL, error) {
 			a, err := parseEntry(s, *pattern)
 			if err == nil {
 				err = a.Validate()
+			}
+			if err == nil {
+				err = checkFileHost(a.Host)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("line %d: %w", line, err))
@@ -124,12 +128,37 @@ func parseEntry(s string, pattern ACL) (ACL, error) {
 	return a, errors.Join(err1, err2)
 }
 
+// checkFileHost refuses, in a file, a host that is neither "*" nor an
+// IP address as HostString prints it: in Kafka's rules it would match no
+// client, which in an operator's file is a mistake to name, not a rule
+// to keep.
+func checkFileHost(h string) error {
+	if h == WildcardHost {
+		return nil
+	}
+	a, err := netip.ParseAddr(h)
+	if err != nil {
+		return fmt.Errorf("%w: host %q is neither * nor an IP address (a host name matches no client)", ErrInvalid, h)
+	}
+	if HostString(a) != h {
+		return fmt.Errorf("%w: host %q matches no client: Kafka compares the text %q", ErrInvalid, h, HostString(a))
+	}
+	return nil
+}
+
 // Format writes acls in the file's form, grouped by resource pattern in
-// the order Set sorts them: what Parse reads back.
+// the order Set sorts them: what Parse reads back. Errors: an invalid
+// ACL, or a name, principal or host holding a line break (the form is
+// one line per entry).
 func Format(w io.Writer, acls []ACL) error {
 	s, err := NewSet(acls)
 	if err != nil {
 		return err
+	}
+	for _, a := range s.acls {
+		if strings.ContainsAny(a.ResourceName+a.Principal+a.Host, "\r\n") {
+			return fmt.Errorf("kafkaacl: %v: a line break cannot be written in the file's form", a)
+		}
 	}
 	bw := bufio.NewWriter(w)
 	last := ""

@@ -76,7 +76,10 @@ func TestParseErrors(t *testing.T) {
 		"Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=c, patternType=MATCH)`:\n" + // 8 filter value
 		"\t(principal=User:a, host=*, operation=READ, permissionType=ALLOW)\n" + // 9 after a bad pattern
 		"ResourcePattern(resourceType=TOPIC, name=d, patternType=LITERAL)\n" + // 10
-		"\t(principal=User:a, host=*, operation=ANY, permissionType=ALLOW)\n" // 11 filter value
+		"\t(principal=User:a, host=*, operation=ANY, permissionType=ALLOW)\n" + // 11 filter value
+		"\t(principal=User:a, host=broker-1, operation=READ, permissionType=ALLOW)\n" + // 12 a host name
+		"\t(principal=User:a, host=::1, operation=READ, permissionType=ALLOW)\n" + // 13 not Kafka's text
+		"\t(principal=User:a, host=0:0:0:0:0:0:0:1, operation=READ, permissionType=ALLOW)\n" // 14 good
 	acls, err := Parse(strings.NewReader(in))
 	if acls != nil {
 		t.Fatalf("a bad file gave ACLs: %v", acls)
@@ -84,12 +87,12 @@ func TestParseErrors(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, n := range []string{"line 3:", "line 4:", "line 5:", "line 6:", "line 7:", "line 9:", "line 11:"} {
+	for _, n := range []string{"line 3:", "line 4:", "line 5:", "line 6:", "line 7:", "line 9:", "line 11:", "line 12:", "line 13:"} {
 		if !strings.Contains(err.Error(), n) {
 			t.Errorf("%s not named:\n%v", n, err)
 		}
 	}
-	for _, n := range []string{"line 1:", "line 2:", "line 10:"} {
+	for _, n := range []string{"line 1:", "line 2:", "line 10:", "line 14:"} {
 		if strings.Contains(err.Error(), n) {
 			t.Errorf("%s named, but it is good:\n%v", n, err)
 		}
