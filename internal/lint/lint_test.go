@@ -37,8 +37,10 @@ func rel(p string) string { return strings.TrimPrefix(strings.TrimPrefix(p, modu
 
 func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") }
 
-// TestImportLayers enforces the layering: Kafka format code imports only
-// the standard library and itself; rsm, rlmm and cluster never import each
+// TestImportLayers enforces the layering: Kafka format code (and
+// Kafka's ACL rules, internal/kafkaacl) imports only the standard library
+// and itself; authz (the ACLs in force) imports none of the parts that
+// may feed it; rsm, rlmm and cluster never import each
 // other; copier, fetch and the RSM endpoint (rsmapi) never import each
 // other; the Kafka listener
 // imports none of the parts it serves from (it owns its Log interface);
@@ -53,13 +55,13 @@ func TestImportLayers(t *testing.T) {
 			r == "listener" || strings.HasPrefix(r, "listener/"), r == "rsmapi":
 			return 4
 		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"),
-			r == "cluster" || strings.HasPrefix(r, "cluster/"):
+			r == "cluster" || strings.HasPrefix(r, "cluster/"), r == "authz":
 			return 3
 		case r == "seglog" || r == "locallog" || strings.HasPrefix(r, "internal/remotelog"):
 			return 2
 		case strings.HasPrefix(r, "internal/codec"):
 			return 1
-		case strings.HasPrefix(r, "internal/kafkalog"):
+		case strings.HasPrefix(r, "internal/kafkalog"), r == "internal/kafkaacl":
 			return 0
 		}
 		return -1 // proto, test helpers: checked separately
@@ -68,12 +70,13 @@ func TestImportLayers(t *testing.T) {
 		"rsm": {"rlmm", "cluster"}, "rlmm": {"rsm", "cluster"}, "cluster": {"rsm", "rlmm"},
 		"copier": {"fetch", "listener", "rsmapi"}, "fetch": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "fetch", "listener"},
 		"listener": {"copier", "fetch", "rsm", "rlmm", "cluster", "seglog", "locallog"},
+		"authz":    {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
 	}
 	for pkg, imps := range packageImports(t) {
 		r := rel(pkg)
 		for _, imp := range imps {
 			if !strings.HasPrefix(imp, module) {
-				if strings.HasPrefix(r, "internal/kafkalog") && !isStdlib(imp) {
+				if (strings.HasPrefix(r, "internal/kafkalog") || r == "internal/kafkaacl") && !isStdlib(imp) {
 					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
 				}
 				continue
