@@ -1,4 +1,4 @@
-# tierd image for compose.yml.
+# tierd image for compose.yml and compose.kafka.yml.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./

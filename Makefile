@@ -4,7 +4,7 @@ FUZZTIME ?= 10s
 SHELL := /bin/bash
 HARNESS := ^(TestCrash|TestCrashRemoteCompaction|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go \
+.PHONY: build check test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go \
 	kafka-rsm kafka-rsm-test kafka-rsm-driver
 
 # -buildvcs=auto: "tierd version" names the Git revision (a go env may turn it off).
@@ -40,6 +40,12 @@ vet:
 	$(GO) vet ./...
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+
+# check: the fast path, before "make test": vet, gofmt, and the unit tests
+# of the pure packages (the Kafka formats, the ACL rules, the import
+# layers; no MinIO, no daemon), in a minute or so.
+check: vet
+	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/
 
 # unit: every test with the race detector, but the harness (whose
 # concurrency test also runs here, at 150 rounds). Tests skipped for a

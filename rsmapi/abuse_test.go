@@ -124,6 +124,8 @@ func TestPathChecks(t *testing.T) {
 	outside := t.TempDir()
 	secret := filepath.Join(outside, "secret.log")
 	os.WriteFile(secret, s.log, 0o644)
+	os.MkdirAll(filepath.Join(outside, "orders-0"), 0o755)
+	os.WriteFile(filepath.Join(outside, "orders-0", kafkalog.FileName(0, kafkalog.LogSuffix)), s.log, 0o644)
 	// A segment file that is a symbolic link out of the log dir, and a
 	// partition directory that is one.
 	escDir := filepath.Join(outside, "orders-5")
@@ -152,6 +154,7 @@ func TestPathChecks(t *testing.T) {
 		{"dot element", logOf(s.dir + "/./" + kafkalog.FileName(0, kafkalog.LogSuffix)), 0, http.StatusForbidden},
 		{"relative", logOf("orders-0/" + kafkalog.FileName(0, kafkalog.LogSuffix)), 0, http.StatusForbidden},
 		{"outside the log dirs", logOf(secret), 0, http.StatusForbidden},
+		{"a partition dir outside the log dirs", logOf(filepath.Join(outside, "orders-0", kafkalog.FileName(0, kafkalog.LogSuffix))), 0, http.StatusForbidden},
 		{"a partition dir that links out", logOf(filepath.Join(r.logDir, "orders-5", kafkalog.FileName(0, kafkalog.LogSuffix))), 5, http.StatusForbidden},
 		{"a segment file that links out", logOf(filepath.Join(linked, kafkalog.FileName(0, kafkalog.LogSuffix))), 6, http.StatusForbidden},
 		{"another partition's file", logOf(other.file(kafkalog.LogSuffix)), 0, http.StatusForbidden},
@@ -177,6 +180,9 @@ func TestPathChecks(t *testing.T) {
 			a := r.do(http.MethodPut, path, bytes.NewReader(b), "-")
 			if a.code != tc.code {
 				t.Errorf("%d %s; want %d", a.code, a.body, tc.code)
+			}
+			if strings.Contains(string(a.body), "not inside rsm.log_dirs") && strings.Count(string(a.body), r.logDir) > 1+strings.Count(q["logSegment"].(string), r.logDir) {
+				t.Errorf("the log dir named more than once: %s", a.body)
 			}
 			nothingStored(t, r)
 		})

@@ -96,7 +96,7 @@ func openBrokerFile(p string, logDirs []string, c copyName, k fileKind) (*os.Fil
 		cd := filepath.Clean(d)
 		configured = append(configured, cd)
 		byName[cd] = cd
-		if r, err := filepath.EvalSymlinks(d); err == nil {
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != cd {
 			configured = append(configured, r)
 			byName[r] = r
 		}

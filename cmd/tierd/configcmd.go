@@ -78,6 +78,9 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // prints what it did.
 func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdout, stderr io.Writer) int {
 	h, err := instance.Running(cfg.Copier.LogDirs)
+	if len(cfg.Copier.LogDirs) == 0 {
+		h, err = runningOnMetadataDir(cfg.Metadata.Dir)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tierd config reload: %v; nothing to reload (a stopped tierd reads the file when it starts)\n", err)
 		return 1
@@ -256,4 +259,23 @@ func clusterConfigs(ctx context.Context, cfg config, ask bool, topics []string) 
 		note += "; configs unreadable for " + strings.Join(failed, ", ")
 	}
 	return out, note
+}
+
+// runningOnMetadataDir finds the tierd that runs with metadata dir dir,
+// for a tierd with no log dirs of its own (one that serves only the RSM
+// endpoint): the pid its runtime file records, alive, holding the
+// metadata store's lock file (so not another process that took the pid).
+// Errors: instance.ErrNotRunning, wrapped, saying why.
+func runningOnMetadataDir(dir string) (instance.Holder, error) {
+	info, ok := readRuntime(dir)
+	lock := filepath.Join(dir, "LOCK") // Pebble's, held while the store is open
+	switch {
+	case !ok:
+		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and %s names no live process", instance.ErrNotRunning, filepath.Join(dir, runtimeFile))
+	case !instance.HoldsOpen(info.PID, lock):
+		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and pid %d (from %s) does not hold %s", instance.ErrNotRunning,
+			info.PID, filepath.Join(dir, runtimeFile), lock)
+	}
+	host, _ := os.Hostname()
+	return instance.Holder{PID: info.PID, Host: host}, nil
 }

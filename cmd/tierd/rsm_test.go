@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -375,5 +376,48 @@ func TestRSMOnlyConfig(t *testing.T) {
 	neither := write("neither.yaml", common)
 	if _, err := loadConfig(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
 		t.Errorf("neither copier.log_dirs nor rsm.enabled: %v; want copier.log_dirs required", err)
+	}
+}
+
+// TestRSMOnlyTokenRotation: a tierd that serves only the RSM endpoint (no
+// log dirs of its own) is found by "tierd config reload" through its
+// metadata dir, and a new token written to the token file is in force
+// once the reload returns: the new token is accepted, the old refused.
+func TestRSMOnlyTokenRotation(t *testing.T) {
+	hup := make(chan os.Signal, 8) // this process receives the SIGHUP
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	srv := rsmtest.StartMinIO(t)
+	srv.CreateBucket(t, "rotate")
+	w := newRSMWorld(t, srv, "rotate")
+	y, _ := os.ReadFile(w.cfgPath)
+	only := regexp.MustCompile(`(?s)^copier:.*?\nbucket:`).ReplaceAllString(string(y), "bucket:")
+	if only == string(y) {
+		t.Fatal("no copier section to drop")
+	}
+	os.WriteFile(w.cfgPath, []byte(only), 0o644)
+	startServe(t, w.cfgPath)
+	status := func(token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+w.rsm+"/v1/segments/orders/0", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	waitFor(t, "the RSM endpoint", func() bool { return status(rsmTestToken) == http.StatusOK })
+	const fresh = "a-new-token-of-the-broker-0123456789"
+	os.WriteFile(w.tok, []byte(fresh+"\n"), 0o600)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"config", "reload", "--config", w.cfgPath}, &out, &errOut); code != 0 {
+		t.Fatalf("config reload of an RSM-only tierd: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if got := status(fresh); got != http.StatusOK {
+		t.Errorf("the new token after the reload: %d", got)
+	}
+	if got := status(rsmTestToken); got != http.StatusUnauthorized {
+		t.Errorf("the old token after the reload: %d, want 401", got)
 	}
 }

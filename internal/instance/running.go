@@ -39,8 +39,12 @@ func Running(dirs []string) (Holder, error) {
 	return Holder{}, fmt.Errorf("%w: %v", ErrNotRunning, why)
 }
 
-// holdsOpen reports whether process pid has file p open, by its
-// /proc/<pid>/fd links; true where /proc cannot tell.
+// HoldsOpen reports whether process pid has file p open, by its
+// /proc/<pid>/fd links; true where /proc cannot tell. For a tierd found
+// by a pid in a file that may be stale (another process may have taken
+// the pid since): ask whether it holds a file only that tierd holds.
+func HoldsOpen(pid int, p string) bool { return holdsOpen(pid, p) }
+
 func holdsOpen(pid int, p string) bool {
 	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 	if err != nil {
