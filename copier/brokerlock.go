@@ -2,7 +2,7 @@ package copier
 
 import (
 	"errors"
-	"io"
+	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -29,9 +29,11 @@ import (
 // lock, the process's own included, and is tried first.
 //
 // Errors: I/O errors opening or checking the file (permission denied
-// among them): whether a broker runs cannot be told.
+// among them), errNotRegular for a .lock that is not a regular file (a
+// FIFO among them, which is not waited on): whether a broker runs cannot
+// be told.
 func lockHolder(path string) (held bool, pid int, err error) {
-	f, err := os.Open(path)
+	f, err := openLockFile(path, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, -1, nil
 	}
@@ -47,6 +49,32 @@ func lockHolder(path string) (held bool, pid int, err error) {
 		return false, -1, nil
 	}
 	return true, int(lk.Pid), nil
+}
+
+// errNotRegular: a log dir's .lock is not a regular file (a FIFO, a
+// device, a directory, or a symlink to one): no broker's lock file, and
+// whether a broker runs cannot be told from it.
+var errNotRegular = errors.New("not a regular file")
+
+// openLockFile opens the file at path (following a symlink, as the
+// broker's FileChannel.open does) with flag, without waiting: O_NONBLOCK,
+// so that a FIFO does not keep the open waiting for a writer. Errors:
+// the open's (fs.ErrNotExist for a missing file); a *os.PathError
+// wrapping errNotRegular when the file is not a regular file.
+func openLockFile(path string, flag int) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NONBLOCK, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &os.PathError{Op: "open", Path: path, Err: fmt.Errorf("%w (%s)", errNotRegular, st.Mode().Type())}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // wholeFileWriteLock is the lock lockHolder asks about: write, from byte
@@ -79,51 +107,91 @@ type brokerExclusion struct {
 // Errors: errBrokerHolds when a process holds a conflicting lock on the
 // file (a running broker), holder its pid as lockHolder gives it; I/O
 // errors (the file cannot be opened or created, a dangling symlink among
-// them, or the lock cannot be asked for): whether a broker runs cannot
-// be told.
+// them, it is not a regular file (errNotRegular), or the lock cannot be
+// asked for): whether a broker runs cannot be told. The lock is taken
+// only once path still names the file locked (see lockOpened), and the
+// marker written only then.
 func excludeBroker(path string) (e *brokerExclusion, holder int, err error) {
 	for try := 0; ; try++ {
-		f, err := os.Open(path)
-		created := false
-		if errors.Is(err, fs.ErrNotExist) {
-			f, err = os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
-			if errors.Is(err, fs.ErrExist) && try < 3 {
-				continue // created meanwhile (a broker starting): lock that one
-			}
-			if err == nil {
-				// Marked, so that a .lock left by a tierd killed before
-				// release is known as tierd's (isTierdLock) and not taken
-				// for a broker's.
-				_, err = f.WriteString(tierdLockMarker)
-				if err != nil {
-					f.Close()
-					os.Remove(path)
-				}
-			}
-			created = true
+		f, created, err := openBrokerLock(path)
+		if errors.Is(err, fs.ErrExist) && try < 3 {
+			continue // created meanwhile (a broker starting): lock that one
 		}
 		if err != nil {
 			return nil, -1, err
 		}
-		if err := setSharedLock(f); err != nil {
-			holder = -1
-			if lk, gerr := getLock(f); gerr == nil && lk.Type != syscall.F_UNLCK {
-				holder = int(lk.Pid)
-			}
-			f.Close() // a file tierd just created and a broker locked is the broker's now
-			if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
-				return nil, holder, errBrokerHolds
-			}
-			return nil, -1, &os.PathError{Op: "fcntl F_SETLK", Path: path, Err: err}
+		e, holder, err := lockOpened(f, path, created)
+		if errors.Is(err, errLockReplaced) && try < 3 {
+			continue // deleted or replaced meanwhile: lock what path names now
 		}
-		if !created {
-			// A .lock a killed tierd left (marked as its own, and no
-			// broker has locked it since: tierd's lock was granted) is
-			// removed on release like one made now.
-			created = isTierdLock(path)
-		}
-		return &brokerExclusion{f: f, created: created}, -1, nil
+		return e, holder, err
 	}
+}
+
+// errLockReplaced: the .lock excludeBroker locked is no longer the file
+// its path names (a broker that stopped deleted it, and one starting may
+// have created and locked another).
+var errLockReplaced = errors.New("copier: the log dir's .lock was replaced while it was locked")
+
+// openBrokerLock opens the .lock at path for excludeBroker, read-only, or
+// creates it (read-write, O_EXCL, empty) when it is missing; created says
+// which. Errors: fs.ErrExist when the file was created by another process
+// between the two opens; openLockFile's.
+func openBrokerLock(path string) (f *os.File, created bool, err error) {
+	f, err = openLockFile(path, os.O_RDONLY)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return f, false, err
+	}
+	f, err = openLockFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
+	return f, err == nil, err
+}
+
+// lockOpened takes excludeBroker's shared lock on f, the .lock opened at
+// path (created: by openBrokerLock), and checks that path still names f
+// once the lock is granted: a lock on a file no longer at path keeps no
+// broker out. Only then is a file tierd created marked as tierd's (a
+// broker that locked it first keeps it as it was, empty). A write of the
+// marker that fails (a full disk, when local retention matters most)
+// leaves the file empty, which a kill would leave counted as Kafka's, the
+// side that deletes nothing. f is closed unless the lock is returned.
+//
+// Errors: errBrokerHolds, holder the pid (see excludeBroker);
+// errLockReplaced; the lock's or the stats' I/O errors.
+func lockOpened(f *os.File, path string, created bool) (e *brokerExclusion, holder int, err error) {
+	if err := setSharedLock(f); err != nil {
+		holder = -1
+		if lk, gerr := getLock(f); gerr == nil && lk.Type != syscall.F_UNLCK {
+			holder = int(lk.Pid)
+		}
+		f.Close() // a file tierd just created and a broker locked is the broker's now
+		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EACCES) {
+			return nil, holder, errBrokerHolds
+		}
+		return nil, -1, &os.PathError{Op: "fcntl F_SETLK", Path: path, Err: err}
+	}
+	held, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, -1, err
+	}
+	now, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !os.SameFile(held, now) {
+		f.Close()
+		return nil, -1, errLockReplaced
+	}
+	if err != nil {
+		f.Close()
+		return nil, -1, err
+	}
+	if created {
+		f.WriteString(tierdLockMarker) // an error leaves it empty: see above
+	} else {
+		// A .lock a killed tierd left (marked as its own, and no
+		// broker has locked it since: tierd's lock was granted) is
+		// removed on release like one made now.
+		created = hasTierdMarker(f, path)
+	}
+	return &brokerExclusion{f: f, created: created}, -1, nil
 }
 
 // tierdLockMarker is what a .lock that tierd creates holds (Kafka's
@@ -137,16 +205,25 @@ const tierdLockMarker = "tierd: not a Kafka broker's lock; tierd removes it\n"
 // a regular file, is not tierd's.
 func isTierdLock(path string) bool {
 	st, err := os.Lstat(path)
-	if err != nil || !st.Mode().IsRegular() || st.Size() < int64(len(tierdLockMarker)) {
+	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}
-	f, err := os.Open(path)
+	f, err := openLockFile(path, os.O_RDONLY)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	return hasTierdMarker(f, path)
+}
+
+// hasTierdMarker reports whether f, the regular file at path (not a
+// symlink), begins with tierdLockMarker.
+func hasTierdMarker(f *os.File, path string) bool {
+	if st, err := os.Lstat(path); err != nil || !st.Mode().IsRegular() {
+		return false
+	}
 	buf := make([]byte, len(tierdLockMarker))
-	if _, err := io.ReadFull(f, buf); err != nil {
+	if _, err := f.ReadAt(buf, 0); err != nil {
 		return false
 	}
 	return string(buf) == tierdLockMarker

@@ -136,9 +136,16 @@
 // a Kafka log dir, and the next renames remove it (only while no process
 // holds a lock on it; a broker that started on it since holds it, and
 // meta.properties marks a log dir a broker has run on anyway). After a
-// power loss the line may be gone: an empty .lock then counts as
-// Kafka's, the side that deletes nothing. A pass over a broker-owned log
-// dir copies only; the broker's own retention trims the local log.
+// power loss (or when its write fails, on a full disk) the line may be
+// gone: an empty .lock then counts as Kafka's, the side that deletes
+// nothing. The line is written only once tierd's lock on the new file is
+// granted (a broker that locked it first keeps it empty), and tierd's
+// lock counts only while the path still names the file it locked (a
+// stopping broker deletes its .lock after unlocking it). A .lock that is
+// not a regular file (a FIFO, which is never waited on, a directory, a
+// device) is one whose lock cannot be checked. A pass over a
+// broker-owned log dir copies only; the broker's own retention trims the
+// local log.
 //
 // A log dir that is missing, cannot be listed, is no longer the one
 // tierd run locked at start (an unmounted disk's empty mount point: see

@@ -3,6 +3,7 @@ package io.tierd.kafka;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.reflect.Method;
+import java.net.Authenticator;
 import java.net.HttpURLConnection;
 import java.net.Proxy;
 import java.net.URI;
@@ -12,6 +13,8 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
@@ -39,9 +42,13 @@ import org.apache.kafka.server.log.remote.storage.RemoteStorageException;
  * selector and worker threads in 16 KiB buffers (about 90 thread switches per
  * MiB here), and measured by {@code tierd bench} it spent several times the
  * CPU per byte read. Such a read is bounded by the timeout between any two
- * bytes and, checked after each read of the socket, as a whole; an interrupt
- * is seen before the request and once the answer is in (a window read takes
- * milliseconds).
+ * bytes and as a whole: until the answer's head is in, by closing its
+ * connection at the deadline (the JDK reads the head with no bound but the
+ * one between bytes), then checked after each read of the body. It asks the
+ * JVM's default Authenticator nothing (java.net.http's client has none
+ * either): a challenge on tierd's port is never answered with the broker's
+ * other credentials. An interrupt is seen before the request and once the
+ * answer is in (a window read takes milliseconds).
  */
 final class TierdClient {
     /** Value of the User-Agent header. */
@@ -49,8 +56,14 @@ final class TierdClient {
     /** The largest answer getRange reads whatever its bound, bytes: the largest window. */
     static final int MAX_ANSWER_BYTES = Settings.MAX_WINDOW_BYTES;
 
+    /** The Authenticator of getRange's connections: it has no credentials for any challenge. */
+    private static final Authenticator NO_CREDENTIALS = new Authenticator() {
+    };
+
     final Settings settings;
     private final HttpClient http;
+    /** Closes a getRange connection whose head is not in by the deadline; its one thread ends when idle. */
+    private final ScheduledThreadPoolExecutor deadlines;
     private final SSLContext tls;
     private final String userAgent;
 
@@ -70,6 +83,14 @@ final class TierdClient {
             b.sslContext(tls);
         }
         this.http = b.build();
+        this.deadlines = new ScheduledThreadPoolExecutor(1, r -> {
+            Thread t = new Thread(r, "tierd-rsm-deadline");
+            t.setDaemon(true);
+            return t;
+        });
+        deadlines.setKeepAliveTime(10, TimeUnit.SECONDS);
+        deadlines.allowCoreThreadTimeOut(true);
+        deadlines.setRemoveOnCancelPolicy(true);
         this.userAgent = settings.brokerId == null ? USER_AGENT : USER_AGENT + " (broker " + settings.brokerId + ")";
     }
 
@@ -201,10 +222,11 @@ final class TierdClient {
             c.setReadTimeout(millis(timeout));
             c.setInstanceFollowRedirects(false);
             c.setUseCaches(false);
+            c.setAuthenticator(NO_CREDENTIALS);
             c.setRequestProperty("Authorization", "Bearer " + token);
             c.setRequestProperty("User-Agent", userAgent);
             c.setRequestProperty("Range", range);
-            int status = c.getResponseCode();
+            int status = responseCode(c, deadline);
             InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
             long max = status / 100 == 2 ? successBytes : BoundedBody.ERROR_BYTES;
             byte[] body = in == null ? new byte[0] : readWhole(in, c.getContentLengthLong(), max, deadline);
@@ -223,6 +245,41 @@ final class TierdClient {
                 c.disconnect(); // not reusable mid-answer
             }
         }
+    }
+
+    /**
+     * The answer's status, its head read by the deadline: the connection is
+     * closed at the deadline from another thread, since the JDK bounds the
+     * head's read only by the read timeout between bytes (a head trickling a
+     * byte at a time would hold the call for as long as it goes on).
+     *
+     * @throws TimeoutException when the head is not in by the deadline
+     * @throws IOException as getResponseCode
+     */
+    private int responseCode(HttpURLConnection c, long deadline) throws IOException, TimeoutException {
+        ScheduledFuture<?> watch = deadlines.schedule(c::disconnect, Math.max(0, deadline - System.nanoTime()),
+                TimeUnit.NANOSECONDS);
+        int status;
+        try {
+            status = c.getResponseCode();
+        } catch (IOException | RuntimeException e) {
+            if (!watch.cancel(false)) {
+                throw headTimeout(e);
+            }
+            throw e;
+        }
+        if (!watch.cancel(false)) {
+            throw headTimeout(null); // closed as it came in: the body is not readable
+        }
+        return status;
+    }
+
+    private static TimeoutException headTimeout(Throwable cause) {
+        TimeoutException t = new TimeoutException("the answer's head took longer than the timeout");
+        if (cause != null) {
+            t.initCause(cause);
+        }
+        return t;
     }
 
     /**
@@ -270,6 +327,7 @@ final class TierdClient {
      * (HttpClient.shutdownNow); before that, they close when idle.
      */
     void close() {
+        deadlines.shutdownNow();
         try {
             Method m = HttpClient.class.getMethod("shutdownNow");
             m.invoke(http);
