@@ -74,8 +74,14 @@ func printRSMStatus(w io.Writer, st rsmapi.Status, source string, now time.Time)
 	}
 	fmt.Fprintf(w, "\nbroker-owned copies (RSM endpoint %s://%s, prefix %s; the broker's __remote_log_metadata is their truth), from %s:\n",
 		scheme, st.Listen, st.Prefix, source)
+	holding := 0
+	for _, p := range st.Partitions {
+		if p.Stored > 0 {
+			holding++
+		}
+	}
 	fmt.Fprintf(w, "  %s stored (%s) over %s, %d in flight, %d unfinished (deleted by the janitor)\n",
-		plural(st.Stored, "copy", "copies"), statuspage.SizeText(st.StoredBytes), plural(len(st.Partitions), "partition", "partitions"),
+		plural(st.Stored, "copy", "copies"), statuspage.SizeText(st.StoredBytes), plural(holding, "partition", "partitions"),
 		st.CopiesInFlight, st.Unfinished)
 	fmt.Fprintf(w, "  since start: %d copies (%d failed), %d reads (%d failed), %d deletes (%d failed), %d refused for the token\n",
 		st.Copies, st.CopyErrors, st.Fetches, st.FetchErrors, st.Deletes, st.DeleteErrors, st.AuthFailures)

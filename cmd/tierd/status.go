@@ -161,6 +161,10 @@ func lockFilePresent(dir string) error {
 // running tierd checks the same at every pass); running says a tierd
 // runs, which is then not ready.
 func printLogDirs(w io.Writer, dirs []copier.LogDirState, running bool) {
+	if len(dirs) == 0 {
+		fmt.Fprintln(w, "log dirs: none (copier.log_dirs is empty: tierd's own copier tiers nothing; the broker's copies are below)")
+		return
+	}
 	fmt.Fprintln(w, "log dirs:")
 	var bad []string
 	for _, st := range dirs {
