@@ -24,6 +24,9 @@ type conn struct {
 	remote   string
 	clientID string // the last request's, for log lines
 
+	principal string // who the client is, as Kafka names it ("User:ANONYMOUS"): authz.go
+	host      string // its address as Kafka's ACLs compare it
+
 	mu      sync.Mutex
 	stopped bool
 	out     []byte
@@ -71,6 +74,7 @@ func (c *conn) serve(ctx context.Context) {
 		c.closing(ce)
 		return
 	}
+	c.identify()
 	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline, idle: c.s.cfg.idle(), max: c.s.cfg.SocketRequestMaxBytes}
 	for {
 		frame, err := fr.next()
@@ -220,13 +224,13 @@ func (s *Server) dispatch(ctx context.Context, c *conn, h *header, kreq kmsg.Req
 	case *kmsg.ApiVersionsRequest:
 		return s.handleApiVersions(req), nil
 	case *kmsg.MetadataRequest:
-		return s.handleMetadata(ctx, req)
+		return s.handleMetadata(ctx, c, req)
 	case *kmsg.ListOffsetsRequest:
-		return s.handleListOffsets(ctx, req)
+		return s.handleListOffsets(ctx, c, req)
 	case *kmsg.FetchRequest:
 		return s.handleFetch(ctx, c, req)
 	case *kmsg.OffsetForLeaderEpochRequest:
-		return s.handleOffsetForLeaderEpoch(ctx, req)
+		return s.handleOffsetForLeaderEpoch(ctx, c, req)
 	case *kmsg.ProduceRequest:
 		resp := s.handleProduce(req)
 		if resp == nil {

@@ -77,6 +77,32 @@
 // and code. A Log that cannot list its topics closes the Metadata request's
 // connection (no Metadata version before v13 can carry an error).
 //
+// # Authorization
+//
+// With an Authorizer (WithAuthorizer; tierd's authz, Kafka's ACLs), every
+// request is authorized as a Kafka broker authorizes a consumer's
+// (KafkaApis): Metadata lists only the topics the client may DESCRIBE,
+// and a topic named that it may not describe is answered
+// TOPIC_AUTHORIZATION_FAILED with no partitions, whether it exists or
+// not (by topic id: a known id gets the error and no name); ListOffsets
+// and OffsetForLeaderEpoch need DESCRIBE, Fetch needs READ, each answered
+// TOPIC_AUTHORIZATION_FAILED per partition when denied; Metadata's
+// authorized operations (v8+) are, of READ and DESCRIBE, those the ACLs
+// allow (DESCRIBE on the cluster for the cluster's). The principal is
+// User:ANONYMOUS on plaintext and on TLS without a client certificate,
+// and "User:" and the subject's distinguished name (RFC 2253) of a
+// verified client certificate; the host is the client's address as
+// Kafka's ACLs compare it (internal/kafkaacl.HostString). A denial is
+// logged once per client and topic, with the principal and the rule.
+// Without an Authorizer every client may describe and read every topic
+// served.
+//
+// KRaft's metadata log, __cluster_metadata (the cluster's configuration
+// and SCRAM credential records), is never served, whatever the ACLs: it
+// is left out of Metadata and answered UNKNOWN_TOPIC_OR_PARTITION (by
+// topic id, UNKNOWN_TOPIC_ID), as if it did not exist, as a broker
+// serves it to no client.
+//
 // # Limits
 //
 //   - A frame's size is checked against socket.request.max.bytes before

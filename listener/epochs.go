@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/internal/kafkaacl"
 )
 
 // handleOffsetForLeaderEpoch answers OffsetForLeaderEpoch v0-v4, which
@@ -24,14 +26,20 @@ import (
 //     (replica id -1, v3+) and others get the same answers.
 //   - Log errors map as in errorCode: unknown partitions get
 //     UNKNOWN_TOPIC_OR_PARTITION, storage failures KAFKA_STORAGE_ERROR.
-func (s *Server) handleOffsetForLeaderEpoch(ctx context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
+func (s *Server) handleOffsetForLeaderEpoch(ctx context.Context, c *conn, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
+		code := c.topicCode(kafkaacl.OpDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			rp.Partition = p.Partition
+			if code != 0 {
+				rp.ErrorCode, rp.LeaderEpoch, rp.EndOffset = code, -1, -1
+				rt.Partitions = append(rt.Partitions, rp)
+				continue
+			}
 			s.epochEnd(ctx, TopicPartition{t.Topic, p.Partition}, p, req.Version, &rp)
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -10,6 +10,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+
+	"github.com/tierd/tierd/internal/kafkaacl"
 )
 
 // fetchPart is one partition of a Fetch request being answered.
@@ -134,6 +136,9 @@ func (s *Server) handleFetch(ctx context.Context, c *conn, req *kmsg.FetchReques
 				code = kerr.UnknownTopicID.Code
 			}
 			name = n
+		}
+		if code == 0 {
+			code = c.topicCode(kafkaacl.OpRead, name)
 		}
 		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, len(named))
 		for i, p := range named {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/internal/kafkaacl"
 )
 
 // Special ListOffsets timestamps (ListOffsetsRequest.java) and the first
@@ -48,7 +50,7 @@ var tsMinVersion = map[int64]int16{tsLatest: 1, tsEarliest: 1, tsMax: 7, tsEarli
 //     offset found for it, or [high watermark] when every record is
 //     older. Kafka answers v0 from segment file times, which a log served
 //     from object storage does not have.
-func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
+func (s *Server) handleListOffsets(ctx context.Context, c *conn, req *kmsg.ListOffsetsRequest) (*kmsg.ListOffsetsResponse, error) {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
 	iso := ReadUncommitted
 	if req.Version >= 2 && req.IsolationLevel == 1 && req.ReplicaID == -1 {
@@ -63,11 +65,14 @@ func (s *Server) handleListOffsets(ctx context.Context, req *kmsg.ListOffsetsReq
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
+		code := c.topicCode(kafkaacl.OpDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition = p.Partition
 			tp := TopicPartition{t.Topic, p.Partition}
 			switch {
+			case code != 0:
+				rp.ErrorCode = code
 			case req.Version == 0:
 				s.listOffsetV0(ctx, tp, p, &rp)
 			case count[tp] > 1:

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/internal/kafkaacl"
 )
 
 // Authorized-operation bits for Metadata v8+ (Kafka's AclOperation codes:
@@ -43,18 +46,20 @@ const (
 //     (sarama retries its metadata refresh a few times first).
 //   - Internal topics (__consumer_offsets, __transaction_state) are
 //     flagged (v1+). Authorized operations (v8+, when asked) are READ and
-//     DESCRIBE.
+//     DESCRIBE, or with an Authorizer those of them the ACLs allow;
+//     unauthorized topics are left out or refused (doc.go,
+//     "Authorization").
 //   - If the Log cannot list its topics, the connection is closed (no
 //     Metadata version before v13 can carry the error); the client
 //     reconnects and asks again.
-func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) (*kmsg.MetadataResponse, error) {
+func (s *Server) handleMetadata(ctx context.Context, c *conn, req *kmsg.MetadataRequest) (*kmsg.MetadataResponse, error) {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: s.nodeID, Host: s.advHost, Port: s.advPort}}
 	if s.clusterID != "" {
 		resp.ClusterID = kmsg.StringPtr(s.clusterID)
 	}
 	resp.ControllerID = s.nodeID
-	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations {
+	if req.Version >= 8 && req.Version <= 10 && req.IncludeClusterAuthorizedOperations && c.clusterAllowed(kafkaacl.OpDescribe) {
 		resp.AuthorizedOperations = clusterOpsDescribe
 	}
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
@@ -66,6 +71,7 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 		return nil, fmt.Errorf("listener: list topics: %w", err)
 	}
 	s.topics.set(topics)
+	topics = slices.DeleteFunc(topics, func(t Topic) bool { return t.Name == clusterMetadataTopic })
 	sort.Slice(topics, func(i, j int) bool { return topics[i].Name < topics[j].Name })
 	byName := make(map[string]*Topic, len(topics))
 	byID := make(map[[16]byte]*Topic, len(topics))
@@ -76,11 +82,17 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 	add := func(t kmsg.MetadataResponseTopic) {
 		if req.Version >= 8 && req.IncludeTopicAuthorizedOperations && t.ErrorCode == 0 {
 			t.AuthorizedOperations = topicOpsReadDescribe
+			if s.authz != nil {
+				t.AuthorizedOperations = c.topicOps(*t.Topic)
+			}
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	if all {
 		for i := range topics {
+			if !c.allowed(kafkaacl.OpDescribe, topics[i].Name) {
+				continue // left out, as Kafka leaves out what the client may not describe
+			}
 			t, err := s.topicMetadata(ctx, &topics[i])
 			if err != nil {
 				return nil, err
@@ -105,6 +117,8 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 			seenID[rt.TopicID] = true
 			if held = byID[rt.TopicID]; held == nil {
 				t.ErrorCode = kerr.UnknownTopicID.Code
+			} else if !c.allowed(kafkaacl.OpDescribe, held.Name) {
+				held, t.ErrorCode = nil, kerr.TopicAuthorizationFailed.Code // the name stays unsaid
 			}
 		default:
 			if seen[*rt.Topic] {
@@ -113,6 +127,10 @@ func (s *Server) handleMetadata(ctx context.Context, req *kmsg.MetadataRequest) 
 			seen[*rt.Topic] = true
 			t.IsInternal = isInternal(*rt.Topic)
 			switch {
+			case *rt.Topic != clusterMetadataTopic && !c.allowed(kafkaacl.OpDescribe, *rt.Topic):
+				// Before its existence is looked at, as Kafka does: an
+				// unauthorized client learns nothing of which topics exist.
+				t.ErrorCode = kerr.TopicAuthorizationFailed.Code
 			case !validTopicName(*rt.Topic):
 				t.ErrorCode = kerr.InvalidTopicException.Code
 			case byName[*rt.Topic] == nil:

@@ -49,6 +49,7 @@ type Server struct {
 	nodeID    int32
 	clusterID string
 	tls       *tls.Config // nil: plaintext
+	authz     Authorizer  // nil: every client may read every topic served
 
 	// Set by Serve.
 	advHost string
@@ -257,7 +258,9 @@ const topicCacheMinAge = 200 * time.Millisecond
 func (t *topicCache) set(topics []Topic) {
 	m := make(map[[16]byte]string, len(topics))
 	for _, tp := range topics {
-		m[tp.ID] = tp.Name
+		if tp.Name != clusterMetadataTopic { // never served: its id is unknown
+			m[tp.ID] = tp.Name
+		}
 	}
 	t.mu.Lock()
 	t.byID, t.at = m, time.Now()
