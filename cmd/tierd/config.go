@@ -15,6 +15,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
@@ -58,6 +59,9 @@ type config struct {
 	// (package rsmapi; kafka-rsm/): the broker tiers its own segments
 	// through tierd. Off by default.
 	RSM rsmapi.Config `yaml:"rsm"`
+	// ACLs authorizes the Kafka listener's clients with Kafka's ACLs
+	// (package authz). Off by default.
+	ACLs aclConfig `yaml:"acls"`
 
 	// meta is what loading the file learned; nil for a config built in
 	// code.
@@ -105,6 +109,48 @@ type kafkaConfig struct {
 	Listener listener.Config `yaml:",inline"`
 }
 
+// aclConfig says where the ACLs that authorize the Kafka listener's
+// clients come from, and how they decide (authz.Config: refresh_interval,
+// max_stale, super.users, allow.everyone.if.no.acl.found).
+type aclConfig struct {
+	// Source is "" (default: no authorization; every client reads every
+	// topic served), "cluster" (the Kafka cluster's own ACLs, read with
+	// DescribeAcls through kafka.bootstrap_servers, whose principal needs
+	// DESCRIBE on the Cluster resource) or "file" (File).
+	Source string `yaml:"source"`
+	// File is an ACL file in the form "kafka-acls --list" prints
+	// (internal/kafkaacl), read again every refresh_interval and on
+	// SIGHUP; for source "file".
+	File         string `yaml:"file"`
+	authz.Config `yaml:",inline"`
+}
+
+// validate reports the section's problems, k the Kafka section beside it.
+func (a aclConfig) validate(k kafkaConfig) []error {
+	var errs []error
+	switch a.Source {
+	case "":
+		if a.File != "" {
+			errs = append(errs, errors.New("acls: file is set but source is empty: set source: file"))
+		}
+		return errs
+	case "cluster":
+		if !k.Cluster.Enabled() {
+			errs = append(errs, errors.New("acls: source cluster needs kafka.bootstrap_servers (the cluster to read the ACLs from)"))
+		}
+	case "file":
+		if a.File == "" {
+			errs = append(errs, errors.New("acls: source file needs file (the ACL file's path)"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("acls: source %q: want \"\" (off), cluster or file", a.Source))
+	}
+	if err := a.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	return errs
+}
+
 type httpConfig struct {
 	// Listen serves /metrics, /-/healthy, /-/ready and the status page
 	// at / (package statuspage). Default
@@ -134,7 +180,7 @@ func defaultConfig() config {
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
-		RSM: rsmapi.DefaultConfig(),
+		RSM: rsmapi.DefaultConfig(), ACLs: aclConfig{Config: authz.DefaultConfig()},
 	}
 }
 
@@ -230,6 +276,7 @@ func (c config) validate() error {
 			errs = append(errs, errors.New("copier: broker_id is required with kafka.bootstrap_servers: tierd tiers the partitions this broker leads"))
 		}
 	}
+	errs = append(errs, c.ACLs.validate(c.Kafka)...)
 	if c.Metrics.PartitionLabelsMax < 0 {
 		errs = append(errs, fmt.Errorf("metrics: partition.labels.max %d must be 0 or more", c.Metrics.PartitionLabelsMax))
 	}

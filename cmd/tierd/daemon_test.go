@@ -253,6 +253,13 @@ func TestExampleConfig(t *testing.T) {
 	if w := cfg.warnings(); len(w) != 0 {
 		t.Errorf("the example uses old spellings: %v", w)
 	}
+	if a := cfg.ACLs; len(a.SuperUsers) == 0 && a.SuperUsers != nil {
+		a.SuperUsers = nil
+		cfg.ACLs = a
+	}
+	if !reflect.DeepEqual(cfg.ACLs, def.ACLs) {
+		t.Errorf("example acls differ from the defaults they document: %+v", cfg.ACLs)
+	}
 	r, dr := cfg.RSM, def.RSM
 	if len(r.LogDirs) != 0 {
 		t.Errorf("example rsm.log_dirs: %v, want none (the default)", r.LogDirs)
@@ -268,6 +275,13 @@ func TestConfigRejects(t *testing.T) {
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"fraction": {"copier:\n  log_dirs: [/x]\n  retention:\n    retention.ms: 0.5\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n", "whole numbers"},
 		"two docs": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n---\nbogus: 1\n", "more than one YAML document"},
+		"acls from no cluster": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: cluster}\n",
+			"acls: source cluster needs kafka.bootstrap_servers"},
+		"acls of no file": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file}\n",
+			"acls: source file needs file"},
+		"acls source": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: ldap}\n", `acls: source "ldap"`},
+		"acls super user": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file, file: /a, super.users: [admin]}\n",
+			`super user "admin" is not a principal`},
 		"empty":    {"\n", "empty"},
 		"bad port": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nhttp: {listen: \"127.0.0.1:99999\"}\n", "0 to 65535"},
 		"no dir":   {"copier:\n  log_dirs: [/x]\nbucket: {filesystem: {dir: /b}}\n", "metadata: rlmm: dir is required"},

@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
@@ -375,8 +376,23 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
 		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
 	}
+	var acls *authz.Authorizer
+	if cfg.ACLs.Source != "" {
+		if acls, err = newAuthorizer(cfg, d, log); err != nil {
+			return err
+		}
+		rl.Register("acls", func(config) error { acls.Refresh(); return nil }) // the ACL file, read again
+		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
+	}
 	if cfg.Kafka.Listener.Listen != "" {
-		kl, err := d.kafkaListener(cfg, log, "", listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
+		opts := []listener.Option{listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka))}
+		if acls != nil {
+			opts = append(opts, listener.WithAuthorizer(acls))
+		} else if !loopbackOnly(cfg.Kafka.Listener.Listen) {
+			log.Warn("the Kafka listener authorizes nobody: every client that reaches it reads every topic it serves; set acls (source cluster or file) to apply Kafka's ACLs",
+				"listen", cfg.Kafka.Listener.Listen)
+		}
+		kl, err := d.kafkaListener(cfg, log, "", opts...)
 		if err != nil {
 			return err
 		}
