@@ -1,0 +1,223 @@
+package sasl
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/xdg-go/scram"
+)
+
+// ErrAuthenticationFailed is every failed login: wrong password, unknown
+// user, malformed exchange. Its wrapped detail is for tierd's log only;
+// a client is told Kafka's generic sentence (ClientMessage).
+var ErrAuthenticationFailed = errors.New("sasl: authentication failed")
+
+// ErrUnsupportedMechanism: the mechanism is not enabled.
+var ErrUnsupportedMechanism = errors.New("sasl: unsupported mechanism")
+
+// ClientMessage is what a client whose login failed is told, Kafka's
+// words (SaslServerAuthenticator): nothing of why.
+func ClientMessage(mechanism string) string {
+	return "Authentication failed during authentication due to invalid credentials with SASL mechanism " + mechanism
+}
+
+// Session is one login: the client's messages go to Step in turn, until
+// done. Not safe for concurrent use.
+type Session interface {
+	// Step takes the client's next message and returns the reply to send
+	// it, and whether the exchange is over. An error (wrapping
+	// ErrAuthenticationFailed) ends it failed; reply may then hold the
+	// mechanism's error message (SCRAM's "e=...").
+	Step(msg []byte) (reply []byte, done bool, err error)
+	// Principal is the authenticated client, "User:<name>", once Step
+	// has returned done without error.
+	Principal() string
+}
+
+// Authenticator starts logins.
+type Authenticator interface {
+	// Mechanisms are the enabled mechanisms, in the order configured.
+	Mechanisms() []string
+	// Begin starts a login with mechanism; ErrUnsupportedMechanism when
+	// it is not enabled.
+	Begin(mechanism string) (Session, error)
+}
+
+// Local authenticates against a credentials file's credentials, which
+// SetCredentials replaces (a reload) for the logins that begin after.
+type Local struct {
+	mechs  []string
+	creds  atomic.Pointer[Credentials]
+	secret []byte // for made-up salts of unknown users
+}
+
+// NewLocal returns an Authenticator of mechanisms (PLAIN, SCRAM-SHA-256,
+// SCRAM-SHA-512) over creds. Errors: an unknown or repeated mechanism,
+// none at all.
+func NewLocal(mechanisms []string, creds *Credentials) (*Local, error) {
+	if len(mechanisms) == 0 {
+		return nil, errors.New("sasl: no mechanism enabled")
+	}
+	l := &Local{secret: make([]byte, 32)}
+	for _, m := range mechanisms {
+		m = strings.ToUpper(strings.TrimSpace(m))
+		if _, _, ok := hashOf(m); !ok && m != Plain {
+			return nil, fmt.Errorf("sasl: mechanism %q: want %s, %s or %s", m, Plain, ScramSHA256, ScramSHA512)
+		}
+		if slices.Contains(l.mechs, m) {
+			return nil, fmt.Errorf("sasl: mechanism %s named twice", m)
+		}
+		l.mechs = append(l.mechs, m)
+	}
+	if _, err := rand.Read(l.secret); err != nil {
+		return nil, err
+	}
+	l.SetCredentials(creds)
+	return l, nil
+}
+
+// SetCredentials replaces the credentials.
+func (l *Local) SetCredentials(c *Credentials) { l.creds.Store(c) }
+
+// Mechanisms implements Authenticator.
+func (l *Local) Mechanisms() []string { return slices.Clone(l.mechs) }
+
+// Begin implements Authenticator.
+func (l *Local) Begin(mechanism string) (Session, error) {
+	if !slices.Contains(l.mechs, mechanism) {
+		return nil, fmt.Errorf("%w: %q (enabled: %s)", ErrUnsupportedMechanism, mechanism, strings.Join(l.mechs, ", "))
+	}
+	creds := l.creds.Load()
+	if mechanism == Plain {
+		return &plainSession{l: l, creds: creds}, nil
+	}
+	gen, _, _ := hashOf(mechanism)
+	s := &scramSession{mech: mechanism}
+	srv, err := gen.NewServer(func(raw string) (scram.StoredCredentials, error) {
+		user, ok := saslName(raw)
+		if !ok {
+			return scram.StoredCredentials{}, fmt.Errorf("a user name with '=' not escaping ',' or '='")
+		}
+		c, ok := creds.get(user, mechanism)
+		if !ok {
+			s.unknown = true
+			c = l.madeUp(gen, user)
+		}
+		return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
+			StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.conv = srv.NewConversation()
+	return s, nil
+}
+
+// madeUp is the same credential for the same unknown user every time
+// (its salt an HMAC of the name under this process's secret; keys no
+// proof matches), so that its exchange looks like a known user's.
+func (l *Local) madeUp(gen scram.HashGeneratorFcn, user string) Credential {
+	m := hmac.New(gen, l.secret)
+	m.Write([]byte(user))
+	sum := m.Sum(nil)
+	key := bytes.Repeat([]byte{0}, len(sum))
+	return Credential{Salt: sum[:16], StoredKey: key, ServerKey: key, Iterations: MinIterations}
+}
+
+type scramSession struct {
+	mech    string
+	conv    *scram.ServerConversation
+	unknown bool
+	user    string
+}
+
+func (s *scramSession) Step(msg []byte) ([]byte, bool, error) {
+	reply, err := s.conv.Step(string(msg))
+	if err != nil {
+		return []byte(reply), true, fmt.Errorf("%w: %s: %v", ErrAuthenticationFailed, s.mech, err)
+	}
+	if !s.conv.Done() {
+		return []byte(reply), false, nil
+	}
+	user, _ := saslName(s.conv.Username())
+	authz, _ := saslName(s.conv.AuthzID())
+	switch {
+	case s.unknown || !s.conv.Valid():
+		return []byte("e=invalid-proof"), true, fmt.Errorf("%w: %s: unknown user %q or a wrong password", ErrAuthenticationFailed, s.mech, user)
+	case authz != "" && authz != user:
+		return []byte("e=other-error"), true, fmt.Errorf("%w: %s: user %q asked to act as %q", ErrAuthenticationFailed, s.mech, user, authz)
+	}
+	s.user = user
+	return []byte(reply), true, nil
+}
+
+// saslName decodes a SCRAM saslname (RFC 5802 section 5.1: "=2C" is ',',
+// "=3D" is '='); ok is false for any other '='.
+func saslName(s string) (string, bool) {
+	if !strings.Contains(s, "=") {
+		return s, true
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '=' {
+			b.WriteByte(s[i])
+			continue
+		}
+		switch {
+		case strings.HasPrefix(s[i:], "=2C"):
+			b.WriteByte(',')
+		case strings.HasPrefix(s[i:], "=3D"):
+			b.WriteByte('=')
+		default:
+			return "", false
+		}
+		i += 2
+	}
+	return b.String(), true
+}
+
+func (s *scramSession) Principal() string { return "User:" + s.user }
+
+type plainSession struct {
+	l     *Local
+	creds *Credentials
+	user  string
+}
+
+// Step checks "authzid NUL authcid NUL password" (RFC 4616) in one
+// message; authzid, when given, must be authcid (Kafka's rule).
+func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
+	parts := bytes.Split(msg, []byte{0})
+	if len(parts) != 3 || len(parts[1]) == 0 || len(parts[2]) == 0 {
+		return nil, true, fmt.Errorf("%w: PLAIN: malformed message", ErrAuthenticationFailed)
+	}
+	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
+	if authz != "" && authz != user {
+		return nil, true, fmt.Errorf("%w: PLAIN: user %q asked to act as %q", ErrAuthenticationFailed, user, authz)
+	}
+	for _, mech := range []string{ScramSHA512, ScramSHA256} {
+		c, ok := p.creds.get(user, mech)
+		if !ok {
+			continue
+		}
+		gen, _, _ := hashOf(mech)
+		got, err := derive(gen, pass, c.Salt, c.Iterations)
+		if err == nil && hmac.Equal(got.StoredKey, c.StoredKey) {
+			p.user = user
+			return nil, true, nil
+		}
+		return nil, true, fmt.Errorf("%w: PLAIN: user %q: a wrong password", ErrAuthenticationFailed, user)
+	}
+	// An unknown user costs what a known one does: no quicker answer to
+	// tell them apart by.
+	derive(scram.SHA512, pass, p.l.madeUp(scram.SHA512, user).Salt, MinIterations)
+	return nil, true, fmt.Errorf("%w: PLAIN: unknown user %q", ErrAuthenticationFailed, user)
+}
+
+func (p *plainSession) Principal() string { return "User:" + p.user }
