@@ -2,6 +2,7 @@ package listener
 
 import (
 	"regexp"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -64,7 +65,11 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersio
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	for _, a := range served {
+	apis := served
+	if s.cfg.SASL() {
+		apis = append(slices.Clone(served), saslServed...)
+	}
+	for _, a := range apis {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
 	}
 	return resp

@@ -61,7 +61,38 @@ type Config struct {
 	// logs that others write and checks their offsets on this interval
 	// instead. Default 50.
 	FetchPollIntervalMs int64 `yaml:"fetch.poll.interval.ms"`
+
+	// SASLEnabledMechanisms are the SASL mechanisms clients must log in
+	// with (Kafka's sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256,
+	// SCRAM-SHA-512): set, the listener is SASL_PLAINTEXT, or SASL_SSL
+	// with TLS, and answers nothing but ApiVersions and the SASL exchange
+	// before a client has logged in (WithSASL gives the credentials).
+	// Default none: no SASL.
+	SASLEnabledMechanisms []string `yaml:"sasl.enabled.mechanisms"`
+	// SASLServerMaxReceiveSize is the largest request frame accepted
+	// before a client has logged in, bytes (Kafka's
+	// sasl.server.max.receive.size). Default 524288.
+	SASLServerMaxReceiveSize int32 `yaml:"sasl.server.max.receive.size"`
+	// SASLAuthenticationTimeoutMs bounds, from its accept, how long a
+	// connection may take to log in, ms; it is closed then. tierd's own
+	// setting. Default 10000.
+	SASLAuthenticationTimeoutMs int64 `yaml:"sasl.authentication.timeout.ms"`
+	// ConnectionsMaxReauthMs is the longest a login lasts, ms (KIP-368,
+	// Kafka's connections.max.reauth.ms): a client that has not logged in
+	// again by then (it is told the lifetime in SaslAuthenticate v1+) has
+	// its connection closed at its next request. 0 (default): a login
+	// lasts as long as its connection.
+	ConnectionsMaxReauthMs int64 `yaml:"connections.max.reauth.ms"`
+	// ConnectionFailedAuthenticationDelayMs delays the answer to a failed
+	// login before the connection is closed, ms (Kafka's
+	// connection.failed.authentication.delay.ms); tierd multiplies it by
+	// the failures from the same address in the last minute, up to 50
+	// times. Default 100.
+	ConnectionFailedAuthenticationDelayMs int64 `yaml:"connection.failed.authentication.delay.ms"`
 }
+
+// SASL reports whether clients must log in (SASLEnabledMechanisms set).
+func (c Config) SASL() bool { return len(c.SASLEnabledMechanisms) > 0 }
 
 // DefaultConfig returns the defaults: the listener off.
 func DefaultConfig() Config {
@@ -72,6 +103,10 @@ func DefaultConfig() Config {
 		FetchMaxBytes:            52428800,
 		FetchResponseMemoryBytes: 268435456,
 		FetchPollIntervalMs:      50,
+
+		SASLServerMaxReceiveSize:              524288,
+		SASLAuthenticationTimeoutMs:           10000,
+		ConnectionFailedAuthenticationDelayMs: 100,
 	}
 }
 
@@ -111,6 +146,23 @@ func (c Config) Validate() error {
 	}
 	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
 		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))
+	}
+	for _, m := range c.SASLEnabledMechanisms {
+		if m != "PLAIN" && m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512" {
+			errs = append(errs, fmt.Errorf("listener: sasl.enabled.mechanisms: %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", m))
+		}
+	}
+	if c.SASLServerMaxReceiveSize < 64 {
+		errs = append(errs, fmt.Errorf("listener: sasl.server.max.receive.size %d must be at least 64", c.SASLServerMaxReceiveSize))
+	}
+	if c.SASLAuthenticationTimeoutMs < 1 {
+		errs = append(errs, fmt.Errorf("listener: sasl.authentication.timeout.ms %d must be positive", c.SASLAuthenticationTimeoutMs))
+	}
+	if c.ConnectionsMaxReauthMs < 0 {
+		errs = append(errs, fmt.Errorf("listener: connections.max.reauth.ms %d must be 0 (none) or positive", c.ConnectionsMaxReauthMs))
+	}
+	if c.ConnectionFailedAuthenticationDelayMs < 0 || c.ConnectionFailedAuthenticationDelayMs > 60000 {
+		errs = append(errs, fmt.Errorf("listener: connection.failed.authentication.delay.ms %d must be from 0 to 60000", c.ConnectionFailedAuthenticationDelayMs))
 	}
 	return errors.Join(errs...)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/internal/saturate"
 )
 
 // conn is one client connection. Requests are read, handled and answered
@@ -26,6 +28,7 @@ type conn struct {
 
 	principal string // who the client is, as Kafka names it ("User:ANONYMOUS"): authz.go
 	host      string // its address as Kafka's ACLs compare it
+	sasl      saslState
 
 	mu      sync.Mutex
 	stopped bool
@@ -75,15 +78,31 @@ func (c *conn) serve(ctx context.Context) {
 		return
 	}
 	c.identify()
-	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline, idle: c.s.cfg.idle(), max: c.s.cfg.SocketRequestMaxBytes}
+	c.sasl.deadline = time.Now().Add(saturate.Millis(c.s.cfg.SASLAuthenticationTimeoutMs))
+	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline}
 	for {
+		fr.max, fr.idle = c.saslFrameLimits()
+		if fr.idle <= 0 {
+			c.closing(&closeErr{reason: reasonSASLTimeout, err: errors.New("no login within sasl.authentication.timeout.ms")})
+			return
+		}
 		frame, err := fr.next()
 		if err != nil {
+			if c.s.cfg.SASL() && !c.sasl.authed && errors.Is(err, errIdle) && !c.isStopped() {
+				c.closing(&closeErr{reason: reasonSASLTimeout, err: err})
+				return
+			}
 			c.closing(c.frameCloseErr(err))
 			return
 		}
 		start := time.Now()
-		if ce := c.request(ctx, frame, start); ce != nil {
+		var ce *closeErr
+		if c.sasl.v0 && c.sasl.sess != nil {
+			ce = c.saslToken(ctx, frame)
+		} else {
+			ce = c.request(ctx, frame, start)
+		}
+		if ce != nil {
 			c.closing(ce)
 			return
 		}
@@ -148,6 +167,11 @@ func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *clos
 	api := apiName(h.key)
 	if kreq == nil {
 		return c.unsupported(&h, fmt.Errorf("unknown API key %d", h.key))
+	}
+	if c.s.cfg.SASL() {
+		if handled, ce := c.saslGate(ctx, &h, kreq, body, start); handled || ce != nil {
+			return ce
+		}
 	}
 	ar, ok := servedRange(h.key)
 	if !ok || h.version < ar.min || h.version > ar.max {

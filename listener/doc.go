@@ -77,6 +77,28 @@
 // and code. A Log that cannot list its topics closes the Metadata request's
 // connection (no Metadata version before v13 can carry an error).
 //
+// # Authentication
+//
+// With Config.SASLEnabledMechanisms set (and WithSASL's credentials,
+// package sasl), the listener is SASL_PLAINTEXT, or SASL_SSL over TLS, as
+// a Kafka broker's SASL listener is: before a client has logged in it
+// answers ApiVersions (which then lists SaslHandshake v0-1 and
+// SaslAuthenticate v0-2), SaslHandshake and SaslAuthenticate only, and
+// closes the connection on anything else; frames before login are
+// bounded by sasl.server.max.receive.size, and the login by
+// sasl.authentication.timeout.ms. SaslHandshake v0 is followed by raw,
+// size-prefixed SASL tokens (KIP-43), v1 by SaslAuthenticate requests
+// (KIP-152). A mechanism not enabled is answered
+// UNSUPPORTED_SASL_MECHANISM with the enabled ones, a failed login
+// SASL_AUTHENTICATION_FAILED with Kafka's sentence, each after
+// connection.failed.authentication.delay.ms (times the address's
+// failures in the last minute, up to 50), and the connection is closed.
+// With connections.max.reauth.ms a login lasts that long (KIP-368: told
+// to the client in SaslAuthenticate v1+, which logs in again with
+// SaslHandshake v1 on the same connection, as the same principal); a
+// request after it closes the connection. The principal is "User:" and
+// the SASL user name.
+//
 // # Authorization
 //
 // With an Authorizer (WithAuthorizer; tierd's authz, Kafka's ACLs), every
@@ -88,8 +110,8 @@
 // and OffsetForLeaderEpoch need DESCRIBE, Fetch needs READ, each answered
 // TOPIC_AUTHORIZATION_FAILED per partition when denied; Metadata's
 // authorized operations (v8+) are, of READ and DESCRIBE, those the ACLs
-// allow (DESCRIBE on the cluster for the cluster's). The principal is
-// User:ANONYMOUS on plaintext and on TLS without a client certificate,
+// allow (DESCRIBE on the cluster for the cluster's). The principal is the
+// SASL login's, else User:ANONYMOUS on plaintext and on TLS without a client certificate,
 // and "User:" and the subject's distinguished name (RFC 2253) of a
 // verified client certificate; the host is the client's address as
 // Kafka's ACLs compare it (internal/kafkaacl.HostString). A denial is

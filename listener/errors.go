@@ -58,6 +58,10 @@ func countErrors(m *metrics, api string, resp kmsg.Response) {
 	switch r := resp.(type) {
 	case *kmsg.ApiVersionsResponse:
 		m.countError(api, r.ErrorCode)
+	case *kmsg.SASLHandshakeResponse:
+		m.countError(api, r.ErrorCode)
+	case *kmsg.SASLAuthenticateResponse:
+		m.countError(api, r.ErrorCode)
 	case *kmsg.MetadataResponse:
 		for _, t := range r.Topics {
 			m.countError(api, t.ErrorCode)

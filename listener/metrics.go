@@ -26,7 +26,8 @@ const (
 )
 
 var closeReasons = []string{reasonClient, reasonIdle, reasonStalled, reasonTooLarge, reasonNegative,
-	reasonMalformed, reasonUnsupported, reasonMaxConns, reasonWriteFailed, reasonShutdown, reasonServerFailed, reasonTLS}
+	reasonMalformed, reasonUnsupported, reasonMaxConns, reasonWriteFailed, reasonShutdown, reasonServerFailed, reasonTLS,
+	reasonSASLFailed, reasonSASLState, reasonSASLTimeout, reasonReauth}
 
 // apiOther labels requests for APIs not served.
 const apiOther = "other"
@@ -38,6 +39,8 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	conns    prometheus.Gauge
 	closed   *prometheus.CounterVec // reason
+
+	logins *prometheus.CounterVec // mechanism, result
 
 	fetchMem      prometheus.Gauge
 	fetchMemWaits *prometheus.CounterVec // outcome
@@ -61,6 +64,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Kafka client connections open."}),
 		closed: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_connections_closed_total",
 			Help: "Kafka client connections closed, by reason."}, []string{"reason"}),
+		logins: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_sasl_logins_total",
+			Help: "SASL logins on the Kafka listener (re-authentications included), by mechanism and result (ok, failed)."},
+			[]string{"mechanism", "result"}),
 		fetchMem: f.NewGauge(prometheus.GaugeOpts{Name: "tierd_kafka_fetch_memory_bytes",
 			Help: "Bytes of fetch.response.memory.bytes that Fetches in progress hold (twice the records each may return, until its response is written)."}),
 		fetchMemWaits: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_fetch_memory_waits_total",

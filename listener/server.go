@@ -12,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/tierd/tierd/listener/sasl"
 )
 
 // shutdownGrace bounds how long a stopping listener lets requests in
@@ -50,6 +52,8 @@ type Server struct {
 	clusterID string
 	tls       *tls.Config // nil: plaintext
 	authz     Authorizer  // nil: every client may read every topic served
+	sasl      sasl.Authenticator
+	failures  failureCounts // failed logins by client address (saslconn.go)
 
 	// Set by Serve.
 	advHost string
@@ -75,6 +79,9 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, logger: slog.New(slog.DiscardHandler), conns: map[*conn]struct{}{}}
 	for _, o := range opts {
 		o(s)
+	}
+	if cfg.SASL() && s.sasl == nil {
+		return nil, errors.New("listener: sasl.enabled.mechanisms is set but no credentials were given (WithSASL)")
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
