@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -91,7 +92,8 @@ var errBrokerHolds = errors.New("copier: a process holds the log dir's lock")
 // while it renames or removes files there (see excludeBroker).
 type brokerExclusion struct {
 	f       *os.File
-	created bool // tierd created the file: it removes it again
+	path    string // the .lock (f may have been opened under another name: createMarked)
+	created bool   // tierd created the file: it removes it again
 }
 
 // excludeBroker takes, without waiting, a shared (read) lock on the
@@ -142,8 +144,50 @@ func openBrokerLock(path string) (f *os.File, created bool, err error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return f, false, err
 	}
+	if f, err = createMarked(path); err == nil || errors.Is(err, fs.ErrExist) {
+		return f, err == nil, err
+	}
+	// The marked file could not be made (a full disk, a file size limit):
+	// an empty one, which counts as Kafka's, the side that deletes
+	// nothing of another's.
 	f, err = openLockFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL)
 	return f, err == nil, err
+}
+
+// lockTempPrefix names the files createMarked makes beside .lock: tierd's
+// own, removed by the next createMarked when a kill left one.
+const lockTempPrefix = ".lock.tierd-"
+
+// createMarked makes the .lock at path whole, with tierdLockMarker in it
+// from the moment it exists: written to a file of its own first, then
+// linked into place (link fails, fs.ErrExist, when a .lock exists by
+// then, as O_EXCL would), so that no kill can leave an empty .lock of
+// tierd's making, which would count as Kafka's. It returns the file
+// opened for reading and writing.
+func createMarked(path string) (*os.File, error) {
+	dir := filepath.Dir(path)
+	if stale, _ := filepath.Glob(filepath.Join(dir, lockTempPrefix+"*")); len(stale) > 0 {
+		for _, p := range stale {
+			os.Remove(p) // left by a kill between the write and the link below
+		}
+	}
+	tmp := filepath.Join(dir, fmt.Sprintf("%s%d", lockTempPrefix, os.Getpid()))
+	t, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, err = t.WriteString(tierdLockMarker)
+	if err == nil {
+		err = os.Link(tmp, path)
+	}
+	os.Remove(tmp)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	// t is the file now at path, unless a process replaced it between the
+	// link and here; lockOpened checks that path still names it.
+	return t, nil
 }
 
 // lockOpened takes excludeBroker's shared lock on f, the .lock opened at
@@ -183,15 +227,13 @@ func lockOpened(f *os.File, path string, created bool) (e *brokerExclusion, hold
 		f.Close()
 		return nil, -1, err
 	}
-	if created {
-		f.WriteString(tierdLockMarker) // an error leaves it empty: see above
-	} else {
+	if !created {
 		// A .lock a killed tierd left (marked as its own, and no
 		// broker has locked it since: tierd's lock was granted) is
 		// removed on release like one made now.
 		created = hasTierdMarker(f, path)
 	}
-	return &brokerExclusion{f: f, created: created}, -1, nil
+	return &brokerExclusion{f: f, path: path, created: created}, -1, nil
 }
 
 // tierdLockMarker is what a .lock that tierd creates holds (Kafka's
@@ -237,9 +279,9 @@ func (e *brokerExclusion) release() error {
 	var err error
 	if e.created {
 		held, serr := e.f.Stat()
-		now, nerr := os.Lstat(e.f.Name())
+		now, nerr := os.Lstat(e.path)
 		if serr == nil && nerr == nil && os.SameFile(held, now) {
-			err = os.Remove(e.f.Name())
+			err = os.Remove(e.path)
 		}
 	}
 	return errors.Join(err, e.f.Close())

@@ -2,6 +2,7 @@ package copier
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,25 +168,59 @@ func TestExcludeBrokerLockReplaced(t *testing.T) {
 	}
 }
 
-// TestExcludeBrokerMarksOnlyWhatItHolds: the marker goes into the file
-// only once tierd's lock on it is granted, so that a broker that opened
-// and locked the .lock tierd had just created (before tierd's lock) keeps
-// an empty, Kafka-looking .lock.
-func TestExcludeBrokerMarksOnlyWhatItHolds(t *testing.T) {
-	p := filepath.Join(t.TempDir(), BrokerLockFile)
+// TestExcludeBrokerLosesTheRaceToABroker: a broker that opened and
+// locked the .lock tierd had just created, before tierd's lock, keeps it:
+// tierd is refused (errBrokerHolds), removes nothing, and the log dir is
+// broker-owned while the broker holds it. (The file holds tierd's mark
+// from its first moment, so that no kill leaves an empty, Kafka-looking
+// .lock of tierd's making; a broker has meta.properties beside it.)
+func TestExcludeBrokerLosesTheRaceToABroker(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, BrokerLockFile)
 	f, created, err := openBrokerLock(p)
 	if err != nil || !created {
 		t.Fatalf("create .lock: created %v, %v", created, err)
+	}
+	if !isTierdLock(p) {
+		t.Fatal("tierd's new .lock is not marked from its first moment")
+	}
+	if stale, _ := filepath.Glob(filepath.Join(dir, lockTempPrefix+"*")); len(stale) != 0 {
+		t.Fatalf("the marked file's first name is left: %v", stale)
 	}
 	h := goHolder(t, p) // the broker opens the new file and locks it first
 	if _, _, err := lockOpened(f, p, created); !errors.Is(err, errBrokerHolds) {
 		t.Fatalf("with the broker holding the new .lock: %v, want errBrokerHolds", err)
 	}
-	if b, err := os.ReadFile(p); err != nil || len(b) != 0 {
-		t.Fatalf("the broker's .lock holds %q (%v), want it empty: tierd marked a file it did not hold", b, err)
+	if _, err := os.Lstat(p); err != nil {
+		t.Fatalf("the broker's .lock was removed: %v", err)
 	}
-	if isTierdLock(p) {
-		t.Fatal("the broker's .lock is taken for tierd's")
+	if st := probeLogDir(dir, nil, nil); !st.Locked || !st.BrokerOwned {
+		t.Fatalf("a broker holding the .lock: %+v, want broker-owned", st)
 	}
 	h.release(t)
+}
+
+// TestCreateMarkedLeavesNoEmptyLock: a kill after the marked file was
+// written and before it was linked leaves only its first name, which the
+// next creation removes; a .lock that appeared meanwhile is not replaced.
+func TestCreateMarkedLeavesNoEmptyLock(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, BrokerLockFile)
+	os.WriteFile(filepath.Join(dir, lockTempPrefix+"999999"), []byte(tierdLockMarker), 0o644) // a kill's leftover
+	f, err := createMarked(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if stale, _ := filepath.Glob(filepath.Join(dir, lockTempPrefix+"*")); len(stale) != 0 {
+		t.Fatalf("left: %v", stale)
+	}
+	os.Remove(p)
+	os.WriteFile(p, nil, 0o644) // a broker's, created first
+	if _, err := createMarked(p); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("over an existing .lock: %v, want fs.ErrExist", err)
+	}
+	if b, _ := os.ReadFile(p); len(b) != 0 {
+		t.Fatalf("the existing .lock was changed: %q", b)
+	}
 }

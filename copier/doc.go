@@ -131,8 +131,9 @@
 // until tierd is done (Kafka's LogManager stops with "Failed to acquire
 // lock on file .lock"; a restart a moment later starts it): a broker
 // never runs while tierd renames. A .lock that tierd creates holds a line
-// that marks it as tierd's (Kafka's is empty, and Kafka never writes to
-// it): one left by a tierd killed while it held it does not make the dir
+// that marks it as tierd's from the moment it exists (written to
+// .lock.tierd-<pid> first, then linked into place; Kafka's is empty, and
+// Kafka never writes to it): one left by a tierd killed while it held it does not make the dir
 // a Kafka log dir, and the next renames remove it (only while no process
 // holds a lock on it; a broker that started on it since holds it, and
 // meta.properties marks a log dir a broker has run on anyway). After a

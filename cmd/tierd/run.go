@@ -386,6 +386,14 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	}
 	if cfg.Kafka.Listener.Listen != "" {
 		opts := []listener.Option{listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka))}
+		if cfg.Kafka.Listener.SASL() {
+			logins, err := newLogins(cfg)
+			if err != nil {
+				return err
+			}
+			rl.Register("sasl credentials", func(c config) error { return logins.reload(c) })
+			opts = append(opts, listener.WithSASL(logins.Local))
+		}
 		if acls != nil {
 			opts = append(opts, listener.WithAuthorizer(acls))
 		} else if !loopbackOnly(cfg.Kafka.Listener.Listen) {

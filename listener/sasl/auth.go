@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha512"
 	"errors"
 	"fmt"
+	"hash"
 	"slices"
 	"strings"
 	"sync/atomic"
-
-	"github.com/xdg-go/scram"
 )
 
 // ErrAuthenticationFailed is every failed login: wrong password, unknown
@@ -97,33 +97,33 @@ func (l *Local) Begin(mechanism string) (Session, error) {
 	if mechanism == Plain {
 		return &plainSession{l: l, creds: creds}, nil
 	}
-	gen, _, _ := hashOf(mechanism)
-	s := &scramSession{mech: mechanism}
-	srv, err := gen.NewServer(func(raw string) (scram.StoredCredentials, error) {
-		user, ok := saslName(raw)
-		if !ok {
-			return scram.StoredCredentials{}, fmt.Errorf("a user name with '=' not escaping ',' or '='")
+	_, h, _ := hashOf(mechanism)
+	return &scramSession{mech: mechanism, srv: scramServer{h: h, nonceGen: nonce, lookup: func(user string) (Credential, bool) {
+		if c, ok := creds.get(user, mechanism); ok {
+			return c, true
 		}
-		c, ok := creds.get(user, mechanism)
-		if !ok {
-			s.unknown = true
-			c = l.madeUp(gen, user)
-		}
-		return scram.StoredCredentials{KeyFactors: scram.KeyFactors{Salt: string(c.Salt), Iters: c.Iterations},
-			StoredKey: c.StoredKey, ServerKey: c.ServerKey}, nil
-	})
-	if err != nil {
-		return nil, err
+		return l.madeUp(h, user), false
+	}}}, nil
+}
+
+// nonce is the server's part of a SCRAM nonce: 32 letters and digits from
+// crypto/rand, as Kafka's are letters and digits
+// (ScramFormatter.secureRandomString).
+func nonce() string {
+	const alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	b := make([]byte, 32)
+	rand.Read(b)
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)]
 	}
-	s.conv = srv.NewConversation()
-	return s, nil
+	return string(b)
 }
 
 // madeUp is the same credential for the same unknown user every time
 // (its salt an HMAC of the name under this process's secret; keys no
 // proof matches), so that its exchange looks like a known user's.
-func (l *Local) madeUp(gen scram.HashGeneratorFcn, user string) Credential {
-	m := hmac.New(gen, l.secret)
+func (l *Local) madeUp(h func() hash.Hash, user string) Credential {
+	m := hmac.New(h, l.secret)
 	m.Write([]byte(user))
 	sum := m.Sum(nil)
 	key := bytes.Repeat([]byte{0}, len(sum))
@@ -131,31 +131,22 @@ func (l *Local) madeUp(gen scram.HashGeneratorFcn, user string) Credential {
 }
 
 type scramSession struct {
-	mech    string
-	conv    *scram.ServerConversation
-	unknown bool
-	user    string
+	mech string
+	srv  scramServer
 }
 
 func (s *scramSession) Step(msg []byte) ([]byte, bool, error) {
-	reply, err := s.conv.Step(string(msg))
-	if err != nil {
-		return []byte(reply), true, fmt.Errorf("%w: %s: %v", ErrAuthenticationFailed, s.mech, err)
-	}
-	if !s.conv.Done() {
-		return []byte(reply), false, nil
-	}
-	user, _ := saslName(s.conv.Username())
-	authz, _ := saslName(s.conv.AuthzID())
+	reply, done, ok, err := s.srv.step(string(msg))
 	switch {
-	case s.unknown || !s.conv.Valid():
-		return []byte("e=invalid-proof"), true, fmt.Errorf("%w: %s: unknown user %q or a wrong password", ErrAuthenticationFailed, s.mech, user)
-	case authz != "" && authz != user:
-		return []byte("e=other-error"), true, fmt.Errorf("%w: %s: user %q asked to act as %q", ErrAuthenticationFailed, s.mech, user, authz)
+	case err != nil:
+		return nil, true, fmt.Errorf("%w: %s: %w", ErrAuthenticationFailed, s.mech, err)
+	case done && !ok:
+		return nil, true, fmt.Errorf("%w: %s: unknown user %q or a wrong password", ErrAuthenticationFailed, s.mech, s.srv.user)
 	}
-	s.user = user
-	return []byte(reply), true, nil
+	return []byte(reply), done, nil
 }
+
+func (s *scramSession) Principal() string { return "User:" + s.srv.user }
 
 // saslName decodes a SCRAM saslname (RFC 5802 section 5.1: "=2C" is ',',
 // "=3D" is '='); ok is false for any other '='.
@@ -182,8 +173,6 @@ func saslName(s string) (string, bool) {
 	return b.String(), true
 }
 
-func (s *scramSession) Principal() string { return "User:" + s.user }
-
 type plainSession struct {
 	l     *Local
 	creds *Credentials
@@ -206,9 +195,9 @@ func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
 		if !ok {
 			continue
 		}
-		gen, _, _ := hashOf(mech)
-		got, err := derive(gen, pass, c.Salt, c.Iterations)
-		if err == nil && hmac.Equal(got.StoredKey, c.StoredKey) {
+		_, h, _ := hashOf(mech)
+		stored, _, err := scramKeys(h, pass, c.Salt, c.Iterations)
+		if err == nil && hmac.Equal(stored, c.StoredKey) {
 			p.user = user
 			return nil, true, nil
 		}
@@ -216,7 +205,7 @@ func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
 	}
 	// An unknown user costs what a known one does: no quicker answer to
 	// tell them apart by.
-	derive(scram.SHA512, pass, p.l.madeUp(scram.SHA512, user).Salt, MinIterations)
+	scramKeys(sha512.New, pass, p.l.madeUp(sha512.New, user).Salt, MinIterations)
 	return nil, true, fmt.Errorf("%w: PLAIN: unknown user %q", ErrAuthenticationFailed, user)
 }
 

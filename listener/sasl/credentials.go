@@ -12,8 +12,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-
-	"github.com/xdg-go/scram"
 )
 
 // Mechanism names, as Kafka's sasl.enabled.mechanisms names them.
@@ -68,14 +66,14 @@ func (c *Credentials) get(user, mechanism string) (Credential, bool) {
 	return cr, ok
 }
 
-func hashOf(mechanism string) (scram.HashGeneratorFcn, func() hash.Hash, bool) {
+func hashOf(mechanism string) (name string, h func() hash.Hash, ok bool) {
 	switch mechanism {
 	case ScramSHA256:
-		return scram.SHA256, sha256.New, true
+		return mechanism, sha256.New, true
 	case ScramSHA512:
-		return scram.SHA512, sha512.New, true
+		return mechanism, sha512.New, true
 	}
-	return nil, nil, false
+	return "", nil, false
 }
 
 // NewCredential makes the SCRAM credential of password for mechanism
@@ -83,7 +81,7 @@ func hashOf(mechanism string) (scram.HashGeneratorFcn, func() hash.Hash, bool) {
 // ScramFormatter does (the password's UTF-8 bytes, no SASLprep). Errors:
 // an unknown mechanism, iterations outside Kafka's bounds.
 func NewCredential(mechanism, password string, iterations int) (Credential, error) {
-	gen, _, ok := hashOf(mechanism)
+	_, h, ok := hashOf(mechanism)
 	if !ok {
 		return Credential{}, fmt.Errorf("sasl: %q is not a SCRAM mechanism (%s or %s)", mechanism, ScramSHA256, ScramSHA512)
 	}
@@ -94,16 +92,11 @@ func NewCredential(mechanism, password string, iterations int) (Credential, erro
 	if _, err := rand.Read(salt); err != nil {
 		return Credential{}, err
 	}
-	return derive(gen, password, salt, iterations)
-}
-
-func derive(gen scram.HashGeneratorFcn, password string, salt []byte, iterations int) (Credential, error) {
-	cl, err := gen.NewClientUnprepped("u", password, "")
+	stored, server, err := scramKeys(h, password, salt, iterations)
 	if err != nil {
 		return Credential{}, err
 	}
-	sc := cl.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: iterations})
-	return Credential{Salt: salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey, Iterations: iterations}, nil
+	return Credential{Salt: salt, StoredKey: stored, ServerKey: server, Iterations: iterations}, nil
 }
 
 // FormatLine is the credentials file's line of user's credential c for

@@ -3,8 +3,10 @@
 // SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677; no channel
 // binding, as Kafka's), checked against SCRAM credentials kept as Kafka
 // keeps them, never passwords. The listener drives a Session per login
-// (SaslHandshake, then SaslAuthenticate tokens); the SCRAM exchange
-// itself is github.com/xdg-go/scram's server.
+// (SaslHandshake, then SaslAuthenticate tokens). The SCRAM exchange is
+// written here to Kafka's rules (ScramSaslServer): as Kafka, it takes a
+// client-final nonce that ends with the server's (librdkafka sends its
+// own nonce in front of it again), which RFC 5802 libraries refuse.
 //
 // # The credentials file
 //

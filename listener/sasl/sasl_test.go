@@ -1,7 +1,11 @@
 package sasl
 
 import (
+	"bytes"
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+	xdg "github.com/xdg-go/scram"
 )
 
 // fileOf makes a credentials file of users -> password for SCRAM-SHA-256
@@ -149,5 +154,87 @@ func TestParseCredentialsErrors(t *testing.T) {
 	}
 	if _, err := NewCredential(ScramSHA256, "pw", 100); err == nil {
 		t.Error("100 iterations accepted")
+	}
+}
+
+// TestAgainstXdgScram: another SCRAM implementation (github.com/xdg-go/scram)
+// derives the same stored and server keys from the same salt, and its
+// client logs in against this server.
+func TestAgainstXdgScram(t *testing.T) {
+	for _, m := range []struct {
+		name string
+		gen  xdg.HashGeneratorFcn
+	}{{ScramSHA256, xdg.SHA256}, {ScramSHA512, xdg.SHA512}} {
+		c, err := NewCredential(m.name, "pw-ü-1", 4096)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl, _ := m.gen.NewClientUnprepped("alice", "pw-ü-1", "")
+		sc := cl.GetStoredCredentials(xdg.KeyFactors{Salt: string(c.Salt), Iters: 4096})
+		if !bytes.Equal(sc.StoredKey, c.StoredKey) || !bytes.Equal(sc.ServerKey, c.ServerKey) {
+			t.Fatalf("%s: keys differ from xdg-go's", m.name)
+		}
+		creds, _ := ParseCredentials(strings.NewReader(FormatLine("alice", m.name, c)))
+		a, _ := NewLocal([]string{m.name}, creds)
+		s, _ := a.Begin(m.name)
+		conv := cl.NewConversation()
+		msg, _ := conv.Step("")
+		for {
+			reply, done, err := s.Step([]byte(msg))
+			if err != nil {
+				t.Fatalf("%s: %v", m.name, err)
+			}
+			next, cerr := conv.Step(string(reply))
+			if cerr != nil {
+				t.Fatalf("%s: xdg-go client: %v", m.name, cerr)
+			}
+			if done {
+				if !conv.Valid() || s.Principal() != "User:alice" {
+					t.Fatalf("%s: not both sides valid", m.name)
+				}
+				break
+			}
+			msg = next
+		}
+	}
+}
+
+// TestLibrdkafkaNonce: as Kafka's ScramSaslServer, a client-final nonce
+// that ends with the server's (librdkafka sends its own nonce in front of
+// it again, and computes its proof over that message) is accepted; one
+// that does not end with it is refused.
+func TestLibrdkafkaNonce(t *testing.T) {
+	c, _ := NewCredential(ScramSHA256, "pw", 4096)
+	creds, _ := ParseCredentials(strings.NewReader(FormatLine("alice", ScramSHA256, c)))
+	a, _ := NewLocal([]string{ScramSHA256}, creds)
+	for _, tc := range []struct {
+		name   string
+		nonce  func(cnonce, full string) string
+		wantOK bool
+	}{
+		{"RFC 5802", func(_, full string) string { return full }, true},
+		{"librdkafka", func(cnonce, full string) string { return cnonce + full }, true},
+		{"another nonce", func(cnonce, _ string) string { return cnonce + "x" }, false},
+	} {
+		s, _ := a.Begin(ScramSHA256)
+		const cnonce = "fyko+d2lbbFgONRv9qkxdawL"
+		first := "n,,n=alice,r=" + cnonce
+		reply, _, err := s.Step([]byte(first))
+		if err != nil {
+			t.Fatal(err)
+		}
+		full := strings.TrimPrefix(strings.SplitN(string(reply), ",", 2)[0], "r=")
+		withoutProof := "c=biws,r=" + tc.nonce(cnonce, full)
+		salted, _ := pbkdf2.Key(sha256.New, "pw", c.Salt, 4096, 32)
+		clientKey := hmacOf(sha256.New, salted, "Client Key")
+		sig := hmacOf(sha256.New, c.StoredKey, "n=alice,r="+cnonce+","+string(reply)+","+withoutProof)
+		proof := make([]byte, 32)
+		for i := range proof {
+			proof[i] = clientKey[i] ^ sig[i]
+		}
+		_, done, err := s.Step([]byte(withoutProof + ",p=" + base64.StdEncoding.EncodeToString(proof)))
+		if ok := err == nil && done; ok != tc.wantOK {
+			t.Errorf("%s: ok %v (%v), want %v", tc.name, ok, err, tc.wantOK)
+		}
 	}
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -134,4 +139,110 @@ acls:
 		t.Fatal(err)
 	}
 	waitFor(t, "the revoke applied by tierd", func() bool { return describe("orders") == kerr.TopicAuthorizationFailed.Code })
+}
+
+// TestKafkaListenerSASL: tierd run with sasl.enabled.mechanisms and a
+// credentials file made by "tierd sasl credential", and an ACL file:
+// alice logs in with SCRAM and reads what the file lets her; a wrong
+// password is refused; a new password written to the file and "tierd
+// config reload" applies to the next login; a file others can read is
+// refused at start.
+func TestKafkaListenerSASL(t *testing.T) {
+	hup := make(chan os.Signal, 8) // this process receives the reload's SIGHUP
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	root := t.TempDir()
+	credLine := func(pw string) string {
+		p := filepath.Join(root, "pw")
+		os.WriteFile(p, []byte(pw+"\n"), 0o600)
+		var out, errOut bytes.Buffer
+		if code := run(context.Background(), []string{"sasl", "credential", "--user", "alice", "--mechanism", "SCRAM-SHA-256",
+			"--iterations", "4096", "--password-file", p}, &out, &errOut); code != 0 {
+			t.Fatalf("sasl credential: %d %s", code, errOut.String())
+		}
+		if strings.Contains(out.String(), pw) {
+			t.Fatalf("the password is in the credential line: %s", out.String())
+		}
+		return out.String()
+	}
+	creds := filepath.Join(root, "credentials")
+	os.WriteFile(creds, []byte(credLine("first-pw-of-alice")), 0o600)
+	aclFile := filepath.Join(root, "acls")
+	os.WriteFile(aclFile, []byte("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n"+
+		"\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)\n"), 0o600)
+	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), seglog.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		l.Append(seglog.Record{Value: []byte(fmt.Sprintf("o-%d", i))})
+	}
+	l.Close()
+	kafkaAddr := freeAddr(t)
+	cfgPath := filepath.Join(root, "tierd.yaml")
+	os.WriteFile(cfgPath, []byte(fmt.Sprintf(`copier:
+  log_dirs: [%s]
+  broker_id: 1
+bucket:
+  type: filesystem
+  filesystem: {dir: %s}
+metadata: {dir: %s}
+fetch: {listen: "%s"}
+http: {listen: ""}
+kafka:
+  listen: %s
+  sasl.enabled.mechanisms: [SCRAM-SHA-256]
+  sasl.credentials.file: %s
+acls:
+  source: file
+  file: %s
+`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freeAddr(t), kafkaAddr, creds, aclFile)), 0o644)
+	bucketCreate(t, cfgPath)
+
+	os.Chmod(creds, 0o644)
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
+		t.Fatalf("a credentials file others can read: %v", err)
+	}
+	os.Chmod(creds, 0o600)
+	startServe(t, cfgPath)
+
+	read := func(pw string) (int, error) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(kafkaAddr), kgo.RequestRetries(0),
+			kgo.SASL(scram.Auth{User: "alice", Pass: pw}.AsSha256Mechanism()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "orders", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -1, CurrentLeaderEpoch: -1}}}}
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			return 0, err
+		}
+		if c := resp.Topics[0].Partitions[0].ErrorCode; c != 0 {
+			return 0, kerr.ErrorForCode(c)
+		}
+		return int(resp.Topics[0].Partitions[0].Offset), nil
+	}
+	waitFor(t, "the listener", func() bool { n, err := read("first-pw-of-alice"); return err == nil && n == 5 })
+	if _, err := read("not-alices-pw"); err == nil || !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
+		t.Errorf("a wrong password: %v", err)
+	}
+	os.WriteFile(creds, []byte(credLine("second-pw-of-alice")), 0o600)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"config", "reload", "--config", cfgPath}, &out, &errOut); code != 0 {
+		t.Fatalf("config reload: %d %s%s", code, out.String(), errOut.String())
+	}
+	if n, err := read("second-pw-of-alice"); err != nil || n != 5 {
+		t.Errorf("the new password after the reload: %d %v", n, err)
+	}
+	if _, err := read("first-pw-of-alice"); err == nil {
+		t.Error("the old password after the reload")
+	}
 }

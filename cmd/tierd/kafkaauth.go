@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+
+	"github.com/tierd/tierd/authz"
+	"github.com/tierd/tierd/listener/sasl"
+)
+
+// newAuthorizer builds the Authorizer of cfg.ACLs over its source: the
+// Kafka cluster's ACLs through d's cluster client, or the ACL file.
+func newAuthorizer(cfg config, d *daemon, log *slog.Logger) (*authz.Authorizer, error) {
+	var src authz.Source = authz.FileSource{Path: cfg.ACLs.File}
+	if cfg.ACLs.Source == "cluster" {
+		src = d.kafka
+	}
+	return authz.New(cfg.ACLs.Config, src, authz.WithLogger(log.With("component", "acls")), authz.WithRegisterer(d.reg))
+}
+
+// loopbackOnly reports whether listen (host:port) accepts connections
+// from this host alone: its host a loopback address or "localhost".
+func loopbackOnly(listen string) bool {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// logins are the Kafka listener's SASL credentials, from
+// kafka.sasl.credentials.file.
+type logins struct {
+	*sasl.Local
+	file string
+}
+
+func newLogins(cfg config) (*logins, error) {
+	creds, err := readCredentials(cfg.Kafka.Logins.SASLCredentialsFile)
+	if err != nil {
+		return nil, err
+	}
+	l, err := sasl.NewLocal(cfg.Kafka.Listener.SASLEnabledMechanisms, creds)
+	if err != nil {
+		return nil, err
+	}
+	return &logins{Local: l, file: cfg.Kafka.Logins.SASLCredentialsFile}, nil
+}
+
+// reload reads the credentials file again (a changed path needs a
+// restart); a file that does not load changes nothing.
+func (l *logins) reload(config) error {
+	creds, err := readCredentials(l.file)
+	if err != nil {
+		return err
+	}
+	l.SetCredentials(creds)
+	return nil
+}
+
+// readCredentials reads a credentials file, refusing one that other
+// users may read (it holds what a password's guesses are checked
+// against).
+func readCredentials(path string) (*sasl.Credentials, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
+	}
+	if st.Mode().Perm()&0o004 != 0 {
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, st.Mode().Perm())
+	}
+	creds, err := sasl.ParseCredentials(f)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s: %w", path, err)
+	}
+	return creds, nil
+}
