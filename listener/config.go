@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tierd/tierd/internal/saturate"
@@ -62,6 +64,22 @@ type Config struct {
 	// instead. Default 50.
 	FetchPollIntervalMs int64 `yaml:"fetch.poll.interval.ms"`
 
+	// MaxConnectionsPerIP is the most connections open at once from one
+	// client address; one past it is accepted and closed at once (Kafka's
+	// max.connections.per.ip). Default 2147483647 (no bound but
+	// max.connections).
+	MaxConnectionsPerIP int `yaml:"max.connections.per.ip"`
+	// MaxConnectionsPerIPOverrides sets other bounds for some addresses,
+	// in Kafka's form "host:count,host:count" (max.connections.per.ip.overrides;
+	// the host an IP address, as connections are counted by address).
+	// Default "".
+	MaxConnectionsPerIPOverrides string `yaml:"max.connections.per.ip.overrides"`
+	// ResponseWriteTimeoutMs bounds how long writing one response may take,
+	// ms: a client that stops reading its socket has its connection closed
+	// then, and the memory its response held goes back (fetch.response.memory.bytes).
+	// tierd's own setting. Default 30000.
+	ResponseWriteTimeoutMs int64 `yaml:"response.write.timeout.ms"`
+
 	// SASLEnabledMechanisms are the SASL mechanisms clients must log in
 	// with (Kafka's sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256,
 	// SCRAM-SHA-512): set, the listener is SASL_PLAINTEXT, or SASL_SSL
@@ -103,6 +121,9 @@ func DefaultConfig() Config {
 		FetchMaxBytes:            52428800,
 		FetchResponseMemoryBytes: 268435456,
 		FetchPollIntervalMs:      50,
+
+		MaxConnectionsPerIP:    2147483647,
+		ResponseWriteTimeoutMs: 30000,
 
 		SASLServerMaxReceiveSize:              524288,
 		SASLAuthenticationTimeoutMs:           10000,
@@ -146,6 +167,15 @@ func (c Config) Validate() error {
 	}
 	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
 		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))
+	}
+	if c.MaxConnectionsPerIP < 0 {
+		errs = append(errs, fmt.Errorf("listener: max.connections.per.ip %d must be 0 or more", c.MaxConnectionsPerIP))
+	}
+	if _, err := c.perIPOverrides(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ResponseWriteTimeoutMs < 1 {
+		errs = append(errs, fmt.Errorf("listener: response.write.timeout.ms %d must be positive", c.ResponseWriteTimeoutMs))
 	}
 	for _, m := range c.SASLEnabledMechanisms {
 		if m != "PLAIN" && m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512" {
@@ -225,3 +255,32 @@ func advertisedAddr(cfg Config, bound net.Addr) (host string, port int32, replac
 	}
 	return h, int32(n), replaced, nil
 }
+
+// perIPOverrides parses MaxConnectionsPerIPOverrides: "host:count,..."
+// (Kafka's form), each host an IP address (as connections are counted),
+// normalized, each count 0 or more.
+func (c Config) perIPOverrides() (map[string]int, error) {
+	out := map[string]int{}
+	if strings.TrimSpace(c.MaxConnectionsPerIPOverrides) == "" {
+		return out, nil
+	}
+	for _, e := range strings.Split(c.MaxConnectionsPerIPOverrides, ",") {
+		e = strings.TrimSpace(e)
+		i := strings.LastIndexByte(e, ':')
+		if i <= 0 {
+			return nil, fmt.Errorf("listener: max.connections.per.ip.overrides: %q: want host:count", e)
+		}
+		n, err := strconv.Atoi(e[i+1:])
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("listener: max.connections.per.ip.overrides: %q: the count must be 0 or more", e)
+		}
+		a, err := netip.ParseAddr(strings.Trim(e[:i], "[]"))
+		if err != nil {
+			return nil, fmt.Errorf("listener: max.connections.per.ip.overrides: %q: the host must be an IP address", e)
+		}
+		out[a.Unmap().String()] = n
+	}
+	return out, nil
+}
+
+func (c Config) writeTimeout() time.Duration { return saturate.Millis(c.ResponseWriteTimeoutMs) }

@@ -24,6 +24,7 @@ type conn struct {
 	nc       net.Conn
 	stopping chan struct{}
 	remote   string
+	ip       string // the client address, as max.connections.per.ip counts
 	clientID string // the last request's, for log lines
 
 	principal string // who the client is, as Kafka names it ("User:ANONYMOUS"): authz.go
@@ -229,7 +230,7 @@ func (c *conn) respond(h *header, api string, resp kmsg.Response, start time.Tim
 			c.out = nil
 		}
 	}()
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.idle())); err != nil {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(min(c.s.cfg.idle(), c.s.cfg.writeTimeout()))); err != nil {
 		return &closeErr{reason: reasonWriteFailed, err: err, h: h}
 	}
 	n, err := c.nc.Write(b)

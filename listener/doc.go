@@ -134,8 +134,12 @@
 //     negative size, a header or body kmsg cannot decode, or a frame stalled
 //     for connections.max.idle.ms closes the connection; so does a
 //     connection idle that long between requests.
-//   - At most max.connections are open; one more is accepted and closed at
-//     once.
+//   - At most max.connections are open, and at most max.connections.per.ip
+//     from one client address (or its max.connections.per.ip.overrides
+//     bound); one more is accepted and closed at once.
+//   - Writing a response may take at most response.write.timeout.ms: a
+//     client that stops reading has its connection closed then, and its
+//     Fetch memory goes back.
 //   - Requests on a connection are handled one at a time, responses in
 //     order; a Fetch holds at most its budget (max_bytes capped by
 //     fetch.max.bytes and by the sum of its partition_max_bytes, plus the

@@ -11,22 +11,23 @@ import (
 // Reasons a connection is closed, the values of the reason label of
 // tierd_kafka_connections_closed_total.
 const (
-	reasonClient       = "client_closed"        // the client closed it (EOF or reset)
-	reasonIdle         = "idle"                 // nothing sent for connections.max.idle.ms
-	reasonStalled      = "stalled"              // a frame begun and not finished within connections.max.idle.ms
-	reasonTooLarge     = "frame_too_large"      // size above socket.request.max.bytes
-	reasonNegative     = "negative_size"        // size below 0
-	reasonMalformed    = "malformed_request"    // header or body kmsg cannot decode
-	reasonUnsupported  = "unsupported_request"  // an API key or version not served
-	reasonMaxConns     = "max_connections"      // over max.connections
-	reasonWriteFailed  = "write_failed"         // a response could not be written in time
-	reasonShutdown     = "shutdown"             // the listener stopped
-	reasonServerFailed = "server_error"         // a handler failed in a way no response describes
-	reasonTLS          = "tls_handshake_failed" // the TLS handshake failed (WithTLS)
+	reasonClient       = "client_closed"          // the client closed it (EOF or reset)
+	reasonIdle         = "idle"                   // nothing sent for connections.max.idle.ms
+	reasonStalled      = "stalled"                // a frame begun and not finished within connections.max.idle.ms
+	reasonTooLarge     = "frame_too_large"        // size above socket.request.max.bytes
+	reasonNegative     = "negative_size"          // size below 0
+	reasonMalformed    = "malformed_request"      // header or body kmsg cannot decode
+	reasonUnsupported  = "unsupported_request"    // an API key or version not served
+	reasonMaxConns     = "max_connections"        // over max.connections
+	reasonMaxConnsIP   = "max_connections_per_ip" // over max.connections.per.ip from one address
+	reasonWriteFailed  = "write_failed"           // a response could not be written in time
+	reasonShutdown     = "shutdown"               // the listener stopped
+	reasonServerFailed = "server_error"           // a handler failed in a way no response describes
+	reasonTLS          = "tls_handshake_failed"   // the TLS handshake failed (WithTLS)
 )
 
 var closeReasons = []string{reasonClient, reasonIdle, reasonStalled, reasonTooLarge, reasonNegative,
-	reasonMalformed, reasonUnsupported, reasonMaxConns, reasonWriteFailed, reasonShutdown, reasonServerFailed, reasonTLS,
+	reasonMalformed, reasonUnsupported, reasonMaxConns, reasonMaxConnsIP, reasonWriteFailed, reasonShutdown, reasonServerFailed, reasonTLS,
 	reasonSASLFailed, reasonSASLState, reasonSASLTimeout, reasonReauth}
 
 // apiOther labels requests for APIs not served.

@@ -170,7 +170,7 @@ func (c *conn) saslToken(ctx context.Context, frame []byte) *closeErr {
 	}
 	b := binary.BigEndian.AppendUint32(nil, uint32(len(reply)))
 	b = append(b, reply...)
-	if err := c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.idle())); err != nil {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(min(c.s.cfg.idle(), c.s.cfg.writeTimeout()))); err != nil {
 		return &closeErr{reason: reasonWriteFailed, err: err}
 	}
 	if _, err := c.nc.Write(b); err != nil {

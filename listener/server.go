@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -63,8 +64,11 @@ type Server struct {
 	once     onceLog
 	fetchMem *semaphore.Weighted // fetch.response.memory.bytes (fetchmem.go)
 
+	perIP map[string]int // max.connections.per.ip.overrides
+
 	mu    sync.Mutex
 	conns map[*conn]struct{}
+	byIP  map[string]int // open connections by client address
 }
 
 // New returns a listener serving log. It validates cfg (an empty Listen
@@ -76,7 +80,8 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 	if log == nil {
 		return nil, errors.New("listener: no Log to serve")
 	}
-	s := &Server{cfg: cfg, log: log, logger: slog.New(slog.DiscardHandler), conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg, log: log, logger: slog.New(slog.DiscardHandler), conns: map[*conn]struct{}{}, byIP: map[string]int{}}
+	s.perIP, _ = cfg.perIPOverrides() // checked by Validate
 	for _, o := range opts {
 		o(s)
 	}
@@ -191,6 +196,16 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 func (s *Server) newConn(nc net.Conn, stopping chan struct{}) *conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	ip := ipOf(nc.RemoteAddr())
+	if limit, ok := s.perIP[ip]; (ok && s.byIP[ip] >= limit) || (!ok && s.byIP[ip] >= s.cfg.MaxConnectionsPerIP) {
+		nc.Close()
+		s.m.closed.WithLabelValues(reasonMaxConnsIP).Inc()
+		if s.once.first(reasonMaxConnsIP, ip, "") {
+			s.logger.Warn("Kafka connection refused: max.connections.per.ip open from its address", "remote", nc.RemoteAddr().String(),
+				"open", s.byIP[ip])
+		}
+		return nil
+	}
 	if len(s.conns) >= s.cfg.MaxConnections {
 		nc.Close()
 		s.m.closed.WithLabelValues(reasonMaxConns).Inc()
@@ -200,8 +215,9 @@ func (s *Server) newConn(nc net.Conn, stopping chan struct{}) *conn {
 		}
 		return nil
 	}
-	c := &conn{s: s, nc: nc, stopping: stopping, remote: nc.RemoteAddr().String()}
+	c := &conn{s: s, nc: nc, stopping: stopping, remote: nc.RemoteAddr().String(), ip: ip}
 	s.conns[c] = struct{}{}
+	s.byIP[ip]++
 	s.m.conns.Inc()
 	return c
 }
@@ -209,8 +225,22 @@ func (s *Server) newConn(nc net.Conn, stopping chan struct{}) *conn {
 func (s *Server) dropConn(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.byIP[c.ip]--; s.byIP[c.ip] <= 0 {
+		delete(s.byIP, c.ip)
+	}
 	s.mu.Unlock()
 	s.m.conns.Dec()
+}
+
+// ipOf is the client address connections are counted by: the IP
+// address, normalized (IPv4-mapped IPv6 as IPv4), or the address's text.
+func ipOf(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		if ip, ok := netip.AddrFromSlice(ta.IP); ok {
+			return ip.Unmap().String()
+		}
+	}
+	return hostOf(a)
 }
 
 func hostOf(a net.Addr) string {
