@@ -118,6 +118,19 @@ type kafkaLogins struct {
 	// sasl.enabled.mechanisms. It must not be readable by other users.
 	// Default "".
 	SASLCredentialsFile string `yaml:"sasl.credentials.file"`
+	// AllowUnauthenticated lets the Kafka listener serve beyond loopback
+	// with nobody authenticated (no sasl.enabled.mechanisms, tls.kafka not
+	// mtls) and no acls: every client that reaches it reads every topic
+	// served. tierd's own setting. Default false: such a listen address
+	// is refused at start.
+	AllowUnauthenticated bool `yaml:"allow.unauthenticated"`
+}
+
+// kafkaOpen reports whether c's Kafka listener would serve beyond
+// loopback with nobody authenticated and no ACLs.
+func (c config) kafkaOpen() bool {
+	return c.Kafka.Listener.Listen != "" && !loopbackOnly(c.Kafka.Listener.Listen) && !c.Kafka.Listener.SASL() &&
+		c.TLS.Kafka != tlsMTLS && c.ACLs.Source == ""
 }
 
 // aclConfig says where the ACLs that authorize the Kafka listener's
@@ -290,6 +303,10 @@ func (c config) validate() error {
 	errs = append(errs, c.ACLs.validate(c.Kafka)...)
 	if c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile == "" {
 		errs = append(errs, errors.New("kafka: sasl.enabled.mechanisms needs sasl.credentials.file (the credentials clients log in with)"))
+	}
+	if c.kafkaOpen() && !c.Kafka.Logins.AllowUnauthenticated {
+		errs = append(errs, fmt.Errorf("kafka: listen %s reaches beyond loopback, but the listener authenticates nobody and applies no ACLs: "+
+			"set sasl.enabled.mechanisms, tls.kafka: mtls or acls (docs/security.md), or allow.unauthenticated: true to serve every topic to anyone who connects", c.Kafka.Listener.Listen))
 	}
 	if !c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile != "" {
 		errs = append(errs, errors.New("kafka: sasl.credentials.file is set but sasl.enabled.mechanisms is empty: no client would log in"))

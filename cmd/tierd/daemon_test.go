@@ -279,6 +279,8 @@ func TestConfigRejects(t *testing.T) {
 			"acls: source cluster needs kafka.bootstrap_servers"},
 		"acls of no file": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file}\n",
 			"acls: source file needs file"},
+		"open beyond loopback": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listen: 0.0.0.0:9192}\n",
+			"reaches beyond loopback, but the listener authenticates nobody"},
 		"acls source": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: ldap}\n", `acls: source "ldap"`},
 		"acls super user": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file, file: /a, super.users: [admin]}\n",
 			`super user "admin" is not a principal`},

@@ -246,3 +246,29 @@ acls:
 		t.Error("the old password after the reload")
 	}
 }
+
+// TestOpenListenerNeedsConsent: a Kafka listener beyond loopback that
+// authenticates nobody and applies no ACLs is refused, unless
+// allow.unauthenticated says so; on loopback, or with SASL, mtls or
+// acls, it is accepted.
+func TestOpenListenerNeedsConsent(t *testing.T) {
+	dir := t.TempDir()
+	base := "copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+	for name, tc := range map[string]struct {
+		yaml string
+		ok   bool
+	}{
+		"open":        {base + "kafka: {listen: 0.0.0.0:9192}\n", false},
+		"consented":   {base + "kafka: {listen: 0.0.0.0:9192, allow.unauthenticated: true}\n", true},
+		"loopback":    {base + "kafka: {listen: 127.0.0.1:9192}\n", true},
+		"with acls":   {base + "kafka: {listen: 0.0.0.0:9192}\nacls: {source: file, file: /a}\n", true},
+		"with logins": {base + "kafka: {listen: '[::]:9192', sasl.enabled.mechanisms: [PLAIN], sasl.credentials.file: /c}\n", true},
+	} {
+		p := filepath.Join(dir, name+".yaml")
+		os.WriteFile(p, []byte(tc.yaml), 0o600)
+		_, err := loadConfig(p)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", name, err, tc.ok)
+		}
+	}
+}

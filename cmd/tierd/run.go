@@ -396,8 +396,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		if acls != nil {
 			opts = append(opts, listener.WithAuthorizer(acls))
-		} else if !loopbackOnly(cfg.Kafka.Listener.Listen) {
-			log.Warn("the Kafka listener authorizes nobody: every client that reaches it reads every topic it serves; set acls (source cluster or file) to apply Kafka's ACLs",
+		} else if cfg.kafkaOpen() {
+			log.Warn("the Kafka listener authenticates nobody and applies no ACLs beyond loopback (allow.unauthenticated): every client that reaches it reads every topic it serves",
+				"listen", cfg.Kafka.Listener.Listen)
+		} else {
+			log.Warn("the Kafka listener applies no ACLs: every client that reaches it reads every topic it serves; set acls (docs/security.md) to apply Kafka's",
 				"listen", cfg.Kafka.Listener.Listen)
 		}
 		kl, err := d.kafkaListener(cfg, log, "", opts...)
