@@ -253,7 +253,7 @@ acls:
 // acls, it is accepted.
 func TestOpenListenerNeedsConsent(t *testing.T) {
 	dir := t.TempDir()
-	base := "copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
 	for name, tc := range map[string]struct {
 		yaml string
 		ok   bool

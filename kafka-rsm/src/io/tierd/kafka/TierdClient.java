@@ -17,6 +17,7 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
 import javax.net.ssl.HttpsURLConnection;
 import javax.net.ssl.SSLContext;
@@ -213,6 +214,7 @@ final class TierdClient {
         }
         long deadline = System.nanoTime() + timeout.toNanos();
         HttpURLConnection c = null;
+        AtomicBoolean cut = new AtomicBoolean(); // the deadline closed the connection
         try {
             c = (HttpURLConnection) URI.create(settings.endpoint + path).toURL().openConnection(Proxy.NO_PROXY);
             if (tls != null && c instanceof HttpsURLConnection) {
@@ -226,7 +228,7 @@ final class TierdClient {
             c.setRequestProperty("Authorization", "Bearer " + token);
             c.setRequestProperty("User-Agent", userAgent);
             c.setRequestProperty("Range", range);
-            int status = responseCode(c, deadline);
+            int status = responseCode(c, deadline, cut);
             InputStream in = status >= 400 ? c.getErrorStream() : c.getInputStream();
             long max = status / 100 == 2 ? successBytes : BoundedBody.ERROR_BYTES;
             byte[] body = in == null ? new byte[0] : readWhole(in, c.getContentLengthLong(), max, deadline);
@@ -239,6 +241,9 @@ final class TierdClient {
         } catch (TimeoutException e) {
             throw Errors.timeout(what, timeout, e);
         } catch (IOException | RuntimeException e) {
+            if (cut.get()) { // whatever failed after the deadline closed the connection failed for it
+                throw Errors.timeout(what, timeout, headTimeout(e));
+            }
             throw Errors.transport(what, endpoint(), e, timeout);
         } finally {
             if (c != null) {
@@ -256,19 +261,24 @@ final class TierdClient {
      * @throws TimeoutException when the head is not in by the deadline
      * @throws IOException as getResponseCode
      */
-    private int responseCode(HttpURLConnection c, long deadline) throws IOException, TimeoutException {
-        ScheduledFuture<?> watch = deadlines.schedule(c::disconnect, Math.max(0, deadline - System.nanoTime()),
-                TimeUnit.NANOSECONDS);
+    private int responseCode(HttpURLConnection c, long deadline, AtomicBoolean cut) throws IOException, TimeoutException {
+        // cut, set before the close, says the deadline closed it: a watch
+        // whose task is running still cancels (FutureTask.cancel(false) on a
+        // running task returns true), so cancel alone cannot tell.
+        ScheduledFuture<?> watch = deadlines.schedule(() -> {
+            cut.set(true);
+            c.disconnect();
+        }, Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         int status;
         try {
             status = c.getResponseCode();
         } catch (IOException | RuntimeException e) {
-            if (!watch.cancel(false)) {
+            if (!watch.cancel(false) || cut.get()) {
                 throw headTimeout(e);
             }
             throw e;
         }
-        if (!watch.cancel(false)) {
+        if (!watch.cancel(false) || cut.get()) {
             throw headTimeout(null); // closed as it came in: the body is not readable
         }
         return status;
