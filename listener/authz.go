@@ -2,6 +2,7 @@ package listener
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net"
 	"net/netip"
 
@@ -34,15 +35,22 @@ const clusterMetadataTopic = "__cluster_metadata"
 const Anonymous = "User:ANONYMOUS"
 
 // identify sets c's principal and client host, once its TLS handshake (if
-// any) is done: a verified client certificate gives "User:" and the
-// certificate's subject (Kafka's default SSL principal, the subject's
-// distinguished name, RFC 2253), anything else Anonymous; the host is
+// any) is done: a verified client certificate gives "User:" and its
+// subject's distinguished name (RFC 2253, as Go prints it) mapped by
+// ssl.principal.mapping.rules (Kafka's default SSL principal builder; a
+// certificate no rule applies to closes the connection), anything else
+// Anonymous; the host is
 // the remote address as Kafka's ACLs compare it (kafkaacl.HostString).
-func (c *conn) identify() {
+func (c *conn) identify() *closeErr {
 	c.principal = Anonymous
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {
-			c.principal = "User:" + st.PeerCertificates[0].Subject.String()
+			dn := st.PeerCertificates[0].Subject.String()
+			name, ok := c.s.mapping.name(dn)
+			if !ok {
+				return &closeErr{reason: reasonTLS, err: fmt.Errorf("no ssl.principal.mapping.rules rule applies to the client certificate's subject %q", dn)}
+			}
+			c.principal = "User:" + name
 		}
 	}
 	c.host = ""
@@ -53,6 +61,7 @@ func (c *conn) identify() {
 	} else if ap, err := netip.ParseAddrPort(c.nc.RemoteAddr().String()); err == nil {
 		c.host = kafkaacl.HostString(ap.Addr())
 	}
+	return nil
 }
 
 // topicCode is the error code of an operation op of c on topic before

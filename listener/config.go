@@ -80,6 +80,13 @@ type Config struct {
 	// tierd's own setting. Default 30000.
 	ResponseWriteTimeoutMs int64 `yaml:"response.write.timeout.ms"`
 
+	// SSLPrincipalMappingRules maps a verified client certificate's subject
+	// (its distinguished name, RFC 2253) to the principal's name, in
+	// Kafka's syntax (ssl.principal.mapping.rules: "RULE:pattern/replacement/[LU],
+	// ..., DEFAULT"; the patterns Go regular expressions); a certificate
+	// no rule applies to is refused. Default "DEFAULT": the name itself.
+	SSLPrincipalMappingRules string `yaml:"ssl.principal.mapping.rules"`
+
 	// SASLEnabledMechanisms are the SASL mechanisms clients must log in
 	// with (Kafka's sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256,
 	// SCRAM-SHA-512): set, the listener is SASL_PLAINTEXT, or SASL_SSL
@@ -122,8 +129,9 @@ func DefaultConfig() Config {
 		FetchResponseMemoryBytes: 268435456,
 		FetchPollIntervalMs:      50,
 
-		MaxConnectionsPerIP:    2147483647,
-		ResponseWriteTimeoutMs: 30000,
+		MaxConnectionsPerIP:      2147483647,
+		SSLPrincipalMappingRules: "DEFAULT",
+		ResponseWriteTimeoutMs:   30000,
 
 		SASLServerMaxReceiveSize:              524288,
 		SASLAuthenticationTimeoutMs:           10000,
@@ -167,6 +175,9 @@ func (c Config) Validate() error {
 	}
 	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
 		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))
+	}
+	if _, err := parsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MaxConnectionsPerIP < 0 {
 		errs = append(errs, fmt.Errorf("listener: max.connections.per.ip %d must be 0 or more", c.MaxConnectionsPerIP))

@@ -78,7 +78,10 @@ func (c *conn) serve(ctx context.Context) {
 		c.closing(ce)
 		return
 	}
-	c.identify()
+	if ce := c.identify(); ce != nil {
+		c.closing(ce)
+		return
+	}
 	c.sasl.deadline = time.Now().Add(saturate.Millis(c.s.cfg.SASLAuthenticationTimeoutMs))
 	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline}
 	for {

@@ -113,7 +113,8 @@
 // allow (DESCRIBE on the cluster for the cluster's). The principal is the
 // SASL login's, else User:ANONYMOUS on plaintext and on TLS without a client certificate,
 // and "User:" and the subject's distinguished name (RFC 2253) of a
-// verified client certificate; the host is the client's address as
+// verified client certificate, mapped by ssl.principal.mapping.rules
+// (Kafka's syntax; a certificate no rule applies to is refused); the host is the client's address as
 // Kafka's ACLs compare it (internal/kafkaacl.HostString). A denial is
 // logged once per client and topic, with the principal and the rule.
 // Without an Authorizer every client may describe and read every topic

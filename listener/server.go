@@ -64,7 +64,8 @@ type Server struct {
 	once     onceLog
 	fetchMem *semaphore.Weighted // fetch.response.memory.bytes (fetchmem.go)
 
-	perIP map[string]int // max.connections.per.ip.overrides
+	perIP   map[string]int  // max.connections.per.ip.overrides
+	mapping principalMapper // ssl.principal.mapping.rules
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -81,7 +82,8 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 		return nil, errors.New("listener: no Log to serve")
 	}
 	s := &Server{cfg: cfg, log: log, logger: slog.New(slog.DiscardHandler), conns: map[*conn]struct{}{}, byIP: map[string]int{}}
-	s.perIP, _ = cfg.perIPOverrides() // checked by Validate
+	s.perIP, _ = cfg.perIPOverrides()                                // checked by Validate
+	s.mapping, _ = parsePrincipalRules(cfg.SSLPrincipalMappingRules) // checked by Validate
 	for _, o := range opts {
 		o(s)
 	}

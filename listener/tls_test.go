@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/internal/tlsreload"
@@ -139,4 +140,34 @@ func TestKcatTLS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMTLSPrincipal: under mutual TLS the client certificate's subject,
+// mapped by ssl.principal.mapping.rules, is the principal the ACLs see;
+// a certificate no rule applies to is refused.
+func TestMTLSPrincipal(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcerts.NewCA(t, dir, "ca")
+	srv, client := ca.Server(t, "server"), ca.Client(t, "client")
+	h, err := tlsreload.New(tlsreload.Files{CertFile: srv.CertFile, KeyFile: srv.KeyFile, ClientCAFile: ca.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, _ := kafkaacl.NewSet([]kafkaacl.ACL{{ResourceType: kafkaacl.ResourceTopic, ResourceName: "secure", PatternType: kafkaacl.PatternLiteral,
+		Principal: "User:CLIENT", Host: "*", Operation: kafkaacl.OpRead, Permission: kafkaacl.Allow}})
+	l, want := tlsLog(t)
+	ts := startServer(t, l, func(c *Config) { c.SSLPrincipalMappingRules = "RULE:^CN=([a-z]+).*$/$1/U, DEFAULT" },
+		WithTLS(h.ServerConfig(true)), WithAuthorizer(staticAuthz{set}))
+	good := testcerts.ClientConfig(t, ca, client)
+	got := consumeAll(t, ts.addr, map[TopicPartition]int{{"secure", 0}: len(want)}, kgo.DialTLSConfig(good))
+	if len(got[TopicPartition{"secure", 0}]) != len(want) {
+		t.Fatalf("User:CLIENT read %d records", len(got[TopicPartition{"secure", 0}]))
+	}
+	l2, _ := tlsLog(t)
+	strict := startServer(t, l2, func(c *Config) { c.SSLPrincipalMappingRules = "RULE:^CN=nobody$/x/" },
+		WithTLS(h.ServerConfig(true)), WithAuthorizer(staticAuthz{set}))
+	if err := pingErr(t, strict.addr, kgo.DialTLSConfig(good)); err == nil {
+		t.Error("a certificate no mapping rule applies to was answered")
+	}
+	waitFor(t, "the refusal counted", func() bool { return strict.closed(reasonTLS) >= 1 })
 }
