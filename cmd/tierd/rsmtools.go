@@ -285,6 +285,9 @@ func listBrokerCopies(ctx context.Context, cfg config, ls lister, w io.Writer) e
 func brokerCopiesToVerify(ctx context.Context, bm *rsm.Manager, topic string) ([]verifyItem, []error, error) {
 	tps, err := bm.Partitions(ctx)
 	if err != nil {
+		if cerr := bm.CheckStore(ctx); errors.Is(cerr, rsm.ErrMisconfigured) {
+			err = cerr // says what is wrong (no bucket, the credentials and where they came from) and how to fix it
+		}
 		return nil, nil, fmt.Errorf("list the broker-owned copies: %w", err)
 	}
 	var items []verifyItem
