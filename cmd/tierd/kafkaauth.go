@@ -79,8 +79,11 @@ func readCredentials(path string) (*sasl.Credentials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
 	}
-	if m := st.Mode().Perm(); m&0o027 != 0 {
-		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read or change it; chmod g-wx,o-rwx it", path, m)
+	switch m := st.Mode().Perm(); {
+	case m&0o004 != 0:
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, m)
+	case m&0o023 != 0:
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can change it (a line added is a login); chmod g-w,o-rwx it", path, m)
 	}
 	creds, err := sasl.ParseCredentials(f)
 	if err != nil {
