@@ -108,14 +108,19 @@ func (a *Authorizer) Authorize(r kafkaacl.Request) kafkaacl.Decision {
 	return a.rules.Authorize(st.set, r)
 }
 
-// Load reads the ACLs from the source once. On success they decide from
-// now on; on failure the last ones read keep deciding (see
-// Config.MaxStale) and the error, wrapped, is returned and reported in
-// Status.
+// Load reads the ACLs from the source once, giving the read up (failed)
+// after Config.RefreshInterval. On success they decide from now on; on
+// failure the last ones read keep deciding (see Config.MaxStale) and the
+// error, wrapped, is returned and reported in Status.
 func (a *Authorizer) Load(ctx context.Context) error {
 	prev := a.cur.Load()
 	now := a.now()
-	acls, from, err := a.src.ACLs(ctx)
+	// A read that does not end is a failed one: given up after
+	// RefreshInterval, so that the ACLs go stale at MaxStale rather than
+	// deciding for as long as it hangs.
+	rctx, cancel := context.WithTimeout(ctx, a.cfg.RefreshInterval)
+	acls, from, err := a.src.ACLs(rctx)
+	cancel()
 	var set *kafkaacl.Set
 	if err == nil {
 		set, err = kafkaacl.NewSet(acls)

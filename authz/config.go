@@ -13,8 +13,8 @@ import (
 type Config struct {
 	// RefreshInterval is how often the ACLs are read again from their
 	// source (the Kafka cluster, or the ACL file), so that a grant or a
-	// revoke in the cluster is applied within it. Default 30s; at least
-	// 1s.
+	// revoke in the cluster is applied within it; a read not done within
+	// it is given up, as failed. Default 30s; at least 1s.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	// MaxStale is how long the last ACLs read keep deciding while every
 	// read since fails (the cluster unreachable, the file unreadable or

@@ -85,14 +85,15 @@ func (c *conn) serve(ctx context.Context) {
 	c.sasl.deadline = time.Now().Add(saturate.Millis(c.s.cfg.SASLAuthenticationTimeoutMs))
 	fr := &frameReader{r: c.nc, setDeadline: c.setReadDeadline}
 	for {
-		fr.max, fr.idle = c.saslFrameLimits()
+		fr.max, fr.idle, fr.until = c.saslFrameLimits()
 		if fr.idle <= 0 {
 			c.closing(&closeErr{reason: reasonSASLTimeout, err: errors.New("no login within sasl.authentication.timeout.ms")})
 			return
 		}
 		frame, err := fr.next()
 		if err != nil {
-			if c.s.cfg.SASL() && !c.sasl.authed && errors.Is(err, errIdle) && !c.isStopped() {
+			if c.s.cfg.SASL() && !c.sasl.authed && (errors.Is(err, errIdle) || errors.Is(err, errStalled)) &&
+				!c.isStopped() && !time.Now().Before(c.sasl.deadline) {
 				c.closing(&closeErr{reason: reasonSASLTimeout, err: err})
 				return
 			}

@@ -41,8 +41,11 @@ type frameReader struct {
 	r           io.Reader
 	setDeadline func(time.Time) error // nil: no deadlines (tests)
 	idle        time.Duration
-	max         int32
-	buf         []byte
+	// until, when set, bounds every deadline, however much arrives: the
+	// end of the time a client has to log in (saslFrameLimits).
+	until time.Time
+	max   int32
+	buf   []byte
 }
 
 // next returns the next frame's body, valid until the following call.
@@ -99,7 +102,11 @@ func (f *frameReader) fill(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
 		if f.setDeadline != nil {
-			if err := f.setDeadline(time.Now().Add(f.idle)); err != nil {
+			d := time.Now().Add(f.idle)
+			if !f.until.IsZero() && f.until.Before(d) {
+				d = f.until
+			}
+			if err := f.setDeadline(d); err != nil {
 				return n, err
 			}
 		}

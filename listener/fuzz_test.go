@@ -194,7 +194,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 	if os.Getenv("TIERD_WRITE_FUZZ_SEEDS") == "" {
 		t.Skip("set TIERD_WRITE_FUZZ_SEEDS=1 to rewrite testdata/fuzz")
 	}
-	for name, seeds := range map[string][][]byte{"FuzzFrame": frameSeeds(), "FuzzRequest": requestSeeds(t)} {
+	for name, seeds := range map[string][][]byte{"FuzzFrame": frameSeeds(), "FuzzRequest": requestSeeds(t), "FuzzSASL": saslSeeds()} {
 		dir := filepath.Join("testdata", "fuzz", name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)

@@ -44,15 +44,17 @@ const (
 	reasonReauth      = "sasl_reauthentication"      // a request after the login's lifetime (KIP-368)
 )
 
-// saslFrameLimits returns the frame size bound and idle bound for the
-// next frame: before login, sasl.server.max.receive.size and the time
-// left to log in (0 when it has run out).
-func (c *conn) saslFrameLimits() (max int32, idle time.Duration) {
+// saslFrameLimits returns the frame size bound, idle bound and hard
+// deadline (zero: none) for the next frame: before login,
+// sasl.server.max.receive.size, the time left to log in (0 when it has
+// run out) and the login deadline itself, so that a frame trickling in
+// cannot stretch the time to log in.
+func (c *conn) saslFrameLimits() (max int32, idle time.Duration, until time.Time) {
 	cfg := c.s.cfg
 	if !cfg.SASL() || c.sasl.authed {
-		return cfg.SocketRequestMaxBytes, cfg.idle()
+		return cfg.SocketRequestMaxBytes, cfg.idle(), time.Time{}
 	}
-	return cfg.SASLServerMaxReceiveSize, min(cfg.idle(), time.Until(c.sasl.deadline))
+	return cfg.SASLServerMaxReceiveSize, min(cfg.idle(), time.Until(c.sasl.deadline)), c.sasl.deadline
 }
 
 // saslGate decides a request (its header read) on a SASL listener:

@@ -67,7 +67,8 @@ func (l *logins) reload(config) error {
 
 // readCredentials reads a credentials file, refusing one that other
 // users may read (it holds what a password's guesses are checked
-// against).
+// against) or that its group or other users may write (a line added
+// there is a login).
 func readCredentials(path string) (*sasl.Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -78,8 +79,11 @@ func readCredentials(path string) (*sasl.Credentials, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
 	}
-	if st.Mode().Perm()&0o004 != 0 {
-		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, st.Mode().Perm())
+	switch m := st.Mode().Perm(); {
+	case m&0o004 != 0:
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, m)
+	case m&0o023 != 0:
+		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can change it (a line added is a login); chmod g-w,o-rwx it", path, m)
 	}
 	creds, err := sasl.ParseCredentials(f)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/sha512"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func (l *Local) Begin(mechanism string) (Session, error) {
 		if c, ok := creds.get(user, mechanism); ok {
 			return c, true
 		}
-		return l.madeUp(h, user), false
+		return l.madeUp(h, mechanism, user, creds.shapeOf(mechanism)), false
 	}}}, nil
 }
 
@@ -119,15 +120,23 @@ func nonce() string {
 	return string(b)
 }
 
-// madeUp is the same credential for the same unknown user every time
-// (its salt an HMAC of the name under this process's secret; keys no
-// proof matches), so that its exchange looks like a known user's.
-func (l *Local) madeUp(h func() hash.Hash, user string) Credential {
-	m := hmac.New(h, l.secret)
-	m.Write([]byte(user))
-	sum := m.Sum(nil)
-	key := bytes.Repeat([]byte{0}, len(sum))
-	return Credential{Salt: sum[:16], StoredKey: key, ServerKey: key, Iterations: MinIterations}
+// madeUp is the same credential for the same unknown user every time:
+// its salt an HMAC of the mechanism and name under this process's
+// secret, its salt length and iterations those of the known users'
+// credentials (sh), its keys ones no proof matches; so that its exchange
+// looks like a known user's.
+func (l *Local) madeUp(h func() hash.Hash, mechanism, user string, sh shape) Credential {
+	var salt []byte
+	for i := byte(0); len(salt) < sh.saltLen; i++ {
+		m := hmac.New(h, l.secret)
+		m.Write([]byte(mechanism))
+		m.Write([]byte{0})
+		m.Write([]byte(user))
+		m.Write([]byte{0, i})
+		salt = m.Sum(salt)
+	}
+	key := make([]byte, h().Size())
+	return Credential{Salt: salt[:sh.saltLen], StoredKey: key, ServerKey: key, Iterations: sh.iterations}
 }
 
 type scramSession struct {
@@ -205,7 +214,12 @@ func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
 	}
 	// An unknown user costs what a known one does: no quicker answer to
 	// tell them apart by.
-	scramKeys(sha512.New, pass, p.l.madeUp(sha512.New, user).Salt, MinIterations)
+	mech, h := ScramSHA512, sha512.New
+	if p.creds.Len() > 0 && p.creds.shapes[ScramSHA512] == (shape{}) {
+		mech, h = ScramSHA256, sha256.New
+	}
+	c := p.l.madeUp(h, mech, user, p.creds.shapeOf(mech))
+	scramKeys(h, pass, c.Salt, c.Iterations)
 	return nil, true, fmt.Errorf("%w: PLAIN: unknown user %q", ErrAuthenticationFailed, user)
 }
 

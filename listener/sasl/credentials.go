@@ -44,6 +44,50 @@ type Credential struct {
 // built.
 type Credentials struct {
 	byUser map[string]map[string]Credential
+	shapes map[string]shape // by mechanism: its credentials' commonest
+}
+
+// shape is what a server-first message shows of a credential: its salt
+// length, bytes, and its iterations.
+type shape struct{ saltLen, iterations int }
+
+// defaultShape is NewCredential's: for a mechanism the file holds no
+// credential of.
+var defaultShape = shape{32, MinIterations}
+
+// shapeOf returns the commonest salt length and iterations of the
+// credentials of mechanism (ties to the smaller), for an unknown user's
+// made-up credential to look like the known users'.
+func (c *Credentials) shapeOf(mechanism string) shape {
+	if c == nil {
+		return defaultShape
+	}
+	if sh, ok := c.shapes[mechanism]; ok {
+		return sh
+	}
+	return defaultShape
+}
+
+func (c *Credentials) findShapes() {
+	counts := map[string]map[shape]int{}
+	for _, byMech := range c.byUser {
+		for m, cr := range byMech {
+			if counts[m] == nil {
+				counts[m] = map[shape]int{}
+			}
+			counts[m][shape{len(cr.Salt), cr.Iterations}]++
+		}
+	}
+	c.shapes = map[string]shape{}
+	for m, cs := range counts {
+		best, n := shape{}, 0
+		for sh, k := range cs {
+			if k > n || k == n && (sh.iterations < best.iterations || sh.iterations == best.iterations && sh.saltLen < best.saltLen) {
+				best, n = sh, k
+			}
+		}
+		c.shapes[m] = best
+	}
 }
 
 // Len returns how many credentials c holds.
@@ -152,6 +196,7 @@ func ParseCredentials(r io.Reader) (*Credentials, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	c.findShapes()
 	return c, nil
 }
 

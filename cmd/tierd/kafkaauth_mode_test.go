@@ -1,0 +1,39 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tierd/tierd/listener/sasl"
+)
+
+// TestCredentialsFileMode: a credentials file that another user may read
+// or write is refused (one who can write it can add a login of their
+// own); one only its owner and group read loads.
+func TestCredentialsFileMode(t *testing.T) {
+	c, err := sasl.NewCredential(sasl.ScramSHA256, "alice-pw", 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "creds")
+	if err := os.WriteFile(p, []byte(sasl.FormatLine("alice", sasl.ScramSHA256, c)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for mode, ok := range map[os.FileMode]bool{0o600: true, 0o640: true, 0o400: true,
+		0o604: false, 0o602: false, 0o620: false, 0o660: false, 0o666: false, 0o601: false} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		creds, err := readCredentials(p)
+		switch {
+		case ok && (err != nil || creds.Len() != 1):
+			t.Errorf("mode %04o: %v", mode, err)
+		case !ok && err == nil:
+			t.Errorf("mode %04o: loaded", mode)
+		case !ok && !strings.Contains(err.Error(), "chmod"):
+			t.Errorf("mode %04o: %v (no remedy named)", mode, err)
+		}
+	}
+}
