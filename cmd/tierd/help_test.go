@@ -20,7 +20,7 @@ func TestEveryCommandHelp(t *testing.T) {
 	for _, c := range commands() {
 		cases = append(cases, []string{c.name, "-h"}, []string{c.name, "--help"}, []string{"help", c.name})
 	}
-	for _, verb := range [][]string{{"topics", "delete"}, {"partitions", "restore"}, {"rlmm", "rebuild"}} {
+	for _, verb := range [][]string{{"topics", "delete"}, {"partitions", "restore"}, {"rlmm", "rebuild"}, {"sasl", "credential"}} {
 		cases = append(cases, append(verb, "-h"))
 	}
 	for _, args := range cases {

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +22,10 @@ iterations, as Kafka stores it), never the password. The password is the first l
 
 // runSASL is "tierd sasl credential".
 func runSASL(_ context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(stdout, saslUsage)
+		return 0
+	}
 	if len(args) == 0 || args[0] != "credential" {
 		fmt.Fprintln(stderr, saslUsage)
 		return 2
@@ -32,7 +37,9 @@ func runSASL(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	iters := fs.Int("iterations", 8192, fmt.Sprintf("iterations, %d to %d", sasl.MinIterations, sasl.MaxIterations))
 	pwFile := fs.String("password-file", "-", `the file whose first line is the password; "-" for standard input`)
 	fs.Usage = func() { fmt.Fprintln(stderr, saslUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(args[1:]); errors.Is(err, flag.ErrHelp) {
+		return 0
+	} else if err != nil {
 		return 2
 	}
 	if *user == "" || strings.ContainsAny(*user, " \t\r\n") {
