@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tierd/tierd/copier"
@@ -46,6 +48,7 @@ type fpart struct {
 	control bool   // src holds control batches
 	layout  string // how the partition was laid out in the served log dir
 	tiered  int64  // the offset before which everything went remote; -1 when nothing did
+	hidden  bool   // KRaft's __cluster_metadata: never served by the Kafka listener
 }
 
 // fentry is one entry (v2 batch or legacy message) of a .log.
@@ -175,7 +178,7 @@ func (s *fixtureSet) build(t *testing.T, n *int, cuts map[string]int) {
 			continue
 		}
 		live[tp.Topic] = true
-		p := &fpart{tp: tp, tiered: -1, layout: "as the broker left it"}
+		p := &fpart{tp: tp, tiered: -1, layout: "as the broker left it", hidden: tp.Topic == "__cluster_metadata"}
 		s.parts = append(s.parts, p)
 		logs, _ := filepath.Glob(filepath.Join(srcDir, "*"+kafkalog.LogSuffix))
 		if len(logs) > 1 {
@@ -415,6 +418,9 @@ func TestKafkaFixturesThroughTierd(t *testing.T) {
 		g.SetLimit(4)
 		for _, s := range sets {
 			for _, p := range s.parts {
+				if p.hidden {
+					continue // checkFixtureMetadata: not served
+				}
 				g.Go(func() error {
 					got, err := kcatAll(kcat, s.w.addr, p.tp)
 					if err == nil {
@@ -460,7 +466,7 @@ func readFixtures(t *testing.T, sets []*fixtureSet, client string, filter func(*
 		last := map[tpKey]int64{}
 		want := map[tpKey]*fpart{}
 		for _, p := range s.parts {
-			if len(p.want) > 0 && (filter == nil || filter(p)) {
+			if len(p.want) > 0 && !p.hidden && (filter == nil || filter(p)) {
 				last[p.tp], want[p.tp] = p.last(), p
 			}
 		}
@@ -493,7 +499,8 @@ func readFixtures(t *testing.T, sets []*fixtureSet, client string, filter func(*
 
 // checkFixtureMetadata: Metadata lists exactly the set's live topics, each
 // held partition led by tierd (node 1) without error; topics only in
-// "-delete" directories are not served.
+// "-delete" directories are not served, nor is KRaft's
+// __cluster_metadata (UNKNOWN_TOPIC_OR_PARTITION when named).
 func checkFixtureMetadata(t *testing.T, s *fixtureSet) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.w.addr))
 	if err != nil {
@@ -508,6 +515,17 @@ func checkFixtureMetadata(t *testing.T, s *fixtureSet) {
 	}
 	var want []string
 	for _, p := range s.parts {
+		if p.hidden {
+			if _, listed := md.Topics[p.tp.Topic]; listed {
+				t.Errorf("%s: %s is listed; KRaft's metadata log is never served", s.name, p.tp)
+			}
+			req := kmsg.NewPtrMetadataRequest()
+			req.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr(p.tp.Topic)}}
+			if resp, err := req.RequestWith(ctx, cl); err != nil || resp.Topics[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				t.Errorf("%s: Metadata naming %s: %v %+v, want UNKNOWN_TOPIC_OR_PARTITION", s.name, p.tp.Topic, err, resp)
+			}
+			continue
+		}
 		if !slices.Contains(want, p.tp.Topic) {
 			want = append(want, p.tp.Topic)
 		}
