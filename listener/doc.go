@@ -41,6 +41,8 @@
 //	OffsetForLeaderEpoch  0-4       LeaderEpochFileCache.endOffsetFor over
 //	(23)                            the lineage, the high watermark as the
 //	                                log end
+//	SaslHandshake (17)    0-1       with sasl.enabled.mechanisms only (see
+//	SaslAuthenticate (36) 0-2       "Authentication")
 //	Produce (0)           3-13      advertised for librdkafka's feature
 //	                                detection, never written: every
 //	                                partition TOPIC_AUTHORIZATION_FAILED;
