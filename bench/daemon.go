@@ -56,22 +56,26 @@ func (l *lockedBuffer) String() string {
 // (the copier has nothing to upload here), else as tierd.yaml has it.
 func (e *env) startDaemon(ctx context.Context, bin string, limit int64) (*daemon, error) {
 	e.closeServer()
-	var err error
+	return e.startChildRetrying(ctx, bin, limit, nil)
+}
+
+// startChildRetrying is startChild, tried again (three times in all) on
+// ports picked anew when the child could not bind one: the ports were
+// free when picked, but an outgoing connection of the bench, MinIO or
+// another process may take one as its local port before the child binds
+// it. With rsm, a port of its own is kept (the caller named it) only when
+// it was given.
+func (e *env) startChildRetrying(ctx context.Context, bin string, limit int64, rc *rsmChild) (*daemon, error) {
+	picked := rc != nil && rc.addr == ""
 	for attempt := 1; ; attempt++ {
-		var d *daemon
-		d, err = e.startDaemonOnce(ctx, bin, limit)
-		// The ports were free when picked, but an outgoing connection of
-		// the bench or MinIO may take one as its local port before the
-		// child binds it: pick again.
+		d, err := e.startChild(ctx, bin, limit, rc)
 		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
 			return d, err
 		}
+		if picked {
+			rc.addr = ""
+		}
 	}
-}
-
-// startDaemonOnce is one attempt of startDaemon, on ports picked anew.
-func (e *env) startDaemonOnce(ctx context.Context, bin string, limit int64) (*daemon, error) {
-	return e.startChild(ctx, bin, limit, nil)
 }
 
 // startChild starts a "tierd run" child on ports picked anew: with rsm

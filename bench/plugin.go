@@ -171,7 +171,7 @@ func (p *pluginRun) restart(ctx context.Context) error {
 		p.d = nil
 	}
 	p.rc.addr = ""
-	d, err := p.e.startChild(ctx, p.e.cfg.DaemonBin, 0, p.rc)
+	d, err := p.e.startChildRetrying(ctx, p.e.cfg.DaemonBin, 0, p.rc)
 	if err != nil {
 		return err
 	}
