@@ -102,6 +102,11 @@ type Config struct {
 	// connection may take to log in, ms; it is closed then. tierd's own
 	// setting. Default 10000.
 	SASLAuthenticationTimeoutMs int64 `yaml:"sasl.authentication.timeout.ms"`
+	// SASLMaxInflightLoginsPerIP bounds the SASL steps running at once for
+	// one client address (a PLAIN step hashes the password); a login past
+	// it fails at once, as a wrong password does. tierd's own setting.
+	// Default 4.
+	SASLMaxInflightLoginsPerIP int `yaml:"sasl.max.inflight.logins.per.ip"`
 	// ConnectionsMaxReauthMs is the longest a login lasts, ms (KIP-368,
 	// Kafka's connections.max.reauth.ms): a client that has not logged in
 	// again by then (it is told the lifetime in SaslAuthenticate v1+) has
@@ -135,6 +140,7 @@ func DefaultConfig() Config {
 
 		SASLServerMaxReceiveSize:              524288,
 		SASLAuthenticationTimeoutMs:           10000,
+		SASLMaxInflightLoginsPerIP:            4,
 		ConnectionFailedAuthenticationDelayMs: 100,
 	}
 }
@@ -198,6 +204,9 @@ func (c Config) Validate() error {
 	}
 	if c.SASLAuthenticationTimeoutMs < 1 {
 		errs = append(errs, fmt.Errorf("listener: sasl.authentication.timeout.ms %d must be positive", c.SASLAuthenticationTimeoutMs))
+	}
+	if c.SASLMaxInflightLoginsPerIP < 1 {
+		errs = append(errs, fmt.Errorf("listener: sasl.max.inflight.logins.per.ip %d must be positive", c.SASLMaxInflightLoginsPerIP))
 	}
 	if c.ConnectionsMaxReauthMs < 0 {
 		errs = append(errs, fmt.Errorf("listener: connections.max.reauth.ms %d must be 0 (none) or positive", c.ConnectionsMaxReauthMs))

@@ -137,7 +137,7 @@ func (c *conn) saslAuthenticate(ctx context.Context, h *header, req *kmsg.SASLAu
 		}
 		return &closeErr{reason: reasonSASLState, err: errors.New("SaslAuthenticate without a SaslHandshake v1 before it"), h: h}
 	}
-	reply, done, err := c.sasl.sess.Step(req.SASLAuthBytes)
+	reply, done, err := c.step(req.SASLAuthBytes)
 	if err == nil && done {
 		err = c.loggedIn()
 	}
@@ -162,7 +162,7 @@ func (c *conn) saslAuthenticate(ctx context.Context, h *header, req *kmsg.SASLAu
 // the reply goes back as a size-prefixed frame of its own; a failure
 // closes the connection (v0 has no way to say why).
 func (c *conn) saslToken(ctx context.Context, frame []byte) *closeErr {
-	reply, done, err := c.sasl.sess.Step(frame)
+	reply, done, err := c.step(frame)
 	if err == nil && done {
 		err = c.loggedIn()
 	}
@@ -179,6 +179,49 @@ func (c *conn) saslToken(ctx context.Context, frame []byte) *closeErr {
 		return &closeErr{reason: reasonWriteFailed, err: err}
 	}
 	return nil
+}
+
+// errTooManyLogins: the client's address has sasl.max.inflight.logins.per.ip
+// SASL steps in progress already.
+var errTooManyLogins = fmt.Errorf("%w: too many logins in progress from this address (sasl.max.inflight.logins.per.ip)", sasl.ErrAuthenticationFailed)
+
+// step runs one SASL step of c's login, unless its address already has
+// sasl.max.inflight.logins.per.ip steps running (a PLAIN step hashes the
+// password, thousands of HMACs): then the login fails without it, so that
+// parallel guesses from one address cost bounded CPU.
+func (c *conn) step(msg []byte) ([]byte, bool, error) {
+	if !c.s.steps.enter(c.ip, c.s.cfg.SASLMaxInflightLoginsPerIP) {
+		return nil, true, errTooManyLogins
+	}
+	defer c.s.steps.leave(c.ip)
+	return c.sasl.sess.Step(msg)
+}
+
+// inflight counts SASL steps running, by client address.
+type inflight struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (f *inflight) enter(addr string, limit int) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[string]int{}
+	}
+	if f.m[addr] >= limit {
+		return false
+	}
+	f.m[addr]++
+	return true
+}
+
+func (f *inflight) leave(addr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m[addr]--; f.m[addr] <= 0 {
+		delete(f.m, addr)
+	}
 }
 
 // loggedIn ends a successful exchange: the client is its principal now;

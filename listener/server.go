@@ -55,6 +55,7 @@ type Server struct {
 	authz     Authorizer  // nil: every client may read every topic served
 	sasl      sasl.Authenticator
 	failures  failureCounts // failed logins by client address (saslconn.go)
+	steps     inflight      // SASL steps running by client address (saslconn.go)
 
 	// Set by Serve.
 	advHost string
