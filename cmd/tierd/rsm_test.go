@@ -114,6 +114,19 @@ func (w *rsmWorld) call(t *testing.T, method, path string, body io.Reader) (int,
 	return resp.StatusCode, string(b)
 }
 
+// up reports whether the RSM endpoint answers its health check (it starts
+// listening a moment after tierd's HTTP server).
+func (w *rsmWorld) up() bool {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+w.rsm+"/v1/health", nil)
+	req.Header.Set("Authorization", "Bearer "+rsmTestToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
 // TestRSMEndpointWired: tierd run serves the RSM endpoint beside its own
 // copier; a broker's copy through it shows in the metrics, tierd status,
 // the status page, tierd segments (running and stopped) and tierd
@@ -124,10 +137,7 @@ func TestRSMEndpointWired(t *testing.T) {
 	w := newRSMWorld(t, srv, "wired")
 	stop := startServe(t, w.cfgPath)
 	waitFor(t, "tierd serving", func() bool { return healthy(w.http) })
-	waitFor(t, "the RSM endpoint", func() bool {
-		code, _ := w.call(t, http.MethodGet, "/v1/health", nil)
-		return code == http.StatusOK
-	})
+	waitFor(t, "the RSM endpoint", func() bool { return w.up() })
 	id := remotelog.NewSegmentID()
 	if code, body := w.copyReq(t, "orders", id); code != http.StatusOK {
 		t.Fatalf("copy: %d %s", code, body)

@@ -27,8 +27,9 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// SIGHUP to a long-running subcommand reaches onSIGHUP and does not end
-// the process (this test's process: without the handler it would die).
+// SIGHUP to a long-running subcommand reaches onSIGHUP (that it does not
+// end the process is the handler's doing in tierd; in this test binary
+// TestMain also catches SIGHUP, so the test checks that onSIGHUP ran).
 func TestSIGHUPDoesNotKill(t *testing.T) {
 	var out syncBuffer
 	stop := watchSIGHUP(&out)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	miniogo "github.com/minio/minio-go/v7"
@@ -27,10 +29,17 @@ const asTierdEnv = "TIERD_TEST_AS_TIERD"
 // TestMain lets the test binary stand in for tierd: "tierd bench" starts
 // os.Executable() as a "tierd run" child for its memory case, and under
 // "go test" that is this binary.
+//
+// Several tests signal this process with SIGHUP (the reload, through "tierd
+// config reload" or directly) and check what their handlers did; a SIGHUP
+// that arrives while none is registered would end the whole test binary
+// ("signal: hangup", every later test lost), so one channel catches them
+// for the binary's life.
 func TestMain(m *testing.M) {
 	if os.Getenv(asTierdEnv) == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 	}
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	os.Exit(m.Run())
 }
 
