@@ -14,7 +14,7 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// Tiering compacted topics (issue 13). A broker's log cleaner rewrites
+// Tiering compacted topics. A broker's log cleaner rewrites
 // the closed segments of a topic whose cleanup.policy includes compact,
 // again and again, keeping the latest record of each key at its original
 // offset. tierd therefore copies such a segment only once the cleaner

@@ -16,7 +16,7 @@ import (
 	"github.com/tierd/tierd/rsm"
 )
 
-// Remote compaction (issue 13). A compacted topic's copies each hold the
+// Remote compaction. A compacted topic's copies each hold the
 // cleaned contents of one local segment, but a key updated in a later
 // segment keeps its older versions in the earlier copies for as long as
 // they live: the remote tier would grow with dead versions. So, once a

@@ -14,7 +14,7 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// Tail copies (issue 13). Kafka's log cleaner groups adjacent segments
+// Tail copies. Kafka's log cleaner groups adjacent segments
 // into one (LogCleaner's groupSegmentsBySize): a cleaned segment A whose
 // copy is finished, holding offsets up to h, and the next segment B, not
 // yet copied, become one local segment named by A's base offset. A copy

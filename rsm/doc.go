@@ -122,7 +122,7 @@
 //
 // Every object's entry records its size in bytes and a checksum of its
 // bytes, which DownloadCopy, VerifyCopy and "tierd verify" check. In
-// version 2 (written since issue 12) the checksum is "crc32c": the
+// version 2 the checksum is "crc32c": the
 // CRC-32C (Castagnoli polynomial, as in Kafka's record batches and S3's
 // and GCS's object checksums) of the object's bytes, as 8 lowercase hex
 // digits, most significant first ("5f2a09c4" is 0x5f2a09c4). Version 1
@@ -144,7 +144,7 @@
 // read pass that feeds the upload, and CRC-32C runs on the CPU's CRC
 // instructions at several GB/s, where SHA-256 cost about a quarter of a
 // copy's CPU (the upload requests' own SigV4 payload hash is separate
-// and stays; README, "Where each target of issue 12 stands").
+// and stays; docs/bench.md, "Where each target stands").
 //
 // An optional "localSizeInBytes" (bytes; absent in
 // older manifests) is written when the .log object is shorter than the
