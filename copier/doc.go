@@ -104,6 +104,13 @@
 //	local: .deleted files             removeDeleted             renamed by localRetention file.delete.delay.ms
 //	                                                            ago, in a log dir not broker-owned
 //	local: .tierd-staging             cleanStaging, copyOne     tierd's own hard links, at the start of a pass
+//	local: <log dir>/.lock            brokerExclusion.release   a .lock tierd created (or one a killed tierd left:
+//	                                                            it holds tierd's mark), while tierd's own lock on it
+//	                                                            is held, so no broker holds it, and only while the
+//	                                                            path still names the file locked (same inode)
+//	local: <log dir>/.lock.tierd-*    createMarked              tierd's own first name of a marked .lock, left by a
+//	                                                            kill between its write and its link; no other
+//	                                                            process writes this name
 //	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,
 //	                                                            named after this process's pid
 //
