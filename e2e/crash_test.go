@@ -74,6 +74,7 @@ type crashRig struct {
 	addr     string
 	log      *seglog.Log
 	client   *fetch.Client
+	admin    *fetch.Client // on the admin socket
 	direct   *minio.Bucket
 	mgr      *rsm.Manager
 	rolled   []kafkalog.SegmentFile // every segment this process rolled
@@ -144,7 +145,7 @@ func (r *crashRig) idle() bool {
 			return false
 		}
 	}
-	if ds, err := r.client.Admin().ListDeletions(ctx, &tierdpb.ListDeletionsRequest{}); err != nil || len(ds.GetDeletions()) > 0 {
+	if ds, err := r.admin.Admin().ListDeletions(ctx, &tierdpb.ListDeletionsRequest{}); err != nil || len(ds.GetDeletions()) > 0 {
 		return false
 	}
 	return resp.HighestTieredOffset == activeBase-1 && resp.LocalLogStartOffset == activeBase
@@ -208,7 +209,7 @@ func (r *crashRig) checkGone() {
 	r.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	j, err := r.client.Admin().Journal(ctx, &tierdpb.JournalRequest{})
+	j, err := r.admin.Admin().Journal(ctx, &tierdpb.JournalRequest{})
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -418,6 +419,11 @@ http: {listen: ""}
 		t.Fatal(err)
 	}
 	defer r.client.Close()
+	// The Admin service is on the admin socket (no tokens, no mtls).
+	if r.admin, err = fetch.Dial("unix://" + filepath.Join(root, "meta", "admin", "tierd.sock")); err != nil {
+		t.Fatal(err)
+	}
+	defer r.admin.Close()
 	scfg := seglog.DefaultConfig()
 	scfg.SegmentBytes = 64 << 20
 	if r.log, err = seglog.Open(filepath.Join(root, "logs", "crash-0"), scfg, seglog.WithRemote(r.client.Partition("crash", 0))); err != nil {

@@ -80,6 +80,17 @@ func (a *adminServer) ListPartitions(context.Context, *tierdpb.ListPartitionsReq
 	return resp, nil
 }
 
+// operatorOf is who runs a command, for the journal: the caller the
+// server identified, or in process (NewAdmin) the one WithCaller gave,
+// else the user running this process. A request's own operator field is
+// not believed.
+func operatorOf(ctx context.Context) string {
+	if c, ok := CallerFrom(ctx); ok {
+		return c.String()
+	}
+	return LocalCaller().String()
+}
+
 // adminStatus maps the error classes of internal/remotelog to gRPC codes.
 func adminStatus(err error) error {
 	if err == nil {
@@ -129,7 +140,7 @@ func (a *adminServer) DeleteTopic(ctx context.Context, req *tierdpb.DeleteTopicR
 	if req.GetTopic() == "" {
 		return nil, status.Error(codes.InvalidArgument, "topic is required")
 	}
-	ds, err := a.op.DeleteTopic(ctx, req.GetTopic(), req.GetTopicId(), req.GetOperator())
+	ds, err := a.op.DeleteTopic(ctx, req.GetTopic(), req.GetTopicId(), operatorOf(ctx))
 	if err != nil {
 		return nil, adminStatus(err)
 	}
@@ -141,7 +152,7 @@ func (a *adminServer) RestorePartition(ctx context.Context, req *tierdpb.Restore
 		return nil, status.Error(codes.InvalidArgument, "topic and a partition >= 0 are required")
 	}
 	tp := remotelog.TopicPartition{Topic: req.GetTopic(), Partition: req.GetPartition()}
-	d, err := a.op.RestorePartition(ctx, tp, req.GetTopicId(), req.GetOperator())
+	d, err := a.op.RestorePartition(ctx, tp, req.GetTopicId(), operatorOf(ctx))
 	if err != nil {
 		return nil, adminStatus(err)
 	}

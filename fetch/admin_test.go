@@ -3,6 +3,7 @@ package fetch
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 
@@ -54,7 +55,9 @@ func (f fakeOperator) RestorePartition(_ context.Context, tp remotelog.TopicPart
 }
 
 // The Admin service maps the error classes to gRPC codes, over a real
-// socket, and converts what it returns.
+// socket, and converts what it returns; the operator it records is the
+// caller the kernel names on the admin socket, not the request's own
+// operator field.
 func TestAdminCodes(t *testing.T) {
 	for _, tc := range []struct {
 		err  error
@@ -68,25 +71,25 @@ func TestAdminCodes(t *testing.T) {
 		{fmt.Errorf("disk on fire"), codes.Internal},
 	} {
 		e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{tc.err}, e0(t), Identity{}))
-		resp, err := e.client.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{Topic: "orders", TopicId: "id", Operator: "me@host"})
+		resp, err := e.local.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{Topic: "orders", TopicId: "id", Operator: "me@host"})
 		if status.Code(err) != tc.want {
 			t.Errorf("%v: code %s, want %s", tc.err, status.Code(err), tc.want)
 		}
-		if tc.err == nil && (len(resp.GetDeletions()) != 1 || resp.Deletions[0].Bytes != 15 || resp.Deletions[0].Segments != 2 || resp.Deletions[0].Proof != "me@host") {
+		if tc.err == nil && (len(resp.GetDeletions()) != 1 || resp.Deletions[0].Bytes != 15 || resp.Deletions[0].Segments != 2 || resp.Deletions[0].Proof != LocalCaller().Principal+fmt.Sprintf(" (admin socket, uid %d)", os.Getuid())) {
 			t.Errorf("response %+v", resp)
 		}
 	}
 	e := newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{}, e0(t), Identity{InstanceID: "i1", MetadataDir: "/m"}))
-	if _, err := e.client.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{}); status.Code(err) != codes.InvalidArgument {
+	if _, err := e.local.Admin().DeleteTopic(context.Background(), &tierdpb.DeleteTopicRequest{}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("empty topic: %v", err)
 	}
-	if _, err := e.client.Admin().RestorePartition(context.Background(), &tierdpb.RestorePartitionRequest{Topic: "t", Partition: -1}); status.Code(err) != codes.InvalidArgument {
+	if _, err := e.local.Admin().RestorePartition(context.Background(), &tierdpb.RestorePartitionRequest{Topic: "t", Partition: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("negative partition: %v", err)
 	}
-	if _, err := e.client.Admin().Journal(context.Background(), &tierdpb.JournalRequest{Limit: -1}); status.Code(err) != codes.InvalidArgument {
+	if _, err := e.local.Admin().Journal(context.Background(), &tierdpb.JournalRequest{Limit: -1}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("negative limit: %v", err)
 	}
-	if id, err := e.client.Admin().Identity(context.Background(), &tierdpb.IdentityRequest{}); err != nil || id.InstanceId != "i1" || id.MetadataDir != "/m" {
+	if id, err := e.local.Admin().Identity(context.Background(), &tierdpb.IdentityRequest{}); err != nil || id.InstanceId != "i1" || id.MetadataDir != "/m" {
 		t.Errorf("identity %+v %v", id, err)
 	}
 }

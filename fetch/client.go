@@ -48,7 +48,24 @@ func (c *Client) Admin() tierdpb.AdminClient { return tierdpb.NewAdminClient(c.c
 // DialOption configures Dial.
 type DialOption func(*dialOptions)
 
-type dialOptions struct{ tls *tls.Config }
+type dialOptions struct {
+	tls   *tls.Config
+	token string
+}
+
+// WithToken sends token as every call's bearer token ("authorization:
+// Bearer <token>", see Auth). Over plaintext it travels in the clear:
+// use it with WithClientTLS beyond loopback.
+func WithToken(token string) DialOption { return func(o *dialOptions) { o.token = token } }
+
+// bearer is a token as gRPC per-call credentials.
+type bearer string
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(b)}, nil
+}
+
+func (bearer) RequireTransportSecurity() bool { return false }
 
 // WithClientTLS connects over TLS with c: its RootCAs the authorities the
 // server's certificate must chain to (nil: the system's), its
@@ -71,11 +88,15 @@ func Dial(addr string, opts ...DialOption) (*Client, error) {
 	if o.tls != nil {
 		creds = credentials.NewTLS(o.tls)
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds),
+	extra := []grpc.DialOption{grpc.WithTransportCredentials(creds)}
+	if o.token != "" {
+		extra = append(extra, grpc.WithPerRPCCredentials(bearer(o.token)))
+	}
+	conn, err := grpc.NewClient(addr, append(extra,
 		// A response holds at least one whole batch, whatever its size.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.ForceCodecV2(newClientCodec())),
 		grpc.WithInitialWindowSize(windowBytes), grpc.WithInitialConnWindowSize(windowBytes),
-		grpc.WithWriteBufferSize(ioBufferBytes), grpc.WithReadBufferSize(ioBufferBytes))
+		grpc.WithWriteBufferSize(ioBufferBytes), grpc.WithReadBufferSize(ioBufferBytes))...)
 	if err != nil {
 		return nil, err
 	}

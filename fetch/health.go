@@ -126,17 +126,23 @@ func (h *healthServer) poll(ctx context.Context) {
 
 // newGRPCServer builds the gRPC server with tierd's services, the health
 // service and server reflection (so grpcurl and similar tools list and
-// call the API without the .proto files), over TLS when configured.
-func (s *Server) newGRPCServer() (*grpc.Server, *healthServer) {
-	opts := ServerOptions()
-	if s.tls != nil {
+// call the API without the .proto files): over TLS when configured, or,
+// local, for the admin socket. Every call's caller is identified and
+// authorized (auth.go). The Admin service is served on the admin socket,
+// and on TCP only where callers can authenticate.
+func (s *Server) newGRPCServer(local bool) (*grpc.Server, *healthServer) {
+	opts := append(ServerOptions(), grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
+	switch {
+	case local:
+		opts = append(opts, grpc.Creds(localCreds{}))
+	case s.tls != nil:
 		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tls)))
 	}
 	gs := grpc.NewServer(opts...)
 	gs.RegisterService(remoteFetchDesc(), s) // Fetch without a records copy (stream.go)
 	services := []string{tierdpb.RemoteFetch_ServiceDesc.ServiceName}
-	if s.admin != nil {
-		tierdpb.RegisterAdminServer(gs, s.admin)
+	if s.admin != nil && (local || s.adminOnTCP(s.tls)) {
+		tierdpb.RegisterAdminServer(gs, &adminEdge{a: s.admin, s: s})
 		services = append(services, tierdpb.Admin_ServiceDesc.ServiceName)
 	}
 	hs := newHealthServer(s.ready, s.log, services)

@@ -77,6 +77,8 @@ type Server struct {
 	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
 	ready     func() (bool, string)           // the health service's readiness; nil: always
 	tls       *tls.Config                     // nil: plaintext
+	auth      Auth                            // who may call (auth.go)
+	socket    string                          // the admin socket's path; "": none
 
 	bg       context.Context // background loads; ends at Close
 	bgCancel context.CancelFunc
@@ -169,15 +171,34 @@ func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
 		}}
 }
 
-// Run listens on cfg.Listen and serves until ctx is done, then stops
-// gracefully.
+// Run listens on cfg.Listen and, with WithAdminSocket, on the admin
+// socket, and serves until ctx is done, then stops gracefully.
 func (s *Server) Run(ctx context.Context) error {
 	lis, err := net.Listen("tcp", s.conf().Listen)
 	if err != nil {
 		return fmt.Errorf("fetch: listen: %w", err)
 	}
-	return s.Serve(ctx, lis)
+	if s.socket == "" {
+		return s.Serve(ctx, lis)
+	}
+	ulis, err := ListenLocal(s.socket)
+	if err != nil {
+		lis.Close()
+		return err
+	}
+	defer s.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- s.serveGRPC(ctx, ulis, true) }()
+	err = s.serveGRPC(ctx, lis, false)
+	cancel()
+	return errors.Join(err, <-errc)
 }
+
+// WithAdminSocket has Run serve on the admin socket at path too
+// (ListenLocal; default: none).
+func WithAdminSocket(path string) Option { return func(s *Server) { s.socket = path } }
 
 // ServerOptions are the gRPC server options of Serve: the first batch of
 // a response goes out whatever its size (Kafka's rule), so the send limit
@@ -198,9 +219,21 @@ const ioBufferBytes = 512 << 10
 
 // Serve serves on lis until ctx is done: tierd's services, the health
 // service and server reflection (see newGRPCServer), over TLS when
-// WithTLS was given.
+// WithTLS was given. It closes the server when it returns.
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
-	gs, hs := s.newGRPCServer()
+	defer s.Close()
+	return s.serveGRPC(ctx, lis, false)
+}
+
+// ServeLocal serves on lis, the admin socket (ListenLocal), until ctx is
+// done: every service, callers named by the kernel (auth.go). It does not
+// close the server.
+func (s *Server) ServeLocal(ctx context.Context, lis net.Listener) error {
+	return s.serveGRPC(ctx, lis, true)
+}
+
+func (s *Server) serveGRPC(ctx context.Context, lis net.Listener, local bool) error {
+	gs, hs := s.newGRPCServer(local)
 	done := make(chan struct{})
 	go func() {
 		hctx, stopHealth := context.WithCancel(ctx)
@@ -221,7 +254,6 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	}()
 	err := gs.Serve(lis)
 	close(done)
-	s.Close()
 	if errors.Is(err, grpc.ErrServerStopped) {
 		return nil
 	}

@@ -85,7 +85,8 @@ type env struct {
 	bucket *countingBucket
 	api    tierdpb.RemoteFetchClient
 	client *Client
-	addr   string // the server's host:port
+	local  *Client // on the admin socket
+	addr   string  // the server's host:port
 	tp     remotelog.TopicPartition
 }
 
@@ -132,14 +133,24 @@ func (e *env) serve(cfg Config, mgr *rsm.Manager, opts ...Option) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
+	sock := filepath.Join(t.TempDir(), "admin", "tierd.sock")
+	ulis, err := ListenLocal(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
 	go func() { done <- srv.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
+	go func() { done <- srv.ServeLocal(ctx, ulis) }()
+	t.Cleanup(func() { cancel(); <-done; <-done })
 	e.addr = lis.Addr().String()
 	if e.client, err = Dial(e.addr); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.client.Close() })
 	e.api = e.client.API()
+	if e.local, err = Dial("unix://" + sock); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.local.Close() })
 }
 
 // tier copies every rolled segment of a partition directory as the copier

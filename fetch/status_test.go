@@ -68,19 +68,19 @@ func TestPartitionStatusRPC(t *testing.T) {
 	filled(&s)
 	s.Partitions = []remotelog.PartitionStatus{a, b}
 	e := newEnv(t, DefaultConfig(), WithAdmin(statusOperator{s: s}, e0(t), Identity{}))
-	resp, err := e.client.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{})
+	resp, err := e.local.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := StatusFromProto(resp); !reflect.DeepEqual(got, s) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", got, s)
 	}
-	resp, err = e.client.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{Topic: "payments"})
+	resp, err = e.local.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{Topic: "payments"})
 	if err != nil || len(resp.GetPartitions()) != 1 || resp.Partitions[0].Topic != "payments" {
 		t.Fatalf("filtered: %+v %v", resp, err)
 	}
 	e = newEnv(t, DefaultConfig(), WithAdmin(fakeOperator{}, e0(t), Identity{}))
-	if _, err := e.client.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{}); status.Code(err) != codes.Unimplemented {
+	if _, err := e.local.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Fatalf("without a copier: %v", err)
 	}
 }

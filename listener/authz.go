@@ -46,7 +46,7 @@ func (c *conn) identify() *closeErr {
 	if tc, ok := c.nc.(*tls.Conn); ok {
 		if st := tc.ConnectionState(); len(st.VerifiedChains) > 0 && len(st.PeerCertificates) > 0 {
 			dn := st.PeerCertificates[0].Subject.String()
-			name, ok := c.s.mapping.name(dn)
+			name, ok := c.s.mapping.Name(dn)
 			if !ok {
 				return &closeErr{reason: reasonTLS, err: fmt.Errorf("no ssl.principal.mapping.rules rule applies to the client certificate's subject %q", dn)}
 			}

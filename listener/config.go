@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/saturate"
 )
 
@@ -182,7 +183,7 @@ func (c Config) Validate() error {
 	if c.FetchPollIntervalMs < 1 || c.FetchPollIntervalMs > 10000 {
 		errs = append(errs, fmt.Errorf("listener: fetch.poll.interval.ms %d must be from 1 to 10000", c.FetchPollIntervalMs))
 	}
-	if _, err := parsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
+	if _, err := kafkaacl.ParsePrincipalRules(c.SSLPrincipalMappingRules); err != nil {
 		errs = append(errs, err)
 	}
 	if c.MaxConnectionsPerIP < 0 {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -65,8 +66,8 @@ type Server struct {
 	once     onceLog
 	fetchMem *semaphore.Weighted // fetch.response.memory.bytes (fetchmem.go)
 
-	perIP   map[string]int  // max.connections.per.ip.overrides
-	mapping principalMapper // ssl.principal.mapping.rules
+	perIP   map[string]int          // max.connections.per.ip.overrides
+	mapping kafkaacl.PrincipalRules // ssl.principal.mapping.rules
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -83,8 +84,8 @@ func New(cfg Config, log Log, opts ...Option) (*Server, error) {
 		return nil, errors.New("listener: no Log to serve")
 	}
 	s := &Server{cfg: cfg, log: log, logger: slog.New(slog.DiscardHandler), conns: map[*conn]struct{}{}, byIP: map[string]int{}}
-	s.perIP, _ = cfg.perIPOverrides()                                // checked by Validate
-	s.mapping, _ = parsePrincipalRules(cfg.SSLPrincipalMappingRules) // checked by Validate
+	s.perIP, _ = cfg.perIPOverrides()                                         // checked by Validate
+	s.mapping, _ = kafkaacl.ParsePrincipalRules(cfg.SSLPrincipalMappingRules) // checked by Validate
 	for _, o := range opts {
 		o(s)
 	}

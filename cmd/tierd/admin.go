@@ -8,14 +8,13 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"os"
-	"os/user"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/fetch"
@@ -27,16 +26,6 @@ import (
 // adminTimeout bounds an operator command: a running tierd answers between
 // two passes, so one long copy can make it wait.
 const adminTimeout = 10 * time.Minute
-
-// operator names who runs a command, for the journal: user@host.
-func operator() string {
-	name := "unknown"
-	if u, err := user.Current(); err == nil {
-		name = u.Username
-	}
-	host, _ := os.Hostname()
-	return name + "@" + host
-}
 
 // identity is what this tierd tells tools about itself.
 func identity(cfg config, instanceID string) fetch.Identity {
@@ -62,18 +51,31 @@ func dialAt(ctx context.Context, cfg config) (*fetch.Client, error) {
 		c.Close()
 		return nil, tlsRefusal(cfg) // nil: nothing answers
 	}
-	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
-	if err != nil {
+	if err := checkIdentity(ctx, c, cfg, cfg.Fetch.Listen+" (fetch.listen)"); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("the server at %s (fetch.listen) does not say which tierd it is: %w", cfg.Fetch.Listen, err)
+		return nil, err
+	}
+	return c, nil
+}
+
+// checkIdentity refuses the tierd c reaches at where when its metadata
+// dir is not cfg's, or when it does not say which tierd it is.
+func checkIdentity(ctx context.Context, c *fetch.Client, cfg config, where string) error {
+	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
+	switch status.Code(err) {
+	case codes.OK:
+	case codes.Unimplemented, codes.Unauthenticated:
+		return fmt.Errorf("a tierd answers at %s but serves its Admin service there only to authenticated callers: run the tool on its host as its user (the admin socket %s), or give it a token (fetch.client.token_file) or a client certificate (tls.grpc: mtls): %w",
+			where, adminSocket(cfg), err)
+	default:
+		return fmt.Errorf("the server at %s does not say which tierd it is: %w", where, err)
 	}
 	want := identity(cfg, "").MetadataDir
 	if id.GetMetadataDir() != want {
-		c.Close()
-		return nil, fmt.Errorf("the tierd at %s (fetch.listen) uses metadata dir %s (instance %s), not %s from this config: another tierd answers there; refusing",
-			cfg.Fetch.Listen, id.GetMetadataDir(), id.GetInstanceId(), want)
+		return fmt.Errorf("the tierd at %s uses metadata dir %s (instance %s), not %s from this config: another tierd answers there; refusing",
+			where, id.GetMetadataDir(), id.GetInstanceId(), want)
 	}
-	return c, nil
+	return nil
 }
 
 // adminClient reaches the Admin service of the running tierd at
@@ -216,14 +218,13 @@ func runTopics(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if code, ok := verb(args, "delete", usage, stderr); !ok {
 		return code
 	}
-	var topicID, who string
+	var topicID string
 	return adminCommand(ctx, "topics delete", usage, args[1:], stderr, 1,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&topicID, "topic-id", "", "delete only the copies of this incarnation (topic id); default: the recorded one")
-			fs.StringVar(&who, "operator", operator(), "who orders the deletion, for the journal")
 		},
 		func(ctx context.Context, a tierdpb.AdminClient, source string, rest []string) error {
-			resp, err := a.DeleteTopic(ctx, &tierdpb.DeleteTopicRequest{Topic: rest[0], TopicId: topicID, Operator: who})
+			resp, err := a.DeleteTopic(ctx, &tierdpb.DeleteTopicRequest{Topic: rest[0], TopicId: topicID})
 			if err != nil {
 				return err
 			}
@@ -238,18 +239,17 @@ func runPartitions(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if code, ok := verb(args, "restore", usage, stderr); !ok {
 		return code
 	}
-	var topicID, who string
+	var topicID string
 	return adminCommand(ctx, "partitions restore", usage, args[1:], stderr, 1,
 		func(fs *flag.FlagSet) {
 			fs.StringVar(&topicID, "topic-id", "", "the incarnation to restore, when several are scheduled")
-			fs.StringVar(&who, "operator", operator(), "who restores it, for the journal")
 		},
 		func(ctx context.Context, a tierdpb.AdminClient, source string, rest []string) error {
 			tp, ok := kafkalog.ParsePartitionDir(rest[0])
 			if !ok {
 				return fmt.Errorf("%q is not TOPIC-PARTITION", rest[0])
 			}
-			resp, err := a.RestorePartition(ctx, &tierdpb.RestorePartitionRequest{Topic: tp.Topic, Partition: tp.Partition, TopicId: topicID, Operator: who})
+			resp, err := a.RestorePartition(ctx, &tierdpb.RestorePartitionRequest{Topic: tp.Topic, Partition: tp.Partition, TopicId: topicID})
 			if err != nil {
 				return err
 			}

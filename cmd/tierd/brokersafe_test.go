@@ -130,7 +130,7 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 		if err != nil || len(resp.Segments) != len(before.Segments) || resp.LogStartOffset != 0 {
 			t.Fatalf("%s: events-0's copies changed: %v %v", step.name, resp, err)
 		}
-		ds, err := c.Admin().ListDeletions(context.Background(), &tierdpb.ListDeletionsRequest{})
+		ds, err := dialSocketIn(t, root).Admin().ListDeletions(context.Background(), &tierdpb.ListDeletionsRequest{})
 		if err != nil || len(ds.Deletions) != 0 {
 			t.Fatalf("%s: deletions %v %v", step.name, ds, err)
 		}
@@ -205,10 +205,11 @@ http: {listen: ""}
 		t.Fatal(err)
 	}
 	defer c.Close()
+	admin := dialSocketIn(t, root)
 	first := tiered(t, c, "orders")
 	// Passes go on; none deletes.
 	passes := func() int64 {
-		r, err := c.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{})
+		r, err := admin.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{})
 		if err != nil {
 			return 0
 		}
@@ -227,7 +228,7 @@ http: {listen: ""}
 	if n := locals(); n != len(first.Segments)+1 {
 		t.Fatalf("%d local segments while retention waits, want %d", n, len(first.Segments)+1)
 	}
-	st, err := c.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{Topic: "orders"})
+	st, err := admin.Admin().PartitionStatus(context.Background(), &tierdpb.PartitionStatusRequest{Topic: "orders"})
 	if err != nil || len(st.Partitions) != 1 || !strings.Contains(st.Partitions[0].Detail, "retention waits until") {
 		t.Fatalf("status while retention waits: %v %v", st, err)
 	}

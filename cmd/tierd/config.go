@@ -35,7 +35,7 @@ type config struct {
 	Copier   copier.Config `yaml:"copier"`
 	Bucket   bucketConfig  `yaml:"bucket"`
 	Metadata rlmm.Config   `yaml:"metadata"`
-	Fetch    fetch.Config  `yaml:"fetch"`
+	Fetch    fetchConfig   `yaml:"fetch"`
 	HTTP     httpConfig    `yaml:"http"`
 	// TLS is TLS for tierd's own endpoints (gRPC, HTTP, Kafka listener)
 	// and its tools' gRPC client; see tlsConfig. Default: all plaintext.
@@ -200,7 +200,7 @@ type bucketConfig struct {
 
 func defaultConfig() config {
 	return config{
-		Copier: copier.DefaultConfig(), Fetch: fetch.DefaultConfig(), LogLevel: "info", Metadata: rlmm.DefaultConfig(),
+		Copier: copier.DefaultConfig(), Fetch: fetchConfig{Config: fetch.DefaultConfig()}, LogLevel: "info", Metadata: rlmm.DefaultConfig(),
 		Kafka:  kafkaConfig{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: bucketConfig{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   httpConfig{Listen: "127.0.0.1:7451"}, Metrics: metricsConfig{PartitionLabelsMax: partlabels.DefaultMax},
@@ -338,7 +338,7 @@ func (c config) validate() error {
 	if _, err := parseLevel(c.LogLevel); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, c.TLS.validate(), c.RSM.Validate())
+	errs = append(errs, c.TLS.validate(), c.RSM.Validate(), c.Fetch.Auth.validate())
 	if len(c.Copier.LogDirs) == 0 && !c.RSM.Enabled {
 		errs = append(errs, errors.New("copier: log_dirs is required (the Kafka log dirs tierd's copier tiers), unless rsm.enabled serves a broker's RemoteStorageManager plugin"))
 	}

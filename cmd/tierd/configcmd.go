@@ -123,7 +123,7 @@ func showConfig(ctx context.Context, cfg config, askCluster bool, w io.Writer) e
 	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tON RELOAD")
 	for _, s := range flatten(cfg) {
 		reload := "restart needed"
-		if dynamicKey(s.key) && (s.key != diskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch)) {
+		if dynamicKey(s.key) && (s.key != diskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch.Config)) {
 			reload = "dynamic"
 		}
 		src := cfg.source(s.key)

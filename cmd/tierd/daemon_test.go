@@ -76,6 +76,18 @@ func freeAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
+// dialSocketIn dials the admin socket of the tierd whose metadata dir is
+// root/metadata (writeConfig's): the Admin service is served there.
+func dialSocketIn(t *testing.T, root string) *fetch.Client {
+	t.Helper()
+	c, err := fetch.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func writeConfig(t *testing.T, root, bucket, fetchAddr, httpAddr string) string {
 	t.Helper()
 	typ := strings.SplitN(bucket, ":", 2)[0]
@@ -232,7 +244,7 @@ func TestExampleConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := defaultConfig()
-	if cfg.Fetch != def.Fetch || cfg.Copier.TaskIntervalMs != def.Copier.TaskIntervalMs || cfg.Copier.FileDeleteDelayMs != def.Copier.FileDeleteDelayMs ||
+	if !reflect.DeepEqual(cfg.Fetch, def.Fetch) || cfg.Copier.TaskIntervalMs != def.Copier.TaskIntervalMs || cfg.Copier.FileDeleteDelayMs != def.Copier.FileDeleteDelayMs ||
 		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP ||
 		cfg.Copier.RemoteLogDeleteDelayMs != def.Copier.RemoteLogDeleteDelayMs || cfg.Copier.ClusterTopicConfigs != def.Copier.ClusterTopicConfigs ||
 		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Cluster.Enabled() ||

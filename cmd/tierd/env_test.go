@@ -152,18 +152,18 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 	startServe(t, cfgPath)
 	url := "http://" + cfg.HTTP.Listen + "/-/ready"
 	waitReady(t, url, http.StatusOK, "")
-	c, err := fetch.Dial(cfg.Fetch.Listen)
+	admin, err := fetch.Dial("unix://" + adminSocket(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	waitPartition(t, c, "orders", 0, "up_to_date", "")
+	defer admin.Close()
+	waitPartition(t, admin, "orders", 0, "up_to_date", "")
 	filler := tmpfs.Fill(t, mnt)
 	waitReady(t, url, http.StatusServiceUnavailable, "metadata dir "+cfg.Metadata.Dir+" is full")
-	waitPartition(t, c, "orders", 0, "metadata_unwritable", "metadata dir "+cfg.Metadata.Dir+" is full")
+	waitPartition(t, admin, "orders", 0, "metadata_unwritable", "metadata dir "+cfg.Metadata.Dir+" is full")
 	os.Remove(filler)
 	waitReady(t, url, http.StatusOK, "")
-	waitPartition(t, c, "orders", 0, "up_to_date", "")
+	waitPartition(t, admin, "orders", 0, "up_to_date", "")
 }
 
 // waitPartition polls the PartitionStatus RPC until the partition's reason
@@ -240,6 +240,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	admin := dialSocketIn(t, root)
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -259,7 +260,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	waitReady(t, ready, http.StatusServiceUnavailable, "object store unreachable: minio:http://"+proxy.Endpoint+"/outage")
 	waitReady(t, metrics, http.StatusOK, "tierd_bucket_up 0")
 	// The partition says why nothing happens, with the probe's error.
-	waitPartition(t, c, "orders", 2, "store_unreachable", "minio:http://"+proxy.Endpoint+"/outage")
+	waitPartition(t, admin, "orders", 2, "store_unreachable", "minio:http://"+proxy.Endpoint+"/outage")
 	_, err = c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: "orders", Partition: 2, Offset: 300, MaxBytes: 1})
 	if st := status.Convert(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "object store unreachable: ") {
 		t.Fatalf("read during the outage: %v, want UNAVAILABLE saying the object store is unreachable", err)

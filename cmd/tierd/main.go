@@ -36,6 +36,7 @@ func commands() []command {
 		{"dump", "print .log batches, index, snapshot and checkpoint file entries as JSON lines", runDump, false},
 		{"verify", "re-read finished copies (all or --sample N) and check them against their manifest checksums", runVerify, true},
 		{"version", "print the module version, VCS revision and Go version of this binary", runVersion, false},
+		{"api", "api token --principal User:NAME --token-file F: a bearer token for the gRPC API and its tokens_file line", runAPI, false},
 		{"sasl", "sasl credential --user NAME: a credentials-file line for the Kafka listener's SASL logins (password on stdin)", runSASL, false},
 		{"config", "config show: every setting and its source; config reload: apply a running tierd's dynamic settings", runConfig, false},
 	}

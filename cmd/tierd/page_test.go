@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testtools"
@@ -165,7 +166,7 @@ kafka:
 	waitStatus(t, cfgPath, "gone-0 remote only", func(s map[string]remotelog.PartitionStatus) bool {
 		return s["gone-0"].State == remotelog.TierRemoteOnly
 	})
-	if code, o, e := runCmd("topics", "delete", "--config", cfgPath, "--operator", "alice@ops", "gone"); code != 0 {
+	if code, o, e := runCmd("topics", "delete", "--config", cfgPath, "gone"); code != 0 {
 		t.Fatalf("topics delete: exit %d\n%s%s", code, o, e)
 	}
 	waitStatus(t, cfgPath, "gone-0 out of the live partitions", func(s map[string]remotelog.PartitionStatus) bool { _, ok := s["gone-0"]; return !ok })
@@ -276,7 +277,7 @@ func checkTimelines(t *testing.T, doc *html.Node) {
 func checkJournalAndConfig(t *testing.T, doc *html.Node, logs, password string) {
 	t.Helper()
 	del := findAll(byID(doc, "deletions"), func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-partition") == "gone-0" })
-	if len(del) != 1 || !strings.Contains(textOf(del[0]), "PENDING") || !strings.Contains(textOf(del[0]), "alice@ops") {
+	if len(del) != 1 || !strings.Contains(textOf(del[0]), "PENDING") || !strings.Contains(textOf(del[0]), fetch.LocalCaller().Principal) {
 		t.Errorf("deletions table: %q", textOf(byID(doc, "deletions")))
 	}
 	entries := findAll(byID(doc, "journal"), func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-event") != "" })

@@ -80,7 +80,7 @@ func dynamicKey(key string) bool {
 // names.
 func (c config) withDynamic(next config) config {
 	c.Copier = c.Copier.WithDynamic(next.Copier)
-	c.Fetch = c.Fetch.WithDynamic(next.Fetch)
+	c.Fetch.Config = c.Fetch.WithDynamic(next.Fetch.Config)
 	c.LogLevel, c.MemoryLimitBytes = next.LogLevel, next.MemoryLimitBytes
 	if next.meta != nil {
 		c.meta = next.meta
@@ -125,7 +125,7 @@ func diff(running, next config) (dynamic, static []change) {
 		}
 		c := change{Key: k, Old: o, New: n}
 		switch {
-		case dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch)):
+		case dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch.Config)):
 			dynamic = append(dynamic, c)
 		case k == diskBudgetKey:
 			c.Why = fetch.DiskBudgetRule

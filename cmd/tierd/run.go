@@ -130,7 +130,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		d.Close()
 		return nil, err
 	}
-	if d.fetch, err = fetch.NewServer(cfg.Fetch, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
+	if d.fetch, err = fetch.NewServer(cfg.Fetch.Config, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
 		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy),
 		fetch.WithPartitionLabels(labels), fetch.WithStoreHealth(d.watch.Err)); err != nil {
 		d.Close()
@@ -351,11 +351,28 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	d.watch.Probe(ctx)
-	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)))
 	var g oklog.Group
 	rl := newReloader(cfg, log, append(level, nil)[0])
+	var acls *authz.Authorizer
+	if cfg.ACLs.Source != "" {
+		if acls, err = newAuthorizer(cfg, d, log); err != nil {
+			return err
+		}
+		rl.Register("acls", func(config) error { acls.Refresh(); return nil }) // the ACL file, read again
+		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
+	}
+	var tokens *apiTokens
+	if cfg.Fetch.Auth.TokensFile != "" {
+		if tokens, err = newAPITokens(cfg.Fetch.Auth.TokensFile); err != nil {
+			return err
+		}
+		rl.Register("api tokens", tokens.reload)
+	}
+	warnOpenAPI(cfg, log, acls != nil)
+	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)),
+		fetch.WithAuth(fetchAuth(cfg, tokens, acls)), fetch.WithAdminSocket(adminSocket(cfg)))
 	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
-	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch) })
+	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
 	limit := memoryLimit(cfg)
 	rl.Register("memory limit", func(c config) error {
 		if l := memoryLimit(c); l != limit {
@@ -375,14 +392,6 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
 		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
-	}
-	var acls *authz.Authorizer
-	if cfg.ACLs.Source != "" {
-		if acls, err = newAuthorizer(cfg, d, log); err != nil {
-			return err
-		}
-		rl.Register("acls", func(config) error { acls.Refresh(); return nil }) // the ACL file, read again
-		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.Kafka.Listener.Listen != "" {
 		opts := []listener.Option{listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka))}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/tierd/tierd/fetch"
 )
@@ -57,7 +59,19 @@ func readRuntime(dir string) (info runtimeInfo, ok bool) {
 // names it for the tools' output ("the running tierd at X", and when the
 // file's address is not the running one, both). It returns a nil client
 // when none answers. It refuses a tierd whose metadata dir is not cfg's.
+//
+// The admin socket (fetch.admin.socket) comes first: it serves every
+// service, the Admin service among them, to tierd's own user; the TCP
+// address serves Admin only with authentication (fetch.tokens_file,
+// tls.grpc: mtls).
 func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string, err error) {
+	if c, err = dialSocket(ctx, cfg); c != nil || err != nil {
+		where = "the running tierd at " + cfg.Fetch.Listen
+		if rt, ok := readRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
+			where = fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen)
+		}
+		return c, where + " (through its admin socket)", err
+	}
 	c, err = dialAt(ctx, cfg)
 	if c != nil || err != nil {
 		return c, "the running tierd at " + cfg.Fetch.Listen, err
@@ -90,4 +104,35 @@ func metadataPresent(cfg config) error {
 	default:
 		return fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
 	}
+}
+
+// dialSocket connects to the running tierd's admin socket; nil when no
+// tierd listens there (no socket, or one a stopped tierd left), an error
+// when this user may not open it.
+func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
+	path := adminSocket(cfg)
+	probe, err := net.DialTimeout("unix", path, 2*time.Second)
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return nil, fmt.Errorf("the admin socket %s refuses this user: only the user tierd runs as (and root) may open it; run the tool as that user, or reach fetch.listen with a token (fetch.client.token_file, docs/security.md): %w", path, err)
+	case err != nil:
+		return nil, nil // nothing listens
+	}
+	probe.Close()
+	c, err := fetch.Dial("unix://" + path)
+	if err != nil {
+		return nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	up := c.WaitReady(pctx)
+	cancel()
+	if !up {
+		c.Close()
+		return nil, nil
+	}
+	if err := checkIdentity(ctx, c, cfg, path+" (the admin socket)"); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
 }

@@ -184,14 +184,24 @@ func tlsRefusal(cfg config) error {
 // dialTierd connects a tool to the gRPC API at cfg.Fetch.Listen, over TLS
 // when tls.grpc is not off (trusting tls.ca_file, presenting
 // tls.client_cert_file).
+//
+// With fetch.client.token_file, every call carries its token.
 func dialTierd(cfg config) (*fetch.Client, error) {
+	var opts []fetch.DialOption
+	tok, err := clientToken(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tok != "" {
+		opts = append(opts, fetch.WithToken(tok))
+	}
 	t := cfg.TLS
 	if mode(t.GRPC) == tlsOff {
-		return fetch.Dial(cfg.Fetch.Listen)
+		return fetch.Dial(cfg.Fetch.Listen, opts...)
 	}
 	tc, err := tlsreload.ClientConfig(tlsreload.ClientFiles{CAFile: t.CAFile, CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, ServerName: t.ServerName})
 	if err != nil {
 		return nil, fmt.Errorf("tls: the tools' client settings: %w", err)
 	}
-	return fetch.Dial(cfg.Fetch.Listen, fetch.WithClientTLS(tc))
+	return fetch.Dial(cfg.Fetch.Listen, append(opts, fetch.WithClientTLS(tc))...)
 }

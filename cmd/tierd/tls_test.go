@@ -119,7 +119,10 @@ func TestRunTLS(t *testing.T) {
 	}
 	// A tool that does not trust the server's CA says why it cannot
 	// connect, instead of taking tierd for stopped.
+	// (Its admin socket is elsewhere: the tool goes to fetch.listen, as
+	// one on another host does.)
 	untrusting := strings.Replace(readFile(t, cfgPath), "  ca_file: "+ca.CAFile+"\n", "", 1)
+	untrusting = strings.Replace(untrusting, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(t.TempDir(), "none.sock")+"\n", 1)
 	os.WriteFile(cfgPath+".untrusting.yaml", []byte(untrusting), 0o644)
 	code, out, errOut = runCmd("segments", "--config", cfgPath+".untrusting.yaml")
 	if code != 1 || !strings.Contains(errOut, "but the TLS handshake failed") || !strings.Contains(errOut, "tls.ca_file") {
@@ -232,8 +235,14 @@ func TestHealthFollowsBucket(t *testing.T) {
 		t.Errorf("reachable bucket: %s", st)
 	}
 	out, errOut, err := testtools.Run(grpcurl, "-plaintext", up, "list")
-	if err != nil || !strings.Contains(out, "tierd.v1.Admin") || !strings.Contains(out, "tierd.v1.RemoteFetch") {
+	// The Admin service is not on TCP without authentication; the admin
+	// socket serves it.
+	if err != nil || strings.Contains(out, "tierd.v1.Admin") || !strings.Contains(out, "tierd.v1.RemoteFetch") {
 		t.Errorf("grpcurl list: %v\n%s%s", err, out, errOut)
+	}
+	out, errOut, err = testtools.Run(grpcurl, "-plaintext", "-unix", filepath.Join(root2, "metadata", "admin", "tierd.sock"), "list")
+	if err != nil || !strings.Contains(out, "tierd.v1.Admin") {
+		t.Errorf("grpcurl list on the admin socket: %v\n%s%s", err, out, errOut)
 	}
 }
 

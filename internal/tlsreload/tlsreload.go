@@ -117,7 +117,7 @@ func (h *Holder) Leaf() *x509.Certificate { return h.cur.Load().cert.Leaf }
 // ssl.client.auth=required); without, no client certificate is asked for.
 // The minimum version is TLS 1.2.
 func (h *Holder) ServerConfig(requireClientCert bool) *tls.Config {
-	return &tls.Config{
+	outer := &tls.Config{
 		MinVersion: tls.VersionTLS12,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
 			m := h.cur.Load()
@@ -132,6 +132,12 @@ func (h *Holder) ServerConfig(requireClientCert bool) *tls.Config {
 			return c, nil
 		},
 	}
+	if requireClientCert {
+		// Says the mode to those who look (each handshake uses the
+		// config above).
+		outer.ClientAuth = tls.RequireAndVerifyClientCert
+	}
+	return outer
 }
 
 // ClientFiles names the PEM files a client uses to reach a TLS server.

@@ -1,4 +1,4 @@
-package listener
+package kafkaacl
 
 import "testing"
 
@@ -12,7 +12,7 @@ func TestPrincipalRules(t *testing.T) {
 		"RULE:^cn=(.*?),ou=(.*?),dc=(.*?),dc=(.*?)$/$1@$2/U," +
 		"RULE:^.*[Cc][Nn]=([a-zA-Z0-9.]*).*$/$1/U," +
 		"DEFAULT"
-	m, err := parsePrincipalRules(rules)
+	m, err := ParsePrincipalRules(rules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,23 +23,23 @@ func TestPrincipalRules(t *testing.T) {
 		"cN=duke,OU=JavaSoft,O=Sun Microsystems":    "DUKE",
 		"OU=JavaSoft,O=Sun Microsystems,C=US":       "OU=JavaSoft,O=Sun Microsystems,C=US",
 	} {
-		if got, ok := m.name(dn); !ok || got != want {
+		if got, ok := m.Name(dn); !ok || got != want {
 			t.Errorf("%s: %q %v, want %q", dn, got, ok, want)
 		}
 	}
-	strict, _ := parsePrincipalRules("RULE:^CN=([a-z]+),O=Acme$/$1/")
-	if _, ok := strict.name("CN=eve,O=Other"); ok {
+	strict, _ := ParsePrincipalRules("RULE:^CN=([a-z]+),O=Acme$/$1/")
+	if _, ok := strict.Name("CN=eve,O=Other"); ok {
 		t.Error("a name no rule applies to was mapped")
 	}
-	esc, err := parsePrincipalRules(`RULE:^CN=(.*)\/x$/$1\/y/`)
+	esc, err := ParsePrincipalRules(`RULE:^CN=(.*)\/x$/$1\/y/`)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := esc.name("CN=a/x"); got != "a/y" {
+	if got, _ := esc.Name("CN=a/x"); got != "a/y" {
 		t.Errorf("escaped '/': %q", got)
 	}
 	for _, bad := range []string{"RULE:^CN=(.*)$/$1", "RULE:(?<=x)a/b/", "DEFAULT DEFAULT", "RULES"} {
-		if _, err := parsePrincipalRules(bad); err == nil {
+		if _, err := ParsePrincipalRules(bad); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
 	}

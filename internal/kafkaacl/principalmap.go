@@ -1,4 +1,4 @@
-package listener
+package kafkaacl
 
 import (
 	"fmt"
@@ -21,22 +21,22 @@ type principalRule struct {
 	upper       bool
 }
 
-// principalMapper is the parsed rule list, applied in order; the first
+// PrincipalRules is the parsed rule list, applied in order; the first
 // rule that applies gives the principal's name.
-type principalMapper []principalRule
+type PrincipalRules []principalRule
 
-// parsePrincipalRules parses ssl.principal.mapping.rules in Kafka's
+// ParsePrincipalRules parses ssl.principal.mapping.rules in Kafka's
 // syntax: rules separated by commas, each "DEFAULT" or
 // "RULE:pattern/replacement/[LU]" ('/' and '\' escaped with '\' inside
 // pattern and replacement). An empty string is "DEFAULT". Patterns are
 // Go regular expressions (RE2: Java's back-references and look-arounds
 // are refused with the rule named).
-func parsePrincipalRules(s string) (principalMapper, error) {
+func ParsePrincipalRules(s string) (PrincipalRules, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		s = "DEFAULT"
 	}
-	var out principalMapper
+	var out PrincipalRules
 	for len(s) > 0 {
 		s = strings.TrimLeft(s, " \t")
 		switch {
@@ -102,9 +102,9 @@ func cutUnescaped(s string) (before, after string, ok bool) {
 	return "", "", false
 }
 
-// name maps a distinguished name to a principal's name; ok is false when
+// Name maps a distinguished name to a principal's name; ok is false when
 // no rule applies (Kafka then fails the client's authentication).
-func (m principalMapper) name(dn string) (string, bool) {
+func (m PrincipalRules) Name(dn string) (string, bool) {
 	for _, r := range m {
 		if r.isDefault {
 			return dn, true

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/seglog"
+)
+
+// The Admin service on fetch.listen with tokens: a tool with no token or
+// with a token of a principal that is not an admin is refused and no
+// deletion is scheduled (the journal stays empty); an admin's tool
+// schedules it, and the journal names the principal, not a claimed
+// operator; a token removed from tokens_file is refused after SIGHUP.
+// Tokens come from "tierd api token", whose file is 0600 and never
+// printed.
+func TestAPITokensEndToEnd(t *testing.T) {
+	root := t.TempDir()
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 600; i++ {
+		l.Append(seglog.Record{Value: demoValue(int64(i))})
+	}
+	l.Close()
+
+	token := func(principal string) (file, line string) {
+		file = filepath.Join(root, strings.TrimPrefix(principal, "User:")+".token")
+		code, o, e := runCmd("api", "token", "--principal", principal, "--token-file", file)
+		if code != 0 {
+			t.Fatalf("api token: exit %d %s", code, e)
+		}
+		tok, _ := os.ReadFile(file)
+		st, _ := os.Stat(file)
+		if st.Mode().Perm() != 0o600 || strings.Contains(o, strings.TrimSpace(string(tok))) || !strings.HasPrefix(o, principal+" sha256:") {
+			t.Fatalf("api token: mode %v, printed %q", st.Mode(), o)
+		}
+		return file, strings.TrimSpace(o)
+	}
+	opsFile, opsLine := token("User:ops")
+	eveFile, eveLine := token("User:eve")
+	if code, _, e := runCmd("api", "token", "--principal", "User:ops", "--token-file", opsFile); code != 1 || !strings.Contains(e, "exists") {
+		t.Fatalf("api token over an existing file: exit %d %s", code, e)
+	}
+	tokens := filepath.Join(root, "tokens")
+	os.WriteFile(tokens, []byte(opsLine+"\n"+eveLine+"\n"), 0o600)
+
+	fetchAddr := freeAddr(t)
+	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
+	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n  admin.principals: [User:ops]\n", 1)
+	cfgPath := filepath.Join(root, "tierd.yaml")
+	os.WriteFile(cfgPath, []byte(y), 0o644)
+	// A tool elsewhere: no admin socket, maybe a token.
+	tool := func(name, tokenFile string) string {
+		ty := strings.Replace(y, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(root, "nowhere.sock")+"\n", 1)
+		if tokenFile != "" {
+			ty = strings.Replace(ty, "fetch:\n", "fetch:\n  client.token_file: "+tokenFile+"\n", 1)
+		}
+		p := filepath.Join(root, name+".yaml")
+		os.WriteFile(p, []byte(ty), 0o644)
+		return p
+	}
+	startServe(t, cfgPath)
+	c, err := fetch.Dial(fetchAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitFor(t, "orders-0 tiered", func() bool {
+		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders"})
+		return err == nil && r.HighestTieredOffset == 411
+	})
+	os.RemoveAll(filepath.Join(root, "logs", "orders-0"))
+	journal := func() string {
+		code, o, e := runCmd("journal", "--config", cfgPath) // on the admin socket
+		if code != 0 {
+			t.Fatalf("journal: exit %d %s", code, e)
+		}
+		return o
+	}
+
+	for _, tc := range []struct{ name, file, says string }{
+		{"anonymous", "", "Unauthenticated"}, {"eve", eveFile, "PermissionDenied"},
+	} {
+		code, o, e := runCmd("topics", "delete", "--config", tool(tc.name, tc.file), "orders")
+		if code != 1 || !strings.Contains(e, tc.says) {
+			t.Errorf("%s: topics delete: exit %d, want 1 saying %s\n%s%s", tc.name, code, tc.says, o, e)
+		}
+		if j := journal(); strings.TrimSpace(j) != "" {
+			t.Fatalf("%s: the journal changed:\n%s", tc.name, j)
+		}
+	}
+	opsTool := tool("ops", opsFile)
+	if code, o, e := runCmd("topics", "delete", "--config", opsTool, "orders"); code != 0 || !strings.Contains(o, "orders-0") {
+		t.Fatalf("ops: topics delete: exit %d\n%s%s", code, o, e)
+	}
+	if j := journal(); !strings.Contains(j, "User:ops (host 127.0.0.1)") || strings.Count(strings.TrimSpace(j), "\n") != 0 {
+		t.Fatalf("journal after the admin's delete:\n%s", j)
+	}
+	// Revoked: ops's line leaves the file; after SIGHUP its token fails.
+	os.WriteFile(tokens, []byte(eveLine+"\n"), 0o600)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	waitFor(t, "ops's token refused after the reload", func() bool {
+		code, _, e := runCmd("partitions", "restore", "--config", opsTool, "orders-0")
+		return code == 1 && strings.Contains(e, "Unauthenticated")
+	})
+}
+
+// A tokens file others may write is refused at start.
+func TestAPITokensFileMode(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	tokens := filepath.Join(root, "tokens")
+	os.WriteFile(tokens, []byte(fetch.TokenLine("User:ops", "x")+"\n"), 0o600)
+	os.Chmod(tokens, 0o666)
+	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
+	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n", 1)
+	os.WriteFile(base, []byte(y), 0o644)
+	cfg, err := loadConfig(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+		t.Fatalf("tierd run with a tokens file others may write: %v", err)
+	}
+}

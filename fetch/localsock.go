@@ -1,0 +1,112 @@
+package fetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// MaxSocketPath is the longest path a Unix socket may have on Linux,
+// bytes (sun_path's 108 bytes less the terminating NUL).
+const MaxSocketPath = 107
+
+// ListenLocal listens on the admin socket at path: a Unix socket, mode
+// 0600, in a directory of its own (path's parent, created 0700 and
+// refused when group or other users may enter it), so that only tierd's
+// user (and root) can open it. A socket left at path by a tierd that
+// ended is removed first; any other file there is an error, as is a path
+// longer than MaxSocketPath.
+func ListenLocal(path string) (net.Listener, error) {
+	if len(path) > MaxSocketPath {
+		return nil, fmt.Errorf("fetch: admin socket %s is %d bytes long, more than the %d a Unix socket path may be: set fetch.admin.socket to a shorter path",
+			path, len(path), MaxSocketPath)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	st, err := os.Stat(dir)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return nil, fmt.Errorf("fetch: admin socket: directory %s has mode %v: other users could reach the socket; want 0700 (chmod 700 %s)", dir, st.Mode().Perm(), dir)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode().Type() != fs.ModeSocket {
+			return nil, fmt.Errorf("fetch: admin socket: %s exists and is not a socket; refusing to remove it", path)
+		}
+		// The metadata dir is this tierd's alone (its lock): a socket
+		// here is a stopped tierd's.
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("fetch: admin socket: remove the socket a stopped tierd left: %w", err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	lis, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	lis.(*net.UnixListener).SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o600); err != nil {
+		lis.Close()
+		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	return lis, nil
+}
+
+// localAuth is the AuthInfo of a caller on the admin socket.
+type localAuth struct {
+	uid       int // -1: unknown
+	principal string
+}
+
+func (localAuth) AuthType() string { return "local" }
+
+// localCreds are the admin socket's transport credentials: no handshake;
+// the caller is the local user the kernel says opened the connection.
+type localCreds struct{}
+
+func (localCreds) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("fetch: localCreds are server credentials")
+}
+
+func (localCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	uid := peerUID(c)
+	return c, localAuth{uid: uid, principal: localPrincipal(uid)}, nil
+}
+
+func (localCreds) Info() credentials.ProtocolInfo {
+	return credentials.ProtocolInfo{SecurityProtocol: "local"}
+}
+
+func (l localCreds) Clone() credentials.TransportCredentials { return l }
+
+func (localCreds) OverrideServerName(string) error { return nil }
+
+// localPrincipal is "User:" and the name of the local user uid, or of
+// the user running this process when uid is unknown (-1).
+func localPrincipal(uid int) string {
+	if uid < 0 {
+		uid = os.Getuid()
+	}
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		return "User:" + u.Username
+	}
+	return "User:uid-" + strconv.Itoa(uid)
+}
+
+// LocalCaller is the caller of an in-process Admin (NewAdmin): the user
+// running this process, who could open the metadata dir.
+func LocalCaller() Caller {
+	return Caller{Principal: localPrincipal(-1), Local: true, UID: -1}
+}
