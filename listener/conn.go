@@ -74,6 +74,7 @@ func (e *closeErr) Error() string { return e.reason + ": " + e.err.Error() }
 func (c *conn) serve(ctx context.Context) {
 	defer c.s.dropConn(c)
 	defer c.nc.Close()
+	defer c.endLogin()
 	if ce := c.handshake(ctx); ce != nil {
 		c.closing(ce)
 		return

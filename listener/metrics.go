@@ -66,7 +66,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		closed: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_connections_closed_total",
 			Help: "Kafka client connections closed, by reason."}, []string{"reason"}),
 		logins: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_kafka_sasl_logins_total",
-			Help: "SASL logins on the Kafka listener (re-authentications included), by mechanism and result (ok, failed)."},
+			Help: "SASL logins on the Kafka listener (re-authentications included), by mechanism and result (ok; failed; unavailable: the Kafka cluster that checks logins could not be asked)."},
 			[]string{"mechanism", "result"}),
 		fetchMem: f.NewGauge(prometheus.GaugeOpts{Name: "tierd_kafka_fetch_memory_bytes",
 			Help: "Bytes of fetch.response.memory.bytes that Fetches in progress hold (twice the records each may return, until its response is written)."}),

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sync"
 	"time"
@@ -231,6 +232,7 @@ func (c *conn) loggedIn() error {
 	if c.sasl.authed && p != c.principal {
 		return fmt.Errorf("%w: re-authentication as %s on a connection logged in as %s", sasl.ErrAuthenticationFailed, p, c.principal)
 	}
+	c.endLogin()
 	c.principal, c.sasl.authed, c.sasl.sess, c.sasl.v0 = p, true, nil, false
 	if ms := c.s.cfg.ConnectionsMaxReauthMs; ms > 0 {
 		c.sasl.expires = time.Now().Add(saturate.Millis(ms))
@@ -244,7 +246,20 @@ func (c *conn) loggedIn() error {
 // mechanism (the user named, never a password), and waits
 // connection.failed.authentication.delay.ms times the address's failures
 // in the last minute (at most 50 times) before the answer goes.
+//
+// A login that failed because the Kafka cluster could not be asked
+// (sasl.ErrUnavailable) is counted as "unavailable" and not held against
+// the address.
 func (c *conn) loginFailed(ctx context.Context, err error) {
+	c.endLogin()
+	if errors.Is(err, sasl.ErrUnavailable) {
+		c.s.m.logins.WithLabelValues(c.sasl.mech, "unavailable").Inc()
+		if c.s.once.first("sasl_unavailable/"+c.sasl.mech, c.host, "") {
+			c.s.logger.Warn("Kafka login failed: the Kafka cluster that checks logins could not be asked (logged once per client address and mechanism)",
+				"remote", c.remote, "mechanism", c.sasl.mech, "err", err.Error())
+		}
+		return
+	}
 	c.s.m.logins.WithLabelValues(c.sasl.mech, "failed").Inc()
 	if c.s.once.first("sasl_failed/"+c.sasl.mech, c.host, "") {
 		c.s.logger.Warn("Kafka login failed (logged once per client address and mechanism)", "remote", c.remote,
@@ -292,4 +307,12 @@ func (f *failureCounts) add(addr string, now time.Time) int {
 	}
 	e.n++
 	return e.n
+}
+
+// endLogin releases what a login in progress holds (a relayed login's
+// connection to the cluster); the connection's end calls it too.
+func (c *conn) endLogin() {
+	if cl, ok := c.sasl.sess.(io.Closer); ok {
+		cl.Close()
+	}
 }

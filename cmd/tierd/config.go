@@ -114,9 +114,10 @@ type kafkaConfig struct {
 type kafkaLogins struct {
 	// SASLCredentialsFile holds the SCRAM credentials clients log in
 	// with (listener/sasl's form; "tierd sasl credential" makes a line),
-	// read at start and again on SIGHUP; required with
-	// sasl.enabled.mechanisms. It must not be readable by other users.
-	// Default "".
+	// read at start and again on SIGHUP. It must not be readable by other
+	// users. Default "": with bootstrap_servers, every login is relayed to
+	// the Kafka cluster and judged there (sasl.Relay); without, it is
+	// required by sasl.enabled.mechanisms.
 	SASLCredentialsFile string `yaml:"sasl.credentials.file"`
 	// AllowUnauthenticated lets the Kafka listener serve beyond loopback
 	// with nobody authenticated (no sasl.enabled.mechanisms, tls.kafka not
@@ -301,8 +302,8 @@ func (c config) validate() error {
 		}
 	}
 	errs = append(errs, c.ACLs.validate(c.Kafka)...)
-	if c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile == "" {
-		errs = append(errs, errors.New("kafka: sasl.enabled.mechanisms needs sasl.credentials.file (the credentials clients log in with)"))
+	if c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile == "" && !c.Kafka.Cluster.Enabled() {
+		errs = append(errs, errors.New("kafka: sasl.enabled.mechanisms needs bootstrap_servers (logins checked by the Kafka cluster) or sasl.credentials.file (the credentials clients log in with)"))
 	}
 	if c.kafkaOpen() && !c.Kafka.Logins.AllowUnauthenticated {
 		errs = append(errs, fmt.Errorf("kafka: listen %s reaches beyond loopback, but the listener authenticates nobody and applies no ACLs: "+

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -8,6 +10,7 @@ import (
 	"os"
 
 	"github.com/tierd/tierd/authz"
+	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -33,6 +36,40 @@ func loopbackOnly(listen string) bool {
 	}
 	a, err := netip.ParseAddr(host)
 	return err == nil && a.IsLoopback()
+}
+
+// clusterLogins relays the Kafka listener's logins to the Kafka cluster
+// (sasl.Relay over cluster.Client.BeginLogin).
+type clusterLogins struct{ c *cluster.Client }
+
+func (u clusterLogins) BeginLogin(ctx context.Context, mechanism string) (sasl.UpstreamLogin, error) {
+	l, err := u.c.BeginLogin(ctx, mechanism)
+	if err != nil {
+		return nil, err
+	}
+	return refusals{l}, nil
+}
+
+// refusals makes the cluster's refusal a failed login.
+type refusals struct{ *cluster.Login }
+
+func (r refusals) Step(ctx context.Context, msg []byte) ([]byte, error) {
+	b, err := r.Login.Step(ctx, msg)
+	if errors.Is(err, cluster.ErrLoginRefused) {
+		return nil, fmt.Errorf("%w: %w", sasl.ErrAuthenticationFailed, err)
+	}
+	return b, err
+}
+
+// newRelay checks the Kafka listener's logins against the cluster, each
+// within the cluster's request_timeout.
+func newRelay(cfg config, d *daemon) (*sasl.Relay, error) {
+	r, err := sasl.NewRelay(cfg.Kafka.Listener.SASLEnabledMechanisms, clusterLogins{d.kafka})
+	if err != nil {
+		return nil, err
+	}
+	r.Timeout = cfg.Kafka.Cluster.RequestTimeout
+	return r, nil
 }
 
 // logins are the Kafka listener's SASL credentials, from

@@ -395,13 +395,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	}
 	if cfg.Kafka.Listener.Listen != "" {
 		opts := []listener.Option{listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka))}
-		if cfg.Kafka.Listener.SASL() {
+		switch {
+		case cfg.Kafka.Listener.SASL() && cfg.Kafka.Logins.SASLCredentialsFile != "":
 			logins, err := newLogins(cfg)
 			if err != nil {
 				return err
 			}
 			rl.Register("sasl credentials", func(c config) error { return logins.reload(c) })
 			opts = append(opts, listener.WithSASL(logins.Local))
+		case cfg.Kafka.Listener.SASL():
+			relay, err := newRelay(cfg, d)
+			if err != nil {
+				return err
+			}
+			log.Info("Kafka listener logins are checked by the Kafka cluster (no sasl.credentials.file)", "mechanisms", cfg.Kafka.Listener.SASLEnabledMechanisms)
+			opts = append(opts, listener.WithSASL(relay))
 		}
 		if acls != nil {
 			opts = append(opts, listener.WithAuthorizer(acls))

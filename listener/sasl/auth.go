@@ -191,14 +191,11 @@ type plainSession struct {
 // Step checks "authzid NUL authcid NUL password" (RFC 4616) in one
 // message; authzid, when given, must be authcid (Kafka's rule).
 func (p *plainSession) Step(msg []byte) ([]byte, bool, error) {
-	parts := bytes.Split(msg, []byte{0})
-	if len(parts) != 3 || len(parts[1]) == 0 || len(parts[2]) == 0 {
-		return nil, true, fmt.Errorf("%w: PLAIN: malformed message", ErrAuthenticationFailed)
+	user, err := plainUser(msg)
+	if err != nil {
+		return nil, true, err
 	}
-	authz, user, pass := string(parts[0]), string(parts[1]), string(parts[2])
-	if authz != "" && authz != user {
-		return nil, true, fmt.Errorf("%w: PLAIN: user %q asked to act as %q", ErrAuthenticationFailed, user, authz)
-	}
+	pass := string(bytes.SplitN(msg, []byte{0}, 3)[2])
 	for _, mech := range []string{ScramSHA512, ScramSHA256} {
 		c, ok := p.creds.get(user, mech)
 		if !ok {

@@ -73,48 +73,62 @@ func (s *scramServer) step(msg string) (reply string, done, ok bool, err error) 
 	return "", true, false, errors.New("the SCRAM exchange is over")
 }
 
-// first reads "n,[a=authzid],[m=...,]n=saslname,r=nonce[,ext=...]" (Kafka
-// takes no channel binding: the gs2 flag is "n").
+// first reads the client-first message (parseClientFirst) and answers
+// with the server-first message.
 func (s *scramServer) first(msg string) (string, bool, bool, error) {
-	rest, ok := strings.CutPrefix(msg, "n,")
-	if !ok {
-		return "", true, false, fmt.Errorf("%w: the gs2 header must be \"n,\" (no channel binding)", errSCRAM)
-	}
-	authz, bare, ok := strings.Cut(rest, ",")
-	if !ok {
-		return "", true, false, fmt.Errorf("%w: no client-first-message-bare", errSCRAM)
-	}
-	fields := strings.Split(bare, ",")
-	if len(fields) > 0 && strings.HasPrefix(fields[0], "m=") {
-		return "", true, false, fmt.Errorf("%w: mandatory extensions are not supported", errSCRAM)
-	}
-	if len(fields) < 2 || !strings.HasPrefix(fields[0], "n=") || !strings.HasPrefix(fields[1], "r=") || len(fields[1]) < 3 {
-		return "", true, false, fmt.Errorf("%w: want n=<name>,r=<nonce>", errSCRAM)
-	}
-	for _, ext := range fields[2:] {
-		if ext == "tokenauth=true" {
-			return "", true, false, fmt.Errorf("%w: delegation tokens are not supported", errSCRAM)
-		}
-	}
-	user, ok := saslName(fields[0][2:])
-	if !ok || user == "" {
-		return "", true, false, fmt.Errorf("%w: a user name with '=' not escaping ',' or '='", errSCRAM)
-	}
-	if authz != "" {
-		a, ok := saslName(strings.TrimPrefix(authz, "a="))
-		if !strings.HasPrefix(authz, "a=") || !ok || a != user {
-			return "", true, false, fmt.Errorf("%w: user %q asked to act as another (%q)", ErrAuthenticationFailed, user, authz)
-		}
-	}
-	cnonce := fields[1][2:]
-	if !printable(cnonce) {
-		return "", true, false, fmt.Errorf("%w: the client nonce is not printable", errSCRAM)
+	user, bare, cnonce, err := parseClientFirst(msg)
+	if err != nil {
+		return "", true, false, err
 	}
 	s.user, s.c1bare = user, bare
 	s.cred, s.known = s.lookup(user)
 	s.fullNonce = cnonce + s.nonceGen()
 	s.s1 = fmt.Sprintf("r=%s,s=%s,i=%d", s.fullNonce, base64.StdEncoding.EncodeToString(s.cred.Salt), s.cred.Iterations)
 	return s.s1, false, false, nil
+}
+
+// parseClientFirst reads a client-first message,
+// "n,[a=authzid],[m=...,]n=saslname,r=nonce[,ext=...]" (Kafka takes no
+// channel binding: the gs2 flag is "n"), returning the user, the
+// client-first-message-bare and the client's nonce. Refused: mandatory
+// extensions, a delegation token login (tokenauth=true), an authzid that
+// is not the user, a nonce that is not printable.
+func parseClientFirst(msg string) (user, bare, cnonce string, err error) {
+	rest, ok := strings.CutPrefix(msg, "n,")
+	if !ok {
+		return "", "", "", fmt.Errorf("%w: the gs2 header must be \"n,\" (no channel binding)", errSCRAM)
+	}
+	authz, bare, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", "", fmt.Errorf("%w: no client-first-message-bare", errSCRAM)
+	}
+	fields := strings.Split(bare, ",")
+	if len(fields) > 0 && strings.HasPrefix(fields[0], "m=") {
+		return "", "", "", fmt.Errorf("%w: mandatory extensions are not supported", errSCRAM)
+	}
+	if len(fields) < 2 || !strings.HasPrefix(fields[0], "n=") || !strings.HasPrefix(fields[1], "r=") || len(fields[1]) < 3 {
+		return "", "", "", fmt.Errorf("%w: want n=<name>,r=<nonce>", errSCRAM)
+	}
+	for _, ext := range fields[2:] {
+		if ext == "tokenauth=true" {
+			return "", "", "", fmt.Errorf("%w: delegation tokens are not supported", errSCRAM)
+		}
+	}
+	user, ok = saslName(fields[0][2:])
+	if !ok || user == "" {
+		return "", "", "", fmt.Errorf("%w: a user name with '=' not escaping ',' or '='", errSCRAM)
+	}
+	if authz != "" {
+		a, ok := saslName(strings.TrimPrefix(authz, "a="))
+		if !strings.HasPrefix(authz, "a=") || !ok || a != user {
+			return "", "", "", fmt.Errorf("%w: user %q asked to act as another (%q)", ErrAuthenticationFailed, user, authz)
+		}
+	}
+	cnonce = fields[1][2:]
+	if !printable(cnonce) {
+		return "", "", "", fmt.Errorf("%w: the client nonce is not printable", errSCRAM)
+	}
+	return user, bare, cnonce, nil
 }
 
 // final reads "c=<b64 gs2 header>,r=<nonce>[,...],p=<b64 proof>" and
