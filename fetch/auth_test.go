@@ -58,7 +58,9 @@ type aclAuthorizer struct {
 	z   kafkaacl.Authorizer
 }
 
-func (a aclAuthorizer) Authorize(r kafkaacl.Request) kafkaacl.Decision { return a.z.Authorize(a.set, r) }
+func (a aclAuthorizer) Authorize(r kafkaacl.Request) kafkaacl.Decision {
+	return a.z.Authorize(a.set, r)
+}
 
 func newACLs(t *testing.T, text string) aclAuthorizer {
 	t.Helper()
