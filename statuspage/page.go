@@ -21,6 +21,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -94,6 +95,11 @@ func WithReadiness(ready func() (bool, string)) Option { return func(p *Page) { 
 // WithFacts shows facts about this tierd in the header.
 func WithFacts(facts ...Fact) Option { return func(p *Page) { p.facts = append(p.facts, facts...) } }
 
+// WithLiveFacts shows, after the fixed facts, those get returns at each
+// view (who may reach what, which changes with a reload or an outage).
+// get must not block and must return no secret.
+func WithLiveFacts(get func() []Fact) Option { return func(p *Page) { p.live = get } }
+
 // Page is the status page, an http.Handler for "/".
 type Page struct {
 	cfg    Config
@@ -105,6 +111,7 @@ type Page struct {
 	source func(string) string
 	ready  func() (bool, string)
 	facts  []Fact
+	live   func() []Fact
 
 	brokerCopies func() (BrokerCopies, error) // nil: no RSM endpoint
 }
@@ -213,6 +220,9 @@ type legendItem struct {
 func (p *Page) data(refresh int) pageData {
 	now := p.now()
 	d := pageData{Now: now.UTC().Format(time.RFC3339), Refresh: refresh, Refreshes: []int{5, 30}, Facts: p.facts, JournalMax: p.cfg.JournalEntries}
+	if p.live != nil {
+		d.Facts = append(slices.Clone(p.facts), p.live()...)
+	}
 	problem := func(what string, err error) {
 		d.Problems = append(d.Problems, fmt.Sprintf("%s: %v", what, err))
 		p.log.Debug("status page: part not shown", "what", what, "err", err)

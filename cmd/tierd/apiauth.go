@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,29 +80,45 @@ func adminSocket(cfg config) string {
 	return filepath.Join(dir, "admin", "tierd.sock")
 }
 
-// apiTokens are the gRPC API's tokens, from fetch.tokens_file.
+// apiTokens are bearer tokens from a tokens file (fetch.tokens_file,
+// http.tokens_file), named by key in errors.
 type apiTokens struct {
 	fetch.TokenSet
-	file string
+	file, key string
 }
 
-func newAPITokens(file string) (*apiTokens, error) {
-	t := &apiTokens{file: file}
+func newAPITokens(file, key string) (*apiTokens, error) {
+	t := &apiTokens{file: file, key: key}
 	return t, t.reload(config{})
 }
 
 // reload reads the tokens file again; a file that does not load changes
 // nothing.
 func (t *apiTokens) reload(config) error {
-	f, err := openPrivate(t.file, "fetch: tokens_file", false)
+	f, err := openPrivate(t.file, t.key, false)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	if err := t.Set(f); err != nil {
-		return fmt.Errorf("fetch: tokens_file %s: %w", t.file, err)
+		return fmt.Errorf("%s %s: %w", t.key, t.file, err)
 	}
 	return nil
+}
+
+// requireToken serves next only to requests with "Authorization: Bearer
+// <token>" of one of t's tokens; others get 401 and a sentence that
+// names the setting, never the token sent.
+func requireToken(t *apiTokens, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if _, known := t.Principal(strings.TrimSpace(tok)); !ok || !known {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tierd"`)
+			http.Error(w, "a bearer token of "+t.key+" is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // openPrivate opens a file of secrets, refusing one its group or other

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -135,5 +137,52 @@ func TestAPITokensFileMode(t *testing.T) {
 	defer cancel()
 	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
 		t.Fatalf("tierd run with a tokens file others may write: %v", err)
+	}
+}
+
+// With http.tokens_file, the status page and /metrics answer 401 without
+// a known bearer token (naming the setting, never the token sent) and
+// serve with one; the probes stay open.
+func TestHTTPTokens(t *testing.T) {
+	root := t.TempDir()
+	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
+	tokens := filepath.Join(root, "http-tokens")
+	os.WriteFile(tokens, []byte(fetch.TokenLine("User:prometheus", "scrape-secret")+"\n"), 0o600)
+	httpAddr := freeAddr(t)
+	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
+	appendFile(t, base, "  tokens_file: "+tokens+"\n") // the file ends in the http: section
+	startServe(t, base)
+	get := func(path, token string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+httpAddr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	waitFor(t, "the HTTP endpoint up", func() bool { c, _ := get("/-/healthy", ""); return c == 200 })
+	for _, path := range []string{"/", "/metrics"} {
+		for _, tok := range []string{"", "guess-secret"} {
+			if code, body := get(path, tok); code != http.StatusUnauthorized || !strings.Contains(body, "http: tokens_file") || (tok != "" && strings.Contains(body, tok)) {
+				t.Errorf("%s with token %q: %d %q", path, tok, code, body)
+			}
+		}
+		code, body := get(path, "scrape-secret")
+		if code != 200 {
+			t.Errorf("%s with the token: %d %q", path, code, body)
+		}
+		// The page says who may reach what, never a secret.
+		if path == "/" && (!strings.Contains(body, "bearer token required (1 tokens)") || !strings.Contains(body, "admin socket only for Admin") ||
+			!strings.Contains(body, "none: every client reads") || strings.Contains(body, "scrape-secret")) {
+			t.Errorf("the page's security facts:\n%s", body)
+		}
+	}
+	if code, _ := get("/-/ready", ""); code != 200 && code != http.StatusServiceUnavailable {
+		t.Errorf("/-/ready without a token: %d", code)
 	}
 }

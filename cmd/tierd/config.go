@@ -187,6 +187,14 @@ type httpConfig struct {
 	// lock and channel wait). Anyone who can reach Listen can take them:
 	// for profiling on a trusted host only. Default false.
 	Pprof bool `yaml:"pprof"`
+	// TokensFile, when set, makes the status page, /metrics and the
+	// profiles answer only requests with "Authorization: Bearer <token>"
+	// of one of its tokens (fetch.TokenSet's form, "tierd api token"
+	// makes a line; Prometheus sends one with authorization:
+	// credentials_file); /-/healthy and /-/ready stay open. Read at start
+	// and on SIGHUP; it must not be writable by group or other users.
+	// Default "".
+	TokensFile string `yaml:"tokens_file"`
 }
 
 // bucketConfig picks and configures the object store.

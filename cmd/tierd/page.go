@@ -12,7 +12,9 @@ import (
 // statusPage is the page served at http.listen "/" (package statuspage):
 // the copier's status, the metadata store's rows and deletion journal,
 // and cfg with its secrets redacted.
-func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader) (*statuspage.Page, error) {
+//
+// live, when not nil, adds facts computed at each view (securityFacts).
+func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
 	// The page shows the running config: a reload (SIGHUP) replaces it,
 	// with where each value came from.
 	var cur atomic.Pointer[config]
@@ -23,6 +25,9 @@ func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, str
 	running := func() any { return *cur.Load() }
 	source := func(key string) string { return cur.Load().source(key) }
 	var broker []statuspage.Option
+	if live != nil {
+		broker = append(broker, statuspage.WithLiveFacts(live))
+	}
 	if d.rsmEP != nil {
 		broker = append(broker, statuspage.WithBrokerCopies(func() (statuspage.BrokerCopies, error) { return brokerCopiesView(d.rsmEP.Status()) }))
 	}

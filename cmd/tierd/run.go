@@ -363,7 +363,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	}
 	var tokens *apiTokens
 	if cfg.Fetch.Auth.TokensFile != "" {
-		if tokens, err = newAPITokens(cfg.Fetch.Auth.TokensFile); err != nil {
+		if tokens, err = newAPITokens(cfg.Fetch.Auth.TokensFile, "fetch: tokens_file"); err != nil {
 			return err
 		}
 		rl.Register("api tokens", tokens.reload)
@@ -427,12 +427,21 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
-		page, err := statusPage(cfg, d, log, d.readiness, rl)
+		guard := func(h http.Handler) http.Handler { return h }
+		var ht *apiTokens
+		if cfg.HTTP.TokensFile != "" {
+			if ht, err = newAPITokens(cfg.HTTP.TokensFile, "http: tokens_file"); err != nil {
+				return err
+			}
+			rl.Register("http tokens", ht.reload)
+			guard = func(h http.Handler) http.Handler { return requireToken(ht, h) }
+		}
+		page, err := statusPage(cfg, d, log, d.readiness, rl, securityFacts(cfg, acls, tokens, ht))
 		if err != nil {
 			return err
 		}
 		g.Add(func() error {
-			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, cfg.HTTP.Pprof, serverTLS(tlsH, cfg.TLS.HTTP), log)
+			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, cfg.HTTP.Pprof, serverTLS(tlsH, cfg.TLS.HTTP), log, guard)
 		}, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
@@ -472,17 +481,26 @@ func (d *daemon) environment() error {
 
 // serveHTTP serves /metrics, /-/healthy, /-/ready, when page is not
 // nil the status page at "/", and with prof Go's profiles under
-// /debug/pprof/ (http.pprof), over TLS when tc is not nil. The server's
+// /debug/pprof/ (http.pprof), over TLS when tc is not nil. guard, when
+// given, wraps all but /-/healthy and /-/ready (probes stay open; they
+// say only ok or why not ready). The server's
 // own errors (refused TLS handshakes among them) go to log at debug level.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, prof bool, tc *tls.Config, log *slog.Logger) error {
+func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, prof bool, tc *tls.Config, log *slog.Logger,
+	guard ...func(http.Handler) http.Handler) error {
 	mux := http.NewServeMux()
+	guarded := http.NewServeMux() // what guard protects: the page, /metrics, the profiles
 	if prof {
-		handlePprof(mux)
+		handlePprof(guarded)
 	}
 	if page != nil {
-		mux.Handle("/{$}", page)
+		guarded.Handle("/{$}", page)
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	guarded.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	var h http.Handler = guarded
+	for _, g := range guard {
+		h = g(h)
+	}
+	mux.Handle("/", h)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
 		if ok, why := ready(); !ok {
