@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"io"
-	"net/http"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
