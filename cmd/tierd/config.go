@@ -105,9 +105,10 @@ func (c config) warnings() []string {
 
 // kafkaConfig is the kafka: section: two packages' settings inline.
 type kafkaConfig struct {
-	Cluster  cluster.Config  `yaml:",inline"`
-	Listener listener.Config `yaml:",inline"`
-	Logins   kafkaLogins     `yaml:",inline"`
+	Cluster   cluster.Config  `yaml:",inline"`
+	Listener  listener.Config `yaml:",inline"`
+	Logins    kafkaLogins     `yaml:",inline"`
+	Listeners kafkaListeners  `yaml:",inline"`
 }
 
 // kafkaLogins is where the Kafka listener's SASL credentials come from.
@@ -125,13 +126,6 @@ type kafkaLogins struct {
 	// served. tierd's own setting. Default false: such a listen address
 	// is refused at start.
 	AllowUnauthenticated bool `yaml:"allow.unauthenticated"`
-}
-
-// kafkaOpen reports whether c's Kafka listener would serve beyond
-// loopback with nobody authenticated and no ACLs.
-func (c config) kafkaOpen() bool {
-	return c.Kafka.Listener.Listen != "" && !loopbackOnly(c.Kafka.Listener.Listen) && !c.Kafka.Listener.SASL() &&
-		c.TLS.Kafka != tlsMTLS && c.ACLs.Source == ""
 }
 
 // aclConfig says where the ACLs that authorize the Kafka listener's
@@ -313,10 +307,7 @@ func (c config) validate() error {
 	if c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile == "" && !c.Kafka.Cluster.Enabled() {
 		errs = append(errs, errors.New("kafka: sasl.enabled.mechanisms needs bootstrap_servers (logins checked by the Kafka cluster) or sasl.credentials.file (the credentials clients log in with)"))
 	}
-	if c.kafkaOpen() && !c.Kafka.Logins.AllowUnauthenticated {
-		errs = append(errs, fmt.Errorf("kafka: listen %s reaches beyond loopback, but the listener authenticates nobody and applies no ACLs: "+
-			"set sasl.enabled.mechanisms, tls.kafka: mtls or acls (docs/security.md), or allow.unauthenticated: true to serve every topic to anyone who connects", c.Kafka.Listener.Listen))
-	}
+	errs = append(errs, c.validateListeners()...)
 	if !c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile != "" {
 		errs = append(errs, errors.New("kafka: sasl.credentials.file is set but sasl.enabled.mechanisms is empty: no client would log in"))
 	}

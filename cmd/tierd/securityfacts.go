@@ -15,7 +15,7 @@ import (
 func securityFacts(cfg config, acls *authz.Authorizer, apiTokens, httpTokens *apiTokens) func() []statuspage.Fact {
 	return func() []statuspage.Fact {
 		var out []statuspage.Fact
-		if cfg.Kafka.Listener.Listen != "" {
+		if eps, _ := cfg.kafkaEndpoints(); len(eps) > 0 {
 			logins := "none (every client is " + "User:ANONYMOUS" + ")"
 			switch {
 			case cfg.Kafka.Listener.SASL() && cfg.Kafka.Logins.SASLCredentialsFile != "":
