@@ -21,7 +21,7 @@ import (
 // saslServer serves authzLog on a SASL listener with all three
 // mechanisms; alice (password alice-pw) may read orders, nobody else
 // anything.
-func saslServer(t *testing.T, mod func(*Config)) *testServer {
+func saslServer(t *testing.T, mod func(*Config), extra ...Option) *testServer {
 	t.Helper()
 	var lines []string
 	for _, m := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
@@ -48,7 +48,7 @@ func saslServer(t *testing.T, mod func(*Config)) *testServer {
 		if mod != nil {
 			mod(c)
 		}
-	}, WithSASL(auth), WithAuthorizer(staticAuthz{set}))
+	}, append([]Option{WithSASL(auth), WithAuthorizer(staticAuthz{set})}, extra...)...)
 }
 
 func readOrders(t *testing.T, addr string, opts ...kgo.Opt) (int, error) {
