@@ -311,6 +311,14 @@ func TestListenLocal(t *testing.T) {
 	if _, err := ListenLocal(filepath.Join(open, "tierd.sock")); err == nil || !strings.Contains(err.Error(), "0700") {
 		t.Fatalf("in a directory others may enter: %v", err)
 	}
+	if os.Getuid() == 0 { // a directory another user owns: they could swap the socket
+		theirs := filepath.Join(t.TempDir(), "theirs")
+		os.Mkdir(theirs, 0o700)
+		os.Chown(theirs, 65534, 65534)
+		if _, err := ListenLocal(filepath.Join(theirs, "tierd.sock")); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("in a directory another user owns: %v", err)
+		}
+	}
 	if _, err := ListenLocal("/" + strings.Repeat("x", MaxSocketPath)); err == nil || !strings.Contains(err.Error(), "fetch.admin.socket") {
 		t.Fatalf("a path too long: %v", err)
 	}

@@ -19,9 +19,9 @@ import (
 const MaxSocketPath = 107
 
 // ListenLocal listens on the admin socket at path: a Unix socket, mode
-// 0600, in a directory of its own (path's parent, created 0700 and
-// refused when group or other users may enter it), so that only tierd's
-// user (and root) can open it. A socket left at path by a tierd that
+// 0600, in a directory of its own (path's parent, created 0700, refused
+// when group or other users may enter it or another user owns it), so
+// that only tierd's user (and root) can open it. A socket left at path by a tierd that
 // ended is removed first; any other file there is an error, as is a path
 // longer than MaxSocketPath.
 func ListenLocal(path string) (net.Listener, error) {
@@ -36,6 +36,9 @@ func ListenLocal(path string) (net.Listener, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("fetch: admin socket: %w", err)
+	}
+	if uid, ok := ownerUID(st); ok && uid != os.Getuid() {
+		return nil, fmt.Errorf("fetch: admin socket: directory %s belongs to uid %d, not to this user (uid %d): whoever owns it could replace the socket", dir, uid, os.Getuid())
 	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("fetch: admin socket: directory %s has mode %v: other users could reach the socket; want 0700 (chmod 700 %s)", dir, st.Mode().Perm(), dir)

@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"net"
+	"os"
 	"syscall"
 )
 
@@ -23,4 +24,12 @@ func peerUID(c net.Conn) int {
 		}
 	})
 	return uid
+}
+
+// ownerUID is the uid owning the file st describes.
+func ownerUID(st os.FileInfo) (int, bool) {
+	if s, ok := st.Sys().(*syscall.Stat_t); ok {
+		return int(s.Uid), true
+	}
+	return 0, false
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -25,9 +27,11 @@ type fetchConfig struct {
 type apiAuth struct {
 	// AdminSocket is the admin socket's path: a Unix socket serving every
 	// gRPC service (the Admin service among them) to tierd's own user,
-	// mode 0600 in a directory of mode 0700; tierd's tools reach a
-	// running tierd through it. Default "": admin/tierd.sock in
-	// metadata.dir.
+	// mode 0600 in a directory of mode 0700 that tierd's user owns;
+	// tierd's tools reach a running tierd through it. Default "":
+	// admin/tierd.sock in metadata.dir, or, when that path is longer than
+	// a Unix socket's may be (107 bytes), tierd-<hash of metadata.dir>/
+	// in the temporary dir.
 	AdminSocket string `yaml:"admin.socket"`
 	// TokensFile holds the bearer tokens callers on fetch.listen may
 	// present, as SHA-256 digests with the principal each stands for
@@ -77,7 +81,15 @@ func adminSocket(cfg config) string {
 	if err != nil {
 		dir = cfg.Metadata.Dir
 	}
-	return filepath.Join(dir, "admin", "tierd.sock")
+	p := filepath.Join(dir, "admin", "tierd.sock")
+	if len(p) <= fetch.MaxSocketPath {
+		return p
+	}
+	// Too long for a Unix socket: a directory of the temporary dir named
+	// after the metadata dir, so that tierd and its tools agree on it
+	// (ListenLocal refuses it unless it is this user's and 0700).
+	sum := sha256.Sum256([]byte(dir))
+	return filepath.Join(os.TempDir(), "tierd-"+hex.EncodeToString(sum[:8]), "tierd.sock")
 }
 
 // apiTokens are bearer tokens from a tokens file (fetch.tokens_file,

@@ -186,3 +186,23 @@ func TestHTTPTokens(t *testing.T) {
 		t.Errorf("/-/ready without a token: %d", code)
 	}
 }
+
+// A metadata dir too deep for a Unix socket path gets its admin socket in
+// the temporary dir, at a path tierd and its tools agree on.
+func TestAdminSocketPathTooLong(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Metadata.Dir = "/var/lib/" + strings.Repeat("deep/", 25) + "rlmm"
+	p := adminSocket(cfg)
+	if len(p) > fetch.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {
+		t.Fatalf("admin socket %q", p)
+	}
+	other := cfg
+	other.Metadata.Dir += "2"
+	if adminSocket(other) == p {
+		t.Fatal("two metadata dirs share a socket")
+	}
+	cfg.Metadata.Dir = "/var/lib/tierd"
+	if p := adminSocket(cfg); p != "/var/lib/tierd/admin/tierd.sock" {
+		t.Fatalf("short: %q", p)
+	}
+}
