@@ -29,7 +29,7 @@ func anonACL(topic string, pt kafkaacl.PatternType, op kafkaacl.Operation, perm 
 
 // authzLog holds "orders", "orders-eu", "secret", "__consumer_offsets" and
 // KRaft's "__cluster_metadata", one record each.
-func authzLog(t *testing.T) *fakeLog {
+func authzLog(t testing.TB) *fakeLog {
 	l := newFakeLog()
 	for _, name := range []string{"orders", "orders-eu", "secret", "__consumer_offsets", clusterMetadataTopic} {
 		l.appendRaw(t, name, 0, v2(t, batch.NewParams(0, 0), rec("k", "v-"+name, 1)))

@@ -23,6 +23,24 @@ import (
 // anything.
 func saslServer(t *testing.T, mod func(*Config), extra ...Option) *testServer {
 	t.Helper()
+	mechs := []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}
+	auth := aliceAuth(t, mechs)
+	set, _ := kafkaacl.NewSet([]kafkaacl.ACL{{ResourceType: kafkaacl.ResourceTopic, ResourceName: "orders", PatternType: kafkaacl.PatternLiteral,
+		Principal: "User:alice", Host: "*", Operation: kafkaacl.OpRead, Permission: kafkaacl.Allow}})
+	return startServer(t, authzLog(t), func(c *Config) {
+		c.SASLEnabledMechanisms = mechs
+		c.ConnectionFailedAuthenticationDelayMs = 1
+		if mod != nil {
+			mod(c)
+		}
+	}, append([]Option{WithSASL(auth), WithAuthorizer(staticAuthz{set})}, extra...)...)
+}
+
+// aliceAuth is a credentials file's Authenticator of mechs holding one
+// user, alice (password alice-pw), with SCRAM-SHA-256 and SCRAM-SHA-512
+// credentials of 4096 iterations (Kafka's least for SCRAM).
+func aliceAuth(t testing.TB, mechs []string) *sasl.Local {
+	t.Helper()
 	var lines []string
 	for _, m := range []string{sasl.ScramSHA256, sasl.ScramSHA512} {
 		c, err := sasl.NewCredential(m, "alice-pw", 4096)
@@ -35,20 +53,11 @@ func saslServer(t *testing.T, mod func(*Config), extra ...Option) *testServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mechs := []string{sasl.Plain, sasl.ScramSHA256, sasl.ScramSHA512}
 	auth, err := sasl.NewLocal(mechs, creds)
 	if err != nil {
 		t.Fatal(err)
 	}
-	set, _ := kafkaacl.NewSet([]kafkaacl.ACL{{ResourceType: kafkaacl.ResourceTopic, ResourceName: "orders", PatternType: kafkaacl.PatternLiteral,
-		Principal: "User:alice", Host: "*", Operation: kafkaacl.OpRead, Permission: kafkaacl.Allow}})
-	return startServer(t, authzLog(t), func(c *Config) {
-		c.SASLEnabledMechanisms = mechs
-		c.ConnectionFailedAuthenticationDelayMs = 1
-		if mod != nil {
-			mod(c)
-		}
-	}, append([]Option{WithSASL(auth), WithAuthorizer(staticAuthz{set})}, extra...)...)
+	return auth
 }
 
 func readOrders(t *testing.T, addr string, opts ...kgo.Opt) (int, error) {

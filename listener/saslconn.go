@@ -267,6 +267,9 @@ func (c *conn) loginFailed(ctx context.Context, err error) {
 	}
 	n := c.s.failures.add(c.host, time.Now())
 	d := saturate.Millis(c.s.cfg.ConnectionFailedAuthenticationDelayMs) * time.Duration(min(n, 50))
+	if c.s.failureDelayed != nil {
+		c.s.failureDelayed(c.remote, n, d)
+	}
 	if d <= 0 {
 		return
 	}

@@ -58,6 +58,12 @@ type Server struct {
 	failures  failureCounts // failed logins by client address (saslconn.go)
 	steps     inflight      // SASL steps running by client address (saslconn.go)
 
+	// failureDelayed, when set (tests only: withFailureDelayed), is told
+	// of every failed login held against its address before the delay:
+	// the client's remote address, the address's failures in the window
+	// (this one included) and the delay the answer waits.
+	failureDelayed func(remote string, failures int, delay time.Duration)
+
 	// Set by Serve.
 	advHost string
 	advPort int32
