@@ -25,9 +25,11 @@ func withFailureDelayed(f func(remote string, failures int, delay time.Duration)
 
 // countingAuth wraps an Authenticator and counts its sessions' Steps
 // (each PLAIN Step is one password check): all of them, and the most
-// running at once.
+// running at once. Each Step takes at least hold more (a slower check,
+// so that checks overlap when nothing bounds them).
 type countingAuth struct {
 	sasl.Authenticator
+	hold                 time.Duration
 	running, most, steps atomic.Int64
 }
 
@@ -50,6 +52,7 @@ func (s *countingSession) Step(msg []byte) ([]byte, bool, error) {
 	s.a.steps.Add(1)
 	for m := s.a.most.Load(); n > m && !s.a.most.CompareAndSwap(m, n); m = s.a.most.Load() {
 	}
+	time.Sleep(s.a.hold)
 	return s.Session.Step(msg)
 }
 
@@ -152,7 +155,8 @@ func loginsFrom(addr, pass string, n, goroutines int) ([]loginResult, []error) {
 
 // TestFailedLoginsFromOneAddress: 1,000 wrong passwords for alice from
 // 127.0.0.1, 50 connections at a time, with SCRAM credentials of 4096
-// iterations (each PLAIN check one PBKDF2) and
+// iterations (each PLAIN check one PBKDF2, made 5 ms slower so that
+// checks would overlap unbounded) and
 // connection.failed.authentication.delay.ms 2. Asserted:
 //   - no more than sasl.max.inflight.logins.per.ip (4) password checks
 //     ever ran at once (counted by a wrapper around the Authenticator),
@@ -174,7 +178,7 @@ func TestFailedLoginsFromOneAddress(t *testing.T) {
 		parallel = 50
 		delayMs  = 2
 	)
-	auth := &countingAuth{Authenticator: aliceAuth(t, []string{sasl.Plain})}
+	auth := &countingAuth{Authenticator: aliceAuth(t, []string{sasl.Plain}), hold: 5 * time.Millisecond}
 	var (
 		mu      sync.Mutex
 		delayed = map[string][2]int64{} // remote: failures, delay (ns)
