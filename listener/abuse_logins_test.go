@@ -165,7 +165,8 @@ func loginsFrom(addr, pass string, n, goroutines int) ([]loginResult, []error) {
 //     its connection closed; all 1,000 counted as failed logins and as
 //     sasl_authentication_failed closes;
 //   - the address's failure count grew with every failure (the counts
-//     the server held the logins against are exactly 1 to 1,000), each
+//     the server held the logins against are exactly 1 to 1,000: all
+//     fall in the minute the count covers, the test takes seconds), each
 //     answer's delay was 2 ms times min(count, 50), and the client waited
 //     at least that long for its answer (a lower bound, which a timer
 //     cannot break; no upper bound is asserted).
