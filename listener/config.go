@@ -117,7 +117,7 @@ type Config struct {
 	// ConnectionFailedAuthenticationDelayMs delays the answer to a failed
 	// login before the connection is closed, ms (Kafka's
 	// connection.failed.authentication.delay.ms); tierd multiplies it by
-	// the failures from the same address in the last minute, up to 50
+	// the failures from the same address in the minute since its first counted one, up to 50
 	// times. Default 100.
 	ConnectionFailedAuthenticationDelayMs int64 `yaml:"connection.failed.authentication.delay.ms"`
 }

@@ -94,7 +94,7 @@
 // UNSUPPORTED_SASL_MECHANISM with the enabled ones, a failed login
 // SASL_AUTHENTICATION_FAILED with Kafka's sentence, each after
 // connection.failed.authentication.delay.ms (times the address's
-// failures in the last minute, up to 50), and the connection is closed;
+// failures in the minute since its first counted one, up to 50), and the connection is closed;
 // a client address has at most sasl.max.inflight.logins.per.ip SASL steps
 // running at once (a PLAIN step hashes the password), a login past it
 // failing at once.

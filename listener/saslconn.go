@@ -245,7 +245,7 @@ func (c *conn) loggedIn() error {
 // loginFailed counts a failed login, logs it once per client address and
 // mechanism (the user named, never a password), and waits
 // connection.failed.authentication.delay.ms times the address's failures
-// in the last minute (at most 50 times) before the answer goes.
+// in the minute since its first counted one (at most 50 times) before the answer goes.
 //
 // A login that failed because the Kafka cluster could not be asked
 // (sasl.ErrUnavailable) is counted as "unavailable" and not held against
