@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/privfile"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -104,8 +105,9 @@ func (l *logins) reload(config) error {
 
 // readCredentials reads a credentials file, refusing one that other
 // users may read (it holds what a password's guesses are checked
-// against) or that its group or other users may write (a line added
-// there is a login).
+// against) or that its group, other users, or an owner other than this
+// process's user or root may write (a line added there is a login:
+// internal/privfile).
 func readCredentials(path string) (*sasl.Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,6 +123,9 @@ func readCredentials(path string) (*sasl.Credentials, error) {
 		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, m)
 	case m&0o023 != 0:
 		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can change it (a line added is a login); chmod g-w,o-rwx it", path, m)
+	}
+	if err := privfile.Check("kafka: sasl.credentials.file", path, st); err != nil {
+		return nil, err
 	}
 	creds, err := sasl.ParseCredentials(f)
 	if err != nil {
