@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
@@ -71,6 +72,16 @@ func newRelay(cfg config, d *daemon) (*sasl.Relay, error) {
 	}
 	r.Timeout = cfg.Kafka.Cluster.RequestTimeout
 	return r, nil
+}
+
+// warnRelayPlaintext says at start that relayed PLAIN logins carry the
+// clients' passwords to the cluster in the clear when kafka.tls is off,
+// even for clients that reached the listener over TLS.
+func warnRelayPlaintext(cfg config, log *slog.Logger) {
+	if slices.Contains(cfg.Kafka.Listener.SASLEnabledMechanisms, sasl.Plain) && !cfg.Kafka.Cluster.TLS.Enabled {
+		log.Warn("PLAIN logins are relayed to the Kafka cluster over plaintext (kafka.tls is off): the clients' passwords cross that network in the clear, whatever tls.kafka says; enable kafka.tls",
+			"bootstrap_servers", cfg.Kafka.Cluster.BootstrapServers)
+	}
 }
 
 // logins are the Kafka listener's SASL credentials, from
