@@ -223,3 +223,35 @@ func TestConfigValidate(t *testing.T) {
 		t.Error("max_stale below refresh_interval accepted")
 	}
 }
+
+// An ACL file that its group, other users, or an owner other than
+// tierd's user or root may write lets them grant themselves anything: it
+// is refused, and the ACLs read before keep deciding.
+func TestFileSourceWritableByOthers(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "acls")
+	good := "Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n" +
+		"\t(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)\n"
+	os.WriteFile(p, []byte(good), 0o644)
+	a, err := New(DefaultConfig(), FileSource{Path: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p, 0o666)
+	if err := a.Load(t.Context()); err == nil || !strings.Contains(err.Error(), "chmod") {
+		t.Fatalf("an ACL file every user may write: %v", err)
+	}
+	if !aliceReads(a).Allowed {
+		t.Fatal("after a refused file the last good ACLs do not decide")
+	}
+	os.Chmod(p, 0o644)
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a file to another user")
+	}
+	os.Chown(p, 4242, 4242)
+	if err := a.Load(t.Context()); err == nil || !strings.Contains(err.Error(), "uid 4242") {
+		t.Fatalf("an ACL file of uid 4242: %v", err)
+	}
+}

@@ -10,6 +10,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"syscall"
+	"time"
 
 	"google.golang.org/grpc/credentials"
 )
@@ -19,10 +21,12 @@ import (
 const MaxSocketPath = 107
 
 // ListenLocal listens on the admin socket at path: a Unix socket, mode
-// 0600, in a directory of its own (path's parent, created 0700, refused
-// when group or other users may enter it or another user owns it), so
-// that only tierd's user (and root) can open it. A socket left at path by a tierd that
-// ended is removed first; any other file there is an error, as is a path
+// 0600, in a directory of its own (path's parent, created 0700; refused
+// when group or other users may enter it, or when it belongs to another
+// user, who could replace the socket), so that only tierd's user (and
+// root) can open it. A socket left at path by a tierd that ended (one
+// that refuses connections) is removed first; a socket that answers is
+// another process's and an error, as is any other file there and a path
 // longer than MaxSocketPath.
 func ListenLocal(path string) (net.Listener, error) {
 	if len(path) > MaxSocketPath {
@@ -37,18 +41,26 @@ func ListenLocal(path string) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fetch: admin socket: %w", err)
 	}
-	if uid, ok := ownerUID(st); ok && uid != os.Getuid() {
-		return nil, fmt.Errorf("fetch: admin socket: directory %s belongs to uid %d, not to this user (uid %d): whoever owns it could replace the socket", dir, uid, os.Getuid())
-	}
 	if st.Mode().Perm()&0o077 != 0 {
 		return nil, fmt.Errorf("fetch: admin socket: directory %s has mode %v: other users could reach the socket; want 0700 (chmod 700 %s)", dir, st.Mode().Perm(), dir)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && int(sys.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("fetch: admin socket: directory %s belongs to uid %d, not to tierd's user (uid %d): its owner could put a socket of theirs at %s; remove it, or set fetch.admin.socket elsewhere",
+			dir, sys.Uid, os.Geteuid(), filepath.Base(path))
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode().Type() != fs.ModeSocket {
 			return nil, fmt.Errorf("fetch: admin socket: %s exists and is not a socket; refusing to remove it", path)
 		}
-		// The metadata dir is this tierd's alone (its lock): a socket
-		// here is a stopped tierd's.
+		// A stopped tierd's socket refuses connections; one that
+		// answers is a running process's (a second tierd given the same
+		// fetch.admin.socket): taking it would cut that one off.
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("fetch: admin socket: %s answers: another process (a tierd with the same fetch.admin.socket?) serves it; refusing to take it over", path)
+		} else if !errors.Is(err, syscall.ECONNREFUSED) {
+			return nil, fmt.Errorf("fetch: admin socket: %s exists and cannot be checked for a listener; refusing to remove it: %w", path, err)
+		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("fetch: admin socket: remove the socket a stopped tierd left: %w", err)
 		}

@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"net"
-	"os"
 	"syscall"
 )
 
@@ -24,12 +23,4 @@ func peerUID(c net.Conn) int {
 		}
 	})
 	return uid
-}
-
-// ownerUID is the uid owning the file st describes.
-func ownerUID(st os.FileInfo) (int, bool) {
-	if s, ok := st.Sys().(*syscall.Stat_t); ok {
-		return int(s.Uid), true
-	}
-	return 0, false
 }

@@ -4,12 +4,8 @@ package fetch
 
 import (
 	"net"
-	"os"
 )
 
 // peerUID is -1 where SO_PEERCRED does not exist: the caller is named as
 // the user running tierd (only that user can open the socket).
 func peerUID(net.Conn) int { return -1 }
-
-// ownerUID is unknown here.
-func ownerUID(os.FileInfo) (int, bool) { return 0, false }

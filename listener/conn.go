@@ -93,7 +93,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		frame, err := fr.next()
 		if err != nil {
-			if c.s.cfg.SASL() && !c.sasl.authed && (errors.Is(err, errIdle) || errors.Is(err, errStalled)) &&
+			if c.s.cfg.SASL() && c.sasl.loggingIn() && (errors.Is(err, errIdle) || errors.Is(err, errStalled)) &&
 				!c.isStopped() && !time.Now().Before(c.sasl.deadline) {
 				c.closing(&closeErr{reason: reasonSASLTimeout, err: err})
 				return

@@ -37,6 +37,10 @@ type saslState struct {
 	expires  time.Time // the login's end (connections.max.reauth.ms); zero: none
 }
 
+// loggingIn reports whether a login is under way: the first, or a
+// re-authentication begun with its SaslHandshake.
+func (s *saslState) loggingIn() bool { return !s.authed || s.sess != nil }
+
 // Reasons a SASL connection is closed.
 const (
 	reasonSASLFailed  = "sasl_authentication_failed" // a failed login (answered SASL_AUTHENTICATION_FAILED)
@@ -46,13 +50,15 @@ const (
 )
 
 // saslFrameLimits returns the frame size bound, idle bound and hard
-// deadline (zero: none) for the next frame: before login,
-// sasl.server.max.receive.size, the time left to log in (0 when it has
-// run out) and the login deadline itself, so that a frame trickling in
-// cannot stretch the time to log in.
+// deadline (zero: none) for the next frame: before login and during a
+// re-authentication, sasl.server.max.receive.size, the time left to log
+// in (0 when it has run out) and the login deadline itself, so that a
+// frame trickling in cannot stretch the time to log in, nor a client
+// stalling in a re-authentication hold what the login holds (a relayed
+// login's connection to the cluster) past sasl.authentication.timeout.ms.
 func (c *conn) saslFrameLimits() (max int32, idle time.Duration, until time.Time) {
 	cfg := c.s.cfg
-	if !cfg.SASL() || c.sasl.authed {
+	if !cfg.SASL() || !c.sasl.loggingIn() {
 		return cfg.SocketRequestMaxBytes, cfg.idle(), time.Time{}
 	}
 	return cfg.SASLServerMaxReceiveSize, min(cfg.idle(), time.Until(c.sasl.deadline)), c.sasl.deadline
@@ -115,6 +121,9 @@ func (c *conn) saslHandshake(h *header, req *kmsg.SASLHandshakeRequest, start ti
 			break
 		}
 		c.sasl.sess, c.sasl.mech, c.sasl.v0 = sess, req.Mechanism, h.version == 0
+		if c.sasl.authed { // a re-authentication has the first login's time
+			c.sasl.deadline = time.Now().Add(saturate.Millis(c.s.cfg.SASLAuthenticationTimeoutMs))
+		}
 	}
 	countErrors(c.s.m, kmsg.NameForKey(h.key), resp)
 	if ce := c.respond(h, kmsg.NameForKey(h.key), resp, start); ce != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkaacl"
+	"github.com/tierd/tierd/internal/privfile"
 )
 
 // fetchConfig is the fetch: section: the read engine's settings and who
@@ -134,7 +135,8 @@ func requireToken(t *apiTokens, next http.Handler) http.Handler {
 }
 
 // openPrivate opens a file of secrets, refusing one its group or other
-// users may write (a line added there is a login) and, with noOtherRead,
+// users may write, or owned by neither this process's user nor root (a
+// line added there is a login: internal/privfile) and, with noOtherRead,
 // one other users may read.
 func openPrivate(path, what string, noOtherRead bool) (*os.File, error) {
 	f, err := os.Open(path)
@@ -153,6 +155,10 @@ func openPrivate(path, what string, noOtherRead bool) (*os.File, error) {
 			want = "not readable by other users nor writable by group or other users"
 		}
 		return nil, fmt.Errorf("%s: %s has mode %v; it must be %s (chmod 600 %s)", what, path, m, want, path)
+	}
+	if err := privfile.Check(what, path, st); err != nil {
+		f.Close()
+		return nil, err
 	}
 	return f, nil
 }

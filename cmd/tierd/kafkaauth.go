@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/internal/privfile"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -72,6 +74,16 @@ func newRelay(cfg config, d *daemon) (*sasl.Relay, error) {
 	return r, nil
 }
 
+// warnRelayPlaintext says at start that relayed PLAIN logins carry the
+// clients' passwords to the cluster in the clear when kafka.tls is off,
+// even for clients that reached the listener over TLS.
+func warnRelayPlaintext(cfg config, log *slog.Logger) {
+	if slices.Contains(cfg.Kafka.Listener.SASLEnabledMechanisms, sasl.Plain) && !cfg.Kafka.Cluster.TLS.Enabled {
+		log.Warn("PLAIN logins are relayed to the Kafka cluster over plaintext (kafka.tls is off): the clients' passwords cross that network in the clear, whatever tls.kafka says; enable kafka.tls",
+			"bootstrap_servers", cfg.Kafka.Cluster.BootstrapServers)
+	}
+}
+
 // logins are the Kafka listener's SASL credentials, from
 // kafka.sasl.credentials.file.
 type logins struct {
@@ -104,8 +116,9 @@ func (l *logins) reload(config) error {
 
 // readCredentials reads a credentials file, refusing one that other
 // users may read (it holds what a password's guesses are checked
-// against) or that its group or other users may write (a line added
-// there is a login).
+// against) or that its group, other users, or an owner other than this
+// process's user or root may write (a line added there is a login:
+// internal/privfile).
 func readCredentials(path string) (*sasl.Credentials, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -121,6 +134,9 @@ func readCredentials(path string) (*sasl.Credentials, error) {
 		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, m)
 	case m&0o023 != 0:
 		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can change it (a line added is a login); chmod g-w,o-rwx it", path, m)
+	}
+	if err := privfile.Check("kafka: sasl.credentials.file", path, st); err != nil {
+		return nil, err
 	}
 	creds, err := sasl.ParseCredentials(f)
 	if err != nil {

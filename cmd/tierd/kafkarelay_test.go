@@ -154,6 +154,9 @@ kafka:
 			t.Errorf("a connection logged in before the outage: %v", err)
 		}
 	}
+	if !strings.Contains(log.String(), "PLAIN logins are relayed to the Kafka cluster over plaintext") {
+		t.Errorf("no warning that PLAIN passwords go to the cluster in the clear (kafka.tls off):\n%s", log.String())
+	}
 	if !strings.Contains(log.String(), "could not be asked") {
 		t.Errorf("the log does not say the cluster could not be asked:\n%s", log.String())
 	}

@@ -449,6 +449,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 			return err
 		}
 		log.Info("Kafka listener logins are checked by the Kafka cluster (no sasl.credentials.file)", "mechanisms", cfg.Kafka.Listener.SASLEnabledMechanisms)
+		warnRelayPlaintext(cfg, log)
 		loginOpt = append(loginOpt, listener.WithSASL(relay))
 	}
 	for _, ep := range endpoints {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/privfile"
 )
 
 // runtimeFile, in the metadata dir, says where the running tierd listens:
@@ -107,10 +108,15 @@ func metadataPresent(cfg config) error {
 }
 
 // dialSocket connects to the running tierd's admin socket; nil when no
-// tierd listens there (no socket, or one a stopped tierd left), an error
-// when this user may not open it.
+// tierd listens there (no socket, or one a stopped tierd left) or cfg's
+// metadata dir does not exist (no tierd has run), an error when this
+// user may not open it or when the socket or its directory belongs to
+// neither the metadata dir's owner nor root (socketOwners).
 func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
 	path := adminSocket(cfg)
+	if ok, err := socketOwners(cfg, path); !ok || err != nil {
+		return nil, err
+	}
 	probe, err := net.DialTimeout("unix", path, 2*time.Second)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
@@ -135,4 +141,38 @@ func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// socketOwners checks who owns an admin socket outside the metadata
+// dir (fetch.admin.socket elsewhere) and its directory before a tool
+// trusts what answers there: another user could have made the directory
+// first and put a socket of theirs there answering Identity as this
+// tierd would. Each must belong to root, to the user running the tool,
+// or to the owner of cfg's metadata dir (tierd's user). A socket inside
+// the metadata dir is as safe as the dir itself. ok is false, with no
+// error, when there is nothing to reach: no metadata dir, or no socket.
+func socketOwners(cfg config, path string) (ok bool, err error) {
+	mst, err := os.Stat(cfg.Metadata.Dir)
+	if err != nil {
+		return false, nil
+	}
+	if _, err := os.Lstat(path); err != nil {
+		return false, nil
+	}
+	meta := identity(cfg, "").MetadataDir
+	if rel, err := filepath.Rel(meta, path); err == nil && filepath.IsLocal(rel) {
+		return true, nil
+	}
+	owner, known := privfile.Owner(mst)
+	for _, p := range []string{filepath.Dir(path), path} {
+		st, err := os.Stat(p)
+		if err != nil {
+			return false, nil
+		}
+		if uid, ok := privfile.Owner(st); known && ok && uid != 0 && uid != os.Geteuid() && uid != owner {
+			return false, fmt.Errorf("the admin socket's %s belongs to uid %d, neither root, this user (uid %d) nor the owner of metadata.dir %s (uid %d): another user's socket could answer as this tierd; refusing it (remove it, or set fetch.admin.socket inside a directory of tierd's user)",
+				p, uid, os.Geteuid(), cfg.Metadata.Dir, owner)
+		}
+	}
+	return true, nil
 }
