@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strconv"
 	"strings"
+	"unicode"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -74,16 +76,24 @@ type Caller struct {
 
 // String names the caller for the journal and logs: the principal, and
 // where the call came from.
+//
+// A principal with anything but printable characters other than '(' and
+// ')' (a certificate's subject may hold them) is quoted, so that it
+// cannot pass for the text around it.
 func (c Caller) String() string {
+	p := c.Principal
+	if strings.ContainsAny(p, "()") || strings.ContainsFunc(p, func(r rune) bool { return !unicode.IsPrint(r) }) {
+		p = strconv.Quote(p)
+	}
 	switch {
 	case c.Local && c.UID >= 0:
-		return fmt.Sprintf("%s (admin socket, uid %d)", c.Principal, c.UID)
+		return fmt.Sprintf("%s (admin socket, uid %d)", p, c.UID)
 	case c.Local:
-		return c.Principal + " (local)"
+		return p + " (local)"
 	case c.Host != "":
-		return c.Principal + " (host " + c.Host + ")"
+		return p + " (host " + c.Host + ")"
 	}
-	return c.Principal
+	return p
 }
 
 type callerKey struct{}

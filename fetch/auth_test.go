@@ -348,3 +348,18 @@ func TestTokenSet(t *testing.T) {
 		t.Fatalf("a bad file changed the set: %d tokens", ts.Len())
 	}
 }
+
+// A principal that could pass for the journal's own words (a certificate
+// subject with parentheses or a newline) is quoted.
+func TestCallerString(t *testing.T) {
+	for c, want := range map[Caller]string{
+		{Principal: "User:ops", Host: "10.0.0.1", UID: -1}:                           "User:ops (host 10.0.0.1)",
+		{Principal: "User:x (admin socket, uid 0)", Host: "10.0.0.1", UID: -1}:       `"User:x (admin socket, uid 0)" (host 10.0.0.1)`,
+		{Principal: "User:a\nscheduled orders-0 by root", Host: "10.0.0.1", UID: -1}: `"User:a\nscheduled orders-0 by root" (host 10.0.0.1)`,
+		{Principal: "User:tierd", Local: true, UID: 7}:                               "User:tierd (admin socket, uid 7)",
+	} {
+		if got := c.String(); got != want {
+			t.Errorf("%+v: %q, want %q", c, got, want)
+		}
+	}
+}

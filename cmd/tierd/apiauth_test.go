@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -23,7 +25,7 @@ import (
 // schedules it, and the journal names the principal, not a claimed
 // operator; a token removed from tokens_file is refused after SIGHUP.
 // Tokens come from "tierd api token", whose file is 0600 and never
-// printed.
+// printed; they travel only over TLS.
 func TestAPITokensEndToEnd(t *testing.T) {
 	root := t.TempDir()
 	scfg := seglog.DefaultConfig()
@@ -59,8 +61,11 @@ func TestAPITokensEndToEnd(t *testing.T) {
 	os.WriteFile(tokens, []byte(opsLine+"\n"+eveLine+"\n"), 0o600)
 
 	fetchAddr := freeAddr(t)
+	ca := testcerts.NewCA(t, t.TempDir(), "ca")
+	srv := ca.Server(t, "server")
 	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
-	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n  admin.principals: [User:ops]\n", 1)
+	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n  admin.principals: [User:ops]\n", 1) +
+		fmt.Sprintf("tls:\n  cert_file: %s\n  key_file: %s\n  grpc: tls\n  ca_file: %s\n", srv.CertFile, srv.KeyFile, ca.CAFile)
 	cfgPath := filepath.Join(root, "tierd.yaml")
 	os.WriteFile(cfgPath, []byte(y), 0o644)
 	// A tool elsewhere: no admin socket, maybe a token.
@@ -74,11 +79,18 @@ func TestAPITokensEndToEnd(t *testing.T) {
 		return p
 	}
 	startServe(t, cfgPath)
-	c, err := fetch.Dial(fetchAddr)
+	c, err := fetch.Dial(fetchAddr, fetch.WithClientTLS(testcerts.ClientConfig(t, ca, testcerts.Pair{})))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// A tool never sends its token over plaintext.
+	plain := strings.Replace(readFile(t, tool("ops-plain", opsFile)), "  grpc: tls\n", "  grpc: off\n", 1)
+	plain = strings.Replace(plain, "  cert_file: "+srv.CertFile+"\n  key_file: "+srv.KeyFile+"\n", "", 1)
+	os.WriteFile(filepath.Join(root, "ops-plain.yaml"), []byte(plain), 0o644)
+	if code, _, e := runCmd("topics", "delete", "--config", filepath.Join(root, "ops-plain.yaml"), "orders"); code != 1 || !strings.Contains(e, "only over TLS") {
+		t.Fatalf("a token over plaintext: exit %d %s", code, e)
+	}
 	waitFor(t, "orders-0 tiered", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders"})
 		return err == nil && r.HighestTieredOffset == 411

@@ -192,10 +192,16 @@ func dialTierd(cfg config) (*fetch.Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	t := cfg.TLS
 	if tok != "" {
+		// Over plaintext whoever listens at fetch.listen would read it:
+		// on loopback too, any local user who binds the port while tierd
+		// is stopped. Over TLS the server's certificate is checked first.
+		if mode(t.GRPC) == tlsOff {
+			return nil, errors.New("fetch: client.token_file: a token goes to fetch.listen only over TLS (tls.grpc: tls or mtls, and tls.ca_file): over plaintext whoever listens at the address could read it")
+		}
 		opts = append(opts, fetch.WithToken(tok))
 	}
-	t := cfg.TLS
 	if mode(t.GRPC) == tlsOff {
 		return fetch.Dial(cfg.Fetch.Listen, opts...)
 	}

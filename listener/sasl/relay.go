@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -52,6 +53,11 @@ type Relay struct {
 	// Timeout bounds one login at the cluster, from its connection to
 	// its last answer. Default 10s.
 	Timeout time.Duration
+	// MaxInflight bounds the logins at the cluster in progress at once
+	// (each holds a connection to it); one past it fails at once, as
+	// ErrUnavailable. Set before the first Begin. Default 64.
+	MaxInflight int
+	inflight    atomic.Int64
 }
 
 // NewRelay returns a Relay of mechanisms to up. Errors as NewLocal's.
@@ -60,7 +66,7 @@ func NewRelay(mechanisms []string, up Upstream) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Relay{up: up, mechs: l.mechs, Timeout: 10 * time.Second}, nil
+	return &Relay{up: up, mechs: l.mechs, Timeout: 10 * time.Second, MaxInflight: 64}, nil
 }
 
 // Mechanisms implements Authenticator.
@@ -130,8 +136,13 @@ func (s *relaySession) ask(msg []byte) ([]byte, error) {
 	ctx, cancel := context.WithDeadline(context.Background(), s.deadline)
 	defer cancel()
 	if s.up == nil {
+		if n := s.r.inflight.Add(1); n > int64(s.r.MaxInflight) {
+			s.r.inflight.Add(-1)
+			return nil, fmt.Errorf("%w: %w: %d logins at the cluster in progress already", ErrAuthenticationFailed, ErrUnavailable, s.r.MaxInflight)
+		}
 		up, err := s.r.up.BeginLogin(ctx, s.mech)
 		if err != nil {
+			s.r.inflight.Add(-1)
 			return nil, classify(err)
 		}
 		s.up = up
@@ -162,6 +173,7 @@ func (s *relaySession) Close() error {
 	}
 	err := s.up.Close()
 	s.up = nil
+	s.r.inflight.Add(-1)
 	return err
 }
 

@@ -163,3 +163,32 @@ func TestRelayRefusesBeforeAsking(t *testing.T) {
 		t.Fatalf("upstream saw %q", up.msgs)
 	}
 }
+
+// At most MaxInflight logins hold a connection to the cluster at once;
+// one past it fails at once as ErrUnavailable, and a closed login frees
+// its place.
+func TestRelayMaxInflight(t *testing.T) {
+	local, _ := NewLocal([]string{ScramSHA256}, fileOf(t, map[string]string{"alice": "pw"}))
+	up := &localUpstream{l: local}
+	r, _ := NewRelay([]string{ScramSHA256}, up)
+	r.MaxInflight = 1
+	first := "n,,n=alice,r=abcdefghijkl"
+	a, _ := r.Begin(ScramSHA256)
+	if _, _, err := a.Step([]byte(first)); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := r.Begin(ScramSHA256)
+	if _, _, err := b.Step([]byte(first)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("a second login at the cluster: %v, want ErrUnavailable", err)
+	}
+	b.(interface{ Close() error }).Close() // began nothing: frees nothing
+	a.(interface{ Close() error }).Close()
+	c, _ := r.Begin(ScramSHA256)
+	if _, _, err := c.Step([]byte(first)); err != nil {
+		t.Fatalf("after the first closed: %v", err)
+	}
+	c.(interface{ Close() error }).Close()
+	if up.begun != 2 || up.closed != 2 || r.inflight.Load() != 0 {
+		t.Fatalf("begun %d, closed %d, in flight %d", up.begun, up.closed, r.inflight.Load())
+	}
+}
