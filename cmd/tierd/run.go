@@ -32,7 +32,6 @@ import (
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/saturate"
-	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -165,41 +164,6 @@ func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, 
 	}
 	return listener.New(lc, d.view, append([]listener.Option{listener.WithLogger(log.With("component", "kafka-listener")), listener.WithRegisterer(d.reg),
 		listener.WithNodeID(node), listener.WithClusterID(clusterID)}, extra...)...)
-}
-
-// endpointListener builds the Kafka listener of ep: TLS for SSL and
-// SASL_SSL, the logins for SASL_PLAINTEXT and SASL_SSL, the ACLs for
-// every one. With several listeners (labelled), each's metrics carry a
-// listener label and its log lines the listener's name.
-func (d *daemon) endpointListener(cfg config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
-	logins []listener.Option, acls *authz.Authorizer) (*listener.Server, error) {
-	lcfg := cfg
-	lcfg.Kafka.Listener.Listen, lcfg.Kafka.Listener.Advertised = ep.Listen, ep.Advertised
-	var opts []listener.Option
-	if ep.Protocol.TLS() {
-		opts = append(opts, listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
-	}
-	if ep.Protocol.SASL() {
-		opts = append(opts, logins...)
-	} else {
-		lcfg.Kafka.Listener.SASLEnabledMechanisms = nil
-	}
-	l := log
-	if labelled {
-		l = log.With("listener", ep.Name)
-		opts = append(opts, listener.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": ep.Name}, d.reg)))
-	}
-	switch {
-	case acls != nil:
-		opts = append(opts, listener.WithAuthorizer(acls))
-	case cfg.openEndpoint(ep):
-		l.Warn("the Kafka listener authenticates nobody and applies no ACLs beyond loopback (allow.unauthenticated): every client that reaches it reads every topic it serves",
-			"listen", ep.Listen, "protocol", ep.Protocol)
-	default:
-		l.Warn("the Kafka listener applies no ACLs: every client that reaches it reads every topic it serves; set acls (docs/security.md) to apply Kafka's",
-			"listen", ep.Listen, "protocol", ep.Protocol)
-	}
-	return d.kafkaListener(lcfg, l, "", opts...)
 }
 
 // viewBrokerOwned says whether the Kafka listener bounds local reads by
@@ -429,34 +393,11 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
 		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
 	}
-	endpoints, err := cfg.kafkaEndpoints() // checked by validate
+	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls)
 	if err != nil {
 		return err
 	}
-	var loginOpt []listener.Option // the SASL logins, shared by the SASL listeners
-	switch {
-	case len(endpoints) == 0:
-	case cfg.Kafka.Listener.SASL() && cfg.Kafka.Logins.SASLCredentialsFile != "":
-		logins, err := newLogins(cfg)
-		if err != nil {
-			return err
-		}
-		rl.Register("sasl credentials", func(c config) error { return logins.reload(c) })
-		loginOpt = append(loginOpt, listener.WithSASL(logins.Local))
-	case cfg.Kafka.Listener.SASL():
-		relay, err := newRelay(cfg, d)
-		if err != nil {
-			return err
-		}
-		log.Info("Kafka listener logins are checked by the Kafka cluster (no sasl.credentials.file)", "mechanisms", cfg.Kafka.Listener.SASLEnabledMechanisms)
-		warnRelayPlaintext(cfg, log)
-		loginOpt = append(loginOpt, listener.WithSASL(relay))
-	}
-	for _, ep := range endpoints {
-		kl, err := d.endpointListener(cfg, log, ep, len(endpoints) > 1, tlsH, loginOpt, acls)
-		if err != nil {
-			return err
-		}
+	for _, kl := range kls {
 		g.Add(func() error { return kl.Run(ctx) }, func(error) { cancel() })
 	}
 	if cfg.HTTP.Listen != "" {
