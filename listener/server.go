@@ -137,7 +137,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 		lis = tls.NewListener(lis, s.tls)
 	}
 	if replaced {
-		s.logger.Warn("Kafka listener on all interfaces advertises 127.0.0.1; set advertised for clients on other hosts",
+		s.logger.Warn("Kafka listener on all interfaces advertises 127.0.0.1; set advertised (or advertised.listeners) for clients on other hosts",
 			"listen", lis.Addr().String())
 	}
 	s.logger.Info("Kafka listener serving", "listen", lis.Addr().String(), "advertised", net.JoinHostPort(host, fmt.Sprint(port)),

@@ -64,7 +64,13 @@ func checkIdentity(ctx context.Context, c *fetch.Client, cfg config, where strin
 	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
 	switch status.Code(err) {
 	case codes.OK:
-	case codes.Unimplemented, codes.Unauthenticated:
+	case codes.Unauthenticated:
+		if cfg.Fetch.Auth.ClientTokenFile != "" || cfg.TLS.ClientCertFile != "" {
+			return fmt.Errorf("the tierd at %s refused this tool's credentials (the token of fetch.client.token_file, or the certificate of tls.client_cert_file): %w",
+				where, err)
+		}
+		fallthrough
+	case codes.Unimplemented:
 		return fmt.Errorf("a tierd answers at %s but serves its Admin service there only to authenticated callers: run the tool on its host as its user (the admin socket %s), or give it a token (fetch.client.token_file) or a client certificate (tls.grpc: mtls): %w",
 			where, adminSocket(cfg), err)
 	default:

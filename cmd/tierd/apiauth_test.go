@@ -189,7 +189,7 @@ func TestHTTPTokens(t *testing.T) {
 			t.Errorf("%s with the token: %d %q", path, code, body)
 		}
 		// The page says who may reach what, never a secret.
-		if path == "/" && (!strings.Contains(body, "bearer token required (1 tokens)") || !strings.Contains(body, "admin socket only for Admin") ||
+		if path == "/" && (!strings.Contains(body, "bearer token required (1 token)") || !strings.Contains(body, "admin socket only for Admin") ||
 			!strings.Contains(body, "none: every client reads") || strings.Contains(body, "scrape-secret")) {
 			t.Errorf("the page's security facts:\n%s", body)
 		}

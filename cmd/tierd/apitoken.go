@@ -42,7 +42,11 @@ func runAPI(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if i := strings.IndexByte(*principal, ':'); i <= 0 || i == len(*principal)-1 || strings.ContainsAny(*principal, " \t\r\n") {
-		fmt.Fprintln(stderr, "tierd api token: --principal is required: <type>:<name> without blanks, e.g. User:ops")
+		if *principal == "" {
+			fmt.Fprintln(stderr, "tierd api token: --principal is required, e.g. User:ops")
+		} else {
+			fmt.Fprintf(stderr, "tierd api token: --principal %q: want <type>:<name> without blanks, e.g. User:ops\n", *principal)
+		}
 		return 2
 	}
 	if *file == "" {

@@ -245,6 +245,19 @@ acls:
 	if _, err := read("first-pw-of-alice"); err == nil {
 		t.Error("the old password after the reload")
 	}
+	// An ACL file that does not load fails the reload, naming its line;
+	// the ACLs read before keep deciding.
+	os.WriteFile(aclFile, []byte("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n"+
+		"\t(principal=User:alice, host=*, operation=REED, permissionType=ALLOW)\n"), 0o600)
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"config", "reload", "--config", cfgPath}, &out, &errOut); code != 1 ||
+		!strings.Contains(out.String()+errOut.String(), `"REED" is not an operation`) {
+		t.Errorf("config reload over a bad ACL file: exit %d\n%s%s", code, out.String(), errOut.String())
+	}
+	if n, err := read("second-pw-of-alice"); err != nil || n != 5 {
+		t.Errorf("alice after the refused ACL file: %d %v", n, err)
+	}
 }
 
 // TestOpenListenerNeedsConsent: a Kafka listener beyond loopback that

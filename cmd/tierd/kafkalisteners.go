@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -157,9 +158,9 @@ func (d *daemon) endpointListener(cfg config, log *slog.Logger, ep listener.Endp
 	} else {
 		lcfg.Kafka.Listener.SASLEnabledMechanisms = nil
 	}
-	l := log
+	l := log.With("protocol", string(ep.Protocol))
 	if labelled {
-		l = log.With("listener", ep.Name)
+		l = l.With("listener", ep.Name)
 		opts = append(opts, listener.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": ep.Name}, d.reg)))
 	}
 	switch {
@@ -173,4 +174,15 @@ func (d *daemon) endpointListener(cfg config, log *slog.Logger, ep listener.Endp
 			"listen", ep.Listen, "protocol", ep.Protocol)
 	}
 	return d.kafkaListener(lcfg, l, "", opts...)
+}
+
+// kafkaListenersText names the Kafka listeners for the start line:
+// NAME://host:port each, "" for none.
+func kafkaListenersText(cfg config) string {
+	eps, _ := cfg.kafkaEndpoints()
+	var out []string
+	for _, e := range eps {
+		out = append(out, e.Name+"://"+e.Listen)
+	}
+	return strings.Join(out, ",")
 }

@@ -339,7 +339,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
-		"fetch", cfg.Fetch.Listen, "kafka_listen", cfg.Kafka.Listener.Listen, "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
+		"fetch", cfg.Fetch.Listen, "kafka_listeners", kafkaListenersText(cfg), "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
 		"rsm_listen", rsmListen(cfg))
 	d.copier.ProbeLogDirs() // says, for each log dir, whether tierd may delete local files there
 	ctx, cancel := context.WithCancel(ctx)
@@ -358,7 +358,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		if acls, err = newAuthorizer(cfg, d, log); err != nil {
 			return err
 		}
-		rl.Register("acls", func(config) error { acls.Refresh(); return nil }) // the ACL file, read again
+		// The ACLs read again, at once: a file that does not load fails the
+		// reload (the ACLs read before keep deciding, up to max_stale).
+		rl.Register("acls", func(config) error { return acls.Load(ctx) })
 		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
 	}
 	var tokens *apiTokens

@@ -71,7 +71,7 @@ func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string
 		if rt, ok := readRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
 			where = fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen)
 		}
-		return c, where + " (through its admin socket)", err
+		return c, where + " (through its admin socket " + adminSocket(cfg) + ")", err
 	}
 	c, err = dialAt(ctx, cfg)
 	if c != nil || err != nil {
@@ -120,7 +120,7 @@ func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
 	probe, err := net.DialTimeout("unix", path, 2*time.Second)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
-		return nil, fmt.Errorf("the admin socket %s refuses this user: only the user tierd runs as (and root) may open it; run the tool as that user, or reach fetch.listen with a token (fetch.client.token_file, docs/security.md): %w", path, err)
+		return nil, fmt.Errorf("the admin socket %s cannot be reached by this user (its directory and the socket are the user tierd runs as' alone), so whether a tierd runs cannot be told either: run the tool as that user or root, or reach fetch.listen with a token (fetch.client.token_file, docs/security.md): %w", path, err)
 	case err != nil:
 		return nil, nil // nothing listens
 	}

@@ -42,8 +42,12 @@ func runSASL(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	} else if err != nil {
 		return 2
 	}
-	if *user == "" || strings.ContainsAny(*user, " \t\r\n") {
-		fmt.Fprintln(stderr, "tierd sasl credential: --user is required, without blanks")
+	switch {
+	case *user == "":
+		fmt.Fprintln(stderr, "tierd sasl credential: --user is required")
+		return 2
+	case strings.ContainsAny(*user, " \t\r\n"):
+		fmt.Fprintf(stderr, "tierd sasl credential: --user %q has a blank: the credentials file separates fields with blanks\n", *user)
 		return 2
 	}
 	var in io.Reader = os.Stdin
@@ -59,7 +63,11 @@ func runSASL(_ context.Context, args []string, stdout, stderr io.Writer) int {
 	line, err := bufio.NewReader(in).ReadString('\n')
 	pw := strings.TrimRight(line, "\r\n")
 	if pw == "" {
-		fmt.Fprintf(stderr, "tierd sasl credential: no password read (%v)\n", err)
+		why := "its first line is empty"
+		if err != nil && err != io.EOF {
+			why = err.Error()
+		}
+		fmt.Fprintf(stderr, "tierd sasl credential: no password read from %s: %s\n", *pwFile, why)
 		return 1
 	}
 	c, err := sasl.NewCredential(strings.ToUpper(*mech), pw, *iters)

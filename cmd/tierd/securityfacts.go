@@ -30,12 +30,12 @@ func securityFacts(cfg config, acls *authz.Authorizer, apiTokens, httpTokens *ap
 		if apiTokens != nil || mode(cfg.TLS.GRPC) == tlsMTLS {
 			api = "Admin on fetch.listen to authenticated callers"
 			if apiTokens != nil {
-				api += fmt.Sprintf(" (%d tokens)", apiTokens.Len())
+				api += " (" + count(apiTokens.Len(), "token") + ")"
 			}
 		}
 		out = append(out, statuspage.Fact{Name: "gRPC API", Value: api})
 		if httpTokens != nil {
-			out = append(out, statuspage.Fact{Name: "this page", Value: fmt.Sprintf("bearer token required (%d tokens)", httpTokens.Len())})
+			out = append(out, statuspage.Fact{Name: "this page", Value: "bearer token required (" + count(httpTokens.Len(), "token") + ")"})
 		}
 		return out
 	}
@@ -59,4 +59,12 @@ func aclsFact(cfg config, a *authz.Authorizer) string {
 		s += fmt.Sprintf("; the last %d reads failed: %s", st.Failures, st.Error)
 	}
 	return s
+}
+
+// count is "1 token", "2 tokens".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

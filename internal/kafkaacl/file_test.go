@@ -100,7 +100,7 @@ func TestParseErrors(t *testing.T) {
 	if !errors.Is(err, ErrSyntax) || !errors.Is(err, ErrInvalid) {
 		t.Errorf("want both ErrSyntax and ErrInvalid among %v", err)
 	}
-	if !strings.Contains(err.Error(), `"REED" is not a operation`) && !strings.Contains(err.Error(), `"REED"`) {
+	if !strings.Contains(err.Error(), `"REED" is not an operation`) && !strings.Contains(err.Error(), `"REED"`) {
 		t.Errorf("the bad operation is not quoted: %v", err)
 	}
 }

@@ -136,8 +136,14 @@ func parse[K comparable](m map[K]string, what, s string) (K, error) {
 	var zero K
 	names := make([]string, 0, len(m))
 	for _, n := range m {
-		names = append(names, n)
+		if n != "ANY" && n != "UNKNOWN" && n != "MATCH" { // filters' words, not an ACL's
+			names = append(names, n)
+		}
 	}
 	sortStrings(names)
-	return zero, fmt.Errorf("kafkaacl: %q is not a %s (one of %s)", s, what, strings.Join(names, ", "))
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(what[0])) {
+		article = "an"
+	}
+	return zero, fmt.Errorf("kafkaacl: %q is not %s %s (one of %s)", s, article, what, strings.Join(names, ", "))
 }
