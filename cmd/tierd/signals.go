@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -36,4 +37,16 @@ func watchSIGHUP(stderr io.Writer) (stop func()) {
 // configuration on SIGHUP replaces this.
 func onSIGHUP(stderr io.Writer) {
 	fmt.Fprintln(stderr, "tierd: SIGHUP received: nothing to reload here; going on")
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
