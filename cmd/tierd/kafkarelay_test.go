@@ -17,13 +17,15 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl"
 	saslplain "github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/tierd/tierd/internal/testtools"
 )
 
 // TestKafkaListenerLoginsByCluster: with kafka.bootstrap_servers and no
 // sasl.credentials.file, the Kafka listener's logins are relayed to the
 // cluster (an in-process Kafka cluster with SASL): a SCRAM user the
-// cluster has and a PLAIN user log in with their passwords, wrong ones
-// are refused; a SCRAM user deleted in the cluster cannot log in again;
+// cluster has and a PLAIN user log in with their passwords (franz-go,
+// kcat, kafka-python, confluent-kafka), wrong ones are refused; a SCRAM user deleted in the cluster cannot log in again;
 // a connection logged in before goes on while the cluster is down, but a
 // new login fails, and the log says the cluster could not be asked.
 func TestKafkaListenerLoginsByCluster(t *testing.T) {
@@ -121,6 +123,20 @@ kafka:
 			}
 		}
 	}
+	// kafka-python and confluent-kafka log in through the relay too.
+	script := filepath.Join(t.TempDir(), "login.py")
+	os.WriteFile(script, []byte(pyRelayLogin), 0o600)
+	for _, c := range []struct{ client, module string }{{"kafka-python", "kafka"}, {"confluent-kafka", "confluent_kafka"}} {
+		testtools.NeedPython(t, c.module)
+		for _, login := range [][3]string{{"SCRAM-SHA-512", "alice", "alice-pw"}, {"PLAIN", "bob", "bob-pw"}} {
+			pctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+			out, err := exec.CommandContext(pctx, testtools.Python, script, c.client, kafkaAddr, login[0], login[1], login[2]).CombinedOutput()
+			cancel()
+			if err != nil || !strings.Contains(string(out), "logged in") {
+				t.Errorf("%s %s through the relay: %v\n%s", c.client, login[0], err, out)
+			}
+		}
+	}
 	if res, err := adm.AlterUserSCRAMs(ctx, []kadm.DeleteSCRAM{{User: "alice", Mechanism: kadm.ScramSha512}}, nil); err != nil || res["alice"].Err != nil {
 		t.Fatalf("delete alice: %v %v", err, res)
 	}
@@ -161,3 +177,22 @@ kafka:
 		t.Errorf("the log does not say the cluster could not be asked:\n%s", log.String())
 	}
 }
+
+// pyRelayLogin logs in with a Python client and asks for the topics
+// (a Metadata request after the login).
+const pyRelayLogin = `import sys
+client, addr, mech, user, pw = sys.argv[1:6]
+if client == "kafka-python":
+    from kafka import KafkaConsumer
+    c = KafkaConsumer(bootstrap_servers=addr, security_protocol="SASL_PLAINTEXT", sasl_mechanism=mech,
+                      sasl_plain_username=user, sasl_plain_password=pw, api_version_auto_timeout_ms=10000)
+    c.topics()
+    c.close()
+else:
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": addr, "group.id": "t", "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanisms": mech, "sasl.username": user, "sasl.password": pw})
+    c.list_topics(timeout=20)
+    c.close()
+print("logged in")
+`
