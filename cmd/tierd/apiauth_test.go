@@ -218,3 +218,56 @@ func TestAdminSocketPathTooLong(t *testing.T) {
 		t.Fatalf("short: %q", p)
 	}
 }
+
+// "tierd segments" by a caller the ACLs let describe one topic of two:
+// the other's partitions are listed as not shown, and the rest is
+// printed.
+func TestSegmentsHidesDeniedTopics(t *testing.T) {
+	root := t.TempDir()
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = seglog.MinSegmentBytes
+	for _, topic := range []string{"orders", "secret"} {
+		l, err := seglog.Open(filepath.Join(root, "logs", topic+"-0"), scfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 600; i++ {
+			l.Append(seglog.Record{Value: demoValue(int64(i))})
+		}
+		l.Close()
+	}
+	tokens, eveFile := filepath.Join(root, "tokens"), filepath.Join(root, "eve.token")
+	os.WriteFile(eveFile, []byte("eve-secret\n"), 0o600)
+	os.WriteFile(tokens, []byte(fetch.TokenLine("User:eve", "eve-secret")+"\n"), 0o600)
+	acls := filepath.Join(root, "acls")
+	os.WriteFile(acls, []byte("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n"+
+		"\t(principal=User:eve, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"), 0o600)
+	ca := testcerts.NewCA(t, t.TempDir(), "ca")
+	srv := ca.Server(t, "server")
+	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
+	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n", 1) +
+		fmt.Sprintf("tls:\n  cert_file: %s\n  key_file: %s\n  grpc: tls\n  ca_file: %s\nacls: {source: file, file: %s}\n", srv.CertFile, srv.KeyFile, ca.CAFile, acls)
+	cfgPath := filepath.Join(root, "tierd.yaml")
+	os.WriteFile(cfgPath, []byte(y), 0o644)
+	startServe(t, cfgPath)
+	// Up first (a tool that finds no tierd opens its metadata itself).
+	waitFor(t, "the admin socket", func() bool {
+		c, err := fetch.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
+		if err != nil {
+			return false
+		}
+		defer c.Close()
+		_, err = c.Admin().Identity(context.Background(), &tierdpb.IdentityRequest{})
+		return err == nil
+	})
+	waitFor(t, "both topics tiered", func() bool {
+		_, o, _ := runCmd("segments", "--config", cfgPath) // the admin socket: everything
+		return strings.Contains(o, "orders-0: log start offset 0") && strings.Contains(o, "secret-0: log start offset 0")
+	})
+	eve := filepath.Join(root, "eve.yaml")
+	os.WriteFile(eve, []byte(strings.Replace(y, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(root, "none.sock")+"\n  client.token_file: "+eveFile+"\n", 1)), 0o644)
+	code, o, e := runCmd("segments", "--config", eve)
+	if code != 0 || !strings.Contains(o, "orders-0: log start offset 0") || !strings.Contains(o, "secret-0: not shown") || strings.Contains(o, "secret-0: log start") {
+		t.Fatalf("segments as eve: exit %d\n%s%s", code, o, e)
+	}
+}
