@@ -75,7 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				ctx, stop = signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 				defer stop()
 				if c.name != "run" { // run's serve catches SIGHUP itself, to reload
-					stderr = &lockedWriter{w: stderr} // the command and the watcher both write it
+					if _, isFile := stderr.(*os.File); !isFile { // a file takes concurrent writes (and may be a terminal)
+						stderr = &lockedWriter{w: stderr} // the command and the watcher both write it
+					}
 					defer watchSIGHUP(stderr)()
 				}
 			}
