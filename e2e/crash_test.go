@@ -464,7 +464,7 @@ http: {listen: ""}
 		if strings.HasPrefix(point, "partition-delete.") {
 			if lost {
 				// A deletion cut short and then its metadata lost would
-				// leave the rest of that topic's objects (see the README);
+				// leave the rest of that topic's objects (see docs/configuration.md, lost metadata);
 				// these rounds kill at random instead.
 				point = ""
 			} else {

@@ -143,7 +143,7 @@ func bigLog(t *testing.T, e *env) {
 }
 
 // TestResponseSizeLimit: a Fetch answer larger than 4 MiB is refused by a
-// gRPC client with the default receive limit (what the README tells other
+// gRPC client with the default receive limit (what docs/reads.md tells other
 // clients to raise) and read by fetch.Dial's client.
 func TestResponseSizeLimit(t *testing.T) {
 	e := newEnv(t, patientConfig())
@@ -163,7 +163,7 @@ func TestResponseSizeLimit(t *testing.T) {
 	}
 }
 
-// TestGrpcurl runs grpcurl against the server, as the README shows: list
+// TestGrpcurl runs grpcurl against the server, as docs/reads.md shows: list
 // the services through reflection, check health, describe and call Fetch
 // (whose 6 MiB answer needs -max-msg-sz).
 func TestGrpcurl(t *testing.T) {

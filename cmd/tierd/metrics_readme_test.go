@@ -11,10 +11,10 @@ import (
 )
 
 // readmeKafkaMetrics returns the tierd metric names in the first column
-// of the README's table of metrics named after Kafka's.
+// of docs/observing.md's table of metrics named after Kafka's.
 func readmeKafkaMetrics(t *testing.T) []string {
 	t.Helper()
-	return docTableMetrics(t, "README.md", "Metrics named after Kafka's")
+	return docTableMetrics(t, "docs/observing.md", "Metrics named after Kafka's")
 }
 
 // docTableMetrics returns the tierd metric names in the first column
@@ -28,9 +28,12 @@ func docTableMetrics(t *testing.T, doc, title string) []string {
 	}
 	_, section, ok := strings.Cut(string(data), "### "+title+"\n")
 	if !ok {
+		_, section, ok = strings.Cut(string(data), "\n## "+title+"\n")
+	}
+	if !ok {
 		t.Fatalf("%s has no section %q", doc, title)
 	}
-	section, _, _ = strings.Cut(section, "\n### ")
+	section, _, _ = strings.Cut(section, "\n#") // the next heading
 	name := regexp.MustCompile("`(tierd_[a-z_]+)")
 	var out []string
 	for _, line := range strings.Split(section, "\n") {
@@ -50,7 +53,7 @@ func docTableMetrics(t *testing.T, doc, title string) []string {
 
 // TestReadmeKafkaMetricsFromStart: a tierd that has just made its first
 // pass (nothing read, nothing deleted yet) exposes every metric the
-// README's table of Kafka-named metrics lists, counters of events that
+// docs/observing.md's table of Kafka-named metrics lists, counters of events that
 // have not happened included, so that alerts and absent() work from the
 // start.
 func TestReadmeKafkaMetricsFromStart(t *testing.T) {
@@ -71,7 +74,7 @@ func TestReadmeKafkaMetricsFromStart(t *testing.T) {
 	metrics := get(t, "http://"+httpAddr+"/metrics")
 	for _, name := range readmeKafkaMetrics(t) {
 		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
-			t.Errorf("%s (in the README's table) is not on /metrics after the first pass", name)
+			t.Errorf("%s (in docs/observing.md's table) is not on /metrics after the first pass", name)
 		}
 	}
 }
