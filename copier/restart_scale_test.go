@@ -135,7 +135,7 @@ func TestHeartbeatOneAttemptPerPass(t *testing.T) {
 	}
 }
 
-// TestRestartProfile is a reproducer of issue 12's restart pass: a first
+// TestRestartProfile measures the first pass after a restart: a first
 // pass over N partitions (TIERD_SCALE_N), then TIERD_SCALE_RESTARTS
 // (default 1) times a new store handle and a new copier over the same
 // state and its first pass, logging what each cost and, with

@@ -64,10 +64,10 @@ func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bo
 // segment, and when it is older than local.retention.ms or the local log is
 // larger than local.retention.bytes; deleting stops at the first segment
 // that may not go. Size retention deletes until the local log is within the
-// limit (issue #4, case 8). This is stricter than Kafka's UnifiedLog, which
-// stops before the local log would drop below the limit; it only removes
-// local files whose copies are finished, never data. The new local log start offset is made durable before any file is
-// touched; files are renamed to ".deleted" and removed FileDeleteDelayMs
+// limit, which is stricter than Kafka's UnifiedLog (it stops before the
+// local log would drop below the limit); it only removes local files whose
+// copies are finished, never data. The new local log start offset is made
+// durable before any file is touched; files are renamed to ".deleted" and removed FileDeleteDelayMs
 // later, so readers with the files open finish.
 func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	fin, err := c.store.FinishedSegments(p.tp)

@@ -222,7 +222,7 @@ func (r *scaleRig) pass(tb testing.TB) (copied int, reqs map[string]int, syncs i
 	return n, take(r.bucket), r.syncs.Load() - before
 }
 
-// TestScaleReproducer is the reproducer of issue 12's idle passes: a first
+// TestScaleReproducer measures idle passes over many partitions: a first
 // pass, then idle passes, logging what each cost (TIERD_SCALE_N sets the
 // partition count, default 200; TIERD_SCALE_PROF a CPU profile of the
 // idle passes).
