@@ -113,6 +113,12 @@
 //	                                                            process writes this name
 //	metadata dir: the write probe     rlmm (health.go)          the file it created and synced a moment before,
 //	                                                            named after this process's pid
+//	admin socket (fetch.admin.socket) fetch.ListenLocal         a Unix socket (not any other file) that refuses
+//	                                                            connections (a stopped tierd's), in a directory
+//	                                                            of mode 0700 owned by tierd's user; and its own
+//	                                                            socket when it stops serving it
+//	tierd api token's --token-file    runAPI                    the file it created (O_EXCL) a moment before, when
+//	                                                            writing the token to it failed
 //
 // A log dir is broker-owned (logdir.go), and tierd renames and deletes
 // no file of the broker's in it (its own .tierd-staging hard links aside):

@@ -144,19 +144,12 @@ func openPrivate(path, what string, noOtherRead bool) (*os.File, error) {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	st, err := f.Stat()
+	if err == nil && noOtherRead && st.Mode().Perm()&0o004 != 0 {
+		err = fmt.Errorf("%s: %s has mode %v: other users can read it; chmod o-rwx %s", what, path, st.Mode().Perm(), path)
+	} else if err == nil {
+		err = privfile.Check(what, path, st) // writable by nobody but tierd's user and root
+	}
 	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if m := st.Mode().Perm(); m&0o022 != 0 || (noOtherRead && m&0o004 != 0) {
-		f.Close()
-		want := "not writable by group or other users"
-		if noOtherRead {
-			want = "not readable by other users nor writable by group or other users"
-		}
-		return nil, fmt.Errorf("%s: %s has mode %v; it must be %s (chmod 600 %s)", what, path, m, want, path)
-	}
-	if err := privfile.Check(what, path, st); err != nil {
 		f.Close()
 		return nil, err
 	}

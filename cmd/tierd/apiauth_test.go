@@ -147,7 +147,7 @@ func TestAPITokensFileMode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod 600") {
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Fatalf("tierd run with a tokens file others may write: %v", err)
 	}
 }

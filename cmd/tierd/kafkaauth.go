@@ -7,12 +7,10 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"os"
 	"slices"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
-	"github.com/tierd/tierd/internal/privfile"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -120,24 +118,11 @@ func (l *logins) reload(config) error {
 // process's user or root may write (a line added there is a login:
 // internal/privfile).
 func readCredentials(path string) (*sasl.Credentials, error) {
-	f, err := os.Open(path)
+	f, err := openPrivate(path, "kafka: sasl.credentials.file", true)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("kafka: sasl.credentials.file: %w", err)
-	}
-	switch m := st.Mode().Perm(); {
-	case m&0o004 != 0:
-		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can read it; chmod o-rwx it", path, m)
-	case m&0o023 != 0:
-		return nil, fmt.Errorf("kafka: sasl.credentials.file %s has mode %04o: other users can change it (a line added is a login); chmod g-w,o-rwx it", path, m)
-	}
-	if err := privfile.Check("kafka: sasl.credentials.file", path, st); err != nil {
 		return nil, err
 	}
+	defer f.Close()
 	creds, err := sasl.ParseCredentials(f)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: sasl.credentials.file %s: %w", path, err)
