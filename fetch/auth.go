@@ -22,7 +22,7 @@ import (
 
 // Anonymous is the principal of a caller that presents neither a token
 // nor a client certificate: Kafka's KafkaPrincipal.ANONYMOUS.
-const Anonymous = "User:ANONYMOUS"
+const Anonymous = kafkaacl.Anonymous
 
 // Authorizer decides a request by Kafka's ACL rules (authz.Authorizer).
 type Authorizer interface {

@@ -32,7 +32,7 @@ const clusterMetadataTopic = "__cluster_metadata"
 // Anonymous is the principal of a client that has not authenticated:
 // Kafka's KafkaPrincipal.ANONYMOUS, on PLAINTEXT and on TLS without a
 // client certificate.
-const Anonymous = "User:ANONYMOUS"
+const Anonymous = kafkaacl.Anonymous
 
 // identify sets c's principal and client host, once its TLS handshake (if
 // any) is done: a verified client certificate gives "User:" and its

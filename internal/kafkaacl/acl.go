@@ -16,6 +16,11 @@ const (
 	WildcardHost      = "*"
 )
 
+// Anonymous is the principal of a client that has not authenticated
+// (Kafka's KafkaPrincipal.ANONYMOUS): on PLAINTEXT, and on TLS without a
+// client certificate.
+const Anonymous = "User:ANONYMOUS"
+
 // ACL is one access control entry bound to a resource pattern: Kafka's
 // AclBinding (a ResourcePattern and an AccessControlEntry).
 type ACL struct {
