@@ -137,15 +137,15 @@ func requireToken(t *apiTokens, next http.Handler) http.Handler {
 // openPrivate opens a file of secrets, refusing one its group or other
 // users may write, or owned by neither this process's user nor root (a
 // line added there is a login: internal/privfile) and, with noOtherRead,
-// one other users may read.
+// one other users have any access to.
 func openPrivate(path, what string, noOtherRead bool) (*os.File, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	st, err := f.Stat()
-	if err == nil && noOtherRead && st.Mode().Perm()&0o004 != 0 {
-		err = fmt.Errorf("%s: %s has mode %v: other users can read it; chmod o-rwx %s", what, path, st.Mode().Perm(), path)
+	if err == nil && noOtherRead && st.Mode().Perm()&0o007 != 0 {
+		err = fmt.Errorf("%s: %s has mode %v: other users can read it or have other access to it; chmod o-rwx %s", what, path, st.Mode().Perm(), path)
 	} else if err == nil {
 		err = privfile.Check(what, path, st) // writable by nobody but tierd's user and root
 	}
