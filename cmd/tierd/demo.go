@@ -251,27 +251,23 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	cfg, d, log := e.cfg, e.d, e.log
 	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
 
-	// 1. Write the scenario with the embedded segment log.
-	partDir := filepath.Join(cfg.Copier.LogDirs[0], demoTopic+"-0")
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = demoSegmentBytes
-	w, err := seglog.Open(partDir, scfg)
+	// 1. Write the scenario with the embedded segment log: the article's
+	// records on demo, and keyed records with headers on demo-keyed.
+	logDir := cfg.Copier.LogDirs[0]
+	partDir := filepath.Join(logDir, demoTopic+"-0")
+	baseMs := time.Now().UnixMilli() - demoRecords // recent: within retention.ms
+	if _, err := writeDemoTopic(partDir, demoSegmentBytes, demoRecords, baseMs, true, demoRecord); err != nil {
+		return err
+	}
+	keyedLocalStart, err := writeDemoTopic(filepath.Join(logDir, demoKeyedTopic+"-0"), demoKeyedSegmentBytes, demoKeyedRecords, baseMs, false, demoKeyedRecord)
 	if err != nil {
 		return err
 	}
-	baseMs := time.Now().UnixMilli() - demoRecords // recent: within retention.ms
-	for i := int64(0); i < demoRecords; i++ {
-		if _, err := w.Append(demoRecord(i, baseMs)); err != nil {
-			return err
-		}
-	}
-	if err := w.Roll(); err != nil { // the last full segment rolls, as segment.ms would
-		return err
-	}
-	if err := w.Close(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote %d records of %d bytes to %s (segment.bytes=%d)\n", demoRecords, demoValueBytes, partDir, demoSegmentBytes)
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = demoSegmentBytes
+	fmt.Fprintf(stdout, "wrote %d records of %d bytes (no key, no headers, one per batch) to %s (segment.bytes=%d)\n", demoRecords, demoValueBytes, partDir, demoSegmentBytes)
+	fmt.Fprintf(stdout, "wrote %d records with a key and a header to %s-0 (segment.bytes=%d; offsets %d-%d stay in the active segment)\n",
+		demoKeyedRecords, demoKeyedTopic, demoKeyedSegmentBytes, keyedLocalStart, demoKeyedRecords-1)
 	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
 
 	// 2. Serve remote fetches on a real socket.
@@ -303,11 +299,15 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 		if err != nil {
 			return err
 		}
-		if offs.LocalLogStartOffset == demoRecords {
+		koffs, _, err := d.store.Offsets(remotelog.TopicPartition{Topic: demoKeyedTopic, Partition: 0})
+		if err != nil {
+			return err
+		}
+		if offs.LocalLogStartOffset == demoRecords && koffs.LocalLogStartOffset == keyedLocalStart {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("tiering did not finish in 60s: %+v", offs)
+			return fmt.Errorf("tiering did not finish in 60s: %s-0 %+v, %s-0 %+v", demoTopic, offs, demoKeyedTopic, koffs)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -344,17 +344,25 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	}
 	kserved := make(chan error, 1)
 	go func() { kserved <- kl.Serve(sctx, klis) }()
-	kgood, err := kafkaReadBack(ctx, klis.Addr().String(), baseMs)
+	kgood, err := kafkaReadBack(ctx, klis.Addr().String(), demoTopic, demoRecords, baseMs, demoRecord)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "%d/%d records read back through the Kafka listener (franz-go): offsets, keys, values, headers, timestamps\n", kgood, demoRecords)
+	fmt.Fprintf(stdout, "%d/%d records read back through the Kafka listener (franz-go): offsets, values, timestamps\n", kgood, demoRecords)
 	if kgood != demoRecords {
 		return fmt.Errorf("only %d of %d records read back through the Kafka listener", kgood, demoRecords)
 	}
+	kgood, err = kafkaReadBack(ctx, klis.Addr().String(), demoKeyedTopic, demoKeyedRecords, baseMs, demoKeyedRecord)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d/%d records of %s read back through the Kafka listener, from both tiers: offsets, keys, values, headers, timestamps\n", kgood, demoKeyedRecords, demoKeyedTopic)
+	if kgood != demoKeyedRecords {
+		return fmt.Errorf("only %d of %d records of %s read back through the Kafka listener", kgood, demoKeyedRecords, demoKeyedTopic)
+	}
 	if o.serve {
-		fmt.Fprintf(stdout, "\nserving the demo log until interrupted (Ctrl-C):\n  Kafka listener %s: kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%T %%h\\n'\n  gRPC API %s\n",
-			klis.Addr(), klis.Addr(), demoTopic, lis.Addr())
+		fmt.Fprintf(stdout, "\nserving the demo log until interrupted (Ctrl-C):\n  Kafka listener %s:\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%T %%S\\n'\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%T %%h\\n'\n  gRPC API %s\n",
+			klis.Addr(), klis.Addr(), demoTopic, klis.Addr(), demoKeyedTopic, lis.Addr())
 		<-ctx.Done()
 	}
 	stop()
@@ -385,7 +393,7 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 			return good, fmt.Errorf("read offset %d: no records", off)
 		}
 		for _, rec := range recs {
-			if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) && bytes.Equal(rec.Key, demoKey(off)) {
+			if rec.Offset == off && bytes.Equal(rec.Value, demoValue(off)) && rec.Key == nil {
 				good++
 			}
 			off = rec.Offset + 1

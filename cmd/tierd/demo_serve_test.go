@@ -44,19 +44,21 @@ func TestDemoServe(t *testing.T) {
 			t.Fatalf("demo did not start serving:\n%s", out.String())
 		}
 	}
-	want := fmt.Sprintf("kcat -C -b %s -t demo -p 0 -o beginning -e", kafkaAddr)
-	if !strings.Contains(out.String(), want) {
-		t.Fatalf("output lacks %q:\n%s", want, out.String())
+	for _, topic := range []string{demoTopic, demoKeyedTopic} {
+		want := fmt.Sprintf("kcat -C -b %s -t %s -p 0 -o beginning -e", kafkaAddr, topic)
+		if !strings.Contains(out.String(), want) {
+			t.Fatalf("output lacks %q:\n%s", want, out.String())
+		}
 	}
 	if kcat, err := exec.LookPath("kcat"); err == nil {
-		cmd := exec.Command(kcat, "-C", "-b", kafkaAddr, "-t", "demo", "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %k %h\n")
+		cmd := exec.Command(kcat, "-C", "-b", kafkaAddr, "-t", demoKeyedTopic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %k %h\n")
 		got, err := cmd.Output()
 		if err != nil {
 			t.Fatalf("kcat: %v", err)
 		}
 		lines := strings.Split(strings.TrimSuffix(string(got), "\n"), "\n")
-		if len(lines) != demoRecords {
-			t.Fatalf("kcat read %d records, want %d", len(lines), demoRecords)
+		if len(lines) != demoKeyedRecords {
+			t.Fatalf("kcat read %d records, want %d", len(lines), demoKeyedRecords)
 		}
 		for i, l := range lines {
 			if w := fmt.Sprintf("%d key-%d tierd-demo-offset=%d", i, i, i); l != w {

@@ -85,6 +85,9 @@ func TestDemoOwnPrefixOverMinIO(t *testing.T) {
 			continue
 		}
 		p, _, ok := strings.Cut(k, "/demo-0/")
+		if !ok {
+			p, _, ok = strings.Cut(k, "/demo-keyed-0/")
+		}
 		if !ok || !strings.HasPrefix(p, "team/tierd-demo-") || (runPrefix != "" && p != runPrefix) {
 			t.Errorf("the demo wrote %s, outside one team/tierd-demo-<id>/ prefix", k)
 		}

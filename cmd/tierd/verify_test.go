@@ -15,8 +15,8 @@ import (
 )
 
 // keptDemo runs "tierd demo --keep" once and returns the kept directory and
-// a config naming it (three finished copies of demo-0 in a filesystem
-// bucket).
+// a config naming it (three finished copies of demo-0 and two of demo-keyed-0 in a
+// filesystem bucket).
 func keptDemo(t *testing.T) (keep, cfgPath string) {
 	t.Helper()
 	keep = filepath.Join(t.TempDir(), "keep")
@@ -48,14 +48,14 @@ func bucketObject(t *testing.T, keep string, base, suffix string) string {
 func TestVerify(t *testing.T) {
 	keep, cfgPath := keptDemo(t)
 	code, out, errOut := runCmd("verify", "--config", cfgPath)
-	if code != 0 || !strings.Contains(out, "verified 3 copies") || !strings.Contains(out, "3 ok, 0 mismatched, 0 missing objects") {
+	if code != 0 || !strings.Contains(out, "verified 5 copies") || !strings.Contains(out, "5 ok, 0 mismatched, 0 missing objects") {
 		t.Fatalf("verify of good copies: exit %d\n%s%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "3 finished copies from "+filepath.Join(keep, "metadata")+" (tierd not running)") || strings.Contains(errOut, "\r") {
+	if !strings.Contains(errOut, "5 finished copies from "+filepath.Join(keep, "metadata")+" (tierd not running)") || strings.Contains(errOut, "\r") {
 		t.Errorf("stderr:\n%q", errOut)
 	}
 	code, out, errOut = runCmd("verify", "--config", cfgPath, "--sample", "1", "--seed", "7")
-	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy (a random 1 of 3, --seed 7) from ") {
+	if code != 0 || !strings.Contains(out, "verified 1 copy,") || !strings.Contains(errOut, "tierd verify: 1 finished copy (a random 1 of 5, --seed 7) from ") {
 		t.Errorf("--sample 1: exit %d\n%s%s", code, out, errOut)
 	}
 	if !strings.Contains(errOut, "tierd verify: picked demo-0 at ") {
@@ -66,33 +66,33 @@ func TestVerify(t *testing.T) {
 	if again != errOut {
 		t.Errorf("--seed 7 twice:\n%s\n%s", errOut, again)
 	}
-	if _, _, errOut := runCmd("verify", "--config", cfgPath, "--sample", "5"); !strings.Contains(errOut, "3 finished copies from ") || strings.Contains(errOut, "picked") {
+	if _, _, errOut := runCmd("verify", "--config", cfgPath, "--sample", "9"); !strings.Contains(errOut, "5 finished copies from ") || strings.Contains(errOut, "picked") {
 		t.Errorf("--sample above the copies: %s", errOut)
 	}
 	if code, _, errOut := runCmd("verify", "--config", cfgPath, "--seed", "7"); code != 2 || !strings.Contains(errOut, "--seed picks a --sample") {
 		t.Errorf("--seed without --sample: exit %d: %s", code, errOut)
 	}
 
-	logPath := bucketObject(t, keep, "00000000000000000205", ".log")
+	logPath := bucketObject(t, keep, "00000000000000000206", ".log")
 	data, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data[len(data)/2] ^= 0xff
 	os.WriteFile(logPath, data, 0o644)
-	os.Remove(bucketObject(t, keep, "00000000000000000410", ".timeindex"))
+	os.Remove(bucketObject(t, keep, "00000000000000000412", ".timeindex"))
 	code, out, errOut = runCmd("verify", "--config", cfgPath)
 	if code != 1 {
 		t.Errorf("exit %d with a damaged and a missing object\n%s%s", code, out, errOut)
 	}
-	for _, want := range []string{"MISMATCH demo-0 base offset 205 segment ", ".log: rsm: checksum mismatch",
-		"MISSING demo-0 base offset 410 segment ", "1 ok, 1 mismatched, 1 missing objects"} {
+	for _, want := range []string{"MISMATCH demo-0 base offset 206 segment ", ".log: rsm: checksum mismatch",
+		"MISSING demo-0 base offset 412 segment ", "3 ok, 1 mismatched, 1 missing objects"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 	code, out, errOut = runCmd("verify", "--config", cfgPath, "--topic", "other")
-	if code != 1 || out != "" || !strings.Contains(errOut, `topic "other" has no partition in tierd's metadata; it holds topic demo`) {
+	if code != 1 || out != "" || !strings.Contains(errOut, `topic "other" has no partition in tierd's metadata; it holds topics demo, demo-keyed`) {
 		t.Errorf("--topic other: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, _ = runCmd("verify", "--config", cfgPath, "--topic", "demo")
@@ -166,7 +166,7 @@ func TestVerifyOnTerminal(t *testing.T) {
 		t.Fatalf("verify on a terminal: %v\n%q", err, out)
 	}
 	s := string(out)
-	if !strings.Contains(s, "\r[##############################] 3/3 copies") || !strings.Contains(s, "verified 3 copies") {
+	if !strings.Contains(s, "\r[##############################] 5/5 copies") || !strings.Contains(s, "verified 5 copies") {
 		t.Errorf("no progress bar on the terminal:\n%q", s)
 	}
 }
@@ -201,7 +201,7 @@ func TestVerifyManifestVersions(t *testing.T) {
 	data, _ = json.Marshal(mf)
 	os.WriteFile(oldPath, data, 0o644)
 
-	barePath := bucketObject(t, keep, "00000000000000000205", ".manifest.json")
+	barePath := bucketObject(t, keep, "00000000000000000206", ".manifest.json")
 	data, _ = os.ReadFile(barePath)
 	var bare map[string]any
 	if err := json.Unmarshal(data, &bare); err != nil {
@@ -212,7 +212,7 @@ func TestVerifyManifestVersions(t *testing.T) {
 	os.WriteFile(barePath, data, 0o644)
 
 	code, out, errOut := runCmd("verify", "--config", cfgPath)
-	for _, want := range []string{"2 ok, 1 mismatched, 0 missing objects", "MISMATCH demo-0 base offset 205 segment ", "records no checksum (neither crc32c nor sha256)"} {
+	for _, want := range []string{"4 ok, 1 mismatched, 0 missing objects", "MISMATCH demo-0 base offset 206 segment ", "records no checksum (neither crc32c nor sha256)"} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("verify with a version 1 manifest and one without a checksum: exit %d, output lacks %q\n%s%s", code, want, out, errOut)
 		}
@@ -223,7 +223,7 @@ func TestVerifyManifestVersions(t *testing.T) {
 	data[len(data)/3] ^= 0x04
 	os.WriteFile(logPath, data, 0o644)
 	code, out, errOut = runCmd("verify", "--config", cfgPath)
-	for _, want := range []string{"1 ok, 2 mismatched", "MISMATCH demo-0 base offset 0 segment ", ".log: rsm: checksum mismatch"} {
+	for _, want := range []string{"3 ok, 2 mismatched", "MISMATCH demo-0 base offset 0 segment ", ".log: rsm: checksum mismatch"} {
 		if code != 1 || !strings.Contains(out, want) {
 			t.Errorf("verify with a byte flipped under a version 1 manifest: exit %d, output lacks %q\n%s%s", code, want, out, errOut)
 		}
