@@ -2,15 +2,12 @@ package copier
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/tierd/tierd/cluster"
-	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/rsm"
 )
 
 // Cluster is what the copier asks the Kafka cluster (package cluster's
@@ -163,72 +160,6 @@ func (c *Copier) ClusterStatus() (ok bool, reason string) {
 	return true, ""
 }
 
-// leads decides ownership by the cluster: the partition is this tierd's
-// when the cluster (last fresh view) names BrokerID its leader. It returns
-// the leader epoch, and false with no error for a partition led elsewhere
-// or unknown to the cluster.
-func (c *Copier) leads(ctx context.Context, p *partition) (bool, error) {
-	v, err := c.freshView()
-	if err != nil {
-		return false, err
-	}
-	t, ok := v.Topics[p.tp.Topic]
-	if !ok {
-		c.wait(p.tp, remotelog.WaitNotLeader, "the topic is not in the kafka cluster's metadata: not tiering it")
-		if c.once("notincluster " + p.tp.String()) {
-			c.log.Info("topic is not in the cluster's metadata: not tiering it; its copies are deleted only once the cluster confirms its topic id gone",
-				"partition", p.tp)
-		}
-		return false, nil
-	}
-	part, ok := t.Partitions[p.tp.Partition]
-	if !ok || part.Leader != c.cfg.BrokerID {
-		c.stateMu.Lock()
-		delete(c.led, p.tp)
-		c.stateMu.Unlock()
-		if ok {
-			c.wait(p.tp, remotelog.WaitNotLeader, fmt.Sprintf("the kafka cluster names broker %d the partition's leader (this tierd is broker_id %d): its tierd tiers it",
-				part.Leader, c.cfg.BrokerID))
-		} else {
-			c.wait(p.tp, remotelog.WaitNotLeader, "the kafka cluster's metadata has no such partition of the topic: not tiering it")
-		}
-		if c.once(fmt.Sprintf("follower %s %d", p.tp, part.Leader)) {
-			c.log.Info("partition is led by another broker: its tierd tiers it", "partition", p.tp, "leader", part.Leader, "broker_id", c.cfg.BrokerID)
-		}
-		return false, nil
-	}
-	p.leaderEpoch = part.LeaderEpoch
-	c.stateMu.Lock()
-	fenced, known := c.led[p.tp]
-	c.stateMu.Unlock()
-	if known && fenced == part.LeaderEpoch {
-		return true, nil
-	}
-	// Leadership came to this broker (or its epoch changed): raise the
-	// bucket's fence first, so the previous leader's tierd commits no copy
-	// from now on, then take in what it copied.
-	f := rsm.Fence{TopicID: t.ID, LeaderEpoch: part.LeaderEpoch, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RaisedMs: c.now().UnixMilli()}
-	if _, err := c.rs.RaiseFence(ctx, p.tp, f); err != nil {
-		if errors.Is(err, rsm.ErrFenced) {
-			return false, c.hold(p.tp, heldFenced, err.Error()+"; the cluster's view may be stale: waiting for it to move on")
-		}
-		return false, err
-	}
-	crashpoint.Hit("leader.fenced")
-	if _, ok, err := c.store.Offsets(p.tp); err != nil {
-		return false, err
-	} else if ok {
-		if err := c.reconcile(ctx, p.tp); err != nil {
-			return false, fmt.Errorf("take in the previous leader's copies: %w", err)
-		}
-	}
-	c.log.Info("leading the partition: tiering it", "partition", p.tp, "leader_epoch", part.LeaderEpoch)
-	c.stateMu.Lock()
-	c.led[p.tp] = part.LeaderEpoch
-	c.stateMu.Unlock()
-	return true, nil
-}
-
 // checkClusterTopicID holds a partition whose directory's topic id is not
 // the id the cluster has for the topic name (a stale directory).
 func (c *Copier) checkClusterTopicID(p *partition) error {
@@ -307,37 +238,4 @@ func (c *Copier) topicConfigs(topic string, t cluster.Topic) map[string]cluster.
 		return t.Configs
 	}
 	return c.configs[topic]
-}
-
-// owns decides whether this tierd works on a partition now: by the
-// cluster's leadership when a cluster is configured, else by the bucket
-// lease.
-func (c *Copier) owns(ctx context.Context, p *partition) (bool, error) {
-	if c.cl == nil {
-		return c.claim(ctx, p.tp)
-	}
-	own, err := c.leads(ctx, p)
-	if errors.Is(err, ErrClusterUnreachable) {
-		c.wait(p.tp, remotelog.WaitClusterUnreachable, "no fresh leadership from the kafka cluster: "+err.Error())
-		if c.once("unowned " + err.Error()) {
-			c.log.Warn("not tiering: no fresh leadership from the kafka cluster", "err", err)
-		}
-		return false, nil
-	}
-	return own, err
-}
-
-// renew is called before each copy: it renews the bucket lease, or checks
-// the cluster's leadership again.
-func (c *Copier) renew(ctx context.Context, p *partition) (bool, error) {
-	if c.cl == nil {
-		return c.claim(ctx, p.tp)
-	}
-	epoch := p.leaderEpoch
-	own, err := c.owns(ctx, p)
-	if own && p.leaderEpoch != epoch {
-		c.wait(p.tp, remotelog.WaitNextPass, fmt.Sprintf("the partition's leader epoch moved from %d to %d during the pass: it starts over on the next one", epoch, p.leaderEpoch))
-		return false, nil // a new epoch: start the partition over next pass
-	}
-	return own, err
 }

@@ -105,11 +105,9 @@ type Copier struct {
 	warns       map[string]bool
 	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
 	swept       map[remotelog.TopicPartition]bool
-	leases      map[remotelog.TopicPartition]heldLease            // ours, as last written; good while hb is fresh
-	hb          heartbeatState                                    // this tierd's instance heartbeat
 	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
 	cl          Cluster                                           // nil: no Kafka cluster configured
-	led         map[remotelog.TopicPartition]int32                // leader epoch this tierd fenced each partition at
+	own         owner                                             // the lease, or the cluster's leadership (ownership.go)
 	owned       []remotelog.TopicPartition                        // partitions this pass worked on
 	suspects    map[remotelog.SegmentID]remotelog.SegmentMetadata // copies readers found objects of missing
 	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
@@ -152,6 +150,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.m.dirBrokerOwned.WithLabelValues(d)
 	}
 	c.rc = newCompactMetrics(c.reg)
+	c.own = c.newOwner()
 	c.initStatus()
 	c.initDynamic()
 	return c, nil
@@ -161,8 +160,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		leases: map[remotelog.TopicPartition]heldLease{}, held: map[remotelog.TopicPartition]string{},
-		led: map[remotelog.TopicPartition]int32{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
+		held: map[remotelog.TopicPartition]string{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
 		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
 }
 
@@ -207,7 +205,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	c.beginPass()
-	c.hb.beginPass()
+	c.own.beginPass()
 	c.applyPending()
 	c.beginRetentionWait()
 	parts, errs := c.scan()

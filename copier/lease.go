@@ -22,6 +22,34 @@ type heldLease struct {
 	lease rsm.Lease
 }
 
+// leaseOwner decides by the ownership lease in the bucket: see owns. It
+// is the owner when no Kafka cluster is configured.
+type leaseOwner struct {
+	ownerDeps
+	rs     leaseBucket
+	mu     sync.Mutex
+	leases map[remotelog.TopicPartition]heldLease // ours, as last written; good while hb is fresh
+	hb     heartbeatState                         // this tierd's instance heartbeat
+}
+
+func newLeaseOwner(d ownerDeps, rs leaseBucket) *leaseOwner {
+	return &leaseOwner{ownerDeps: d, rs: rs, leases: map[remotelog.TopicPartition]heldLease{}}
+}
+
+func (o *leaseOwner) owns(ctx context.Context, p *partition) (bool, error) { return o.claim(ctx, p.tp) }
+func (o *leaseOwner) renew(ctx context.Context, p *partition) (bool, error) {
+	return o.claim(ctx, p.tp)
+}
+func (o *leaseOwner) beginPass() { o.hb.beginPass() }
+
+// held reports whether this tierd holds tp's lease, as last written.
+func (o *leaseOwner) held(tp remotelog.TopicPartition) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.leases[tp]
+	return ok
+}
+
 // heartbeatState is this tierd's instance heartbeat, as last written.
 type heartbeatState struct {
 	mu      sync.Mutex
@@ -60,86 +88,82 @@ func (h *heartbeatState) beginPass() {
 //     in line with the bucket (reconcile) before the lease is used, and
 //     the lease says so until that is done, so a crash in between is
 //     repaired after the restart.
-func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, error) {
-	lease := c.cfg.OwnershipLease
+func (o *leaseOwner) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, error) {
+	lease := o.cfg.OwnershipLease
 	if lease <= 0 {
 		return true, nil
 	}
-	now := c.now()
-	if err := c.heartbeat(ctx, now); err != nil {
+	now := o.now()
+	if err := o.heartbeat(ctx, now); err != nil {
 		return false, err
 	}
-	c.stateMu.Lock()
-	_, held := c.leases[tp]
-	c.stateMu.Unlock()
-	if held {
+	if o.held(tp) {
 		return true, nil
 	}
-	cur, ok, err := c.rs.ReadLease(ctx, tp)
+	cur, ok, err := o.rs.ReadLease(ctx, tp)
 	if err != nil {
 		return false, fmt.Errorf("read ownership lease: %w", err)
 	}
-	mine := rsm.Owner{BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RenewedMs: now.UnixMilli(),
-		Heartbeat: rsm.HeartbeatKey(c.cfg.BrokerID, c.cfg.InstanceID)}
+	mine := rsm.Owner{BrokerID: o.cfg.BrokerID, InstanceID: o.cfg.InstanceID, RenewedMs: now.UnixMilli(),
+		Heartbeat: rsm.HeartbeatKey(o.cfg.BrokerID, o.cfg.InstanceID)}
 	var wrote rsm.Lease
 	var point string
 	switch {
 	case !ok:
-		wrote, err = c.rs.CreateLease(ctx, tp, mine)
+		wrote, err = o.rs.CreateLease(ctx, tp, mine)
 		point = "lease.created"
 	case cur.BrokerID == mine.BrokerID && cur.InstanceID == mine.InstanceID:
 		mine.Reconcile = cur.Reconcile // a takeover that was not finished
-		wrote, err = c.rs.ReplaceLease(ctx, tp, cur, mine)
+		wrote, err = o.rs.ReplaceLease(ctx, tp, cur, mine)
 		point = "lease.renewed"
 	case !cur.Free(now.UnixMilli(), lease.Milliseconds()):
 		if cur.BrokerID == mine.BrokerID && cur.InstanceID != "" {
-			return false, c.instanceConflict(tp, cur, now)
+			return false, o.instanceConflict(tp, cur, now)
 		}
 		if cur.BrokerID == mine.BrokerID {
 			// Written by a tierd of this broker id from before instance
 			// ids: taken as this tierd's own, with a reconcile in case
 			// it was not.
-			c.log.Warn("ownership lease of this broker_id has no instance id (written by an older tierd); taking it as this tierd's", "partition", tp, "broker_id", cur.BrokerID)
+			o.log.Warn("ownership lease of this broker_id has no instance id (written by an older tierd); taking it as this tierd's", "partition", tp, "broker_id", cur.BrokerID)
 			mine.Reconcile = true
-			wrote, err = c.rs.ReplaceLease(ctx, tp, cur, mine)
+			wrote, err = o.rs.ReplaceLease(ctx, tp, cur, mine)
 			point = "lease.taken"
 			break
 		}
-		c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("another tierd (broker_id %d, instance %s) holds the partition's ownership lease, renewed %s ago; it tiers the partition while the lease lasts (ownership_lease %s)",
+		o.say.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("another tierd (broker_id %d, instance %s) holds the partition's ownership lease, renewed %s ago; it tiers the partition while the lease lasts (ownership_lease %s)",
 			cur.BrokerID, cur.InstanceID, now.Sub(time.UnixMilli(cur.RenewedAtMs())).Round(time.Second), lease))
-		if c.once(fmt.Sprintf("owned %s %d %s", tp, cur.BrokerID, cur.InstanceID)) {
-			c.log.Info("partition is tiered by another tierd; skipping it while its lease lasts", "partition", tp,
+		if o.say.once(fmt.Sprintf("owned %s %d %s", tp, cur.BrokerID, cur.InstanceID)) {
+			o.log.Info("partition is tiered by another tierd; skipping it while its lease lasts", "partition", tp,
 				"owner_broker_id", cur.BrokerID, "owner_instance_id", cur.InstanceID)
 		}
 		return false, nil
 	default:
-		c.log.Warn("taking over a partition whose ownership lease expired or was released", "partition", tp,
+		o.log.Warn("taking over a partition whose ownership lease expired or was released", "partition", tp,
 			"previous_broker_id", cur.BrokerID, "previous_instance_id", cur.InstanceID, "released", cur.Released || cur.HeartbeatReleased)
 		mine.Reconcile = true
-		wrote, err = c.rs.ReplaceLease(ctx, tp, cur, mine)
+		wrote, err = o.rs.ReplaceLease(ctx, tp, cur, mine)
 		point = "lease.taken"
 	}
 	if err != nil {
-		return false, c.leaseWriteFailed(tp, err)
+		return false, o.leaseWriteFailed(tp, err)
 	}
 	crashpoint.Hit(point)
 	if wrote.Reconcile {
 		// The other owner copied and deleted meanwhile: bring the rows in
 		// line with the bucket before acting on them, then say so.
-		c.needSweep(tp)
-		if err := c.reconcile(ctx, tp); err != nil {
+		if err := o.takeIn(ctx, tp); err != nil {
 			return false, err
 		}
 		done := wrote.Owner
 		done.Reconcile = false
-		if wrote, err = c.rs.ReplaceLease(ctx, tp, wrote, done); err != nil {
-			return false, c.leaseWriteFailed(tp, err)
+		if wrote, err = o.rs.ReplaceLease(ctx, tp, wrote, done); err != nil {
+			return false, o.leaseWriteFailed(tp, err)
 		}
 		crashpoint.Hit("lease.reconciled")
 	}
-	c.stateMu.Lock()
-	c.leases[tp] = heldLease{lease: wrote}
-	c.stateMu.Unlock()
+	o.mu.Lock()
+	o.leases[tp] = heldLease{lease: wrote}
+	o.mu.Unlock()
 	return true, nil
 }
 
@@ -157,11 +181,11 @@ func (c *Copier) claim(ctx context.Context, tp remotelog.TopicPartition) (bool, 
 // tried again in the same pass: every partition of the pass gets its
 // error (one request per pass, not one per partition, while the bucket
 // is down). Errors: the bucket's, wrapped.
-func (c *Copier) heartbeat(ctx context.Context, now time.Time) (err error) {
-	h := &c.hb
+func (o *leaseOwner) heartbeat(ctx context.Context, now time.Time) (err error) {
+	h := &o.hb
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	lease := c.cfg.OwnershipLease
+	lease := o.cfg.OwnershipLease
 	if h.hb != nil && now.Sub(h.renewed) < lease/3 {
 		return nil
 	}
@@ -175,7 +199,7 @@ func (c *Copier) heartbeat(ctx context.Context, now time.Time) (err error) {
 	}()
 	prev := h.hb
 	if prev == nil {
-		cur, ok, err := c.rs.ReadHeartbeat(ctx, c.cfg.BrokerID, c.cfg.InstanceID)
+		cur, ok, err := o.rs.ReadHeartbeat(ctx, o.cfg.BrokerID, o.cfg.InstanceID)
 		if err != nil {
 			return fmt.Errorf("read instance heartbeat: %w", err)
 		}
@@ -183,22 +207,22 @@ func (c *Copier) heartbeat(ctx context.Context, now time.Time) (err error) {
 			prev = &cur
 		}
 	}
-	mine := rsm.Heartbeat{BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, RenewedMs: now.UnixMilli()}
-	wrote, err := c.rs.WriteHeartbeat(ctx, prev, mine)
+	mine := rsm.Heartbeat{BrokerID: o.cfg.BrokerID, InstanceID: o.cfg.InstanceID, RenewedMs: now.UnixMilli()}
+	wrote, err := o.rs.WriteHeartbeat(ctx, prev, mine)
 	if err != nil {
 		if errors.Is(err, rsm.ErrPreconditionFailed) {
 			// Another writer of this instance's heartbeat (a copy of this
 			// tierd's metadata dir running elsewhere?): start over from
 			// what the bucket holds.
 			h.hb = nil
-			c.dropLeases()
-			c.log.Error("this tierd's instance heartbeat was written by another process; its partition leases are read again", "err", err)
+			o.dropLeases()
+			o.log.Error("this tierd's instance heartbeat was written by another process; its partition leases are read again", "err", err)
 		}
 		return fmt.Errorf("renew instance heartbeat: %w", err)
 	}
-	c.m.heartbeats.Inc()
-	if h.hb == nil || c.now().Sub(h.renewed) >= 2*lease/3 {
-		c.dropLeases()
+	o.m.heartbeats.Inc()
+	if h.hb == nil || o.now().Sub(h.renewed) >= 2*lease/3 {
+		o.dropLeases()
 	}
 	h.hb, h.renewed = &wrote, now
 	crashpoint.Hit("lease.heartbeat")
@@ -208,14 +232,14 @@ func (c *Copier) heartbeat(ctx context.Context, now time.Time) (err error) {
 // leaseWriteFailed turns a failed lease write into claim's answer: a
 // failed condition means another tierd wrote the lease first, and the
 // partition is left to it for this pass; anything else is an error.
-func (c *Copier) leaseWriteFailed(tp remotelog.TopicPartition, err error) error {
+func (o *leaseOwner) leaseWriteFailed(tp remotelog.TopicPartition, err error) error {
 	if !errors.Is(err, rsm.ErrPreconditionFailed) {
 		return fmt.Errorf("write ownership lease: %w", err)
 	}
-	c.m.leaseRaces.Inc()
-	c.wait(tp, remotelog.WaitLeaseHeld, "another tierd wrote the partition's ownership lease first; the partition is left to it for this pass")
-	if c.once(fmt.Sprintf("lease race %s", tp)) {
-		c.log.Info("another tierd wrote the partition's ownership lease first; leaving the partition to it for this pass", "partition", tp)
+	o.m.leaseRaces.Inc()
+	o.say.wait(tp, remotelog.WaitLeaseHeld, "another tierd wrote the partition's ownership lease first; the partition is left to it for this pass")
+	if o.say.once(fmt.Sprintf("lease race %s", tp)) {
+		o.log.Info("another tierd wrote the partition's ownership lease first; leaving the partition to it for this pass", "partition", tp)
 	}
 	return nil
 }
@@ -223,126 +247,52 @@ func (c *Copier) leaseWriteFailed(tp remotelog.TopicPartition, err error) error 
 // instanceConflict reports a lease held, unexpired, by another tierd with
 // this tierd's broker id: two tierds were given one broker_id, or one
 // runs with two metadata dirs. It is never taken over before it expires.
-func (c *Copier) instanceConflict(tp remotelog.TopicPartition, o rsm.Lease, now time.Time) error {
-	c.m.instanceConflicts.Inc()
-	age := now.Sub(time.UnixMilli(o.RenewedAtMs())).Round(time.Second)
-	c.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("lease held by instance %s with this tierd's broker_id %d (renewed %s ago): stop the other tierd, or give this one its own broker_id",
-		o.InstanceID, o.BrokerID, age))
-	if c.once(fmt.Sprintf("instance conflict %s %s", tp, o.InstanceID)) {
-		c.log.Error("another tierd with this broker_id holds the partition's ownership lease; stop the other tierd, or give this one its own broker_id",
-			"partition", tp, "broker_id", o.BrokerID, "holder_instance_id", o.InstanceID, "instance_id", c.cfg.InstanceID, "renewed_ago", age)
+func (o *leaseOwner) instanceConflict(tp remotelog.TopicPartition, l rsm.Lease, now time.Time) error {
+	o.m.instanceConflicts.Inc()
+	age := now.Sub(time.UnixMilli(l.RenewedAtMs())).Round(time.Second)
+	o.say.wait(tp, remotelog.WaitLeaseHeld, fmt.Sprintf("lease held by instance %s with this tierd's broker_id %d (renewed %s ago): stop the other tierd, or give this one its own broker_id",
+		l.InstanceID, l.BrokerID, age))
+	if o.say.once(fmt.Sprintf("instance conflict %s %s", tp, l.InstanceID)) {
+		o.log.Error("another tierd with this broker_id holds the partition's ownership lease; stop the other tierd, or give this one its own broker_id",
+			"partition", tp, "broker_id", l.BrokerID, "holder_instance_id", l.InstanceID, "instance_id", o.cfg.InstanceID, "renewed_ago", age)
 	}
 	return fmt.Errorf("%w: partition %s is held by instance %s with broker_id %d (renewed %s ago); this tierd is instance %s with the same broker_id. "+
 		"Stop the other tierd, or give this one its own broker_id; the lease is not taken over before it expires (ownership_lease %s) or is released",
-		errInstanceConflict, tp, o.InstanceID, o.BrokerID, age, c.cfg.InstanceID, c.cfg.OwnershipLease)
+		errInstanceConflict, tp, l.InstanceID, l.BrokerID, age, o.cfg.InstanceID, o.cfg.OwnershipLease)
 }
 
-// releaseLeases gives up, best effort, the leases this tierd holds, so
+// release gives up, best effort, the leases this tierd holds, so
 // that another tierd can take the partitions over without waiting for
 // them to expire: it marks its heartbeat released (only if still at the
 // version it wrote), which releases every partition lease naming it in
-// one write. Run calls it when it returns.
-func (c *Copier) releaseLeases(ctx context.Context) {
-	c.mu.Lock() // no pass is running
-	defer c.mu.Unlock()
-	c.stateMu.Lock()
-	held := len(c.leases)
-	c.leases = map[remotelog.TopicPartition]heldLease{}
-	c.stateMu.Unlock()
-	c.hb.mu.Lock()
-	hb := c.hb.hb
-	c.hb.hb = nil
-	c.hb.mu.Unlock()
+// one write.
+func (o *leaseOwner) release(ctx context.Context) {
+	o.mu.Lock()
+	held := len(o.leases)
+	o.leases = map[remotelog.TopicPartition]heldLease{}
+	o.mu.Unlock()
+	o.hb.mu.Lock()
+	hb := o.hb.hb
+	o.hb.hb = nil
+	o.hb.mu.Unlock()
 	if hb == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	rel := hb.Heartbeat
-	rel.Released, rel.RenewedMs = true, c.now().UnixMilli()
-	if _, err := c.rs.WriteHeartbeat(ctx, hb, rel); err != nil {
-		c.log.Warn("could not release the ownership leases; they expire after ownership_lease", "held", held, "err", err)
+	rel.Released, rel.RenewedMs = true, o.now().UnixMilli()
+	if _, err := o.rs.WriteHeartbeat(ctx, hb, rel); err != nil {
+		o.log.Warn("could not release the ownership leases; they expire after ownership_lease", "held", held, "err", err)
 		return
 	}
-	c.log.Info("released ownership leases", "held", held)
-}
-
-// reconcile makes the rows of a partition whose store may be stale (it was
-// tiered by another tierd) agree with the manifests in the bucket:
-// manifests without a row are the other owner's copies, and are taken in.
-// A finished row whose manifest the bucket no longer lists was probably
-// deleted by the other owner (deletes go manifest first), but a manifest
-// lost any other way explains it too: the row is marked damaged, never
-// deleted here, so its segment is copied again while it is local and its
-// remains go only by this tierd's own retention. It needs every manifest
-// to be readable, and fails otherwise.
-func (c *Copier) reconcile(ctx context.Context, tp remotelog.TopicPartition) error {
-	mfs, err := c.rs.Manifests(ctx, tp)
-	if err != nil {
-		return fmt.Errorf("reconcile with the bucket: %w", err)
-	}
-	inBucket := map[remotelog.SegmentID]bool{}
-	for _, mf := range mfs {
-		inBucket[mf.SegmentID] = true
-	}
-	off, _, err := c.store.Offsets(tp)
-	if err != nil {
-		return err
-	}
-	if mfs, err = c.adoptable(tp, off.TopicID, mfs); err != nil {
-		return err
-	}
-	rows, err := c.store.Segments(tp)
-	if err != nil {
-		return err
-	}
-	known := map[remotelog.SegmentID]bool{}
-	storeUp := func() error { // as checkCopy: a store down or unmounted is no evidence of missing objects
-		if _, err := c.environment(); err != nil {
-			return fmt.Errorf("manifests not listed, but the store is not known to be up; not marking copies damaged: %w", err)
-		}
-		if err := c.rs.CheckStore(ctx); err != nil {
-			return fmt.Errorf("manifests not listed, but the store check fails; not marking copies damaged: %w", err)
-		}
-		return nil
-	}
-	checked := false
-	for _, r := range rows {
-		known[r.ID] = true
-		if r.State == remotelog.CopySegmentFinished && !inBucket[r.ID] && r.Damaged == "" {
-			if !checked {
-				if err := storeUp(); err != nil {
-					return err
-				}
-				checked = true
-			}
-			if _, err := c.store.MarkDamaged(tp, r.StartOffset, r.ID, "manifest missing from the bucket"); err != nil {
-				return err
-			}
-			c.m.damaged.Inc()
-			c.log.Warn("a finished copy's manifest is gone from the bucket: the copy is marked damaged, nothing is deleted",
-				"partition", tp, "base_offset", r.StartOffset, "segment", r.ID)
-		}
-	}
-	for _, mf := range mfs {
-		if !known[mf.SegmentID] {
-			if err := c.store.ImportSegment(mf.Metadata()); err != nil {
-				return err
-			}
-			c.m.rebuilt.Inc()
-		}
-	}
-	if fin, err := c.store.FinishedSegments(tp); err == nil && len(fin) > 0 {
-		_, err = c.store.AdvanceOffsets(tp, fin[0].StartOffset, -1)
-		return err
-	}
-	return nil
+	o.log.Info("released ownership leases", "held", held)
 }
 
 // dropLeases forgets the partition leases held in memory: each is read
 // from the bucket again before the partition is worked on.
-func (c *Copier) dropLeases() {
-	c.stateMu.Lock()
-	defer c.stateMu.Unlock()
-	c.leases = map[remotelog.TopicPartition]heldLease{}
+func (o *leaseOwner) dropLeases() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.leases = map[remotelog.TopicPartition]heldLease{}
 }

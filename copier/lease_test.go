@@ -114,7 +114,7 @@ func TestLeaseRace(t *testing.T) {
 			wins := [2]int{}
 			for round := 0; round < 100; round++ {
 				w := race(round, func(r *rig) (int, bool) {
-					ok, err := r.c.claim(ctx, r.tp)
+					ok, err := r.c.own.(*leaseOwner).claim(ctx, r.tp)
 					if err != nil {
 						t.Errorf("claim: %v", err)
 					}
@@ -138,10 +138,7 @@ func TestLeaseRace(t *testing.T) {
 					if err != nil {
 						t.Errorf("sync: %v", err)
 					}
-					r.c.stateMu.Lock()
-					_, held := r.c.leases[r.tp]
-					r.c.stateMu.Unlock()
-					return n, held
+					return n, r.c.own.(*leaseOwner).held(r.tp)
 				})
 			}
 			if n := rigs[0].manifests(); n != 22 {
