@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -42,35 +40,18 @@ func listSegments(dir string) ([]localSegment, error) {
 // listDir returns the live segments, oldest first, and whether the
 // directory holds any file renamed to .deleted.
 func listDir(dir string) ([]localSegment, bool, error) {
-	ents, err := os.ReadDir(dir)
+	d, err := kafkalog.ListSegmentDir(dir)
 	if err != nil {
 		return nil, false, err
 	}
-	var segs []localSegment
-	deleted := false
-	for _, e := range ents {
-		deleted = deleted || strings.HasSuffix(e.Name(), kafkalog.DeletedSuffix)
-		f, ok := kafkalog.ParseFileName(e.Name())
-		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue // deleted under us
-			}
-			return nil, false, err
-		}
-		segs = append(segs, localSegment{base: f.BaseOffset, size: info.Size(), path: filepath.Join(dir, e.Name()), info: info})
-	}
-	sort.Slice(segs, func(i, j int) bool { return segs[i].base < segs[j].base })
-	for i := range segs {
-		segs[i].end = -1
-		if i+1 < len(segs) {
-			segs[i].end = segs[i+1].base - 1
+	segs := make([]localSegment, len(d.Segments))
+	for i, f := range d.Segments {
+		segs[i] = localSegment{base: f.BaseOffset, end: -1, size: f.Info.Size(), path: f.Path(dir), info: f.Info}
+		if i > 0 {
+			segs[i-1].end = f.BaseOffset - 1
 		}
 	}
-	return segs, deleted, nil
+	return segs, d.Deleted, nil
 }
 
 // advanceOffsets is store.AdvanceOffsets without the synced write when

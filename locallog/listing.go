@@ -129,16 +129,17 @@ func (p *Partition) relistLocked() error {
 	if err != nil {
 		return fmt.Errorf("locallog: stat %s: %w", p.dir, err)
 	}
-	ents, err := os.ReadDir(p.dir)
+	d, err := kafkalog.ListSegmentDir(p.dir)
 	if err != nil {
 		return fmt.Errorf("locallog: list %s: %w", p.dir, err)
 	}
 	mtime, racy := st.ModTime(), now.Sub(st.ModTime()) < racyWindow
 	var names []string // the .log files, live or not
-	for _, e := range ents {
-		if f, ok := kafkalog.ParseFileName(e.Name()); ok && f.Suffix == kafkalog.LogSuffix && !e.IsDir() {
-			names = append(names, e.Name())
-		}
+	for _, f := range d.Segments {
+		names = append(names, f.Name)
+	}
+	for _, f := range d.NotLive {
+		names = append(names, f.Name)
 	}
 	if p.cur != nil && slices.Equal(names, p.cur.names) && p.cur.sameFiles() {
 		// Only other files changed (indexes, snapshots, checkpoints). The
@@ -156,14 +157,12 @@ func (p *Partition) relistLocked() error {
 			old[s.base] = s
 		}
 	}
-	for _, name := range names {
-		f, _ := kafkalog.ParseFileName(name)
-		if !f.Live {
-			if f.Pending == kafkalog.SwapSuffix {
-				nl.swaps = append(nl.swaps, f.BaseOffset)
-			}
-			continue
+	for _, f := range d.NotLive {
+		if f.Pending == kafkalog.SwapSuffix {
+			nl.swaps = append(nl.swaps, f.BaseOffset)
 		}
+	}
+	for _, f := range d.Segments {
 		s := old[f.BaseOffset]
 		if s == nil || !s.sameFile() {
 			s = newSegment(p.dir, f.BaseOffset, p.opts.HighWatermark == nil)
@@ -171,7 +170,6 @@ func (p *Partition) relistLocked() error {
 		s.refs.Add(1)
 		nl.segs = append(nl.segs, s)
 	}
-	sort.Slice(nl.segs, func(i, j int) bool { return nl.segs[i].base < nl.segs[j].base })
 	sort.Slice(nl.swaps, func(i, j int) bool { return nl.swaps[i] < nl.swaps[j] })
 	if p.cur != nil {
 		p.cur.release()

@@ -87,26 +87,17 @@ func listLocal(dir string) ([]localSegment, error) {
 	if dir == "" {
 		return nil, nil
 	}
-	ents, err := os.ReadDir(dir)
+	d, err := kafkalog.ListSegmentDir(dir)
 	if os.IsNotExist(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	var out []localSegment
-	for _, e := range ents {
-		f, ok := kafkalog.ParseFileName(e.Name())
-		if !ok || !f.Live || f.Suffix != kafkalog.LogSuffix {
-			continue
-		}
-		info, err := e.Info()
-		if err != nil {
-			continue // removed by retention since the listing
-		}
-		out = append(out, localSegment{base: f.BaseOffset, size: info.Size()})
+	out := make([]localSegment, len(d.Segments))
+	for i, f := range d.Segments {
+		out[i] = localSegment{base: f.BaseOffset, size: f.Info.Size()}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].base < out[j].base })
 	return out, nil
 }
 

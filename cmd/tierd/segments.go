@@ -57,12 +57,9 @@ func listSegments(ctx context.Context, cfg config, w io.Writer) error {
 				continue
 			}
 			pr := &partitionRows{local: map[int64]int64{}, dir: filepath.Join(dir, e.Name())}
-			files, _ := os.ReadDir(pr.dir)
-			for _, f := range files {
-				if sf, ok := kafkalog.ParseFileName(f.Name()); ok && sf.Live && sf.Suffix == kafkalog.LogSuffix {
-					if info, err := f.Info(); err == nil {
-						pr.local[sf.BaseOffset] = info.Size()
-					}
+			if sd, err := kafkalog.ListSegmentDir(pr.dir); err == nil {
+				for _, f := range sd.Segments {
+					pr.local[f.BaseOffset] = f.Info.Size()
 				}
 			}
 			parts[tp] = pr

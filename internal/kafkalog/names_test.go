@@ -2,6 +2,9 @@ package kafkalog
 
 import (
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -109,5 +112,39 @@ func TestParsePartitionMetadata(t *testing.T) {
 		if got, err := ParsePartitionMetadata([]byte(bad)); !errors.Is(err, ErrBadPartitionMetadata) {
 			t.Errorf("%q: %q, %v; want ErrBadPartitionMetadata", bad, got, err)
 		}
+	}
+}
+
+// TestListSegmentDir: live .log files come back by base offset (not by
+// name order of other files), not-live .log files apart, a .deleted file
+// of any kind is noticed, and other names and directories are ignored.
+func TestListSegmentDir(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"00000000000000000412.log", "00000000000000000000.log", "00000000000000000206.log",
+		"00000000000000000206.index", "00000000000000000100.log.swap", "00000000000000000050.index.deleted",
+		"leader-epoch-checkpoint", "00000000000000000300.log.broken"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "00000000000000000500.log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ListSegmentDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bases []int64
+	for _, f := range d.Segments {
+		bases = append(bases, f.BaseOffset)
+		if f.Info.Size() != int64(len(f.Name)) || f.Path(dir) != filepath.Join(dir, f.Name) {
+			t.Errorf("%s: size %d, path %s", f.Name, f.Info.Size(), f.Path(dir))
+		}
+	}
+	if fmt.Sprint(bases) != "[0 206 412]" || len(d.NotLive) != 1 || d.NotLive[0].Pending != SwapSuffix || !d.Deleted {
+		t.Fatalf("listing %v, not live %+v, deleted %v", bases, d.NotLive, d.Deleted)
+	}
+	if _, err := ListSegmentDir(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("missing dir: %v", err)
 	}
 }
