@@ -169,6 +169,13 @@
 // remote only; no whole-partition deletion is scheduled or run, and
 // DeleteTopic refuses (ErrLogDirUnavailable), until it is back.
 //
+// Which local segments and remote copies retention may delete, and the
+// proof of each (the copy that covers a segment, the limit a copy
+// breaches, the copy that supersedes another), package retention decides
+// from rows, segments, offsets, limits and the time alone (PlanLocal,
+// PlanRemote, Superseded); localRetention and remoteRetention check those
+// proofs in the bucket right before, and delete.
+//
 // Each remote path deletes a copy's objects by key (rsm.DeleteSegment:
 // its row names the seven keys; nothing is listed per copy), then aborts
 // the incomplete multipart uploads of the copies it deleted, with one

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -28,6 +29,11 @@ type localSegment struct {
 }
 
 func (s localSegment) active() bool { return s.end < 0 }
+
+// seg is s as package retention sees it.
+func (s localSegment) seg() retention.Segment {
+	return retention.Segment{Base: s.base, End: s.end, Size: s.size}
+}
 
 func (s localSegment) file(suffix string) string {
 	return filepath.Join(filepath.Dir(s.path), kafkalog.FileName(s.base, suffix))

@@ -332,16 +332,3 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 func supersededProof(by remotelog.SegmentMetadata) string {
 	return fmt.Sprintf("superseded by copy %s %s covering [%d, %d]", by.ID, by.State, by.StartOffset, by.EndOffset)
 }
-
-// supersedingRow returns the newest finished row that covers r's whole
-// range and is remotelog.Newer than r: the proof that r is superseded.
-func supersedingRow(fin []remotelog.SegmentMetadata, r remotelog.SegmentMetadata) (remotelog.SegmentMetadata, bool) {
-	var best remotelog.SegmentMetadata
-	found := false
-	for _, o := range fin {
-		if o.ID != r.ID && o.StartOffset <= r.StartOffset && o.EndOffset >= r.EndOffset && remotelog.Newer(&o, &r) && (!found || remotelog.Newer(&o, &best)) {
-			best, found = o, true
-		}
-	}
-	return best, found
-}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,9 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // other; the Kafka listener
 // imports none of the parts it serves from (it owns its Log interface);
 // nothing imports cmd/;
+// the copier's pure planners (copier/retention) import only the standard
+// library and the shared types and helpers, so they stay free of stores
+// and buckets;
 // lower layers never import higher ones.
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
@@ -72,9 +76,13 @@ func TestImportLayers(t *testing.T) {
 		"listener": {"copier", "fetch", "rsm", "rlmm", "cluster", "seglog", "locallog"},
 		"authz":    {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
 	}
+	pure := map[string][]string{"copier/retention": {"internal/remotelog", "internal/saturate"}}
 	for pkg, imps := range packageImports(t) {
 		r := rel(pkg)
 		for _, imp := range imps {
+			if allowed, ok := pure[r]; ok && !isStdlib(imp) && !slices.Contains(allowed, rel(imp)) {
+				t.Errorf("%s imports %s: a pure planner imports only the standard library and %v", r, imp, allowed)
+			}
 			if !strings.HasPrefix(imp, module) {
 				if (strings.HasPrefix(r, "internal/kafkalog") || r == "internal/kafkaacl") && !isStdlib(imp) {
 					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
