@@ -192,7 +192,7 @@
 //
 // Retention, superseded copies and the clean-up of dead copies run the
 // delete protocol for up to 256 copies of a partition at once
-// (deletebatch.go): DELETE_SEGMENT_STARTED for all of them in one synced
+// (deleter.go): DELETE_SEGMENT_STARTED for all of them in one synced
 // write before any object goes (for retention, after the log start offset
 // moved past all of them, durably), then each copy's objects, then
 // DELETE_SEGMENT_FINISHED, in one synced write, for those whose objects all

@@ -205,12 +205,12 @@ func (c *Copier) readAndMerge(ctx context.Context, dir string, run compactionRun
 // forgotten and the objects are left to the new leader).
 func (c *Copier) failedMerge(ctx context.Context, tp remotelog.TopicPartition, meta remotelog.SegmentMetadata, err error) error {
 	if errors.Is(err, errFencedAfterManifest) {
-		return c.abandon(meta, err)
+		return c.deleter().abandon(meta, err)
 	}
 	c.needSweep(tp)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 	defer cancel()
-	if derr := c.discardCopy(cctx, meta); derr != nil {
+	if derr := c.deleter().discardCopy(cctx, meta); derr != nil {
 		return errors.Join(err, fmt.Errorf("clean up the merged copy (retried on the next passes): %w", derr))
 	}
 	return err
@@ -234,13 +234,13 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 		if live[old.ID] {
 			c.log.Error("a merged copy does not replace a copy it merges (its row is not newer: the clock went back?); deleting the merged copy, the old copies stay",
 				"partition", tp, "segment", merged.ID, "old_segment", old.ID, "old_event_time_ms", old.EventTimestampMs, "event_time_ms", merged.EventTimestampMs)
-			err := c.deleteRemote(ctx, merged)
-			return errors.Join(err, c.abortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
+			err := c.deleter().deleteRemote(ctx, merged)
+			return errors.Join(err, c.deleter().abortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
 		}
 	}
 	// The merged copy is checked in the bucket right before the copies it
 	// replaces go (a bucket fault since its upload must not leave neither).
-	if ok, err := c.proofPresent(ctx, merged); err != nil || !ok {
+	if ok, err := c.deleter().proofPresent(ctx, merged); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("merged copy %s has objects missing: the copies it merges stay", merged.ID)
 		}
@@ -251,7 +251,7 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 	for i, old := range run.copies {
 		c.log.Info("deleting a copy merged by remote compaction", "partition", tp, "segment", old.ID, "base_offset", old.StartOffset,
 			"end_offset", old.EndOffset, "proof", supersededProof(merged))
-		if err := c.deleteRemote(ctx, old); err != nil {
+		if err := c.deleter().deleteRemote(ctx, old); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -260,23 +260,7 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 			crashpoint.Hit("compact.merged-deleted")
 		}
 	}
-	return errors.Join(append(errs, c.abortUploads(ctx, tp, deleted))...)
-}
-
-// proofPresent checks in the bucket that copy by, the proof for deleting
-// the copies it supersedes, has its objects (checkCopy, which marks it
-// damaged when they are gone, so that it supersedes nothing), and reports
-// whether it is still finished and undamaged. Errors: the store's and
-// the bucket's.
-func (c *Copier) proofPresent(ctx context.Context, by remotelog.SegmentMetadata) (bool, error) {
-	if err := c.checkCopy(ctx, by); err != nil {
-		return false, err
-	}
-	cur, err := c.store.Segment(by.TopicPartition, by.StartOffset, by.ID)
-	if err != nil {
-		return false, err
-	}
-	return cur.State == remotelog.CopySegmentFinished && cur.Damaged == "", nil
+	return errors.Join(append(errs, c.deleter().abortUploads(ctx, tp, deleted))...)
 }
 
 // dropLostMerges deletes each finished merged copy that is damaged (its
@@ -308,7 +292,7 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 				whole = false
 				break
 			}
-			if ok, err := c.proofPresent(ctx, o); err != nil || !ok {
+			if ok, err := c.deleter().proofPresent(ctx, o); err != nil || !ok {
 				errs = append(errs, err)
 				whole = false
 				break
@@ -319,11 +303,11 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 		}
 		c.log.Warn("deleting a damaged merged copy of a compacted topic", "partition", p.tp, "segment", m.ID, "base_offset", m.StartOffset,
 			"end_offset", m.EndOffset, "damaged", m.Damaged, "proof", fmt.Sprintf("the %d copies it merged are finished, undamaged and present", len(m.CompactionOf)))
-		if err := c.deleteRemote(ctx, m); err != nil {
+		if err := c.deleter().deleteRemote(ctx, m); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, c.abortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
+		errs = append(errs, c.deleter().abortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
 	}
 	return errors.Join(errs...)
 }
