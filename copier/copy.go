@@ -210,12 +210,12 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 				"base_offset", s.base, "end_offset", s.end, "sent_bytes", inflight.sent.Load(), "bytes", in.size, "segment", meta.ID)
 		}
 		if errors.Is(err, errFencedAfterManifest) {
-			return c.deleter().abandon(meta, err)
+			return c.deletes().Abandon(meta, err)
 		}
 		c.needSweep(p.tp)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 		defer cancel()
-		if derr := c.deleter().discardCopy(cctx, meta); derr != nil {
+		if derr := c.deletes().Discard(cctx, meta); derr != nil {
 			err = errors.Join(err, fmt.Errorf("clean up failed copy (retried on the next passes): %w", derr))
 		}
 		return err

@@ -286,7 +286,7 @@ func (c *Copier) removeDeleted(dir string) error {
 // retention.bytes).
 // The log start offset moves past a copy (durably) before its objects are
 // deleted: past a group of up to deleteBatch copies at once, which then
-// go through the delete protocol together (deleteGroup: two synced
+// go through the delete protocol together (deleter.Group: two synced
 // writes per group). A group with a copy whose objects failed to go ends
 // the pass; that copy stays in DELETE_SEGMENT_STARTED, below the log
 // start offset, and the next pass finishes it. Superseded copies
@@ -294,7 +294,7 @@ func (c *Copier) removeDeleted(dir string) error {
 // once the copy that supersedes it is checked present in the bucket.
 func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
 	deleted := map[remotelog.SegmentID]bool{} // once for all: their incomplete uploads
-	defer func() { err = errors.Join(err, c.deleter().abortUploads(ctx, p.tp, deleted)) }()
+	defer func() { err = errors.Join(err, c.deletes().AbortUploads(ctx, p.tp, deleted)) }()
 	rows, err := c.store.Segments(p.tp)
 	if err != nil {
 		return err
@@ -312,7 +312,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		// proof (sc.Copy may be the only copy of its records left).
 		present, seen := whole[sc.By.ID]
 		if !seen {
-			if present, err = c.deleter().proofPresent(ctx, sc.By); err != nil {
+			if present, err = c.deletes().ProofPresent(ctx, sc.By); err != nil {
 				errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", sc.By.ID, err))
 			}
 			whole[sc.By.ID] = present
@@ -323,7 +323,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 		c.log.Info("deleting superseded copy", "partition", p.tp, "segment", sc.Copy.ID, "base_offset", sc.Copy.StartOffset, "proof", supersededProof(sc.By))
 		superseded = append(superseded, sc.Copy)
 	}
-	gone, err := c.deleter().deleteRemotes(ctx, p.tp, superseded, false)
+	gone, err := c.deletes().DeleteAll(ctx, p.tp, superseded, false)
 	errs = append(errs, err)
 	for id := range gone {
 		deleted[id] = true
@@ -363,7 +363,7 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 			return errors.Join(append(errs, err)...)
 		}
 		crashpoint.Hit("remote.offset-saved")
-		ids, err := c.deleter().deleteGroup(ctx, p.tp, group, false)
+		ids, err := c.deletes().Group(ctx, p.tp, group, false)
 		gone := make(map[remotelog.SegmentID]bool, len(ids))
 		for _, id := range ids {
 			gone[id], deleted[id] = true, true
