@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/tierd/tierd/copier/deleter"
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -250,7 +251,7 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 	var errs []error
 	for i, old := range run.copies {
 		c.log.Info("deleting a copy merged by remote compaction", "partition", tp, "segment", old.ID, "base_offset", old.StartOffset,
-			"end_offset", old.EndOffset, "proof", supersededProof(merged))
+			"end_offset", old.EndOffset, "proof", deleter.SupersededProof(merged))
 		if err := c.deletes().Delete(ctx, old); err != nil {
 			errs = append(errs, err)
 			continue
@@ -310,9 +311,4 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 		errs = append(errs, c.deletes().AbortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
 	}
 	return errors.Join(errs...)
-}
-
-// supersededProof words the proof for deleting a copy that by covers.
-func supersededProof(by remotelog.SegmentMetadata) string {
-	return fmt.Sprintf("superseded by copy %s %s covering [%d, %d]", by.ID, by.State, by.StartOffset, by.EndOffset)
 }

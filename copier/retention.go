@@ -290,8 +290,8 @@ func (c *Copier) removeDeleted(dir string) error {
 // writes per group). A group with a copy whose objects failed to go ends
 // the pass; that copy stays in DELETE_SEGMENT_STARTED, below the log
 // start offset, and the next pass finishes it. Superseded copies
-// (retention.Superseded) are deleted too, deleteBatch at a time, each
-// once the copy that supersedes it is checked present in the bucket.
+// (retention.Superseded) are deleted first (deleter.DeleteSuperseded),
+// each once the copy that supersedes it is checked present in the bucket.
 func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
 	deleted := map[remotelog.SegmentID]bool{} // once for all: their incomplete uploads
 	defer func() { err = errors.Join(err, c.deletes().AbortUploads(ctx, p.tp, deleted)) }()
@@ -303,28 +303,8 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	if err != nil {
 		return err
 	}
-	var errs []error
-	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket this pass
-	var superseded []remotelog.SegmentMetadata
-	for _, sc := range retention.Superseded(rows) {
-		// The copy that supersedes sc.Copy is checked in the bucket right
-		// before sc.Copy goes: a row alone, its objects lost since, is no
-		// proof (sc.Copy may be the only copy of its records left).
-		present, seen := whole[sc.By.ID]
-		if !seen {
-			if present, err = c.deletes().ProofPresent(ctx, sc.By); err != nil {
-				errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", sc.By.ID, err))
-			}
-			whole[sc.By.ID] = present
-		}
-		if !present {
-			continue
-		}
-		c.log.Info("deleting superseded copy", "partition", p.tp, "segment", sc.Copy.ID, "base_offset", sc.Copy.StartOffset, "proof", supersededProof(sc.By))
-		superseded = append(superseded, sc.Copy)
-	}
-	gone, err := c.deletes().DeleteAll(ctx, p.tp, superseded, false)
-	errs = append(errs, err)
+	gone, err := c.deletes().DeleteSuperseded(ctx, p.tp, retention.Superseded(rows))
+	errs := []error{err}
 	for id := range gone {
 		deleted[id] = true
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -71,6 +72,42 @@ func (d *Deleter) ProofPresent(ctx context.Context, by remotelog.SegmentMetadata
 		return false, err
 	}
 	return cur.State == remotelog.CopySegmentFinished && cur.Damaged == "", nil
+}
+
+// DeleteSuperseded deletes, Batch at a time (DeleteAll), the copies that
+// newer copies supersede (retention.Superseded), each only once the copy
+// that supersedes it (By) is checked present in the bucket right before
+// (ProofPresent, once for each By): a row alone, its objects lost since,
+// is no proof, and the superseded copy may be the only copy of its
+// records left. Each is logged with its proof. It returns the ids of the
+// copies whose rows reached DELETE_SEGMENT_FINISHED, and every error
+// joined.
+func (d *Deleter) DeleteSuperseded(ctx context.Context, tp remotelog.TopicPartition, cands []retention.SupersededCopy) (map[remotelog.SegmentID]bool, error) {
+	var errs []error
+	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket
+	var superseded []remotelog.SegmentMetadata
+	for _, sc := range cands {
+		present, seen := whole[sc.By.ID]
+		if !seen {
+			var err error
+			if present, err = d.ProofPresent(ctx, sc.By); err != nil {
+				errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", sc.By.ID, err))
+			}
+			whole[sc.By.ID] = present
+		}
+		if !present {
+			continue
+		}
+		d.Log.Info("deleting superseded copy", "partition", tp, "segment", sc.Copy.ID, "base_offset", sc.Copy.StartOffset, "proof", SupersededProof(sc.By))
+		superseded = append(superseded, sc.Copy)
+	}
+	gone, err := d.DeleteAll(ctx, tp, superseded, false)
+	return gone, errors.Join(append(errs, err)...)
+}
+
+// SupersededProof words the proof for deleting a copy that by covers.
+func SupersededProof(by remotelog.SegmentMetadata) string {
+	return fmt.Sprintf("superseded by copy %s %s covering [%d, %d]", by.ID, by.State, by.StartOffset, by.EndOffset)
 }
 
 // Abandon forgets this tierd's row of a copy fenced after its manifest

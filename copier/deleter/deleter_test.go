@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 )
@@ -254,5 +255,43 @@ func TestProofPresent(t *testing.T) {
 		if ok != tc.want || (err != nil) != (tc.check != nil) {
 			t.Errorf("%s: %t, %v", tc.name, ok, err)
 		}
+	}
+}
+
+// TestDeleteSuperseded: a superseded copy goes only once the copy that
+// supersedes it is checked present, each such copy checked once; a check
+// that fails keeps the copies it would prove and is returned.
+func TestDeleteSuperseded(t *testing.T) {
+	a, b, c := row(0, remotelog.CopySegmentFinished), row(1, remotelog.CopySegmentFinished), row(2, remotelog.CopySegmentFinished)
+	good, lost, broken := row(10, remotelog.CopySegmentFinished), row(11, remotelog.CopySegmentFinished), row(12, remotelog.CopySegmentFinished)
+	d2 := row(3, remotelog.CopySegmentFinished)
+	f := newFake(a, b, c, d2, good, lost, broken)
+	d, _ := deleterOf(f)
+	checked := map[int64]int{}
+	d.CheckCopy = func(_ context.Context, m remotelog.SegmentMetadata) error {
+		checked[m.StartOffset]++
+		switch m.StartOffset {
+		case lost.StartOffset:
+			r := f.rows[m.ID]
+			r.Damaged = "missing .log"
+			f.rows[m.ID] = r
+		case broken.StartOffset:
+			return errBucket
+		}
+		return nil
+	}
+	gone, err := d.DeleteSuperseded(context.Background(), tp, []retention.SupersededCopy{{Copy: a, By: good}, {Copy: b, By: lost},
+		{Copy: c, By: good}, {Copy: d2, By: broken}})
+	if !errors.Is(err, errBucket) {
+		t.Fatalf("err %v", err)
+	}
+	if len(gone) != 2 || !gone[a.ID] || !gone[c.ID] {
+		t.Fatalf("gone %v, want the two copies of the present proof", gone)
+	}
+	if want := map[int64]int{10: 1, 11: 1, 12: 1}; !reflect.DeepEqual(checked, want) {
+		t.Fatalf("checks %v, want %v", checked, want)
+	}
+	if want := []string{"DELETE_SEGMENT_STARTED [0 2]", "delete 0", "delete 2", "DELETE_SEGMENT_FINISHED [0 2]"}; !reflect.DeepEqual(f.calls, want) {
+		t.Fatalf("calls %q, want %q", f.calls, want)
 	}
 }

@@ -3,6 +3,7 @@
 // copies go through:
 //
 //	ProofPresent       the copy that is the proof checked in the bucket right before
+//	DeleteSuperseded   superseded copies, each once its proof is present
 //	Group, DeleteAll   DELETE_SEGMENT_STARTED for a group of rows in one synced
 //	                   write, then each copy's objects (manifest first), then
 //	                   DELETE_SEGMENT_FINISHED in one synced write for those gone
