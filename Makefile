@@ -42,10 +42,11 @@ vet:
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 
 # check: the fast path, before "make test": vet, gofmt, and the unit tests
-# of the pure packages (the Kafka formats, the ACL rules, the import
-# layers; no MinIO, no daemon), in a minute or so.
+# of the pure packages (the Kafka formats, the ACL rules, the retention
+# planner, the delete protocol on fakes, the import layers; no MinIO, no
+# daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/
+	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/ ./copier/retention/ ./copier/deleter/
 
 # unit: every test with the race detector, but the harness (whose
 # concurrency test also runs here, at 150 rounds). Tests skipped for a

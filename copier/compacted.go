@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -28,11 +29,6 @@ import (
 // promises. Such a rewrite is noted, never reported as a mismatch, never
 // marks the copy damaged, and the copies covering the segment's offsets
 // let local retention delete it.
-
-// compactOnly reports a policy that compacts and does not delete: then
-// retention.ms and retention.bytes delete no remote copy (local segments
-// with finished copies still go by local.retention.*).
-func (p CleanupPolicy) compactOnly() bool { return p.Compact && !p.Delete }
 
 // cfgCleanupPolicy is the topic config this file resolves.
 const cfgCleanupPolicy = "cleanup.policy"
@@ -180,38 +176,17 @@ func (p *partition) notCleanedDetail(s localSegment, n int, bytes int64) string 
 
 // rewritable reports whether a finished copy may differ in size from the
 // local segment of its offsets because the log cleaner rewrote that
-// segment: the topic is compacted now, or the copy was made compacted;
-// and the copy belongs to the incarnation the directory holds (when both
-// topic ids are known).
+// segment (retention.Rewritable, for the incarnation and policy of p).
 func (p *partition) rewritable(r remotelog.SegmentMetadata) bool {
-	if p.topicID != "" && r.TopicID != "" && p.topicID != r.TopicID {
-		return false
-	}
-	return p.policy.Compact || r.Compacted
+	return retention.Rewritable(r, p.topicID, p.policy.Compact)
 }
 
 // cleanedCover returns finished copies among fin (oldest first) that
 // together hold every offset of local segment s, each one a copy the
-// cleaner may have rewritten the local segment after (rewritable): the
-// local segment, however often cleaned since, holds no record they do
-// not hold. nil when no such copies cover s.
+// cleaner may have rewritten the local segment after (rewritable); nil
+// when no such copies cover s (retention.CleanedCover).
 func (p *partition) cleanedCover(fin []remotelog.SegmentMetadata, s localSegment) []remotelog.SegmentMetadata {
-	var out []remotelog.SegmentMetadata
-	next := s.base
-	for next <= s.end {
-		best := -1
-		for i, r := range fin {
-			if r.Contains(next) && p.rewritable(r) && (best < 0 || r.EndOffset > fin[best].EndOffset) {
-				best = i
-			}
-		}
-		if best < 0 {
-			return nil
-		}
-		out = append(out, fin[best])
-		next = fin[best].EndOffset + 1
-	}
-	return out
+	return retention.CleanedCover(fin, s.seg(), p.topicID, p.policy.Compact)
 }
 
 // damagedCompacted is damagedExactly for a segment the cleaner may have

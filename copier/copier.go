@@ -436,7 +436,7 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 			return 0, err
 		}
 	}
-	if err := c.cleanupUnfinished(ctx, p.tp); err != nil {
+	if err := c.deletes().CleanupUnfinished(ctx, p.tp); err != nil {
 		return 0, err
 	}
 	var (

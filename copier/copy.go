@@ -23,79 +23,6 @@ import (
 // taken it in, so this tierd leaves its objects alone.
 var errFencedAfterManifest = errors.New("copier: fenced after the manifest was written")
 
-// abandon forgets this tierd's row of a copy fenced after its manifest
-// was written, leaving its objects to the new leader.
-func (c *Copier) abandon(meta remotelog.SegmentMetadata, err error) error {
-	if ferr := c.store.ForgetSegment(meta.TopicPartition, meta.StartOffset, meta.ID); ferr != nil {
-		return errors.Join(err, ferr)
-	}
-	c.log.Warn("copy not committed and its objects left to the partition's new leader", "partition", meta.TopicPartition,
-		"base_offset", meta.StartOffset, "segment", meta.ID)
-	return err
-}
-
-// cleanupUnfinished finishes what a previous pass or process left: a row
-// still in COPY_SEGMENT_STARTED is an abandoned copy (passes do not
-// overlap, so no copy is in flight), a row in DELETE_SEGMENT_STARTED an
-// interrupted delete or the cleanup of a failed copy that the store did
-// not answer. Both have their objects deleted (missing objects are fine)
-// and the incomplete uploads of their keys aborted by exact key, and end
-// in DELETE_SEGMENT_FINISHED, deleteBatch copies per pair of synced
-// writes (deleteRemotes with abort).
-func (c *Copier) cleanupUnfinished(ctx context.Context, tp remotelog.TopicPartition) error {
-	rows, err := c.store.Segments(tp)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	var dead []remotelog.SegmentMetadata
-	for _, r := range rows {
-		if r.State != remotelog.CopySegmentStarted && r.State != remotelog.DeleteSegmentStarted {
-			continue
-		}
-		if r.State == remotelog.CopySegmentStarted {
-			if r.CopyLeaderEpoch != nil {
-				// Killed after its manifest, maybe: when a newer leader has
-				// fenced the partition since, the copy is its to judge.
-				if err := c.rs.CheckFence(ctx, tp, r.TopicID, *r.CopyLeaderEpoch); errors.Is(err, rsm.ErrFenced) {
-					if err := c.abandon(r, err); err != nil && !errors.Is(err, rsm.ErrFenced) {
-						errs = append(errs, err)
-					}
-					continue
-				} else if err != nil {
-					errs = append(errs, err)
-					continue
-				}
-			}
-			c.log.Info("cleaning up an unfinished copy", "partition", tp, "segment", r.ID, "base_offset", r.StartOffset)
-		}
-		dead = append(dead, r)
-	}
-	_, err = c.deleteRemotes(ctx, tp, dead, true)
-	errs = append(errs, err)
-	return errors.Join(errs...)
-}
-
-// abortUploads aborts the incomplete multipart uploads of copies of tp
-// just deleted by deleteRemote or deleteRemotes (ids; their rows were this tierd's and no
-// copy of tp is in flight): one listing of the partition's uploads for
-// all of them, not one per copy. When it fails, the partition's next
-// sweep aborts them.
-func (c *Copier) abortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	n, err := c.rs.AbortUploads(ctx, tp, ids)
-	if n > 0 {
-		c.log.Info("aborted the incomplete uploads of deleted copies", "partition", tp, "copies", n)
-	}
-	if err != nil {
-		c.needSweep(tp)
-		return fmt.Errorf("abort the incomplete uploads of %d deleted copies: %w", len(ids), err)
-	}
-	return nil
-}
-
 // covered reports whether a finished row covers the whole local segment.
 func covered(fin []remotelog.SegmentMetadata, s localSegment) bool {
 	for _, r := range fin {
@@ -283,12 +210,12 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 				"base_offset", s.base, "end_offset", s.end, "sent_bytes", inflight.sent.Load(), "bytes", in.size, "segment", meta.ID)
 		}
 		if errors.Is(err, errFencedAfterManifest) {
-			return c.abandon(meta, err)
+			return c.deletes().Abandon(meta, err)
 		}
 		c.needSweep(p.tp)
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 		defer cancel()
-		if derr := c.discardCopy(cctx, meta); derr != nil {
+		if derr := c.deletes().Discard(cctx, meta); derr != nil {
 			err = errors.Join(err, fmt.Errorf("clean up failed copy (retried on the next passes): %w", derr))
 		}
 		return err

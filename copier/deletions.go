@@ -233,7 +233,7 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		c.m.remoteDeleted.Inc()
 	}
 	if d.TopicID == "" {
-		return n, c.abortUploads(ctx, d.TopicPartition, done)
+		return n, c.deletes().AbortUploads(ctx, d.TopicPartition, done)
 	}
 	mfs, err := c.rs.Manifests(ctx, d.TopicPartition)
 	if err != nil && len(mfs) == 0 {
@@ -252,7 +252,7 @@ func (c *Copier) deleteIncarnation(ctx context.Context, d remotelog.PartitionDel
 		n++
 		c.m.remoteDeleted.Inc()
 	}
-	return n, c.abortUploads(ctx, d.TopicPartition, done)
+	return n, c.deletes().AbortUploads(ctx, d.TopicPartition, done)
 }
 
 // pendingIDs returns the segment ids of a partition's scheduled deletions:

@@ -47,7 +47,7 @@
 //	                                                            fenced by a newer leader epoch before its
 //	                                                            manifest was written (after it, the objects are
 //	                                                            left to the new leader and only the row goes)
-//	remote: a dead copy               cleanupUnfinished         a row this tierd wrote is in COPY_SEGMENT_STARTED
+//	remote: a dead copy               deleter.CleanupUnfinished a row this tierd wrote is in COPY_SEGMENT_STARTED
 //	                                                            or DELETE_SEGMENT_STARTED at the start of a pass
 //	                                                            (passes do not overlap: no copy is in flight)
 //	remote: unrecorded objects        maybeSweep                after a start or a failure, objects under the
@@ -78,7 +78,7 @@
 //	remote rows: a partition's        rlmm.ScheduleDeletion     moved, not dropped, into the scheduled deletion's
 //	  incarnation                                               record (restore puts them back); the record goes
 //	                                                            once every object is deleted (FinishDeletion)
-//	remote row: a copy fenced after   abandon,                  this tierd's own COPY_SEGMENT_STARTED row; the
+//	remote row: a copy fenced after   deleter.Abandon,          this tierd's own COPY_SEGMENT_STARTED row; the
 //	  its manifest                    rlmm.ForgetSegment        fence in the bucket is above the copy's epoch
 //	local: a rolled segment           localRetention            either an undamaged finished copy of exactly this
 //	                                                            file (offsets and size), checked present in the
@@ -169,13 +169,20 @@
 // remote only; no whole-partition deletion is scheduled or run, and
 // DeleteTopic refuses (ErrLogDirUnavailable), until it is back.
 //
+// Which local segments and remote copies retention may delete, and the
+// proof of each (the copy that covers a segment, the limit a copy
+// breaches, the copy that supersedes another), package retention decides
+// from rows, segments, offsets, limits and the time alone (PlanLocal,
+// PlanRemote, Superseded); localRetention and remoteRetention check those
+// proofs in the bucket right before, and delete.
+//
 // Each remote path deletes a copy's objects by key (rsm.DeleteSegment:
 // its row names the seven keys; nothing is listed per copy), then aborts
 // the incomplete multipart uploads of the copies it deleted, with one
 // listing of the partition's uploads (rsm.AbortUploads), and only those
 // whose key names one of those copies' segment ids: the copy's own proof
 // covers them. A copy that failed or was cut off (copyOne, failedMerge)
-// and a dead copy (cleanupUnfinished) have theirs aborted instead by each
+// and a dead copy (deleter.CleanupUnfinished) have theirs aborted instead by each
 // of the copy's seven keys exactly (rsm.AbortUploadsOf), before the row
 // reaches DELETE_SEGMENT_FINISHED: MinIO's listings of a prefix or of the
 // bucket do not show an upload that a store outage cut off once MinIO
@@ -185,7 +192,7 @@
 //
 // Retention, superseded copies and the clean-up of dead copies run the
 // delete protocol for up to 256 copies of a partition at once
-// (deletebatch.go): DELETE_SEGMENT_STARTED for all of them in one synced
+// (package deleter): DELETE_SEGMENT_STARTED for all of them in one synced
 // write before any object goes (for retention, after the log start offset
 // moved past all of them, durably), then each copy's objects, then
 // DELETE_SEGMENT_FINISHED, in one synced write, for those whose objects all
@@ -218,7 +225,7 @@
 // the partition's first live copy; a later run keeps them, since an
 // earlier copy may still hold an older value of their key. A crash before
 // COPY_SEGMENT_FINISHED leaves the old copies readable and a STARTED row
-// that cleanupUnfinished deletes; after it, the merged copy is read and
+// that deleter.CleanupUnfinished deletes; after it, the merged copy is read and
 // remoteRetention deletes the superseded copies.
 //
 // A takeover (new lease holder or new leader) deletes nothing: a finished

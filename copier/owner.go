@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -75,17 +76,8 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 }
 
 // copiedExactly reports whether a finished row is a copy of exactly this
-// local segment: same offsets, and the local .log's size is the copy's, or
-// the size of the file a copy that left out a zero tail was made from
-// (LocalSizeInBytes). Only such a copy allows the local segment to be
-// deleted; a row restored from foreign or older manifests with other
-// contents, or a file that changed size since its copy, never does.
+// local segment (retention.CopiedExactly): only such a copy allows the
+// local segment to be deleted.
 func copiedExactly(fin []remotelog.SegmentMetadata, s localSegment) bool {
-	for _, r := range fin {
-		sameSize := r.SizeInBytes == s.size || (r.LocalSizeInBytes > 0 && r.LocalSizeInBytes == s.size)
-		if r.StartOffset == s.base && r.EndOffset == s.end && sameSize {
-			return true
-		}
-	}
-	return false
+	return retention.CopiedExactly(fin, s.seg())
 }

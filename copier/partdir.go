@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -26,6 +27,11 @@ type localSegment struct {
 }
 
 func (s localSegment) active() bool { return s.end < 0 }
+
+// seg is s as package retention sees it.
+func (s localSegment) seg() retention.Segment {
+	return retention.Segment{Base: s.base, End: s.end, Size: s.size}
+}
 
 func (s localSegment) file(suffix string) string {
 	return filepath.Join(filepath.Dir(s.path), kafkalog.FileName(s.base, suffix))

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/tierd/tierd/copier/deleter"
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -43,7 +44,7 @@ import (
 //     the new copy, FINISHED, covering its range.
 //
 // A crash before 4 leaves the old copies readable and a STARTED row,
-// which the next pass's cleanupUnfinished deletes with its objects; a
+// which the next pass's deleter.CleanupUnfinished deletes with its objects; a
 // crash after 4 leaves the merged copy readable, and the next pass's
 // remote retention deletes the superseded copies on the same proof.
 // Only the partitions this tierd owns are merged (the pass runs only
@@ -199,18 +200,18 @@ func (c *Copier) readAndMerge(ctx context.Context, dir string, run compactionRun
 }
 
 // failedMerge cleans up a merged copy whose upload failed, as copyOne
-// does for a copy (discardCopy): its objects are deleted, its incomplete
+// does for a copy (deleter.Discard): its objects are deleted, its incomplete
 // uploads aborted by exact key, and its row ends in
 // DELETE_SEGMENT_FINISHED (or, fenced after its manifest, the row is
 // forgotten and the objects are left to the new leader).
 func (c *Copier) failedMerge(ctx context.Context, tp remotelog.TopicPartition, meta remotelog.SegmentMetadata, err error) error {
 	if errors.Is(err, errFencedAfterManifest) {
-		return c.abandon(meta, err)
+		return c.deletes().Abandon(meta, err)
 	}
 	c.needSweep(tp)
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.CopyTimeout)
 	defer cancel()
-	if derr := c.discardCopy(cctx, meta); derr != nil {
+	if derr := c.deletes().Discard(cctx, meta); derr != nil {
 		return errors.Join(err, fmt.Errorf("clean up the merged copy (retried on the next passes): %w", derr))
 	}
 	return err
@@ -234,13 +235,13 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 		if live[old.ID] {
 			c.log.Error("a merged copy does not replace a copy it merges (its row is not newer: the clock went back?); deleting the merged copy, the old copies stay",
 				"partition", tp, "segment", merged.ID, "old_segment", old.ID, "old_event_time_ms", old.EventTimestampMs, "event_time_ms", merged.EventTimestampMs)
-			err := c.deleteRemote(ctx, merged)
-			return errors.Join(err, c.abortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
+			err := c.deletes().Delete(ctx, merged)
+			return errors.Join(err, c.deletes().AbortUploads(ctx, tp, map[remotelog.SegmentID]bool{merged.ID: true}))
 		}
 	}
 	// The merged copy is checked in the bucket right before the copies it
 	// replaces go (a bucket fault since its upload must not leave neither).
-	if ok, err := c.proofPresent(ctx, merged); err != nil || !ok {
+	if ok, err := c.deletes().ProofPresent(ctx, merged); err != nil || !ok {
 		if err == nil {
 			err = fmt.Errorf("merged copy %s has objects missing: the copies it merges stay", merged.ID)
 		}
@@ -250,8 +251,8 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 	var errs []error
 	for i, old := range run.copies {
 		c.log.Info("deleting a copy merged by remote compaction", "partition", tp, "segment", old.ID, "base_offset", old.StartOffset,
-			"end_offset", old.EndOffset, "proof", supersededProof(merged))
-		if err := c.deleteRemote(ctx, old); err != nil {
+			"end_offset", old.EndOffset, "proof", deleter.SupersededProof(merged))
+		if err := c.deletes().Delete(ctx, old); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -260,23 +261,7 @@ func (c *Copier) deleteMerged(ctx context.Context, tp remotelog.TopicPartition, 
 			crashpoint.Hit("compact.merged-deleted")
 		}
 	}
-	return errors.Join(append(errs, c.abortUploads(ctx, tp, deleted))...)
-}
-
-// proofPresent checks in the bucket that copy by, the proof for deleting
-// the copies it supersedes, has its objects (checkCopy, which marks it
-// damaged when they are gone, so that it supersedes nothing), and reports
-// whether it is still finished and undamaged. Errors: the store's and
-// the bucket's.
-func (c *Copier) proofPresent(ctx context.Context, by remotelog.SegmentMetadata) (bool, error) {
-	if err := c.checkCopy(ctx, by); err != nil {
-		return false, err
-	}
-	cur, err := c.store.Segment(by.TopicPartition, by.StartOffset, by.ID)
-	if err != nil {
-		return false, err
-	}
-	return cur.State == remotelog.CopySegmentFinished && cur.Damaged == "", nil
+	return errors.Join(append(errs, c.deletes().AbortUploads(ctx, tp, deleted))...)
 }
 
 // dropLostMerges deletes each finished merged copy that is damaged (its
@@ -308,7 +293,7 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 				whole = false
 				break
 			}
-			if ok, err := c.proofPresent(ctx, o); err != nil || !ok {
+			if ok, err := c.deletes().ProofPresent(ctx, o); err != nil || !ok {
 				errs = append(errs, err)
 				whole = false
 				break
@@ -319,29 +304,11 @@ func (c *Copier) dropLostMerges(ctx context.Context, p *partition) error {
 		}
 		c.log.Warn("deleting a damaged merged copy of a compacted topic", "partition", p.tp, "segment", m.ID, "base_offset", m.StartOffset,
 			"end_offset", m.EndOffset, "damaged", m.Damaged, "proof", fmt.Sprintf("the %d copies it merged are finished, undamaged and present", len(m.CompactionOf)))
-		if err := c.deleteRemote(ctx, m); err != nil {
+		if err := c.deletes().Delete(ctx, m); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, c.abortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
+		errs = append(errs, c.deletes().AbortUploads(ctx, p.tp, map[remotelog.SegmentID]bool{m.ID: true}))
 	}
 	return errors.Join(errs...)
-}
-
-// supersededProof words the proof for deleting a copy that by covers.
-func supersededProof(by remotelog.SegmentMetadata) string {
-	return fmt.Sprintf("superseded by copy %s %s covering [%d, %d]", by.ID, by.State, by.StartOffset, by.EndOffset)
-}
-
-// supersedingRow returns the newest finished row that covers r's whole
-// range and is remotelog.Newer than r: the proof that r is superseded.
-func supersedingRow(fin []remotelog.SegmentMetadata, r remotelog.SegmentMetadata) (remotelog.SegmentMetadata, bool) {
-	var best remotelog.SegmentMetadata
-	found := false
-	for _, o := range fin {
-		if o.ID != r.ID && o.StartOffset <= r.StartOffset && o.EndOffset >= r.EndOffset && remotelog.Newer(&o, &r) && (!found || remotelog.Newer(&o, &best)) {
-			best, found = o, true
-		}
-	}
-	return best, found
 }

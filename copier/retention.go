@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -35,40 +36,36 @@ func (c *Copier) segmentTime(tp remotelog.TopicPartition, s localSegment, nowMs 
 	return st.ModTime().UnixMilli(), nil
 }
 
-// remoteTime is segmentTime for a remote copy: the copy time (the row's
-// event time, set when the copy finished) replaces a missing or future
-// max timestamp.
-func (c *Copier) remoteTime(r remotelog.SegmentMetadata, nowMs int64) int64 {
-	if r.MaxTimestampMs < 0 || c.inFuture(r.TopicPartition, r.StartOffset, r.MaxTimestampMs, nowMs) {
-		return r.EventTimestampMs
-	}
-	return r.MaxTimestampMs
-}
-
-// inFuture reports (and warns once) that a timestamp is too far ahead.
+// inFuture reports (and warns once) that a timestamp is too far ahead
+// (retention.Future).
 func (c *Copier) inFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) bool {
-	if ts-nowMs <= c.cfg.MessageTimestampAfterMaxMs || nowMs > ts { // no overflow for Long.MAX_VALUE settings
+	if !retention.Future(ts, nowMs, c.cfg.MessageTimestampAfterMaxMs) {
 		return false
 	}
+	c.warnFuture(tp, base, ts, nowMs)
+	return true
+}
+
+// warnFuture warns, once per segment, that its max timestamp ts is more
+// than message.timestamp.after.max.ms ahead of nowMs.
+func (c *Copier) warnFuture(tp remotelog.TopicPartition, base, ts, nowMs int64) {
 	if c.once(fmt.Sprintf("future %s %d", tp, base)) {
 		c.m.futureTS.Inc()
 		c.log.Warn("segment max timestamp is ahead of the clock by more than message.timestamp.after.max.ms; retention uses its file or copy time",
 			"partition", tp, "base_offset", base, "max_timestamp", ts, "ahead_ms", ts-nowMs)
 	}
-	return true
 }
 
 // localRetention deletes the oldest local segments while local retention
-// is breached: a segment goes only when a finished copy covers it (or it
-// lies wholly below the log start offset), when it is not the active
-// segment, and when it is older than local.retention.ms or the local log is
-// larger than local.retention.bytes; deleting stops at the first segment
-// that may not go. Size retention deletes until the local log is within the
-// limit, which is stricter than Kafka's UnifiedLog (it stops before the
-// local log would drop below the limit); it only removes local files whose
-// copies are finished, never data. The new local log start offset is made
-// durable before any file is touched; files are renamed to ".deleted" and removed FileDeleteDelayMs
-// later, so readers with the files open finish.
+// is breached, as retention.PlanLocal picks them: a segment goes only when
+// a finished copy covers it (or it lies wholly below the log start
+// offset), when it is not the active segment, and when it is older than
+// local.retention.ms or the local log is larger than local.retention.bytes;
+// deleting stops at the first segment that may not go. Each copy that is
+// the proof is checked in the bucket right before (the first that fails
+// ends the deletes there). The new local log start offset is made durable
+// before any file is touched; files are renamed to ".deleted" and removed
+// FileDeleteDelayMs later, so readers with the files open finish.
 func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	fin, err := c.store.FinishedSegments(p.tp)
 	if err != nil {
@@ -79,62 +76,37 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	if err != nil {
 		return err
 	}
-	var total int64
-	for _, s := range p.segs {
-		total += s.size
-	}
 	nowMs := c.now().UnixMilli()
 	untilMs, waits := c.retentionWaits(nowMs)
-	last := -1
-	for i, s := range p.segs {
-		if s.active() {
+	plan := retention.PlanLocal(retention.LocalInput{
+		Segments: segments(p.segs), Copies: fin, LogStartOffset: offs.LogStartOffset,
+		Limits: retention.Limits(p.limits), TopicID: p.topicID, Compacts: p.policy.Compact, NowMs: nowMs,
+		SegmentTime: func(i int) (int64, error) { return c.segmentTime(p.tp, p.segs[i], nowMs) },
+	})
+	n := len(plan.Delete)
+	for i, d := range plan.Delete {
+		if d.Why == retention.BelowLogStart || waits { // while retention waits nothing goes: no check either
+			continue
+		}
+		// The copy is checked in the bucket right before the only local
+		// copy goes: a copy damaged behind tierd's back since the last
+		// sampled check must not be the proof.
+		ok, err := c.localProofPresent(ctx, p, d, p.segs[i])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			n = i
 			break
 		}
-		below := s.end < offs.LogStartOffset
-		exact := copiedExactly(fin, s)
-		var cover []remotelog.SegmentMetadata // copies of a segment the cleaner rewrote since
-		if !below && !exact {
-			if cover = p.cleanedCover(fin, s); cover == nil {
-				break // never delete what is not durably copied
-			}
-		}
-		breach := below || (p.limits.LocalRetentionBytes >= 0 && total > p.limits.LocalRetentionBytes)
-		if !breach && p.limits.LocalRetentionMs >= 0 {
-			ts, err := c.segmentTime(p.tp, s, nowMs)
-			if err != nil {
-				return err
-			}
-			breach = saturate.Older(ts, nowMs, p.limits.LocalRetentionMs) // Long.MAX_VALUE: never
-		}
-		if !breach {
-			break
-		}
-		if !below && !waits { // while retention waits nothing goes: no check either
-			// The copy is checked in the bucket right before the only
-			// local copy goes: a copy damaged behind tierd's back since the
-			// last sampled check must not be the proof.
-			present := c.copyPresent
-			if !exact {
-				present = func(ctx context.Context, _ []remotelog.SegmentMetadata, s localSegment) (bool, error) {
-					if ok, err := c.coverPresent(ctx, cover, s); err != nil || !ok {
-						return ok, err
-					}
-					return c.coverHolds(ctx, p, cover, s)
-				}
-			}
-			if ok, err := present(ctx, fin, s); err != nil || !ok {
-				if err != nil {
-					return err
-				}
-				break
-			}
-		}
-		total -= s.size
-		last = i
 	}
-	if last < 0 {
+	if n == len(plan.Delete) && plan.Err != nil {
+		return plan.Err
+	}
+	if n == 0 {
 		return nil
 	}
+	last := n - 1
 	if waits {
 		var bytes int64
 		for _, s := range p.segs[:last+1] {
@@ -145,6 +117,29 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 	}
 	_, err = c.withoutBroker(p, func() error { return c.trimLocal(p, last) })
 	return err
+}
+
+// localProofPresent checks in the bucket the copies that are d's proof for
+// deleting local segment s: its exact copy (copyPresent), or the copies
+// covering a segment the log cleaner rewrote since (coverPresent and
+// coverHolds). Errors: the store's and the bucket's.
+func (c *Copier) localProofPresent(ctx context.Context, p *partition, d retention.LocalDelete, s localSegment) (bool, error) {
+	if d.Exact {
+		return c.copyPresent(ctx, d.Copies, s)
+	}
+	if ok, err := c.coverPresent(ctx, d.Copies, s); err != nil || !ok {
+		return ok, err
+	}
+	return c.coverHolds(ctx, p, d.Copies, s)
+}
+
+// segments returns segs as package retention sees them.
+func segments(segs []localSegment) []retention.Segment {
+	out := make([]retention.Segment, len(segs))
+	for i, s := range segs {
+		out[i] = s.seg()
+	}
+	return out
 }
 
 // trimLocal deletes p's local segments up to p.segs[last]: saves the new
@@ -283,21 +278,23 @@ func (c *Copier) removeDeleted(dir string) error {
 }
 
 // remoteRetention deletes remote copies, oldest first, while they breach
-// retention: wholly below the log start offset, a max timestamp older than
-// retention.ms, or the log (local size + remote copies below the local log
-// start offset, each offset counted once) larger than retention.bytes by
-// at least the copy's size (Kafka's RemoteLogManager rule: the log is never
-// cut below retention.bytes).
+// retention, as retention.PlanRemote picks them: wholly below the log
+// start offset, a max timestamp older than retention.ms, or the log (local
+// size + remote copies below the local log start offset, each offset
+// counted once) larger than retention.bytes by at least the copy's size
+// (Kafka's RemoteLogManager rule: the log is never cut below
+// retention.bytes).
 // The log start offset moves past a copy (durably) before its objects are
 // deleted: past a group of up to deleteBatch copies at once, which then
-// go through the delete protocol together (deleteGroup: two synced
+// go through the delete protocol together (deleter.Group: two synced
 // writes per group). A group with a copy whose objects failed to go ends
 // the pass; that copy stays in DELETE_SEGMENT_STARTED, below the log
-// start offset, and the next pass finishes it. Superseded copies are
-// deleted too, deleteBatch at a time.
+// start offset, and the next pass finishes it. Superseded copies
+// (retention.Superseded) are deleted first (deleter.DeleteSuperseded),
+// each once the copy that supersedes it is checked present in the bucket.
 func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) {
 	deleted := map[remotelog.SegmentID]bool{} // once for all: their incomplete uploads
-	defer func() { err = errors.Join(err, c.abortUploads(ctx, p.tp, deleted)) }()
+	defer func() { err = errors.Join(err, c.deletes().AbortUploads(ctx, p.tp, deleted)) }()
 	rows, err := c.store.Segments(p.tp)
 	if err != nil {
 		return err
@@ -306,47 +303,8 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	if err != nil {
 		return err
 	}
-	// A copy is superseded only when a newer finished row covers it,
-	// judged from the rows themselves.
-	var finished []remotelog.SegmentMetadata
-	for _, r := range rows {
-		if r.State == remotelog.CopySegmentFinished {
-			finished = append(finished, r)
-		}
-	}
-	var errs []error
-	live := map[remotelog.SegmentID]bool{}
-	for _, r := range remotelog.Supersede(finished) {
-		live[r.ID] = true
-	}
-	whole := map[remotelog.SegmentID]bool{} // superseding copies checked in the bucket this pass
-	var superseded []remotelog.SegmentMetadata
-	for _, r := range finished {
-		if !live[r.ID] {
-			// The copy that supersedes r is checked in the bucket right
-			// before r goes: a row alone, its objects lost since, is no
-			// proof (r may be the only copy of its records left).
-			by, ok := supersedingRow(finished, r)
-			if !ok {
-				continue
-			}
-			present, seen := whole[by.ID]
-			if !seen {
-				if present, err = c.proofPresent(ctx, by); err != nil {
-					errs = append(errs, fmt.Errorf("check copy %s before deleting the copies it supersedes: %w", by.ID, err))
-				}
-				whole[by.ID] = present
-			}
-			if !present {
-				continue
-			}
-			proof := supersededProof(by)
-			c.log.Info("deleting superseded copy", "partition", p.tp, "segment", r.ID, "base_offset", r.StartOffset, "proof", proof)
-			superseded = append(superseded, r)
-		}
-	}
-	gone, err := c.deleteRemotes(ctx, p.tp, superseded, false)
-	errs = append(errs, err)
+	gone, err := c.deletes().DeleteSuperseded(ctx, p.tp, retention.Superseded(rows))
+	errs := []error{err}
 	for id := range gone {
 		deleted[id] = true
 	}
@@ -354,63 +312,38 @@ func (c *Copier) remoteRetention(ctx context.Context, p *partition) (err error) 
 	if err != nil {
 		return err
 	}
-	localStart, localSize := int64(1<<63-1), int64(0)
-	if len(p.segs) > 0 {
-		localStart = p.segs[0].base
-	}
-	for _, s := range p.segs {
-		localSize += s.size
-	}
-	total := localSize
-	for _, r := range fin {
-		if r.EndOffset < localStart {
-			total += r.SizeInBytes
-		}
-	}
 	nowMs := c.now().UnixMilli()
-	// The copies that breach retention, oldest first, each judged as if
-	// the ones before it were gone and the log start offset had moved
-	// past them (as when they went one at a time); lsos[i] is the log
-	// start offset once plan[:i+1] is gone.
-	var plan []remotelog.SegmentMetadata
-	var lsos []int64
-	lso := offs.LogStartOffset
-	for _, r := range fin {
-		onlyRemote := r.EndOffset < localStart
-		// retention.ms/bytes delete only with cleanup.policy delete: a
-		// compact-only log keeps its copies, as Kafka keeps its segments.
-		breach := r.EndOffset < lso || (!p.policy.compactOnly() &&
-			(saturate.Older(c.remoteTime(r, nowMs), nowMs, p.limits.RetentionMs) ||
-				(p.limits.RetentionBytes >= 0 && onlyRemote && total-r.SizeInBytes >= p.limits.RetentionBytes)))
-		if !breach {
-			break
-		}
-		lso = max(lso, r.EndOffset+1)
-		if onlyRemote {
-			total -= r.SizeInBytes
-		}
-		plan, lsos = append(plan, r), append(lsos, lso)
+	plan := retention.PlanRemote(retention.RemoteInput{
+		Copies: fin, Segments: segments(p.segs), LogStartOffset: offs.LogStartOffset,
+		Limits: retention.Limits(p.limits), Policy: retention.Policy(p.policy),
+		NowMs: nowMs, TimestampAfterMaxMs: c.cfg.MessageTimestampAfterMaxMs,
+	})
+	for _, r := range plan.Future {
+		c.warnFuture(r.TopicPartition, r.StartOffset, r.MaxTimestampMs, nowMs)
 	}
-	if untilMs, waits := c.retentionWaits(nowMs); waits && len(plan) > 0 {
+	if untilMs, waits := c.retentionWaits(nowMs); waits && len(plan.Delete) > 0 {
 		var bytes int64
-		for _, r := range plan {
-			bytes += r.SizeInBytes
+		for _, d := range plan.Delete {
+			bytes += d.Copy.SizeInBytes
 		}
-		c.noteRetentionWait(p, "remote", len(plan), plan[0].StartOffset, plan[len(plan)-1].EndOffset, bytes, untilMs)
+		c.noteRetentionWait(p, "remote", len(plan.Delete), plan.Delete[0].Copy.StartOffset, plan.Delete[len(plan.Delete)-1].Copy.EndOffset, bytes, untilMs)
 		return errors.Join(errs...)
 	}
 	// Up to deleteBatch copies at a time go through the delete protocol
 	// together.
-	for i := 0; i < len(plan); i += deleteBatch {
-		j := min(i+deleteBatch, len(plan))
-		group := plan[i:j]
+	for i := 0; i < len(plan.Delete); i += deleteBatch {
+		j := min(i+deleteBatch, len(plan.Delete))
+		group := make([]remotelog.SegmentMetadata, 0, j-i)
+		for _, d := range plan.Delete[i:j] {
+			group = append(group, d.Copy)
+		}
 		// The log start offset moves past the whole group, durably,
 		// before any of its objects is deleted.
-		if offs, err = c.store.AdvanceOffsets(p.tp, lsos[j-1], -1); err != nil {
+		if offs, err = c.store.AdvanceOffsets(p.tp, plan.Delete[j-1].LogStart, -1); err != nil {
 			return errors.Join(append(errs, err)...)
 		}
 		crashpoint.Hit("remote.offset-saved")
-		ids, err := c.deleteGroup(ctx, p.tp, group, false)
+		ids, err := c.deletes().Group(ctx, p.tp, group, false)
 		gone := make(map[remotelog.SegmentID]bool, len(ids))
 		for _, id := range ids {
 			gone[id], deleted[id] = true, true

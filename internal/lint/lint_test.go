@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +46,10 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // other; the Kafka listener
 // imports none of the parts it serves from (it owns its Log interface);
 // nothing imports cmd/;
+// the copier's pure planners (copier/retention) import only the standard
+// library and the shared types and helpers, so they stay free of stores
+// and buckets, and its deleter (copier/deleter) reaches the store and the
+// bucket only through its own interfaces;
 // lower layers never import higher ones.
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
@@ -72,9 +77,16 @@ func TestImportLayers(t *testing.T) {
 		"listener": {"copier", "fetch", "rsm", "rlmm", "cluster", "seglog", "locallog"},
 		"authz":    {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
 	}
+	only := map[string][]string{ // besides the standard library
+		"copier/retention": {"internal/remotelog", "internal/saturate"},
+		"copier/deleter":   {"copier/retention", "internal/crashpoint", "internal/remotelog", "rsm"},
+	}
 	for pkg, imps := range packageImports(t) {
 		r := rel(pkg)
 		for _, imp := range imps {
+			if allowed, ok := only[r]; ok && !isStdlib(imp) && !slices.Contains(allowed, rel(imp)) {
+				t.Errorf("%s imports %s: it imports only the standard library and %v", r, imp, allowed)
+			}
 			if !strings.HasPrefix(imp, module) {
 				if (strings.HasPrefix(r, "internal/kafkalog") || r == "internal/kafkaacl") && !isStdlib(imp) {
 					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
