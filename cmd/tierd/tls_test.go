@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -264,5 +265,52 @@ func TestRunTLSOnly(t *testing.T) {
 	}
 	if code, out, errOut := runCmd("segments", "--config", cfgPath); code != 0 || !strings.Contains(out, "the running tierd at "+grpcAddr) {
 		t.Errorf("tierd segments over TLS: exit %d\n%s%s", code, out, errOut)
+	}
+	// A tool whose config has no tls: section says that this tierd speaks
+	// TLS and what to add, instead of taking it for stopped. (Its admin
+	// socket is elsewhere: the tool goes to fetch.listen, as one on
+	// another host does.)
+	plain, _, _ := strings.Cut(readFile(t, cfgPath), "tls:\n")
+	plain = strings.Replace(plain, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(t.TempDir(), "none.sock")+"\n", 1)
+	os.WriteFile(cfgPath+".plain.yaml", []byte(plain), 0o644)
+	for _, tool := range []string{"segments", "status"} {
+		code, out, errOut := runCmd(tool, "--config", cfgPath+".plain.yaml")
+		if code != 1 || !strings.Contains(errOut, "a tierd speaking TLS answers at "+grpcAddr) || !strings.Contains(errOut, "grpc: tls") ||
+			!strings.Contains(errOut, "ca_file") || strings.Contains(errOut, "no tierd answers") {
+			t.Errorf("tierd %s without a tls: section: exit %d\n%s%s", tool, code, out, errOut)
+		}
+	}
+}
+
+// TestPlainTalksToTLS: a TLS server is told from a plaintext one and from
+// an address nothing listens on; with tls.grpc off, tlsRefusal names the
+// settings to add only for the TLS one.
+func TestPlainTalksToTLS(t *testing.T) {
+	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
+	tlsSrv, plainSrv := httptest.NewTLSServer(ok), httptest.NewServer(ok)
+	defer tlsSrv.Close()
+	defer plainSrv.Close()
+	mtls := httptest.NewUnstartedServer(ok)
+	mtls.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
+	mtls.StartTLS()
+	defer mtls.Close()
+	for name, tc := range map[string]struct {
+		addr string
+		want bool
+	}{
+		"tls":       {tlsSrv.Listener.Addr().String(), true},
+		"mtls":      {mtls.Listener.Addr().String(), true},
+		"plaintext": {plainSrv.Listener.Addr().String(), false},
+		"nothing":   {freeAddr(t), false},
+	} {
+		if got := plainTalksToTLS(tc.addr); got != tc.want {
+			t.Errorf("%s: plainTalksToTLS = %v, want %v", name, got, tc.want)
+		}
+		var cfg config
+		cfg.Fetch.Listen = tc.addr
+		err := tlsRefusal(cfg)
+		if tc.want != (err != nil) || err != nil && !strings.Contains(err.Error(), "grpc: tls") {
+			t.Errorf("%s: tlsRefusal = %v", name, err)
+		}
 	}
 }
