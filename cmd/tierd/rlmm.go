@@ -50,6 +50,13 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // next tierd run waits out initial_retention_delay, as after any loss of
 // the metadata dir.
 func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
+	// The rebuild reads the bucket: a bucket that does not answer, or
+	// refuses these credentials, fails it before the old dir is moved.
+	b, err := openCheckedBucket(ctx, cfg.Bucket)
+	if err != nil {
+		return fmt.Errorf("nothing moved or rebuilt: %w", err)
+	}
+	b.Close()
 	old := ""
 	var created []byte // the old dir's createdFile, nil when it had none
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {

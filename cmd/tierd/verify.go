@@ -97,16 +97,16 @@ func (r verifyResult) String() string {
 func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
 	start := time.Now()
 	var res verifyResult
+	b, err := openCheckedBucket(ctx, cfg.Bucket)
+	if err != nil {
+		return res, err
+	}
+	defer b.Close()
 	ls, source, closeFn, err := remoteLister(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
 	defer closeFn()
-	b, err := openBucket(ctx, cfg.Bucket)
-	if err != nil {
-		return res, err
-	}
-	defer b.Close()
 	m, err := rsm.NewManager(b, rsm.Config{Prefix: cfg.Bucket.Prefix})
 	if err != nil {
 		return res, err
