@@ -84,39 +84,3 @@ func createBucket(ctx context.Context, c bucketConfig, stdout io.Writer) error {
 	}
 	return nil
 }
-
-// openCheckedBucket opens the configured bucket for a tool that reads or
-// writes it (verify, rlmm rebuild) and checks it first with one request,
-// as tierd run does at start, so that a missing bucket or missing or
-// refused credentials fail once, before any work, saying what is wrong,
-// where the credentials came from and how to fix it (*rsm.BucketError),
-// instead of as the store's bare answer for every object. Errors:
-// openBucket's; the check's (an unreachable store wrapped with the
-// bucket's name).
-func openCheckedBucket(ctx context.Context, c bucketConfig) (rsm.Bucket, error) {
-	b, err := openBucket(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkBucket(ctx, b, c.Prefix); err != nil {
-		b.Close()
-		return nil, err
-	}
-	return b, nil
-}
-
-// checkBucket is openCheckedBucket's check of b under prefix, bounded by
-// probeTimeout; nil for a bucket that cannot check itself.
-func checkBucket(ctx context.Context, b rsm.Bucket, prefix string) error {
-	ch, ok := b.(rsm.Checker)
-	if !ok {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	err := ch.Check(ctx, prefix)
-	if err == nil || errors.Is(err, rsm.ErrMisconfigured) {
-		return err // a *rsm.BucketError names the bucket
-	}
-	return fmt.Errorf("%s does not answer: %w", b.Name(), err)
-}

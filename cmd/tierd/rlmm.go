@@ -34,6 +34,17 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	// The rebuild reads the bucket: one that does not answer, or refuses
+	// these credentials, fails it before the old metadata dir is moved.
+	b, err := openBucket(ctx, cfg.Bucket)
+	if err == nil {
+		err = checkBucket(ctx, b, cfg.Bucket.Prefix)
+		b.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd rlmm rebuild: nothing moved or rebuilt: %v\n", err)
+		return 1
+	}
 	if err := rebuildMetadata(ctx, cfg, all, stdout); err != nil {
 		fmt.Fprintf(stderr, "tierd rlmm rebuild: %v\n", err)
 		return 1
@@ -50,13 +61,6 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // next tierd run waits out initial_retention_delay, as after any loss of
 // the metadata dir.
 func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
-	// The rebuild reads the bucket: a bucket that does not answer, or
-	// refuses these credentials, fails it before the old dir is moved.
-	b, err := openCheckedBucket(ctx, cfg.Bucket)
-	if err != nil {
-		return fmt.Errorf("nothing moved or rebuilt: %w", err)
-	}
-	b.Close()
 	old := ""
 	var created []byte // the old dir's createdFile, nil when it had none
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {

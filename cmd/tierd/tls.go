@@ -151,19 +151,12 @@ func reloadTLS(h *tlsreload.Holder, log *slog.Logger) error {
 	return nil
 }
 
-// tlsRefusal explains why a tool's connection to the gRPC API failed. With
-// tls.grpc off it returns nil unless the server at cfg.Fetch.Listen
-// speaks TLS (plainTalksToTLS), then an error naming the settings to add.
-// Otherwise it returns nil when nothing listens at cfg.Fetch.Listen (no
-// tierd runs), and else the error of one TLS handshake with the tools'
-// settings, naming them.
+// tlsRefusal explains why a tool's TLS connection to the gRPC API failed:
+// it returns nil when tls.grpc is off or nothing listens at
+// cfg.Fetch.Listen (no tierd runs), and otherwise the error of one TLS
+// handshake with the tools' settings, naming them.
 func tlsRefusal(cfg config) error {
 	if mode(cfg.TLS.GRPC) == tlsOff {
-		if plainTalksToTLS(cfg.Fetch.Listen) {
-			return fmt.Errorf("a tierd speaking TLS answers at %s (fetch.listen), and this config's tls.grpc is off, so the tools spoke plaintext to it: "+
-				"add to the config's tls: section grpc: tls (mtls when that tierd asks for a client certificate, with client_cert_file and client_key_file) "+
-				"and ca_file: the CA that signed its certificate", cfg.Fetch.Listen)
-		}
 		return nil
 	}
 	t := cfg.TLS
@@ -186,24 +179,6 @@ func tlsRefusal(cfg config) error {
 	}
 	conn.Close()
 	return nil
-}
-
-// plainTalksToTLS reports whether the server at addr answers a TLS
-// ClientHello with a TLS handshake: a tool dialled it in plaintext, and
-// a TLS server does not answer that at all. The handshake trusts any
-// certificate, since it only tells TLS from plaintext; nothing is sent
-// over it. A server that asks for a client certificate and refuses the
-// missing one (an alert) speaks TLS too.
-func plainTalksToTLS(addr string) bool {
-	d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: 5 * time.Second},
-		Config: &tls.Config{InsecureSkipVerify: true}} // only tells TLS from plaintext; no data is sent
-	conn, err := d.Dial("tcp", addr)
-	if err == nil {
-		conn.Close()
-		return true
-	}
-	var opErr *net.OpError
-	return errors.As(err, &opErr) && opErr.Op == "remote error" // a TLS alert
 }
 
 // dialTierd connects a tool to the gRPC API at cfg.Fetch.Listen, over TLS

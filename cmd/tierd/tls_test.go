@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -278,39 +277,6 @@ func TestRunTLSOnly(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "a tierd speaking TLS answers at "+grpcAddr) || !strings.Contains(errOut, "grpc: tls") ||
 			!strings.Contains(errOut, "ca_file") || strings.Contains(errOut, "no tierd answers") {
 			t.Errorf("tierd %s without a tls: section: exit %d\n%s%s", tool, code, out, errOut)
-		}
-	}
-}
-
-// TestPlainTalksToTLS: a TLS server is told from a plaintext one and from
-// an address nothing listens on; with tls.grpc off, tlsRefusal names the
-// settings to add only for the TLS one.
-func TestPlainTalksToTLS(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {})
-	tlsSrv, plainSrv := httptest.NewTLSServer(ok), httptest.NewServer(ok)
-	defer tlsSrv.Close()
-	defer plainSrv.Close()
-	mtls := httptest.NewUnstartedServer(ok)
-	mtls.TLS = &tls.Config{ClientAuth: tls.RequireAnyClientCert}
-	mtls.StartTLS()
-	defer mtls.Close()
-	for name, tc := range map[string]struct {
-		addr string
-		want bool
-	}{
-		"tls":       {tlsSrv.Listener.Addr().String(), true},
-		"mtls":      {mtls.Listener.Addr().String(), true},
-		"plaintext": {plainSrv.Listener.Addr().String(), false},
-		"nothing":   {freeAddr(t), false},
-	} {
-		if got := plainTalksToTLS(tc.addr); got != tc.want {
-			t.Errorf("%s: plainTalksToTLS = %v, want %v", name, got, tc.want)
-		}
-		var cfg config
-		cfg.Fetch.Listen = tc.addr
-		err := tlsRefusal(cfg)
-		if tc.want != (err != nil) || err != nil && !strings.Contains(err.Error(), "grpc: tls") {
-			t.Errorf("%s: tlsRefusal = %v", name, err)
 		}
 	}
 }

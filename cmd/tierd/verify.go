@@ -97,16 +97,19 @@ func (r verifyResult) String() string {
 func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
 	start := time.Now()
 	var res verifyResult
-	b, err := openCheckedBucket(ctx, cfg.Bucket)
-	if err != nil {
-		return res, err
-	}
-	defer b.Close()
 	ls, source, closeFn, err := remoteLister(ctx, cfg)
 	if err != nil {
 		return res, err
 	}
 	defer closeFn()
+	b, err := openBucket(ctx, cfg.Bucket)
+	if err != nil {
+		return res, err
+	}
+	defer b.Close()
+	if err := checkBucket(ctx, b, cfg.Bucket.Prefix); err != nil {
+		return res, err
+	}
 	m, err := rsm.NewManager(b, rsm.Config{Prefix: cfg.Bucket.Prefix})
 	if err != nil {
 		return res, err
