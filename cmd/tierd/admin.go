@@ -49,6 +49,9 @@ func dialAt(ctx context.Context, cfg config) (*fetch.Client, error) {
 	cancel()
 	if !up {
 		c.Close()
+		if err := plainToTLS(cfg.TLS.GRPC, cfg.Fetch.Listen); err != nil {
+			return nil, err
+		}
 		return nil, tlsRefusal(cfg) // nil: nothing answers
 	}
 	if err := checkIdentity(ctx, c, cfg, cfg.Fetch.Listen+" (fetch.listen)"); err != nil {

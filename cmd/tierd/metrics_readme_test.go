@@ -51,11 +51,36 @@ func docTableMetrics(t *testing.T, doc, title string) []string {
 	return out
 }
 
+// docAlertMetrics returns the tierd metric names in the yaml blocks of
+// docs/observing.md's section "Alerts" (its example rules).
+func docAlertMetrics(t *testing.T) []string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "observing.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Alerts\n")
+	if !ok {
+		t.Fatal("docs/observing.md has no section \"Alerts\"")
+	}
+	var out []string
+	for _, block := range strings.Split(section, "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		for _, m := range regexp.MustCompile(`\b(tierd_[a-z_]+)`).FindAllStringSubmatch(block, -1) {
+			out = append(out, m[1])
+		}
+	}
+	if len(out) < 5 {
+		t.Fatalf("found only %v in the alert rules of docs/observing.md", out)
+	}
+	return out
+}
+
 // TestReadmeKafkaMetricsFromStart: a tierd that has just made its first
 // pass (nothing read, nothing deleted yet) exposes every metric the
 // docs/observing.md's table of Kafka-named metrics lists, counters of events that
 // have not happened included, so that alerts and absent() work from the
-// start.
+// start; and every metric its example alert rules name.
 func TestReadmeKafkaMetricsFromStart(t *testing.T) {
 	root := t.TempDir()
 	scfg := seglog.DefaultConfig()
@@ -75,6 +100,11 @@ func TestReadmeKafkaMetricsFromStart(t *testing.T) {
 	for _, name := range readmeKafkaMetrics(t) {
 		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
 			t.Errorf("%s (in docs/observing.md's table) is not on /metrics after the first pass", name)
+		}
+	}
+	for _, name := range append(docAlertMetrics(t), "process_start_time_seconds") {
+		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {
+			t.Errorf("%s (in docs/observing.md's alert rules) is not on /metrics after the first pass", name)
 		}
 	}
 }

@@ -34,6 +34,17 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	// The rebuild reads the bucket: one that does not answer, or refuses
+	// these credentials, fails it before the old metadata dir is moved.
+	b, err := openBucket(ctx, cfg.Bucket)
+	if err == nil {
+		err = checkBucket(ctx, b, cfg.Bucket.Prefix)
+		b.Close()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "tierd rlmm rebuild: nothing moved or rebuilt: %v\n", err)
+		return 1
+	}
 	if err := rebuildMetadata(ctx, cfg, all, stdout); err != nil {
 		fmt.Fprintf(stderr, "tierd rlmm rebuild: %v\n", err)
 		return 1

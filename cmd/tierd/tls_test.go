@@ -265,4 +265,18 @@ func TestRunTLSOnly(t *testing.T) {
 	if code, out, errOut := runCmd("segments", "--config", cfgPath); code != 0 || !strings.Contains(out, "the running tierd at "+grpcAddr) {
 		t.Errorf("tierd segments over TLS: exit %d\n%s%s", code, out, errOut)
 	}
+	// A tool whose config has no tls: section says that this tierd speaks
+	// TLS and what to add, instead of taking it for stopped. (Its admin
+	// socket is elsewhere: the tool goes to fetch.listen, as one on
+	// another host does.)
+	plain, _, _ := strings.Cut(readFile(t, cfgPath), "tls:\n")
+	plain = strings.Replace(plain, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(t.TempDir(), "none.sock")+"\n", 1)
+	os.WriteFile(cfgPath+".plain.yaml", []byte(plain), 0o644)
+	for _, tool := range []string{"segments", "status"} {
+		code, out, errOut := runCmd(tool, "--config", cfgPath+".plain.yaml")
+		if code != 1 || !strings.Contains(errOut, "a tierd speaking TLS answers at "+grpcAddr) || !strings.Contains(errOut, "grpc: tls") ||
+			!strings.Contains(errOut, "ca_file") || strings.Contains(errOut, "no tierd answers") {
+			t.Errorf("tierd %s without a tls: section: exit %d\n%s%s", tool, code, out, errOut)
+		}
+	}
 }

@@ -107,6 +107,9 @@ func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stde
 		return res, err
 	}
 	defer b.Close()
+	if err := checkBucket(ctx, b, cfg.Bucket.Prefix); err != nil {
+		return res, err
+	}
 	m, err := rsm.NewManager(b, rsm.Config{Prefix: cfg.Bucket.Prefix})
 	if err != nil {
 		return res, err
