@@ -43,10 +43,11 @@ vet:
 
 # check: the fast path, before "make test": vet, gofmt, and the unit tests
 # of the pure packages (the Kafka formats, the ACL rules, the retention
-# planner, the delete protocol on fakes, the import layers; no MinIO, no
-# daemon), in a minute or so.
+# planner, the delete protocol on fakes, the remote compaction planner,
+# the import layers; no MinIO, no daemon), in a minute or so.
 check: vet
 	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/ ./copier/retention/ ./copier/deleter/
+	$(GO) test -count=1 -run '^TestPlanCompaction$$' ./copier/
 
 # unit: every test with the race detector, but the harness (whose
 # concurrency test also runs here, at 150 rounds). Tests skipped for a
