@@ -60,7 +60,8 @@ unit:
 	TIERD_SKIP_REPORT=$(SKIPS) $(GO) test -count=1 -race -skip '^(TestCrash|TestCrashRemoteCompaction|TestFaultRate)$$' ./...; s=$$?; \
 	  if [ -s $(SKIPS) ]; then sort -u $(SKIPS); fi; rm -f $(SKIPS); exit $$s
 
-# harness: the crash tests (25 kills; remote compaction's 12), the fault-proxy test (24 copies,
+# harness: the crash tests (25 kills, the first aimed at each named crash point in turn, which
+# fails naming any point not reached; remote compaction's 12), the fault-proxy test (24 copies,
 # 250 fetches) over MinIO and the 1000-round fetch-during-deletion test,
 # without the race detector; prints their summary lines.
 # On a failure it prints the last 150 lines of the whole output (the

@@ -6,12 +6,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,7 +22,6 @@ import (
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
-	"google.golang.org/protobuf/proto"
 )
 
 // compactCrashPoints are the steps of remote compaction where the daemon
@@ -51,62 +48,6 @@ type compactRig struct {
 // compactedValue is the value written at offset for key.
 func compactedValue(key string, off int64) []byte {
 	return []byte(fmt.Sprintf("%s written at offset %d|%s", key, off, strings.Repeat("v", int(off%97))))
-}
-
-// idle reports whether the daemon has tiered every rolled segment, left
-// only the active segment locally and no row in a STARTED state.
-func (r *compactRig) idle() (*tierdpb.ListSegmentsResponse, bool) {
-	active := r.log.Segments()
-	activeBase := active[len(active)-1].BaseOffset
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	resp, err := r.client.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: compactTopic, Partition: 0})
-	if err != nil {
-		return nil, false
-	}
-	for _, s := range resp.Segments {
-		if s.State == "COPY_SEGMENT_STARTED" || s.State == "DELETE_SEGMENT_STARTED" {
-			return nil, false
-		}
-	}
-	return resp, resp.HighestTieredOffset == activeBase-1 && resp.LocalLogStartOffset == activeBase
-}
-
-// exitedOrIdle waits until the daemon exits (its crash point hit), or is
-// idle with its segment list unchanged for 300 ms (no merge left to make),
-// or d passes; it reports whether it exited.
-func (r *compactRig) exitedOrIdle(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	_, err := r.synced(deadline, func() bool { return r.exited(20 * time.Millisecond) })
-	return err == errExited
-}
-
-var errExited = fmt.Errorf("exited")
-
-// synced waits until the daemon is idle and its segment list stayed the
-// same over 300 ms (fifteen passes at 20 ms: merges are done), or stop
-// says to give up (errExited), or the deadline passes.
-func (r *compactRig) synced(deadline time.Time, stop func() bool) (*tierdpb.ListSegmentsResponse, error) {
-	var prev *tierdpb.ListSegmentsResponse
-	var since time.Time
-	for {
-		if stop != nil && stop() {
-			return nil, errExited
-		}
-		if resp, ok := r.idle(); ok {
-			if prev == nil || !proto.Equal(prev, resp) {
-				prev, since = resp, time.Now()
-			} else if time.Since(since) >= 300*time.Millisecond {
-				return resp, nil
-			}
-		} else {
-			prev = nil
-		}
-		if time.Now().After(deadline) {
-			return prev, fmt.Errorf("not synced in time: %v", prev)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 type compactTally struct{ kills, lostKeys, badValues, orphans, corrupt, merged int }
@@ -191,39 +132,17 @@ func (r *compactRig) check(resp *tierdpb.ListSegmentsResponse, tally *compactTal
 			tally.lostKeys++
 		}
 		next = max(next, s.EndOffset+1)
-		id, _ := remotelog.ParseSegmentID(s.SegmentId)
-		meta := remotelog.SegmentMetadata{TopicPartition: remotelog.TopicPartition{Topic: compactTopic}, ID: id, StartOffset: s.StartOffset}
-		mf, err := r.mgr.ReadManifest(ctx, r.mgr.Key(meta, ".manifest.json"))
-		if err != nil {
-			r.t.Errorf("finished copy %d: %v", s.StartOffset, err)
-			tally.corrupt++
-			continue
-		}
-		if len(mf.CompactionOf) > 0 {
+		mf, bad := r.checkCopy(ctx, s)
+		tally.corrupt += bad
+		if mf != nil && len(mf.CompactionOf) > 0 {
 			tally.merged++
-		}
-		for _, o := range mf.Objects {
-			if err := r.mgr.VerifyObject(ctx, o); err != nil {
-				r.t.Errorf("finished copy %d: %v", s.StartOffset, err)
-				tally.corrupt++
-			}
 		}
 	}
 	if next < resp.LocalLogStartOffset {
 		r.t.Errorf("offsets %d-%d have no finished copy", next, resp.LocalLogStartOffset-1)
 		tally.lostKeys++
 	}
-	r.direct.Iter(ctx, "", func(k string) error {
-		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
-			r.t.Errorf("orphan object %s", k)
-			tally.orphans++
-		}
-		return nil
-	})
-	if ups, _ := r.direct.IncompleteUploads(ctx, ""); len(ups) > 0 {
-		r.t.Errorf("stale multipart uploads %v", ups)
-		tally.orphans += len(ups)
-	}
+	tally.orphans += r.checkNoOrphans(ctx, live)
 }
 
 // TestCrashRemoteCompaction kills the daemon at every step of remote
@@ -243,7 +162,7 @@ func TestCrashRemoteCompaction(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "ccrash")
 	root := t.TempDir()
-	r := &compactRig{crashRig: crashRig{t: t, root: root, bin: buildTierd(t, root), addr: freePort(t)},
+	r := &compactRig{crashRig: crashRig{t: t, root: root, topic: compactTopic, bin: buildTierd(t, root), addr: freePort(t)},
 		written: map[int64][]byte{}, keys: map[int64]string{}, model: map[string][]byte{}}
 	mcfg := minio.DefaultConfig()
 	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "ccrash", true
@@ -286,7 +205,7 @@ http: {listen: ""}
 	defer r.log.Close()
 	rng := rand.New(rand.NewPCG(13, uint64(rounds)))
 	var tally compactTally
-	hits := map[string]int{}
+	hits := crashHits{}
 	named := 0
 	for round := 0; round < rounds; round++ {
 		// New data: updates of 12 keys, about one in eight a tombstone,
@@ -337,8 +256,8 @@ http: {listen: ""}
 		if point == "" {
 			time.Sleep(time.Duration(rng.IntN(400)) * time.Millisecond)
 			r.kill()
-		} else if r.exitedOrIdle(10 * time.Second) {
-			hits[strings.SplitN(point, ":", 2)[0]]++
+		} else if r.exitedOrIdle(10*time.Second, nil) {
+			hits.add(point)
 		} else {
 			r.kill() // the step did not come up this time
 		}
@@ -347,30 +266,22 @@ http: {listen: ""}
 		r.start("")
 		resp, err := r.synced(time.Now().Add(60*time.Second), nil)
 		if err != nil {
-			r.kill()
-			log, _ := os.ReadFile(filepath.Join(root, "tierd.log"))
-			t.Fatalf("round %d (killed at %q): %v\n%s", round, point, err, tail(log, 3000))
+			r.failRound(round, point, err)
 		}
 		r.check(resp, &tally)
-		r.proc.Process.Signal(syscall.SIGTERM)
-		if err := <-r.procDone; err != nil {
-			t.Fatalf("round %d: clean stop: %v", round, err)
-		}
-		if t.Failed() {
-			log, _ := os.ReadFile(filepath.Join(root, "tierd.log"))
-			t.Fatalf("round %d (killed at %q)\n%s", round, point, tail(log, 3000))
-		}
+		r.stop(round)
+		r.failedRound(round, point)
 	}
 	summary := fmt.Sprintf("remote compaction crash test: %d kills, %d lost keys, %d wrong values, %d orphan objects", tally.kills, tally.lostKeys, tally.badValues, tally.orphans)
 	fmt.Println(summary)
-	t.Logf("kills at named steps: %v (the rest at random moments); merged copies seen in checks: %d", hits, tally.merged)
+	t.Logf("kills at named steps, at their first+second hit: %s (the rest at random moments); merged copies seen in checks: %d", hits.format(compactCrashPoints), tally.merged)
 	if tally.merged == 0 {
 		t.Error("no merged copy was ever made")
 	}
 	if tally.corrupt > 0 {
 		t.Errorf("%d finished objects missing or corrupt", tally.corrupt)
 	}
-	if rounds >= 30 && len(hits) != len(compactCrashPoints) {
-		t.Errorf("only %d of %d crash points were reached", len(hits), len(compactCrashPoints))
+	if missed := hits.unreached(compactCrashPoints); rounds >= 30 && len(missed) > 0 {
+		t.Errorf("%d of %d crash points were never reached: %s", len(missed), len(compactCrashPoints), strings.Join(missed, ", "))
 	}
 }

@@ -124,31 +124,14 @@ rsm:
 
 func (r *rsmCrashRig) start(crashpoint string) {
 	r.t.Helper()
-	cmd := exec.Command(r.bin, "run", "--config", r.cfg)
-	cmd.Env = append(os.Environ(), "TIERD_CRASHPOINT="+crashpoint)
-	logf, err := os.OpenFile(r.logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		r.t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		r.t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	exited := make(chan struct{})
-	go func() { err := cmd.Wait(); logf.Close(); done <- err; close(exited) }()
-	r.proc, r.procDone = cmd, done
-	r.t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGKILL)
-		<-exited
-	})
+	r.proc, r.procDone = startTierd(r.t, r.bin, r.cfg, r.logPath, crashpoint)
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		if code, _ := r.call(http.MethodGet, "/v1/health", nil); code == http.StatusOK {
 			return
 		}
 		select {
-		case err := <-done:
+		case err := <-r.procDone:
 			r.t.Fatalf("tierd exited at start: %v\n%s", err, r.logs())
 		default:
 		}
