@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -141,13 +142,13 @@ func TestAPITokensFileMode(t *testing.T) {
 	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
 	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n", 1)
 	os.WriteFile(base, []byte(y), 0o644)
-	cfg, err := loadConfig(base)
+	cfg, err := config.Load(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Fatalf("tierd run with a tokens file others may write: %v", err)
 	}
 }
@@ -202,7 +203,7 @@ func TestHTTPTokens(t *testing.T) {
 // A metadata dir too deep for a Unix socket path gets its admin socket in
 // the temporary dir, at a path tierd and its tools agree on.
 func TestAdminSocketPathTooLong(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Metadata.Dir = "/var/lib/" + strings.Repeat("deep/", 25) + "rlmm"
 	p := adminSocket(cfg)
 	if len(p) > fetch.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {

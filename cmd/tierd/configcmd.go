@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -76,7 +77,7 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // reloadRunning signals the tierd holding cfg's log dirs to reload and
 // prints what it did.
-func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdout, stderr io.Writer) int {
+func reloadRunning(ctx context.Context, cfg config.Config, timeout time.Duration, stdout, stderr io.Writer) int {
 	h, err := instance.Running(cfg.Copier.LogDirs)
 	if len(cfg.Copier.LogDirs) == 0 {
 		h, err = runningOnMetadataDir(cfg.Metadata.Dir)
@@ -98,7 +99,7 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 		res, ok := readReload(cfg.Metadata.Dir)
 		if ok && res.PID == h.PID && (prev.PID != h.PID || res.Seq > prev.Seq) {
 			fmt.Fprint(stdout, res.describe())
-			if p := cfg.meta.path; res.File != "" && res.File != p {
+			if p := cfg.Path(); res.File != "" && res.File != p {
 				fmt.Fprintf(stdout, "note: that tierd reads %s, not %s\n", res.File, p)
 			}
 			if res.Error != "" || len(res.Refused) > 0 {
@@ -117,20 +118,20 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 }
 
 // showConfig prints every setting and, per topic, what a pass applies.
-func showConfig(ctx context.Context, cfg config, askCluster bool, w io.Writer) error {
+func showConfig(ctx context.Context, cfg config.Config, askCluster bool, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "# %s: every setting, its source, and what a reload does with a change\n", cfg.meta.path)
+	fmt.Fprintf(tw, "# %s: every setting, its source, and what a reload does with a change\n", cfg.Path())
 	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tON RELOAD")
-	for _, s := range flatten(cfg) {
+	for _, s := range config.Flatten(cfg) {
 		reload := "restart needed"
-		if dynamicKey(s.key) && (s.key != diskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch.Config)) {
+		if config.DynamicKey(s.Key) && (s.Key != config.DiskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch.Config)) {
 			reload = "dynamic"
 		}
-		src := cfg.source(s.key)
-		if s.value == "-" {
+		src := cfg.Source(s.Key)
+		if s.Value == "-" {
 			src = "not set: inherited"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.key, s.value, src, reload)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Key, s.Value, src, reload)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -147,7 +148,7 @@ func showConfig(ctx context.Context, cfg config, askCluster bool, w io.Writer) e
 	fmt.Fprintln(tw, "TOPIC\tSETTING\tVALUE\tSOURCE")
 	for _, t := range topics {
 		for _, v := range cfg.Copier.Explain(t, configs[t]) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, v.Name, v.Value, cfg.topicSource(v.From))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, v.Name, v.Value, topicSource(cfg, v.From))
 		}
 	}
 	return tw.Flush()
@@ -162,28 +163,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// source says where a setting's value came from: "file", "file (as OLD)"
-// for an old spelling, or "default".
-func (c config) source(key string) string {
-	if c.meta == nil {
-		return "default"
-	}
-	if old, ok := c.meta.renamed[key]; ok {
-		return "file (as " + old + ", an old spelling)"
-	}
-	if c.meta.set[key] {
-		return "file"
-	}
-	for k := range c.meta.set { // a map entry, e.g. copier.topics.orders.*
-		if strings.HasPrefix(k, key+".") {
-			return "file"
-		}
-	}
-	return "default"
-}
-
 // topicSource turns copier.Explain's "from" into a source for people.
-func (c config) topicSource(from string) string {
+func topicSource(c config.Config, from string) string {
 	switch {
 	case from == "default":
 		return "default"
@@ -192,7 +173,7 @@ func (c config) topicSource(from string) string {
 	case strings.HasPrefix(from, "copier.topics."):
 		return "file (" + from + ")"
 	}
-	if c.source(from) == "default" {
+	if c.Source(from) == "default" {
 		return "default (" + from + ")"
 	}
 	return "file (" + from + ")"
@@ -200,7 +181,7 @@ func (c config) topicSource(from string) string {
 
 // configTopics are the topics tierd.yaml names and those with partition
 // directories in the log dirs (internal ones left out).
-func configTopics(cfg config) []string {
+func configTopics(cfg config.Config) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(t string) {
@@ -225,7 +206,7 @@ func configTopics(cfg config) []string {
 
 // clusterConfigs asks the cluster for the topics' configs, when it is
 // configured and asked for; note says what was done.
-func clusterConfigs(ctx context.Context, cfg config, ask bool, topics []string) (map[string]map[string]cluster.ConfigValue, string) {
+func clusterConfigs(ctx context.Context, cfg config.Config, ask bool, topics []string) (map[string]map[string]cluster.ConfigValue, string) {
 	switch {
 	case !cfg.Kafka.Cluster.Enabled():
 		return nil, "no kafka.bootstrap_servers: no cluster configs"

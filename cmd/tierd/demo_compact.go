@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/seglog"
@@ -74,7 +75,7 @@ type compactExpect struct {
 // map, which compaction must never change.
 func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
 	policy := "compact"
-	e, err := openDemo(ctx, o, stdout, stderr, func(c *config) {
+	e, err := openDemo(ctx, o, stdout, stderr, func(c *config.Config) {
 		if c.Copier.Topics == nil {
 			c.Copier.Topics = map[string]copier.TopicConfig{}
 		}

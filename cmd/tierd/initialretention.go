@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/saturate"
@@ -85,7 +86,7 @@ func writeCreated(dir string, info createdInfo) error {
 
 // noteInitialRetention says at start when retention waits for
 // initial_retention_delay, and how to let it go ahead.
-func noteInitialRetention(cfg config, now time.Time, log *slog.Logger) {
+func noteInitialRetention(cfg config.Config, now time.Time, log *slog.Logger) {
 	created, delay := cfg.Copier.MetadataCreatedMs, cfg.Copier.InitialRetentionDelay
 	if created <= 0 || delay <= 0 {
 		return

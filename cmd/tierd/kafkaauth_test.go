@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -200,13 +201,13 @@ acls:
 	bucketCreate(t, cfgPath)
 
 	os.Chmod(creds, 0o644)
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
 		t.Fatalf("a credentials file others can read: %v", err)
 	}
 	os.Chmod(creds, 0o600)
@@ -260,28 +261,3 @@ acls:
 	}
 }
 
-// TestOpenListenerNeedsConsent: a Kafka listener beyond loopback that
-// authenticates nobody and applies no ACLs is refused, unless
-// allow.unauthenticated says so; on loopback, or with SASL, mtls or
-// acls, it is accepted.
-func TestOpenListenerNeedsConsent(t *testing.T) {
-	dir := t.TempDir()
-	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
-	for name, tc := range map[string]struct {
-		yaml string
-		ok   bool
-	}{
-		"open":        {base + "kafka: {listen: 0.0.0.0:9192}\n", false},
-		"consented":   {base + "kafka: {listen: 0.0.0.0:9192, allow.unauthenticated: true}\n", true},
-		"loopback":    {base + "kafka: {listen: 127.0.0.1:9192}\n", true},
-		"with acls":   {base + "kafka: {listen: 0.0.0.0:9192}\nacls: {source: file, file: /a}\n", true},
-		"with logins": {base + "kafka: {listen: '[::]:9192', sasl.enabled.mechanisms: [PLAIN], sasl.credentials.file: /c}\n", true},
-	} {
-		p := filepath.Join(dir, name+".yaml")
-		os.WriteFile(p, []byte(tc.yaml), 0o600)
-		_, err := loadConfig(p)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: %v, want ok %v", name, err, tc.ok)
-		}
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/seglog"
 )
@@ -32,7 +33,7 @@ func TestRestartOnAnEmptyMountPoint(t *testing.T) {
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,22 +9,20 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/config"
 )
 
 // Reloading tierd.yaml. Kafka draws the line between the settings a
 // broker takes while running (dynamic: retention, the remote log
 // manager's quotas and pools, cache sizes, log levels) and those it reads
 // only at start (read-only: log dirs, listeners, the storage plugin);
-// tierd follows it. On SIGHUP, and for "tierd config reload" (which sends
+// tierd follows it (config.DynamicKey). On SIGHUP, and for "tierd config reload" (which sends
 // SIGHUP to the tierd holding the config's log dirs), a running tierd
 // re-reads its file, applies the dynamic settings that changed (the
 // copier's at its next pass, the others at once), logs each change old ->
@@ -36,117 +34,16 @@ import (
 // reloadFile is the outcome of the last reload, in the metadata dir.
 const reloadFile = "tierd-reload.json"
 
-// change is one setting that differs between the running config and the
-// file.
-type change struct {
-	Key string `json:"key"`
-	Old string `json:"old"`
-	New string `json:"new"`
-	Why string `json:"why,omitempty"` // a refused change's rule, when not "static setting"
-}
-
 // reloadResult is what one reload did.
 type reloadResult struct {
-	PID      int      `json:"pid"`
-	Seq      int64    `json:"seq"`
-	TimeMs   int64    `json:"timeMs"`
-	File     string   `json:"file"`
-	Applied  []change `json:"applied"`
-	Refused  []change `json:"refused"` // static settings: restart needed
-	Warnings []string `json:"warnings,omitempty"`
-	Error    string   `json:"error,omitempty"` // the file was not used
-}
-
-// diskBudgetKey is dynamic only while the disk tier stays on (see
-// fetch.Config.DiskBudgetDynamic).
-const diskBudgetKey = "fetch.remote.fetch.chunk.cache.disk.bytes"
-
-// dynamicKey reports whether a running tierd applies a change of key (a
-// full key, "copier.log.retention.ms") from a reloaded file.
-func dynamicKey(key string) bool {
-	section, rest, _ := strings.Cut(key, ".")
-	switch section {
-	case "log_level", "memory_limit_bytes":
-		return true
-	case "copier":
-		return slices.Contains(copier.DynamicKeys, rest) || strings.HasPrefix(rest, "topics.")
-	case "fetch":
-		return slices.Contains(fetch.DynamicKeys, rest)
-	}
-	return false
-}
-
-// withDynamic returns c with next's dynamic settings, those dynamicKey
-// names.
-func (c config) withDynamic(next config) config {
-	c.Copier = c.Copier.WithDynamic(next.Copier)
-	c.Fetch.Config = c.Fetch.WithDynamic(next.Fetch.Config)
-	c.LogLevel, c.MemoryLimitBytes = next.LogLevel, next.MemoryLimitBytes
-	if next.meta != nil {
-		c.meta = next.meta
-	}
-	return c
-}
-
-// diff lists the settings that differ between running and next, split
-// into dynamic and static ones.
-func diff(running, next config) (dynamic, static []change) {
-	dynamic, static = []change{}, []change{} // empty, never null, in tierd-reload.json
-	old, nw := map[string]setting{}, map[string]setting{}
-	var keys []string
-	for _, s := range flatten(running) {
-		old[s.key] = s
-		keys = append(keys, s.key)
-	}
-	for _, s := range flatten(next) {
-		nw[s.key] = s
-		if _, ok := old[s.key]; !ok {
-			keys = append(keys, s.key)
-		}
-	}
-	for _, k := range keys {
-		so, ok1 := old[k]
-		sn, ok2 := nw[k]
-		if ok1 && ok2 && so.cmp == sn.cmp {
-			continue
-		}
-		o, n := so.value, sn.value
-		if secret(k) {
-			o, n = "(not shown)", "(changed, not shown)"
-		}
-		if !ok1 {
-			o = "(unset)"
-		}
-		if !ok2 {
-			n = "(unset)"
-		}
-		if (!ok1 && unsetValue(sn.cmp)) || (!ok2 && unsetValue(so.cmp)) {
-			continue // a key absent on one side and unset on the other
-		}
-		c := change{Key: k, Old: o, New: n}
-		switch {
-		case dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch.Config)):
-			dynamic = append(dynamic, c)
-		case k == diskBudgetKey:
-			c.Why = fetch.DiskBudgetRule
-			static = append(static, c)
-		default:
-			static = append(static, c)
-		}
-	}
-	return dynamic, static
-}
-
-// unsetValue reports whether a flattened value says "not set" ("-" for
-// an unset optional, as a per-topic key prints, or an empty string).
-func unsetValue(v string) bool { return v == "-" || v == "" || v == `""` }
-
-// reason is a refused change's rule.
-func (c change) reason() string {
-	if c.Why != "" {
-		return c.Why
-	}
-	return "static setting, restart needed"
+	PID      int             `json:"pid"`
+	Seq      int64           `json:"seq"`
+	TimeMs   int64           `json:"timeMs"`
+	File     string          `json:"file"`
+	Applied  []config.Change `json:"applied"`
+	Refused  []config.Change `json:"refused"` // static settings: restart needed
+	Warnings []string        `json:"warnings,omitempty"`
+	Error    string          `json:"error,omitempty"` // the file was not used
 }
 
 // plain returns a flattened value without its YAML quotes, for a log
@@ -164,27 +61,27 @@ type reloader struct {
 	level *slog.LevelVar // nil: the log level is not reloadable
 
 	mu      sync.Mutex
-	running config
+	running config.Config
 	seq     int64
 	parts   []reloadPart
 }
 
-// reloadPart is a part of tierd a reload hands the new running config to.
+// reloadPart is a part of tierd a reload hands the new running config.Config to.
 type reloadPart struct {
 	name string
-	fn   func(cfg config) error
+	fn   func(cfg config.Config) error
 }
 
-func newReloader(cfg config, log *slog.Logger, level *slog.LevelVar) *reloader {
+func newReloader(cfg config.Config, log *slog.Logger, level *slog.LevelVar) *reloader {
 	return &reloader{running: cfg, log: log, level: level}
 }
 
-// Register adds a part that a reload hands the new running config to,
+// Register adds a part that a reload hands the new running config.Config to,
 // after the config was accepted, in the order registered (the copier and
 // the fetch server first; a TLS listener reloading its certificate
 // registers here too). A part's error is logged and reported; the others
 // still run.
-func (r *reloader) Register(name string, fn func(cfg config) error) {
+func (r *reloader) Register(name string, fn func(cfg config.Config) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.parts = append(r.parts, reloadPart{name, fn})
@@ -213,42 +110,42 @@ func (r *reloader) run(ctx context.Context, ch chan os.Signal) error {
 	}
 }
 
-// reload re-reads the file the running config came from and applies it.
+// reload re-reads the file the running config.Config came from and applies it.
 func (r *reloader) reload() reloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []change{}, Refused: []change{}}
+	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []config.Change{}, Refused: []config.Change{}}
 	defer func() { r.record(res) }()
-	if r.running.meta == nil {
-		res.Error = "this tierd was not started from a config file"
+	if r.running.Path() == "" {
+		res.Error = "this tierd was not started from a config.Config file"
 		r.log.Error("config reload: nothing to reload", "err", res.Error)
 		return res
 	}
-	res.File = r.running.meta.path
-	next, err := loadConfig(res.File)
+	res.File = r.running.Path()
+	next, err := config.Load(res.File)
 	if err != nil {
 		res.Error = err.Error()
 		r.log.Error("config reload refused: the file does not load; tierd keeps running with its config", "file", res.File, "err", err)
 		return res
 	}
-	res.Warnings = next.warnings()
+	res.Warnings = next.Warnings()
 	for _, w := range res.Warnings {
 		r.log.Warn("config reload: old spelling", "file", res.File, "warning", w)
 	}
-	res.Applied, res.Refused = diff(r.running, next)
-	merged := r.running.withDynamic(next)
-	if err := merged.validate(); err != nil {
-		res.Error, res.Applied = err.Error(), []change{}
+	res.Applied, res.Refused = config.Diff(r.running, next)
+	merged := r.running.WithDynamic(next)
+	if err := merged.Validate(); err != nil {
+		res.Error, res.Applied = err.Error(), []config.Change{}
 		r.log.Error("config reload refused: the dynamic settings do not fit the running static ones; tierd keeps running with its config",
 			"file", res.File, "err", err)
 		return res
 	}
 	for _, c := range res.Refused {
-		r.log.Error("config change refused: restart needed; the running value stays", "key", c.Key, "running", plain(c.Old), "file", plain(c.New), "why", c.reason())
+		r.log.Error("config change refused: restart needed; the running value stays", "key", c.Key, "running", plain(c.Old), "file", plain(c.New), "why", c.Reason())
 	}
 	if r.level != nil {
-		level, _ := parseLevel(merged.LogLevel)
+		level, _ := config.ParseLevel(merged.LogLevel)
 		r.level.Set(level)
 	}
 	for _, p := range r.parts {
@@ -297,10 +194,10 @@ func readReload(metadataDir string) (res reloadResult, ok bool) {
 	return res, true
 }
 
-// applyMemoryLimit sets Go's soft memory limit for cfg (see memoryLimit)
+// applyMemoryLimit sets Go's soft memory limit for cfg (see config.Config.MemoryLimit)
 // unless GOMEMLIMIT is set; it returns the limit set, 0 for none.
-func applyMemoryLimit(cfg config) int64 {
-	limit := memoryLimit(cfg)
+func applyMemoryLimit(cfg config.Config) int64 {
+	limit := cfg.MemoryLimit()
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
 	}
@@ -330,7 +227,7 @@ func (res reloadResult) describe() string {
 		fmt.Fprintf(&b, "applied: %s: %s -> %s (%s)\n", c.Key, c.Old, c.New, when)
 	}
 	for _, c := range res.Refused {
-		fmt.Fprintf(&b, "refused: %s: %s -> %s: %s; tierd keeps %s\n", c.Key, c.Old, c.New, c.reason(), c.Old)
+		fmt.Fprintf(&b, "refused: %s: %s -> %s: %s; tierd keeps %s\n", c.Key, c.Old, c.New, c.Reason(), c.Old)
 	}
 	if res.Error != "" {
 		fmt.Fprintf(&b, "error: %s\n", res.Error)

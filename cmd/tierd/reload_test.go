@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
@@ -90,7 +91,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	}
 	write(604800000, fetchAddr, "info")
 	bucketCreate(t, cfgPath)
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, level) }()
+	go func() { done <- serve(ctx, cfg, startOptions{}, log, level) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -49,7 +50,7 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // an instance id) makes a new metadata dir, recorded as created now: the
 // next tierd run waits out initial_retention_delay, as after any loss of
 // the metadata dir.
-func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
+func rebuildMetadata(ctx context.Context, cfg config.Config, all bool, stdout io.Writer) error {
 	old := ""
 	var created []byte // the old dir's createdFile, nil when it had none
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
@@ -86,7 +87,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 	} else if _, err := metadataCreated(cfg.Metadata.Dir, false, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
 		return err // (it records only a dir without an instance id: a new one)
 	}
-	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	d, err := newDaemon(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -126,7 +127,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 // probeUnlocked fails when a running tierd holds the metadata store. A
 // store that does not open for another reason (damage: the reason to
 // rebuild) passes.
-func probeUnlocked(ctx context.Context, cfg config) error {
+func probeUnlocked(ctx context.Context, cfg config.Config) error {
 	s, err := openStore(ctx, cfg)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return err

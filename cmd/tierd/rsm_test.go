@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testcerts"
@@ -223,7 +224,7 @@ func TestRSMRefusals(t *testing.T) {
 	overlap := strings.Replace(string(data), "log_dirs: ["+w.brokerDir+"]", "log_dirs: ["+w.copierDir+"/sub]", 1)
 	p := filepath.Join(w.root, "overlap.yaml")
 	os.WriteFile(p, []byte(overlap), 0o644)
-	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "overlap") {
+	if _, err := config.Load(p); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("rsm.log_dirs inside copier.log_dirs: %v; want a refusal", err)
 	}
 
@@ -240,13 +241,13 @@ func TestRSMRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	cfg, err := loadConfig(w.cfgPath)
+	cfg, err := config.Load(w.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
 		t.Errorf("serve with topic orders tiered both ways: %v; want a refusal", err)
 	}
 }
@@ -380,11 +381,11 @@ func TestRSMOnlyConfig(t *testing.T) {
 	}
 	common := "bucket:\n  type: minio\n  minio: {endpoint: http://127.0.0.1:9, bucket: b}\nmetadata: {dir: " + filepath.Join(dir, "meta") + "}\n"
 	only := write("only.yaml", "rsm:\n  enabled: true\n  token_file: "+filepath.Join(dir, "token")+"\n  log_dirs: ["+dir+"]\n"+common)
-	if _, err := loadConfig(only); err != nil {
+	if _, err := config.Load(only); err != nil {
 		t.Errorf("rsm.enabled without copier.log_dirs: %v; want it accepted", err)
 	}
 	neither := write("neither.yaml", common)
-	if _, err := loadConfig(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
+	if _, err := config.Load(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
 		t.Errorf("neither copier.log_dirs nor rsm.enabled: %v; want copier.log_dirs required", err)
 	}
 }

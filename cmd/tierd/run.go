@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
@@ -25,13 +24,13 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/saturate"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -56,9 +55,21 @@ type daemon struct {
 	instanceID string // kept in the metadata dir
 }
 
+// startOptions are what tierd run adds at start to the config it read.
+type startOptions struct {
+	// keepCreated: tierd run keeps the metadata dir's creation time
+	// (copier.Config.MetadataCreatedMs, see metadataCreated); the tools
+	// and the demo do not. retentionGoAhead is tierd run
+	// --retention-go-ahead.
+	keepCreated, retentionGoAhead bool
+	// logDirCheck, set by tierd run, says whether a log dir is still the
+	// one it locked at start (copier.WithLogDirCheck); nil: no check.
+	logDirCheck func(dir string) error
+}
+
 // openStore opens the metadata store, saying so when another tierd holds
 // it; it gives up when ctx ends (SIGINT, SIGTERM).
-func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, opts ...rlmm.Option) (*rlmm.Store, error) {
 	s, err := rlmm.OpenContext(ctx, cfg.Metadata, opts...)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
 		return nil, &stopError{dir: cfg.Metadata.Dir}
@@ -72,14 +83,14 @@ func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Stor
 // newDaemon wires tierd's parts for cfg. wrap, when given, decorates the
 // bucket before anything uses it (the demo confines itself to its own
 // prefix this way).
-func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
+func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
 	store, err := openStore(ctx, cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
 	}
 	d := &daemon{store: store, reg: reg}
-	if cfg.keepCreated { // before the instance id is kept: a metadata dir without one is new
-		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, cfg.retentionGoAhead, time.Now(), log); err != nil {
+	if start.keepCreated { // before the instance id is kept: a metadata dir without one is new
+		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, start.retentionGoAhead, time.Now(), log); err != nil {
 			d.Close()
 			return nil, err
 		}
@@ -116,8 +127,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	d.labels = labels
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
 		copier.WithGate(d.environment)}
-	if cfg.logDirCheck != nil {
-		copts = append(copts, copier.WithLogDirCheck(cfg.logDirCheck))
+	if start.logDirCheck != nil {
+		copts = append(copts, copier.WithLogDirCheck(start.logDirCheck))
 	}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
@@ -149,7 +160,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 // node id tierd's broker_id (0 when unset) and its cluster id the Kafka
 // cluster's recorded one, else one naming this tierd. advertised, when
 // set, replaces the configured advertised address.
-func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
+func (d *daemon) kafkaListener(cfg config.Config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
 	lc := cfg.Kafka.Listener
 	if advertised != "" {
 		lc.Advertised = advertised
@@ -209,7 +220,6 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cfg.retentionGoAhead = goAhead
 	if err := checkLogDirs(cfg.Copier.LogDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
@@ -219,10 +229,10 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	level := new(slog.LevelVar) // a reload sets it
-	l, _ := parseLevel(cfg.LogLevel)
+	l, _ := config.ParseLevel(cfg.LogLevel)
 	level.Set(l)
 	log, flush := newLogger(stderr, level)
-	err := serve(ctx, cfg, log, level)
+	err := serve(ctx, cfg, startOptions{retentionGoAhead: goAhead}, log, level)
 	flush() // held-back repeats before the last line, not after it
 	return stopped(ctx, log, err)
 }
@@ -270,41 +280,14 @@ func checkLogDirs(dirs []string) error {
 	return nil
 }
 
-// memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
-// configured one, or the fetch caches' budgets + the copier's multipart
-// upload buffers (remote.log.manager.copier.thread.pool.size x
-// part_size x part_concurrency) + the RSM endpoint's when it is on
-// (rsm.max_concurrent_copies x the same) + 64 MiB for the rest. Without it the garbage collector lets the heap
-// grow to twice what is live, so a full cache would double the footprint.
-func memoryLimit(cfg config) int64 {
-	switch {
-	case cfg.MemoryLimitBytes > 0:
-		return cfg.MemoryLimitBytes
-	case cfg.MemoryLimitBytes < 0:
-		return 0
-	}
-	var upload int64
-	switch cfg.Bucket.Type {
-	case "s3":
-		upload = saturate.Mul(cfg.Bucket.S3.PartSize, int64(cfg.Bucket.S3.PartConcurrency))
-	case "minio":
-		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
-	}
-	copies := int64(cfg.Copier.CopierThreadPoolSize)
-	if cfg.RSM.Enabled {
-		copies += int64(cfg.RSM.MaxConcurrentCopies)
-	}
-	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(copies, upload)), 64<<20)
-}
-
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics
 // server and the config reloader (SIGHUP) in one run group until ctx ends
 // or one of them fails. level, when given, is the log handler's level,
 // which a reload sets.
-func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.LevelVar) error {
+func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, level ...*slog.LevelVar) error {
 	hup := notifyHUP() // from here on SIGHUP reloads, never kills
 	defer signal.Stop(hup)
-	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	if limit := cfg.MemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		log.Info("go soft memory limit", "bytes", limit)
 	}
@@ -317,13 +300,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	defer lock.Close()
-	cfg.logDirCheck = lock.Check
+	start.logDirCheck = lock.Check
 	tlsH, err := tlsHolder(cfg.TLS, log) // nil when every endpoint is plaintext
 	if err != nil {
 		return err
 	}
-	cfg.keepCreated = true
-	d, err := newDaemon(ctx, cfg, log, reg)
+	start.keepCreated = true
+	d, err := newDaemon(ctx, cfg, start, log, reg)
 	if err != nil {
 		return err
 	}
@@ -360,7 +343,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		// The ACLs read again, at once: a file that does not load fails the
 		// reload (the ACLs read before keep deciding, up to max_stale).
-		rl.Register("acls", func(config) error { return acls.Load(ctx) })
+		rl.Register("acls", func(config.Config) error { return acls.Load(ctx) })
 		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
 	}
 	var tokens *apiTokens
@@ -373,17 +356,17 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	warnOpenAPI(cfg, log, acls != nil)
 	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)),
 		fetch.WithAuth(fetchAuth(cfg, tokens, acls)), fetch.WithAdminSocket(adminSocket(cfg)))
-	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
-	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
-	limit := memoryLimit(cfg)
-	rl.Register("memory limit", func(c config) error {
-		if l := memoryLimit(c); l != limit {
+	rl.Register("copier", func(c config.Config) error { return d.copier.Reconfigure(c.Copier) })
+	rl.Register("fetch", func(c config.Config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
+	limit := cfg.MemoryLimit()
+	rl.Register("memory limit", func(c config.Config) error {
+		if l := c.MemoryLimit(); l != limit {
 			limit = l
 			log.Info("go soft memory limit", "bytes", applyMemoryLimit(c))
 		}
 		return nil
 	})
-	rl.Register("tls", func(config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
+	rl.Register("tls", func(config.Config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
 	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
@@ -392,7 +375,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		if d.rsmEP, err = d.rsmEndpoint(cfg, log, serverTLS(tlsH, cfg.TLS.RSM)); err != nil {
 			return err
 		}
-		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
+		rl.Register("rsm token", func(config.Config) error { return d.rsmEP.ReloadToken() })
 		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
 	}
 	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls)
@@ -507,7 +490,7 @@ func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready
 }
 
 // rsmListen is rsm.listen, or "" when the RSM endpoint is off.
-func rsmListen(cfg config) string {
+func rsmListen(cfg config.Config) string {
 	if !cfg.RSM.Enabled {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/privfile"
 )
@@ -65,7 +66,7 @@ func readRuntime(dir string) (info runtimeInfo, ok bool) {
 // service, the Admin service among them, to tierd's own user; the TCP
 // address serves Admin only with authentication (fetch.tokens_file,
 // tls.grpc: mtls).
-func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string, err error) {
+func dialRunning(ctx context.Context, cfg config.Config) (c *fetch.Client, where string, err error) {
 	if c, err = dialSocket(ctx, cfg); c != nil || err != nil {
 		where = "the running tierd at " + cfg.Fetch.Listen
 		if rt, ok := readRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
@@ -94,7 +95,7 @@ func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string
 // no tierd answered and, when the dir does not exist, that no tierd has
 // run with this configuration yet (the store is created by the first
 // `tierd run`; a tool never creates it).
-func metadataPresent(cfg config) error {
+func metadataPresent(cfg config.Config) error {
 	_, err := os.Stat(cfg.Metadata.Dir)
 	switch {
 	case err == nil:
@@ -112,7 +113,7 @@ func metadataPresent(cfg config) error {
 // metadata dir does not exist (no tierd has run), an error when this
 // user may not open it or when the socket or its directory belongs to
 // neither the metadata dir's owner nor root (socketOwners).
-func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
+func dialSocket(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
 	path := adminSocket(cfg)
 	if ok, err := socketOwners(cfg, path); !ok || err != nil {
 		return nil, err
@@ -151,7 +152,7 @@ func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
 // or to the owner of cfg's metadata dir (tierd's user). A socket inside
 // the metadata dir is as safe as the dir itself. ok is false, with no
 // error, when there is nothing to reach: no metadata dir, or no socket.
-func socketOwners(cfg config, path string) (ok bool, err error) {
+func socketOwners(cfg config.Config, path string) (ok bool, err error) {
 	mst, err := os.Stat(cfg.Metadata.Dir)
 	if err != nil {
 		return false, nil
