@@ -13,6 +13,7 @@ import (
 
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -54,7 +55,7 @@ http: {listen: "%s"}
 func tiered(t *testing.T, c *fetch.Client, topic string) *tierdpb.ListSegmentsResponse {
 	t.Helper()
 	var resp *tierdpb.ListSegmentsResponse
-	waitFor(t, topic+"-0 tiered", func() bool {
+	testtools.WaitFor(t, topic+"-0 tiered", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: topic, Partition: 0})
 		resp = r
 		return err == nil && r.HighestTieredOffset == 411
@@ -89,7 +90,7 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 	defer c.Close()
 	tiered(t, c, "orders")
 	before := tiered(t, c, "events")
-	waitFor(t, "ready", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
+	testtools.WaitFor(t, "ready", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
 
 	for _, step := range []struct {
 		name, says string
@@ -106,12 +107,12 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 		if err := step.unmount(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, step.name+": /-/ready 503", func() bool {
+		testtools.WaitFor(t, step.name+": /-/ready 503", func() bool {
 			code, body := readyAnswer(t, httpAddr)
 			return code == 503 && strings.Contains(body, disk) && strings.Contains(body, step.says)
 		})
 		var out string
-		waitFor(t, step.name+": tierd status shows events-0 held", func() bool {
+		testtools.WaitFor(t, step.name+": tierd status shows events-0 held", func() bool {
 			_, o, _ := runCmd("status", "--config", cfgPath)
 			out = o
 			return strings.Contains(out, "log_dir_unavailable")
@@ -139,9 +140,9 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 	if err := os.Rename(disk+".elsewhere", disk); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ready once mounted again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
+	testtools.WaitFor(t, "ready once mounted again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
 	var out string
-	waitFor(t, "events-0 up to date again", func() bool {
+	testtools.WaitFor(t, "events-0 up to date again", func() bool {
 		_, o, _ := runCmd("status", "--config", cfgPath)
 		out = o
 		return !strings.Contains(out, "log_dir_unavailable") && !strings.Contains(out, "UNAVAILABLE")
@@ -216,7 +217,7 @@ http: {listen: ""}
 		return r.Passes
 	}
 	p0 := passes()
-	waitFor(t, "three more passes", func() bool { return passes() >= p0+3 })
+	testtools.WaitFor(t, "three more passes", func() bool { return passes() >= p0+3 })
 	resp, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 0})
 	if err != nil || resp.LogStartOffset != 0 || len(resp.Segments) != len(first.Segments) {
 		t.Fatalf("remote copies deleted while retention waits: %v %v", resp, err)
@@ -246,7 +247,7 @@ http: {listen: ""}
 	}
 
 	stop = start("--retention-go-ahead")
-	waitFor(t, "retention after --retention-go-ahead", func() bool {
+	testtools.WaitFor(t, "retention after --retention-go-ahead", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 0})
 		return err == nil && r.LogStartOffset == 412 && locals() == 1
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -99,7 +100,7 @@ acls:
 	}
 	defer cl.Close()
 	var got []string
-	waitFor(t, "orders' records through tierd's listener", func() bool {
+	testtools.WaitFor(t, "orders' records through tierd's listener", func() bool {
 		fctx, cancel := context.WithTimeout(ctx, 500e6)
 		defer cancel()
 		cl.PollFetches(fctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
@@ -139,7 +140,7 @@ acls:
 	if _, err := revoke.RequestWith(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the revoke applied by tierd", func() bool { return describe("orders") == kerr.TopicAuthorizationFailed.Code })
+	testtools.WaitFor(t, "the revoke applied by tierd", func() bool { return describe("orders") == kerr.TopicAuthorizationFailed.Code })
 }
 
 // TestKafkaListenerSASL: tierd run with sasl.enabled.mechanisms and a
@@ -231,7 +232,7 @@ acls:
 		}
 		return int(resp.Topics[0].Partitions[0].Offset), nil
 	}
-	waitFor(t, "the listener", func() bool { n, err := read("first-pw-of-alice"); return err == nil && n == 5 })
+	testtools.WaitFor(t, "the listener", func() bool { n, err := read("first-pw-of-alice"); return err == nil && n == 5 })
 	if _, err := read("not-alices-pw"); err == nil || !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
 		t.Errorf("a wrong password: %v", err)
 	}
@@ -260,4 +261,3 @@ acls:
 		t.Errorf("alice after the refused ACL file: %d %v", n, err)
 	}
 }
-

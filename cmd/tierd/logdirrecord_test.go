@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -29,7 +30,7 @@ func TestRestartOnAnEmptyMountPoint(t *testing.T) {
 	httpAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
 	stop := startServe(t, cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}

@@ -51,4 +51,3 @@ func TestReloadOutput(t *testing.T) {
 		t.Fatalf("plain = %q", got)
 	}
 }
-

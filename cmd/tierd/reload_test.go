@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -119,7 +120,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 		}
 		return resp
 	}
-	waitFor(t, "the copies", func() bool { r := offsets(); return r != nil && r.HighestTieredOffset == 411 })
+	testtools.WaitFor(t, "the copies", func() bool { r := offsets(); return r != nil && r.HighestTieredOffset == 411 })
 	if r := offsets(); r.LogStartOffset != 0 {
 		t.Fatalf("log start offset %d under 7-day retention", r.LogStartOffset)
 	}
@@ -140,7 +141,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 			t.Errorf("config reload output lacks %q:\n%s", want, out.String())
 		}
 	}
-	waitFor(t, "retention.ms 1h at the next pass", func() bool { r := offsets(); return r != nil && r.LogStartOffset == 412 })
+	testtools.WaitFor(t, "retention.ms 1h at the next pass", func() bool { r := offsets(); return r != nil && r.LogStartOffset == 412 })
 	if level.Level() != slog.LevelDebug || !log.Enabled(context.Background(), slog.LevelDebug) {
 		t.Errorf("log level %s after the reload, want DEBUG", level.Level())
 	}
@@ -164,7 +165,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	os.WriteFile(cfgPath, []byte("copier:\n  log_dir: [/x]\n"), 0o644)
 	before, _ := readReload(cfg.Metadata.Dir)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	waitFor(t, "the broken file's reload", func() bool { r, _ := readReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
+	testtools.WaitFor(t, "the broken file's reload", func() bool { r, _ := readReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
 	res, _ := readReload(cfg.Metadata.Dir)
 	if !strings.Contains(res.Error, `unknown key "log_dir"; did you mean "log_dirs"?`) || len(res.Applied) != 0 {
 		t.Errorf("broken file's reload: %+v", res)

@@ -23,6 +23,7 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/internal/testfixtures"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )
@@ -137,8 +138,8 @@ func TestRSMEndpointWired(t *testing.T) {
 	srv.CreateBucket(t, "wired")
 	w := newRSMWorld(t, srv, "wired")
 	stop := startServe(t, w.cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(w.http) })
-	waitFor(t, "the RSM endpoint", func() bool { return w.up() })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(w.http) })
+	testtools.WaitFor(t, "the RSM endpoint", func() bool { return w.up() })
 	id := remotelog.NewSegmentID()
 	if code, body := w.copyReq(t, "orders", id); code != http.StatusOK {
 		t.Fatalf("copy: %d %s", code, body)
@@ -267,7 +268,7 @@ func TestReadmeRSMMetricsFromStart(t *testing.T) {
 	data = append(data, fmt.Sprintf("rsm:\n  enabled: true\n  listen: %s\n  token_file: %s\n  log_dirs: [%s]\n", rsmAddr, tok, filepath.Join(root, "kafka-data"))...)
 	os.WriteFile(cfgPath, data, 0o644)
 	startServe(t, cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
 	metrics := get(t, "http://"+httpAddr+"/metrics")
 	names := docTableMetrics(t, "docs/kafka.md", "Metrics of the RSM endpoint")
 	if len(names) < 10 {
@@ -312,7 +313,7 @@ func TestRSMOverMTLS(t *testing.T) {
 		t.Error("the endpoint accepted a client without a certificate")
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
-	waitFor(t, "the endpoint ready over mTLS", func() bool {
+	testtools.WaitFor(t, "the endpoint ready over mTLS", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+rsmAddr+"/v1/health", nil)
 		req.Header.Set("Authorization", "Bearer "+rsmTestToken)
 		resp, err := hc.Do(req)
@@ -353,7 +354,7 @@ func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "the endpoint", func() bool { return health(rsmTestToken) == http.StatusOK })
+	testtools.WaitFor(t, "the endpoint", func() bool { return health(rsmTestToken) == http.StatusOK })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // so that the signal never ends the test binary
 	defer signal.Stop(hup)
@@ -361,7 +362,7 @@ func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
 	os.WriteFile(tok, []byte(next+"\n"), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	<-hup
-	waitFor(t, "the new token taken", func() bool { return health(next) == http.StatusOK })
+	testtools.WaitFor(t, "the new token taken", func() bool { return health(next) == http.StatusOK })
 	if code := health(rsmTestToken); code != http.StatusUnauthorized {
 		t.Errorf("the old token after the reload: %d, want 401", code)
 	}
@@ -418,7 +419,7 @@ func TestRSMOnlyTokenRotation(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "the RSM endpoint", func() bool { return status(rsmTestToken) == http.StatusOK })
+	testtools.WaitFor(t, "the RSM endpoint", func() bool { return status(rsmTestToken) == http.StatusOK })
 	const fresh = "a-new-token-of-the-broker-0123456789"
 	os.WriteFile(w.tok, []byte(fresh+"\n"), 0o600)
 	var out, errOut bytes.Buffer

@@ -48,7 +48,7 @@ type daemon struct {
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
-	watch  *bucketWatch    // the object store's verdict
+	watch  *rsm.Watch      // the object store's verdict
 	labels *partlabels.Set // bounds the per-partition series of every part
 	rsmEP  *rsmapi.Server  // the RSM endpoint; nil unless rsm.enabled (tierd run)
 
@@ -117,8 +117,8 @@ func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *
 		}
 		d.bucket = b
 	}
-	d.watch = newBucketWatch(d.bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
-	d.bucket = d.watch.wrap(d.bucket)
+	d.watch = rsm.NewWatch(d.bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
+	d.bucket = d.watch.Wrap(d.bucket)
 	if d.mgr, err = rsm.NewManager(d.bucket, rsm.Config{Prefix: cfg.Bucket.Prefix}); err != nil {
 		d.Close()
 		return nil, err
@@ -330,7 +330,7 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 	// A bucket that does not exist or credentials the store refuses will
 	// not mend by themselves: say so and stop. An unreachable store may:
 	// wait for it, not ready.
-	if err := d.watch.check(ctx); errors.Is(err, rsm.ErrMisconfigured) {
+	if err := d.watch.Check(ctx); errors.Is(err, rsm.ErrMisconfigured) {
 		return err
 	}
 	d.watch.Probe(ctx)
