@@ -31,11 +31,21 @@ import (
 // Config is the tierd.yaml file. Every section keeps its package's
 // defaults for the fields it leaves out (see Default).
 type Config struct {
-	Copier   copier.Config `yaml:"copier"`
-	Bucket   Bucket        `yaml:"bucket"`
-	Metadata rlmm.Config   `yaml:"metadata"`
-	Fetch    Fetch         `yaml:"fetch"`
-	HTTP     HTTP          `yaml:"http"`
+	// Copier is the copier (package copier): the log dirs it tiers and
+	// how often, ownership, retention, tiering per topic and remote
+	// compaction.
+	Copier copier.Config `yaml:"copier"`
+	// Bucket is the object store the copies go to.
+	Bucket Bucket `yaml:"bucket"`
+	// Metadata is the metadata store (package rlmm): the copies' rows and
+	// the partitions' offsets, in Pebble.
+	Metadata rlmm.Config `yaml:"metadata"`
+	// Fetch is the remote read engine and the gRPC API on fetch.listen
+	// (package fetch), and who may call it.
+	Fetch Fetch `yaml:"fetch"`
+	// HTTP is the HTTP endpoint: metrics, health, readiness, the status
+	// page and, when asked for, Go's profiles.
+	HTTP HTTP `yaml:"http"`
 	// TLS is TLS for tierd's own endpoints (gRPC, HTTP, Kafka listener)
 	// and its tools' gRPC client; see type TLS. Default: all plaintext.
 	TLS TLS `yaml:"tls"`

@@ -9,8 +9,9 @@
 //
 // Every field's doc comment states its default and units; the
 // configuration reference, docs/configuration-reference.md, is generated
-// from them and from Default (go test ./config -run TestReference
-// -update writes it; the test fails while the file is not current).
+// from them and from Default ("make config-reference", which runs go test
+// ./config -run TestReference -update, writes it; the test fails while the
+// file is not current).
 //
 // The package reads and checks settings; it opens no listener, bucket or
 // store. Flags and the "tierd config" subcommand are cmd/tierd's.

@@ -120,10 +120,16 @@ type Bucket struct {
 	Type string `yaml:"type"`
 	// Prefix is prepended to every object key tierd writes and reads
 	// (rsm.Config.Prefix), without a leading or trailing '/'. Default "".
-	Prefix     string            `yaml:"prefix"`
+	Prefix string `yaml:"prefix"`
+	// Filesystem is the bucket of type filesystem: a directory, for one
+	// host (package rsm/filesystem).
 	Filesystem filesystem.Config `yaml:"filesystem"`
-	MinIO      minio.Config      `yaml:"minio"`
-	S3         s3.Config         `yaml:"s3"`
+	// MinIO is the bucket of type minio: an S3 API through minio-go
+	// (package rsm/minio).
+	MinIO minio.Config `yaml:"minio"`
+	// S3 is the bucket of type s3: an S3 API through aws-sdk-go-v2
+	// (package rsm/s3).
+	S3 s3.Config `yaml:"s3"`
 }
 
 // Fetch is the fetch: section: the read engine's settings and who may
