@@ -40,7 +40,7 @@ func TestReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	if string(want) != got {
-		t.Errorf("%s is not current: run go test ./config -run TestReference -update (and commit it); first difference at line %d",
+		t.Errorf("%s is not current: run make config-reference (go test ./config -run TestReference -update) and commit it; first difference at line %d",
 			referenceFile, firstDiffLine(string(want), got))
 	}
 }

@@ -27,10 +27,16 @@ type Metrics struct {
 // Kafka is the kafka: section: two packages' settings inline, and
 // tierd's own for the listener's logins and Kafka's listener names.
 type Kafka struct {
-	Cluster   cluster.Config  `yaml:",inline"`
-	Listener  listener.Config `yaml:",inline"`
-	Logins    Logins          `yaml:",inline"`
-	Listeners Listeners       `yaml:",inline"`
+	// Cluster is the Kafka cluster tierd asks (package cluster): off
+	// without bootstrap_servers.
+	Cluster cluster.Config `yaml:",inline"`
+	// Listener is tierd's read-only Kafka protocol listener (package
+	// listener): off without listen or listeners.
+	Listener listener.Config `yaml:",inline"`
+	// Logins is where the listener's SASL credentials come from.
+	Logins Logins `yaml:",inline"`
+	// Listeners names several listeners, Kafka's way.
+	Listeners Listeners `yaml:",inline"`
 }
 
 // Logins is where the Kafka listener's SASL credentials come from.
@@ -135,8 +141,11 @@ type Bucket struct {
 // Fetch is the fetch: section: the read engine's settings and who may
 // call the gRPC API, inline.
 type Fetch struct {
+	// Config is the read engine and the gRPC API's address (package
+	// fetch).
 	fetch.Config `yaml:",inline"`
-	Auth         APIAuth `yaml:",inline"`
+	// Auth is who may call the gRPC API.
+	Auth APIAuth `yaml:",inline"`
 }
 
 // APIAuth is who may call the gRPC API (docs/security.md, fetch.Auth).
