@@ -10,7 +10,7 @@ import (
 )
 
 // TestDynamicKeysMatch: for every setting, a reload carries a change over
-// to the running Config exactly when the setting is called dynamic, so
+// to the running config exactly when the setting is called dynamic, so
 // what "config show" and the reload log say is what happens.
 func TestDynamicKeysMatch(t *testing.T) {
 	running := Default()

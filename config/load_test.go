@@ -135,7 +135,7 @@ bucket:
 	}
 }
 
-// TestMarshalledConfigLoads: a Config written by yaml.Marshal (as "tierd
+// TestMarshalledConfigLoads: a config written by yaml.Marshal (as "tierd
 // demo --keep" writes one) loads back equal, in today's spelling (no
 // warnings).
 func TestMarshalledConfigLoads(t *testing.T) {

@@ -129,7 +129,7 @@ func bucketCreate(t *testing.T, p string) {
 }
 
 // TestDaemonOverMinIO runs the daemon's run group (copier loop, gRPC fetch
-// server, HTTP metrics) against MinIO with a config.Config file, as "tierd run".
+// server, HTTP metrics) against MinIO with a config file, as "tierd run".
 func TestDaemonOverMinIO(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "daemon")

@@ -114,7 +114,7 @@ type demoEnv struct {
 }
 
 // openDemo prepares a demo run: its root dir (a temp dir, or --keep, which
-// must be new or empty), a config.Config (tweak adjusts it before it is checked
+// must be new or empty), a config (tweak adjusts it before it is checked
 // and kept), and a daemon writing only under the run's own prefix. close
 // undoes it all: without --keep it deletes exactly the objects the run
 // uploaded and the temp dir.

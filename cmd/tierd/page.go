@@ -16,7 +16,7 @@ import (
 //
 // live, when not nil, adds facts computed at each view (securityFacts).
 func statusPage(cfg config.Config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
-	// The page shows the running config.Config: a reload (SIGHUP) replaces it,
+	// The page shows the running config: a reload (SIGHUP) replaces it,
 	// with where each value came from.
 	var cur atomic.Pointer[config.Config]
 	cur.Store(&cfg)

@@ -22,8 +22,9 @@ import (
 // broker takes while running (dynamic: retention, the remote log
 // manager's quotas and pools, cache sizes, log levels) and those it reads
 // only at start (read-only: log dirs, listeners, the storage plugin);
-// tierd follows it (config.DynamicKey). On SIGHUP, and for "tierd config reload" (which sends
-// SIGHUP to the tierd holding the config's log dirs), a running tierd
+// tierd follows it (config.DynamicKey). On SIGHUP, and for "tierd config
+// reload" (which sends SIGHUP to the tierd holding the config's log
+// dirs), a running tierd
 // re-reads its file, applies the dynamic settings that changed (the
 // copier's at its next pass, the others at once), logs each change old ->
 // new, and refuses the static ones that changed (restart needed) while
@@ -66,7 +67,7 @@ type reloader struct {
 	parts   []reloadPart
 }
 
-// reloadPart is a part of tierd a reload hands the new running config.Config to.
+// reloadPart is a part of tierd a reload hands the new running config to.
 type reloadPart struct {
 	name string
 	fn   func(cfg config.Config) error
@@ -76,7 +77,7 @@ func newReloader(cfg config.Config, log *slog.Logger, level *slog.LevelVar) *rel
 	return &reloader{running: cfg, log: log, level: level}
 }
 
-// Register adds a part that a reload hands the new running config.Config to,
+// Register adds a part that a reload hands the new running config to,
 // after the config was accepted, in the order registered (the copier and
 // the fetch server first; a TLS listener reloading its certificate
 // registers here too). A part's error is logged and reported; the others
@@ -110,7 +111,7 @@ func (r *reloader) run(ctx context.Context, ch chan os.Signal) error {
 	}
 }
 
-// reload re-reads the file the running config.Config came from and applies it.
+// reload re-reads the file the running config came from and applies it.
 func (r *reloader) reload() reloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -118,7 +119,7 @@ func (r *reloader) reload() reloadResult {
 	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []config.Change{}, Refused: []config.Change{}}
 	defer func() { r.record(res) }()
 	if r.running.Path() == "" {
-		res.Error = "this tierd was not started from a config.Config file"
+		res.Error = "this tierd was not started from a config file"
 		r.log.Error("config reload: nothing to reload", "err", res.Error)
 		return res
 	}
@@ -194,8 +195,8 @@ func readReload(metadataDir string) (res reloadResult, ok bool) {
 	return res, true
 }
 
-// applyMemoryLimit sets Go's soft memory limit for cfg (see config.Config.MemoryLimit)
-// unless GOMEMLIMIT is set; it returns the limit set, 0 for none.
+// applyMemoryLimit sets Go's soft memory limit for cfg (see
+// config.Config.MemoryLimit) unless GOMEMLIMIT is set; it returns the limit set, 0 for none.
 func applyMemoryLimit(cfg config.Config) int64 {
 	limit := cfg.MemoryLimit()
 	if os.Getenv("GOMEMLIMIT") != "" {

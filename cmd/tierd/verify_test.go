@@ -15,7 +15,7 @@ import (
 )
 
 // keptDemo runs "tierd demo --keep" once and returns the kept directory and
-// a config.Config naming it (three finished copies of demo-0 in a filesystem
+// a config naming it (three finished copies of demo-0 in a filesystem
 // bucket).
 func keptDemo(t *testing.T) (keep, cfgPath string) {
 	t.Helper()
