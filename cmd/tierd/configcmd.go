@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -86,7 +87,7 @@ func reloadRunning(ctx context.Context, cfg config.Config, timeout time.Duration
 		fmt.Fprintf(stderr, "tierd config reload: %v; nothing to reload (a stopped tierd reads the file when it starts)\n", err)
 		return 1
 	}
-	prev, _ := readReload(cfg.Metadata.Dir)
+	prev, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	if err := syscall.Kill(h.PID, syscall.SIGHUP); err != nil {
 		fmt.Fprintf(stderr, "tierd config reload: signal tierd pid %d: %v\n", h.PID, err)
 		return 1
@@ -96,9 +97,9 @@ func reloadRunning(ctx context.Context, cfg config.Config, timeout time.Duration
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		res, ok := readReload(cfg.Metadata.Dir)
+		res, ok := daemon.ReadReload(cfg.Metadata.Dir)
 		if ok && res.PID == h.PID && (prev.PID != h.PID || res.Seq > prev.Seq) {
-			fmt.Fprint(stdout, res.describe())
+			fmt.Fprint(stdout, res.Describe())
 			if p := cfg.Path(); res.File != "" && res.File != p {
 				fmt.Fprintf(stdout, "note: that tierd reads %s, not %s\n", res.File, p)
 			}
@@ -110,7 +111,7 @@ func reloadRunning(ctx context.Context, cfg config.Config, timeout time.Duration
 		select {
 		case <-ctx.Done():
 			fmt.Fprintf(stderr, "tierd config reload: sent SIGHUP to tierd pid %d (%s); no answer in %s in %s: see its log\n",
-				h.PID, h, timeout, filepath.Join(cfg.Metadata.Dir, reloadFile))
+				h.PID, h, timeout, filepath.Join(cfg.Metadata.Dir, daemon.ReloadFile))
 			return 1
 		case <-t.C:
 		}

@@ -108,7 +108,7 @@ type demoEnv struct {
 	root string
 	cfg  config.Config
 	log  *slog.Logger
-	d    *daemon
+	d    *tierdParts
 	rec  *rsm.RecordingBucket
 	done []func(*error) // run by close, last first
 }
@@ -395,7 +395,7 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 	return good, nil
 }
 
-func printSegments(ctx context.Context, w io.Writer, d *daemon, r *seglog.Log, tp remotelog.TopicPartition) error {
+func printSegments(ctx context.Context, w io.Writer, d *tierdParts, r *seglog.Log, tp remotelog.TopicPartition) error {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return err

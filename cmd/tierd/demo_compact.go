@@ -296,7 +296,7 @@ func compactStep(ctx context.Context, stdout io.Writer, w *seglog.Log, clean fun
 
 // mergedCopy reports whether a finished copy that a remote compaction
 // wrote covers every offset below end.
-func mergedCopy(d *daemon, tp remotelog.TopicPartition, end int64) (bool, error) {
+func mergedCopy(d *tierdParts, tp remotelog.TopicPartition, end int64) (bool, error) {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return false, err
@@ -311,7 +311,7 @@ func mergedCopy(d *daemon, tp remotelog.TopicPartition, end int64) (bool, error)
 
 // printCompactTiers prints the partition's remote copies (every row,
 // those a remote compaction replaced included) and local segments.
-func printCompactTiers(stdout io.Writer, d *daemon, w *seglog.Log, tp remotelog.TopicPartition) error {
+func printCompactTiers(stdout io.Writer, d *tierdParts, w *seglog.Log, tp remotelog.TopicPartition) error {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return err

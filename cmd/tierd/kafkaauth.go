@@ -15,7 +15,7 @@ import (
 
 // newAuthorizer builds the Authorizer of cfg.ACLs over its source: the
 // Kafka cluster's ACLs through d's cluster client, or the ACL file.
-func newAuthorizer(cfg config.Config, d *daemon, log *slog.Logger) (*authz.Authorizer, error) {
+func newAuthorizer(cfg config.Config, d *tierdParts, log *slog.Logger) (*authz.Authorizer, error) {
 	var src authz.Source = authz.FileSource{Path: cfg.ACLs.File}
 	if cfg.ACLs.Source == "cluster" {
 		src = d.kafka
@@ -48,7 +48,7 @@ func (r refusals) Step(ctx context.Context, msg []byte) ([]byte, error) {
 
 // newRelay checks the Kafka listener's logins against the cluster, each
 // within the cluster's request_timeout.
-func newRelay(cfg config.Config, d *daemon) (*sasl.Relay, error) {
+func newRelay(cfg config.Config, d *tierdParts) (*sasl.Relay, error) {
 	r, err := sasl.NewRelay(cfg.Kafka.Listener.SASLEnabledMechanisms, clusterLogins{d.kafka})
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/listener"
 )
@@ -15,7 +16,7 @@ import (
 // kafkaListeners builds the Kafka listeners of cfg's endpoints, with the
 // SASL logins (a credentials file, reloaded on SIGHUP, or relayed to the
 // cluster) and acls shared by all.
-func (d *daemon) kafkaListeners(cfg config.Config, log *slog.Logger, rl *reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer) ([]*listener.Server, error) {
+func (d *tierdParts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *daemon.Reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer) ([]*listener.Server, error) {
 	endpoints, err := cfg.KafkaEndpoints() // checked by validate
 	if err != nil {
 		return nil, err
@@ -54,7 +55,7 @@ func (d *daemon) kafkaListeners(cfg config.Config, log *slog.Logger, rl *reloade
 // SASL_SSL, the logins for SASL_PLAINTEXT and SASL_SSL, the ACLs for
 // every one. With several listeners (labelled), each's metrics carry a
 // listener label and its log lines the listener's name.
-func (d *daemon) endpointListener(cfg config.Config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
+func (d *tierdParts) endpointListener(cfg config.Config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
 	logins []listener.Option, acls *authz.Authorizer) (*listener.Server, error) {
 	lcfg := cfg
 	lcfg.Kafka.Listener.Listen, lcfg.Kafka.Listener.Advertised = ep.Listen, ep.Advertised

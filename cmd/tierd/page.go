@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/statuspage"
 )
 
@@ -15,7 +16,7 @@ import (
 // and cfg with its secrets redacted.
 //
 // live, when not nil, adds facts computed at each view (securityFacts).
-func statusPage(cfg config.Config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
+func statusPage(cfg config.Config, d *tierdParts, log *slog.Logger, ready func() (bool, string), rl *daemon.Reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
 	// The page shows the running config: a reload (SIGHUP) replaces it,
 	// with where each value came from.
 	var cur atomic.Pointer[config.Config]

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -163,10 +164,10 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 
 	// A file that does not load changes nothing; SIGHUP never ends tierd.
 	os.WriteFile(cfgPath, []byte("copier:\n  log_dir: [/x]\n"), 0o644)
-	before, _ := readReload(cfg.Metadata.Dir)
+	before, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	testtools.WaitFor(t, "the broken file's reload", func() bool { r, _ := readReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
-	res, _ := readReload(cfg.Metadata.Dir)
+	testtools.WaitFor(t, "the broken file's reload", func() bool { r, _ := daemon.ReadReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
+	res, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	if !strings.Contains(res.Error, `unknown key "log_dir"; did you mean "log_dirs"?`) || len(res.Applied) != 0 {
 		t.Errorf("broken file's reload: %+v", res)
 	}

@@ -28,7 +28,7 @@ import (
 // and fetch's. It refuses to start when a topic has both broker-owned
 // copies and tierd's own (a topic is tiered one way only), and refuses at
 // every copy a topic tierd's copier tiers (409 TIERED_BY_SIDECAR).
-func (d *daemon) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
+func (d *tierdParts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
 	if err := tieredBothWays(d.store); err != nil {
 		return nil, err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -38,8 +39,8 @@ import (
 	"github.com/tierd/tierd/rsmapi"
 )
 
-// daemon is tierd's parts, wired: what "tierd run" and "tierd demo" share.
-type daemon struct {
+// tierdParts is tierd's parts, wired: what "tierd run" and "tierd demo" share.
+type tierdParts struct {
 	store  *rlmm.Store
 	bucket rsm.Bucket
 	mgr    *rsm.Manager
@@ -83,12 +84,12 @@ func openStore(ctx context.Context, cfg config.Config, opts ...rlmm.Option) (*rl
 // newDaemon wires tierd's parts for cfg. wrap, when given, decorates the
 // bucket before anything uses it (the demo confines itself to its own
 // prefix this way).
-func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
+func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*tierdParts, error) {
 	store, err := openStore(ctx, cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{store: store, reg: reg}
+	d := &tierdParts{store: store, reg: reg}
 	if start.keepCreated { // before the instance id is kept: a metadata dir without one is new
 		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, start.retentionGoAhead, time.Now(), log); err != nil {
 			d.Close()
@@ -160,7 +161,7 @@ func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *
 // node id tierd's broker_id (0 when unset) and its cluster id the Kafka
 // cluster's recorded one, else one naming this tierd. advertised, when
 // set, replaces the configured advertised address.
-func (d *daemon) kafkaListener(cfg config.Config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
+func (d *tierdParts) kafkaListener(cfg config.Config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
 	lc := cfg.Kafka.Listener
 	if advertised != "" {
 		lc.Advertised = advertised
@@ -197,7 +198,7 @@ func brokerOwnedText(b *bool) string {
 	return fmt.Sprint(*b)
 }
 
-func (d *daemon) Close() error {
+func (d *tierdParts) Close() error {
 	if d.kafka != nil {
 		d.kafka.Close()
 	}
@@ -285,7 +286,7 @@ func checkLogDirs(dirs []string) error {
 // or one of them fails. level, when given, is the log handler's level,
 // which a reload sets.
 func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, level ...*slog.LevelVar) error {
-	hup := notifyHUP() // from here on SIGHUP reloads, never kills
+	hup := daemon.NotifyHUP() // from here on SIGHUP reloads, never kills
 	defer signal.Stop(hup)
 	if limit := cfg.MemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
@@ -335,7 +336,7 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 	}
 	d.watch.Probe(ctx)
 	var g oklog.Group
-	rl := newReloader(cfg, log, append(level, nil)[0])
+	rl := daemon.NewReloader(cfg, log, append(level, nil)[0])
 	var acls *authz.Authorizer
 	if cfg.ACLs.Source != "" {
 		if acls, err = newAuthorizer(cfg, d, log); err != nil {
@@ -362,12 +363,12 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 	rl.Register("memory limit", func(c config.Config) error {
 		if l := c.MemoryLimit(); l != limit {
 			limit = l
-			log.Info("go soft memory limit", "bytes", applyMemoryLimit(c))
+			log.Info("go soft memory limit", "bytes", daemon.ApplyMemoryLimit(c))
 		}
 		return nil
 	})
 	rl.Register("tls", func(config.Config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
-	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
+	g.Add(func() error { return rl.Run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
@@ -411,7 +412,7 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 // takes no writes, the object store did not answer its last probe, a log
 // dir is missing or unreadable (copier.LogDirsReady), or the Kafka
 // cluster (when configured) did not answer the last pass.
-func (d *daemon) readiness() (bool, string) {
+func (d *tierdParts) readiness() (bool, string) {
 	if err := d.store.Health(); err != nil {
 		return false, err.Error()
 	}
@@ -428,7 +429,7 @@ func (d *daemon) readiness() (bool, string) {
 // metadata store takes no writes (metadata_unwritable), or the bucket
 // watch says the object store does not answer (store_unreachable), as a
 // *copier.GateError carrying the partitions' wait reason.
-func (d *daemon) environment() error {
+func (d *tierdParts) environment() error {
 	if err := d.store.Health(); err != nil {
 		return &copier.GateError{Reason: remotelog.WaitMetadataUnwritable, Err: err}
 	}

@@ -50,8 +50,8 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
 		switch r := rel(p); {
-		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage":
-			return 6 // bench, logview and statuspage are parts of cmd/tierd kept in their own packages
+		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage", r == "daemon":
+			return 6 // bench, logview, statuspage and daemon are parts of cmd/tierd kept in their own packages
 		case r == "config":
 			return 5 // tierd.yaml: the sections are the Config types of the layers below
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -32,15 +32,17 @@ import (
 // nothing. The outcome is logged and written to
 // <metadata dir>/tierd-reload.json for "tierd config reload" to print.
 
-// reloadFile is the outcome of the last reload, in the metadata dir.
-const reloadFile = "tierd-reload.json"
+// ReloadFile is the outcome of the last reload, in the metadata dir (a
+// ReloadResult, JSON).
+const ReloadFile = "tierd-reload.json"
 
-// reloadResult is what one reload did.
-type reloadResult struct {
-	PID      int             `json:"pid"`
+// ReloadResult is what one reload did.
+type ReloadResult struct {
+	PID int `json:"pid"` // the reloading tierd's process id
+	// Seq counts the reloads of that process, from 1.
 	Seq      int64           `json:"seq"`
-	TimeMs   int64           `json:"timeMs"`
-	File     string          `json:"file"`
+	TimeMs   int64           `json:"timeMs"` // when it began, Unix ms
+	File     string          `json:"file"`   // the file read again
 	Applied  []config.Change `json:"applied"`
 	Refused  []config.Change `json:"refused"` // static settings: restart needed
 	Warnings []string        `json:"warnings,omitempty"`
@@ -56,8 +58,10 @@ func plain(v string) string {
 	return v
 }
 
-// reloader reloads a running tierd's config.
-type reloader struct {
+// Reloader reloads a running tierd's config (Reload) on each SIGHUP
+// (Run) and hands the new config to the parts registered. Safe for
+// concurrent use.
+type Reloader struct {
 	log   *slog.Logger
 	level *slog.LevelVar // nil: the log level is not reloadable
 
@@ -73,8 +77,12 @@ type reloadPart struct {
 	fn   func(cfg config.Config) error
 }
 
-func newReloader(cfg config.Config, log *slog.Logger, level *slog.LevelVar) *reloader {
-	return &reloader{running: cfg, log: log, level: level}
+// NewReloader returns a reloader whose running config is cfg (loaded
+// from a file: a config built in code has nothing to reload), logging to
+// log; level, when not nil, is the log handler's level, which a reload
+// sets from log_level.
+func NewReloader(cfg config.Config, log *slog.Logger, level *slog.LevelVar) *Reloader {
+	return &Reloader{running: cfg, log: log, level: level}
 }
 
 // Register adds a part that a reload hands the new running config to,
@@ -82,41 +90,47 @@ func newReloader(cfg config.Config, log *slog.Logger, level *slog.LevelVar) *rel
 // the fetch server first; a TLS listener reloading its certificate
 // registers here too). A part's error is logged and reported; the others
 // still run.
-func (r *reloader) Register(name string, fn func(cfg config.Config) error) {
+func (r *Reloader) Register(name string, fn func(cfg config.Config) error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.parts = append(r.parts, reloadPart{name, fn})
 }
 
-// notifyHUP starts catching SIGHUP into a channel for run, so that from
+// NotifyHUP starts catching SIGHUP into a channel for Run, so that from
 // then on SIGHUP never ends the process; one arriving before run starts
 // is kept and reloads then.
-func notifyHUP() chan os.Signal {
+func NotifyHUP() chan os.Signal {
 	ch := make(chan os.Signal, 1)
 	signal.Notify(ch, syscall.SIGHUP)
 	return ch
 }
 
-// run reloads on every SIGHUP caught in ch (from notifyHUP) until ctx
-// ends, then stops catching them.
-func (r *reloader) run(ctx context.Context, ch chan os.Signal) error {
+// Run reloads on every SIGHUP caught in ch (from NotifyHUP) until ctx
+// ends, then stops catching them. It returns nil.
+func (r *Reloader) Run(ctx context.Context, ch chan os.Signal) error {
 	defer signal.Stop(ch)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-ch:
-			r.reload()
+			r.Reload()
 		}
 	}
 }
 
-// reload re-reads the file the running config came from and applies it.
-func (r *reloader) reload() reloadResult {
+// Reload re-reads the file the running config came from and applies it:
+// the dynamic settings that changed (config.Diff) go to the running
+// config and to every part registered; the static ones are refused,
+// keeping their running values. A file that does not load, or whose
+// dynamic settings do not validate with the running static ones, changes
+// nothing (ReloadResult.Error says why). The outcome is logged and
+// written to ReloadFile in the metadata dir.
+func (r *Reloader) Reload() ReloadResult {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seq++
-	res := reloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []config.Change{}, Refused: []config.Change{}}
+	res := ReloadResult{PID: os.Getpid(), Seq: r.seq, TimeMs: time.Now().UnixMilli(), Applied: []config.Change{}, Refused: []config.Change{}}
 	defer func() { r.record(res) }()
 	if r.running.Path() == "" {
 		res.Error = "this tierd was not started from a config file"
@@ -169,12 +183,12 @@ func (r *reloader) reload() reloadResult {
 
 // record writes a reload's outcome next to the metadata, atomically, for
 // "tierd config reload" (best effort: the log has it too).
-func (r *reloader) record(res reloadResult) {
+func (r *Reloader) record(res ReloadResult) {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return
 	}
-	p := filepath.Join(r.running.Metadata.Dir, reloadFile)
+	p := filepath.Join(r.running.Metadata.Dir, ReloadFile)
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
 		r.log.Warn("config reload: could not record the outcome", "file", p, "err", err)
@@ -185,19 +199,20 @@ func (r *reloader) record(res reloadResult) {
 	}
 }
 
-// readReload reads the outcome of the last reload a tierd recorded in a
-// metadata dir; ok false when there is none.
-func readReload(metadataDir string) (res reloadResult, ok bool) {
-	data, err := os.ReadFile(filepath.Join(metadataDir, reloadFile))
+// ReadReload reads the outcome of the last reload a tierd recorded in a
+// metadata dir; ok false when there is none (or it does not parse).
+func ReadReload(metadataDir string) (res ReloadResult, ok bool) {
+	data, err := os.ReadFile(filepath.Join(metadataDir, ReloadFile))
 	if err != nil || json.Unmarshal(data, &res) != nil {
 		return res, false
 	}
 	return res, true
 }
 
-// applyMemoryLimit sets Go's soft memory limit for cfg (see
-// config.Config.MemoryLimit) unless GOMEMLIMIT is set; it returns the limit set, 0 for none.
-func applyMemoryLimit(cfg config.Config) int64 {
+// ApplyMemoryLimit sets Go's soft memory limit for cfg (see
+// config.Config.MemoryLimit) unless GOMEMLIMIT is set; it returns the
+// limit set, bytes, 0 for none.
+func ApplyMemoryLimit(cfg config.Config) int64 {
 	limit := cfg.MemoryLimit()
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return 0
@@ -210,8 +225,9 @@ func applyMemoryLimit(cfg config.Config) int64 {
 	return limit
 }
 
-// describe says what a reload did, for "tierd config reload".
-func (res reloadResult) describe() string {
+// Describe says what a reload did, one line each, for "tierd config
+// reload".
+func (res ReloadResult) Describe() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tierd pid %d reloaded %s\n", res.PID, res.File)
 	for _, w := range res.Warnings {

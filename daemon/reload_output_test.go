@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -21,12 +21,12 @@ func TestReloadOutput(t *testing.T) {
 	if len(dyn) != 1 || dyn[0].Key != "copier.topics.orders.retention.ms" || dyn[0].New != "3600000" || len(static) != 0 {
 		t.Fatalf("adding a topic with one key: applied %+v, refused %+v; want only its retention.ms", dyn, static)
 	}
-	if d := (reloadResult{Applied: dyn}).describe(); strings.Contains(d, "(unset) -> -") {
+	if d := (ReloadResult{Applied: dyn}).Describe(); strings.Contains(d, "(unset) -> -") {
 		t.Fatalf("describe:\n%s", d)
 	}
 
 	dyn, static = config.Diff(running, running)
-	data, err := json.Marshal(reloadResult{Applied: dyn, Refused: static})
+	data, err := json.Marshal(ReloadResult{Applied: dyn, Refused: static})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestReloadOutput(t *testing.T) {
 			refused = c
 		}
 	}
-	d := (reloadResult{Refused: []config.Change{refused}}).describe()
+	d := (ReloadResult{Refused: []config.Change{refused}}).Describe()
 	if refused.Key == "" || !strings.Contains(d, fetch.DiskBudgetRule) || strings.Contains(d, "static setting") {
 		t.Fatalf("the disk budget with the tier off: %+v\n%s", refused, d)
 	}

@@ -1,0 +1,6 @@
+// Package daemon holds the parts of a running tierd ("tierd run") that are
+// not the command line: the config reloader, which on SIGHUP (and for
+// "tierd config reload") reads tierd.yaml again, applies the dynamic
+// settings that changed, refuses the static ones, and records the outcome
+// in the metadata dir for the command to print.
+package daemon
