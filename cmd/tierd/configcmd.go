@@ -249,14 +249,14 @@ func clusterConfigs(ctx context.Context, cfg config.Config, ask bool, topics []s
 // metadata store's lock file (so not another process that took the pid).
 // Errors: instance.ErrNotRunning, wrapped, saying why.
 func runningOnMetadataDir(dir string) (instance.Holder, error) {
-	info, ok := readRuntime(dir)
+	info, ok := daemon.ReadRuntime(dir)
 	lock := filepath.Join(dir, "LOCK") // Pebble's, held while the store is open
 	switch {
 	case !ok:
-		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and %s names no live process", instance.ErrNotRunning, filepath.Join(dir, runtimeFile))
+		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and %s names no live process", instance.ErrNotRunning, filepath.Join(dir, daemon.RuntimeFile))
 	case !instance.HoldsOpen(info.PID, lock):
 		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and pid %d (from %s) does not hold %s", instance.ErrNotRunning,
-			info.PID, filepath.Join(dir, runtimeFile), lock)
+			info.PID, filepath.Join(dir, daemon.RuntimeFile), lock)
 	}
 	host, _ := os.Hostname()
 	return instance.Holder{PID: info.PID, Host: host}, nil

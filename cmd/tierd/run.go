@@ -318,9 +318,9 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 	if err := recordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
 		return fmt.Errorf("record the log dirs tierd runs on: %w", err)
 	}
-	if err := writeRuntime(cfg.Metadata.Dir, runtimeInfo{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
+	if err := daemon.WriteRuntime(cfg.Metadata.Dir, daemon.Runtime{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
 		StartedMs: time.Now().UnixMilli()}); err != nil {
-		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
+		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, daemon.RuntimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "kafka_listeners", kafkaListenersText(cfg), "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
