@@ -2,6 +2,9 @@
 // not the command line: the config reloader, which on SIGHUP (and for
 // "tierd config reload") reads tierd.yaml again, applies the dynamic
 // settings that changed, refuses the static ones, and records the outcome
-// in the metadata dir for the command to print; and the runtime file, in
-// the metadata dir too, which says where the running tierd listens.
+// in the metadata dir for the command to print; and the records a run
+// keeps in the metadata dir beside the store: where the running tierd
+// listens (RuntimeFile), when the metadata dir was new, which retention
+// waits for (CreatedFile), and the log dirs it last held its lock in
+// (LogDirsFile).
 package daemon

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
@@ -240,10 +240,10 @@ http: {listen: ""}
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	var rec createdInfo
-	data, err := os.ReadFile(filepath.Join(root, "metadata", createdFile))
+	var rec daemon.Created
+	data, err := os.ReadFile(filepath.Join(root, "metadata", daemon.CreatedFile))
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.CreatedMs <= 0 || rec.RetentionGoAheadMs != 0 {
-		t.Fatalf("%s: %s %v", createdFile, data, err)
+		t.Fatalf("%s: %s %v", daemon.CreatedFile, data, err)
 	}
 
 	stop = start("--retention-go-ahead")
@@ -254,49 +254,9 @@ http: {listen: ""}
 	if out := stop(); !strings.Contains(out, "retention goes ahead on this metadata dir") {
 		t.Errorf("log lacks the go-ahead:\n%s", out)
 	}
-	data, _ = os.ReadFile(filepath.Join(root, "metadata", createdFile))
+	data, _ = os.ReadFile(filepath.Join(root, "metadata", daemon.CreatedFile))
 	if json.Unmarshal(data, &rec) != nil || rec.RetentionGoAheadMs <= 0 {
 		t.Fatalf("go-ahead not recorded: %s", data)
-	}
-}
-
-// TestMetadataCreated: a metadata dir with no instance id is new: its
-// creation is recorded once and read back; one with an instance id and
-// no record predates it (no wait); a go-ahead is kept for good; a
-// damaged record is an error naming the file.
-func TestMetadataCreated(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	dir := filepath.Join(t.TempDir(), "meta")
-	t0 := time.UnixMilli(1_700_000_000_000)
-	if got, err := metadataCreated(dir, false, t0, log); err != nil || got != t0.UnixMilli() {
-		t.Fatalf("new: %d %v", got, err)
-	}
-	if err := instance.Write(dir, "an-instance"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := metadataCreated(dir, false, t0.Add(time.Hour), log); err != nil || got != t0.UnixMilli() {
-		t.Fatalf("again: %d %v", got, err)
-	}
-	if got, err := metadataCreated(dir, true, t0.Add(time.Hour), log); err != nil || got != 0 {
-		t.Fatalf("go ahead: %d %v", got, err)
-	}
-	if got, err := metadataCreated(dir, false, t0.Add(2*time.Hour), log); err != nil || got != 0 {
-		t.Fatalf("after go ahead: %d %v", got, err)
-	}
-
-	older := filepath.Join(t.TempDir(), "meta")
-	if err := instance.Write(older, "an-older-instance"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := metadataCreated(older, false, t0, log); err != nil || got != 0 {
-		t.Fatalf("older metadata dir: %d %v", got, err)
-	}
-	if _, err := os.Stat(filepath.Join(older, createdFile)); !os.IsNotExist(err) {
-		t.Fatalf("a record was made for an older metadata dir: %v", err)
-	}
-	os.WriteFile(filepath.Join(older, createdFile), []byte("{garbage"), 0o644)
-	if _, err := metadataCreated(older, false, t0, log); err == nil || !strings.Contains(err.Error(), createdFile) {
-		t.Fatalf("damaged record: %v", err)
 	}
 }
 
@@ -324,7 +284,7 @@ func TestRebuildKeepsInitialRetention(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 
 	rebuild() // no metadata dir: lost
-	created, err := metadataCreated(meta, false, later, log)
+	created, err := daemon.MetadataCreated(meta, false, later, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +293,14 @@ func TestRebuildKeepsInitialRetention(t *testing.T) {
 	}
 
 	rebuild() // the dir is there: its record goes with it
-	if got, err := metadataCreated(meta, false, later, log); err != nil || got != created {
+	if got, err := daemon.MetadataCreated(meta, false, later, log); err != nil || got != created {
 		t.Fatalf("after a rebuild of a metadata dir: created %d %v, want %d carried over", got, err, created)
 	}
-	if got, err := metadataCreated(meta, true, later, log); err != nil || got != 0 {
+	if got, err := daemon.MetadataCreated(meta, true, later, log); err != nil || got != 0 {
 		t.Fatalf("go ahead: %d %v", got, err)
 	}
 	rebuild()
-	if got, err := metadataCreated(meta, false, later, log); err != nil || got != 0 {
+	if got, err := daemon.MetadataCreated(meta, false, later, log); err != nil || got != 0 {
 		t.Fatalf("after a rebuild of a metadata dir that went ahead: created %d %v, want 0", got, err)
 	}
 }

@@ -59,7 +59,7 @@ type tierdParts struct {
 // startOptions are what tierd run adds at start to the config it read.
 type startOptions struct {
 	// keepCreated: tierd run keeps the metadata dir's creation time
-	// (copier.Config.MetadataCreatedMs, see metadataCreated); the tools
+	// (copier.Config.MetadataCreatedMs, see daemon.MetadataCreated); the tools
 	// and the demo do not. retentionGoAhead is tierd run
 	// --retention-go-ahead.
 	keepCreated, retentionGoAhead bool
@@ -91,11 +91,11 @@ func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *
 	}
 	d := &tierdParts{store: store, reg: reg}
 	if start.keepCreated { // before the instance id is kept: a metadata dir without one is new
-		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, start.retentionGoAhead, time.Now(), log); err != nil {
+		if cfg.Copier.MetadataCreatedMs, err = daemon.MetadataCreated(cfg.Metadata.Dir, start.retentionGoAhead, time.Now(), log); err != nil {
 			d.Close()
 			return nil, err
 		}
-		noteInitialRetention(cfg, time.Now(), log)
+		daemon.NoteInitialRetention(cfg, time.Now(), log)
 	}
 	// The instance id lives in the metadata dir; when that was lost, the
 	// log dirs' lock files still name it.
@@ -225,7 +225,7 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, newDirs); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, newDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
@@ -315,7 +315,7 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 	if err := lock.Record(d.instanceID); err != nil {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
 	}
-	if err := recordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
+	if err := daemon.RecordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
 		return fmt.Errorf("record the log dirs tierd runs on: %w", err)
 	}
 	if err := daemon.WriteRuntime(cfg.Metadata.Dir, daemon.Runtime{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
