@@ -1,5 +1,6 @@
 // Package daemon holds the parts of a running tierd ("tierd run") that are
-// not the command line: the config reloader, which on SIGHUP (and for
+// not the command line: the HTTP endpoint (HTTP: metrics, health,
+// readiness, the status page, profiles); the config reloader, which on SIGHUP (and for
 // "tierd config reload") reads tierd.yaml again, applies the dynamic
 // settings that changed, refuses the static ones, and records the outcome
 // in the metadata dir for the command to print; and the records a run

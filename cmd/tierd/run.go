@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,7 +18,6 @@ import (
 	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
@@ -400,9 +397,9 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 		if err != nil {
 			return err
 		}
-		g.Add(func() error {
-			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, cfg.HTTP.Pprof, serverTLS(tlsH, cfg.TLS.HTTP), log, guard)
-		}, func(error) { cancel() })
+		srv := daemon.HTTP{Addr: cfg.HTTP.Listen, Registry: reg, Ready: d.readiness, Page: page, Pprof: cfg.HTTP.Pprof,
+			TLS: serverTLS(tlsH, cfg.TLS.HTTP), Guard: guard, Log: log}
+		g.Add(func() error { return srv.Run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
@@ -435,57 +432,6 @@ func (d *tierdParts) environment() error {
 	}
 	if err := d.watch.Err(); err != nil {
 		return &copier.GateError{Reason: remotelog.WaitStoreUnreachable, Err: err}
-	}
-	return nil
-}
-
-// serveHTTP serves /metrics, /-/healthy, /-/ready, when page is not
-// nil the status page at "/", and with prof Go's profiles under
-// /debug/pprof/ (http.pprof), over TLS when tc is not nil. guard, when
-// given, wraps all but /-/healthy and /-/ready (probes stay open; they
-// say only ok or why not ready). The server's
-// own errors (refused TLS handshakes among them) go to log at debug level.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, prof bool, tc *tls.Config, log *slog.Logger,
-	guard ...func(http.Handler) http.Handler) error {
-	mux := http.NewServeMux()
-	guarded := http.NewServeMux() // what guard protects: the page, /metrics, the profiles
-	if prof {
-		handlePprof(guarded)
-	}
-	if page != nil {
-		guarded.Handle("/{$}", page)
-	}
-	guarded.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	var h http.Handler = guarded
-	for _, g := range guard {
-		h = g(h)
-	}
-	mux.Handle("/", h)
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http: listen: %w", err)
-	}
-	if tc != nil {
-		lis = tls.NewListener(lis, tc)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug)}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
-		return err
 	}
 	return nil
 }
