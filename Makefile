@@ -4,7 +4,7 @@ FUZZTIME ?= 10s
 SHELL := /bin/bash
 HARNESS := ^(TestCrash|TestCrashRemoteCompaction|TestFaultRate|TestCaseFetchDuringLocalDeletion)$$
 
-.PHONY: build check test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go \
+.PHONY: build check config-reference test tools unit harness crash faults fuzz vet proto proto-check demo bench bench-full bench-go \
 	kafka-rsm kafka-rsm-test kafka-rsm-driver
 
 # -buildvcs=auto: "tierd version" names the Git revision (a go env may turn it off).
@@ -44,10 +44,16 @@ vet:
 # check: the fast path, before "make test": vet, gofmt, and the unit tests
 # of the pure packages (the Kafka formats, the ACL rules, the retention
 # planner, the delete protocol on fakes, the remote compaction planner,
-# the import layers; no MinIO, no daemon), in a minute or so.
+# the import layers, tierd.yaml and its generated reference; no MinIO, no
+# daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/ ./copier/retention/ ./copier/deleter/
+	$(GO) test -count=1 ./internal/... ./authz/ ./statuspage/ ./config/ ./copier/retention/ ./copier/deleter/
 	$(GO) test -count=1 -run '^TestPlanCompaction$$' ./copier/
+
+# config-reference: rewrite docs/configuration-reference.md from the code
+# (config's TestReference fails while the checked-in file is not current).
+config-reference:
+	$(GO) test -count=1 -run '^TestReference$$' ./config/ -update
 
 # unit: every test with the race detector, but the harness (whose
 # concurrency test also runs here, at 150 rounds). Tests skipped for a

@@ -6,67 +6,78 @@ import (
 
 // Retention holds a topic's retention settings with Kafka's topic-level
 // names; nil means "not set here" (inherit). Times are ms, sizes bytes.
-//
-//   - retention.ms: remote and local data older than this goes. Default
-//     604800000 (7 days); -1 unlimited.
-//   - retention.bytes: the whole log (local + remote, each offset counted
-//     once) is kept within this size. Default -1 (unlimited).
-//   - local.retention.ms / local.retention.bytes: the same for the local
-//     copy of tiered segments. Default -2: "same as the total setting";
-//     -1 unlimited. A local value larger than the total one is clamped to
-//     the total (with a warning), as Kafka does.
 type Retention struct {
-	RetentionMs         *int64 `yaml:"retention.ms"`
-	RetentionBytes      *int64 `yaml:"retention.bytes"`
+	// RetentionMs is retention.ms: remote and local data older than this
+	// goes. Default 604800000 (7 days); -1 unlimited.
+	RetentionMs *int64 `yaml:"retention.ms"`
+	// RetentionBytes is retention.bytes: the whole log (local + remote,
+	// each offset counted once) is kept within this size. Default -1
+	// (unlimited).
+	RetentionBytes *int64 `yaml:"retention.bytes"`
+	// LocalRetentionMs and LocalRetentionBytes are local.retention.ms and
+	// local.retention.bytes: the same for the local copy of tiered
+	// segments. Default -2: "same as the total setting"; -1 unlimited. A
+	// local value larger than the total one is clamped to the total (with
+	// a warning), as Kafka does.
 	LocalRetentionMs    *int64 `yaml:"local.retention.ms"`
 	LocalRetentionBytes *int64 `yaml:"local.retention.bytes"`
 }
 
 // LogRetention is Retention with Kafka's broker-level names, the defaults
-// of every topic: log.retention.ms (default 604800000, Kafka's
-// log.retention.hours=168), log.retention.bytes (default -1),
-// log.local.retention.ms and log.local.retention.bytes (default -2). The
-// fields are Retention's; convert with Retention(lr) or LogRetention(r).
+// of every topic. The fields are Retention's; convert with Retention(lr)
+// or LogRetention(r).
 type LogRetention struct {
-	RetentionMs         *int64 `yaml:"log.retention.ms"`
-	RetentionBytes      *int64 `yaml:"log.retention.bytes"`
+	// RetentionMs is log.retention.ms, every topic's retention.ms unless
+	// set for the topic. Default 604800000 (Kafka's
+	// log.retention.hours=168); -1 unlimited.
+	RetentionMs *int64 `yaml:"log.retention.ms"`
+	// RetentionBytes is log.retention.bytes, every topic's
+	// retention.bytes unless set for the topic. Default -1 (unlimited).
+	RetentionBytes *int64 `yaml:"log.retention.bytes"`
+	// LocalRetentionMs and LocalRetentionBytes are
+	// log.local.retention.ms and log.local.retention.bytes, every topic's
+	// local.retention.ms and local.retention.bytes unless set for the
+	// topic. Default -2: "same as the total setting"; -1 unlimited.
 	LocalRetentionMs    *int64 `yaml:"log.local.retention.ms"`
 	LocalRetentionBytes *int64 `yaml:"log.local.retention.bytes"`
 }
 
 // TopicConfig is one topic's entry under copier.topics in tierd.yaml, with
-// Kafka's topic-level names; nil means "not set here".
-//
-//   - Retention: retention.ms, retention.bytes, local.retention.ms,
-//     local.retention.bytes.
-//   - remote.storage.enable (KIP-405): tier the topic. Default: the
-//     copier's remote.storage.enable (true).
-//   - remote.log.copy.disable (KIP-950): stop copying; what is tiered
-//     stays readable and remote retention goes on, and local.retention.*
-//     no longer applies: local data follows retention.ms/bytes. Default
-//     false.
-//   - remote.log.delete.on.disable (KIP-950): with remote.storage.enable
-//     false, delete the topic's remote copies (journaled, after
-//     remote.log.delete.delay.ms). Default false: a topic whose tiering
-//     is off keeps its copies, readable, and is otherwise left alone.
-//   - cleanup.policy: "delete", "compact" or "compact,delete" (either
-//     order). With compact, a rolled segment is copied only once the
-//     broker's log cleaner has passed it, and retention.ms/bytes delete
-//     no remote copy unless delete is listed too (see CleanupPolicy).
-//     Default: the copier's log.cleanup.policy ("delete").
-//   - segment.bytes, min.cleanable.dirty.ratio, delete.retention.ms: the
-//     topic's remote compaction (see RemoteCompaction, whose values are
-//     the defaults), used when cleanup.policy has compact. A value the
-//     Kafka cluster has set for the topic overrides these.
+// Kafka's topic-level names; nil means "not set here". A value the Kafka
+// cluster has set for the topic overrides these (see
+// Config.ClusterTopicConfigs).
 type TopicConfig struct {
-	Retention                `yaml:",inline"`
-	RemoteStorageEnable      *bool    `yaml:"remote.storage.enable"`
-	RemoteLogCopyDisable     *bool    `yaml:"remote.log.copy.disable"`
-	RemoteLogDeleteOnDisable *bool    `yaml:"remote.log.delete.on.disable"`
-	CleanupPolicy            *string  `yaml:"cleanup.policy"`
-	SegmentBytes             *int64   `yaml:"segment.bytes"`
-	MinCleanableDirtyRatio   *float64 `yaml:"min.cleanable.dirty.ratio"`
-	DeleteRetentionMs        *int64   `yaml:"delete.retention.ms"`
+	// Retention: retention.ms, retention.bytes, local.retention.ms,
+	// local.retention.bytes.
+	Retention `yaml:",inline"`
+	// RemoteStorageEnable is remote.storage.enable (KIP-405): tier the
+	// topic. Default: the copier's remote.storage.enable (true).
+	RemoteStorageEnable *bool `yaml:"remote.storage.enable"`
+	// RemoteLogCopyDisable is remote.log.copy.disable (KIP-950): stop
+	// copying; what is tiered stays readable and remote retention goes
+	// on, and local.retention.* no longer applies: local data follows
+	// retention.ms/bytes. Default false.
+	RemoteLogCopyDisable *bool `yaml:"remote.log.copy.disable"`
+	// RemoteLogDeleteOnDisable is remote.log.delete.on.disable (KIP-950):
+	// with remote.storage.enable false, delete the topic's remote copies
+	// (journaled, after remote.log.delete.delay.ms). Default false: a
+	// topic whose tiering is off keeps its copies, readable, and is
+	// otherwise left alone.
+	RemoteLogDeleteOnDisable *bool `yaml:"remote.log.delete.on.disable"`
+	// CleanupPolicy is cleanup.policy: "delete", "compact" or
+	// "compact,delete" (either order). With compact, a rolled segment is
+	// copied only once the broker's log cleaner has passed it, and
+	// retention.ms/bytes delete no remote copy unless delete is listed too
+	// (see CleanupPolicy). Default: the copier's log.cleanup.policy
+	// ("delete").
+	CleanupPolicy *string `yaml:"cleanup.policy"`
+	// SegmentBytes, MinCleanableDirtyRatio and DeleteRetentionMs are
+	// segment.bytes, min.cleanable.dirty.ratio and delete.retention.ms:
+	// the topic's remote compaction (see RemoteCompaction, whose values
+	// are the defaults), used when cleanup.policy has compact.
+	SegmentBytes           *int64   `yaml:"segment.bytes"`
+	MinCleanableDirtyRatio *float64 `yaml:"min.cleanable.dirty.ratio"`
+	DeleteRetentionMs      *int64   `yaml:"delete.retention.ms"`
 }
 
 // Limits are resolved retention settings of one topic: -1 is unlimited.

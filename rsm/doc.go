@@ -179,4 +179,12 @@
 // (older versions of a key gone, offsets unchanged), and replaces them; a
 // bucket holding both (a crash before their deletion) is read by the
 // newer createdMs.
+//
+// # Decorators
+//
+// A Bucket can be wrapped: Count counts its calls; a RecordingBucket
+// confines a tool's writes to one prefix and records its uploads; a Watch
+// (NewWatch) probes the bucket and, through the bucket its Wrap returns,
+// is told of every failed request, so that tierd's readiness follows the
+// store.
 package rsm

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -28,7 +29,7 @@ import (
 const adminTimeout = 10 * time.Minute
 
 // identity is what this tierd tells tools about itself.
-func identity(cfg config, instanceID string) fetch.Identity {
+func identity(cfg config.Config, instanceID string) fetch.Identity {
 	dir, err := filepath.Abs(cfg.Metadata.Dir)
 	if err != nil {
 		dir = cfg.Metadata.Dir
@@ -39,7 +40,7 @@ func identity(cfg config, instanceID string) fetch.Identity {
 // dialAt connects to the tierd running at cfg.Fetch.Listen, and returns
 // nil when none answers. It refuses a tierd whose metadata dir is not
 // cfg's: the address would belong to another tierd.
-func dialAt(ctx context.Context, cfg config) (*fetch.Client, error) {
+func dialAt(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
 	c, err := dialTierd(cfg)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func dialAt(ctx context.Context, cfg config) (*fetch.Client, error) {
 
 // checkIdentity refuses the tierd c reaches at where when its metadata
 // dir is not cfg's, or when it does not say which tierd it is.
-func checkIdentity(ctx context.Context, c *fetch.Client, cfg config, where string) error {
+func checkIdentity(ctx context.Context, c *fetch.Client, cfg config.Config, where string) error {
 	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
 	switch status.Code(err) {
 	case codes.OK:
@@ -90,7 +91,7 @@ func checkIdentity(ctx context.Context, c *fetch.Client, cfg config, where strin
 // adminClient reaches the Admin service of the running tierd at
 // cfg.Fetch.Listen or, when none answers, runs it in this process over
 // the stopped tierd's metadata, bucket and cluster.
-func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, func(), error) {
+func adminClient(ctx context.Context, cfg config.Config) (tierdpb.AdminClient, string, func(), error) {
 	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, err
@@ -101,7 +102,7 @@ func adminClient(ctx context.Context, cfg config) (tierdpb.AdminClient, string, 
 	if err := metadataPresent(cfg); err != nil {
 		return nil, "", nil, err
 	}
-	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	d, err := newDaemon(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and its metadata cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

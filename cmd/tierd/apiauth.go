@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -12,69 +11,14 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/authz"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/privfile"
 )
 
-// fetchConfig is the fetch: section: the read engine's settings and who
-// may call the gRPC API, inline.
-type fetchConfig struct {
-	fetch.Config `yaml:",inline"`
-	Auth         apiAuth `yaml:",inline"`
-}
-
-// apiAuth is who may call the gRPC API (docs/security.md, fetch.Auth).
-type apiAuth struct {
-	// AdminSocket is the admin socket's path: a Unix socket serving every
-	// gRPC service (the Admin service among them) to tierd's own user,
-	// mode 0600 in a directory of mode 0700 that tierd's user owns;
-	// tierd's tools reach a running tierd through it. Default "":
-	// admin/tierd.sock in metadata.dir, or, when that path is longer than
-	// a Unix socket's may be (107 bytes), tierd-<hash of metadata.dir>/
-	// in the temporary dir.
-	AdminSocket string `yaml:"admin.socket"`
-	// TokensFile holds the bearer tokens callers on fetch.listen may
-	// present, as SHA-256 digests with the principal each stands for
-	// (fetch.TokenSet's form; "tierd api token" makes a line); read at
-	// start and again on SIGHUP; it must not be writable by group or other
-	// users. With it, the Admin service is served on fetch.listen too.
-	// Default "".
-	TokensFile string `yaml:"tokens_file"`
-	// AdminPrincipals may use every Admin method on fetch.listen, as
-	// Kafka writes a principal ("User:ops"). Default none: only callers
-	// the ACLs grant (DELETE, ALTER, DESCRIBE on the topic).
-	AdminPrincipals []string `yaml:"admin.principals"`
-	// SSLPrincipalMappingRules maps a client certificate's subject to a
-	// principal's name under tls.grpc: mtls, in Kafka's syntax (see the
-	// kafka listener's). Default "" (DEFAULT: the subject itself).
-	SSLPrincipalMappingRules string `yaml:"ssl.principal.mapping.rules"`
-	// ClientTokenFile is the file whose first line is the token tierd's
-	// tools present on fetch.listen when no admin socket answers (a tool
-	// on another host). It must not be readable by group or other users.
-	// Default "".
-	ClientTokenFile string `yaml:"client.token_file"`
-}
-
-// validate reports every problem at once; it reads no file.
-func (a apiAuth) validate() error {
-	var errs []error
-	for _, p := range a.AdminPrincipals {
-		if i := strings.IndexByte(p, ':'); i <= 0 || i == len(p)-1 {
-			errs = append(errs, fmt.Errorf("fetch: admin.principals %q is not a principal <type>:<name> (e.g. User:ops)", p))
-		}
-	}
-	if _, err := kafkaacl.ParsePrincipalRules(a.SSLPrincipalMappingRules); err != nil {
-		errs = append(errs, fmt.Errorf("fetch: ssl.principal.mapping.rules: %w", err))
-	}
-	if a.AdminSocket != "" && len(a.AdminSocket) > fetch.MaxSocketPath {
-		errs = append(errs, fmt.Errorf("fetch: admin.socket is %d bytes long, more than the %d a Unix socket path may be", len(a.AdminSocket), fetch.MaxSocketPath))
-	}
-	return errors.Join(errs...)
-}
-
 // adminSocket is the admin socket's path for cfg.
-func adminSocket(cfg config) string {
+func adminSocket(cfg config.Config) string {
 	if cfg.Fetch.Auth.AdminSocket != "" {
 		return cfg.Fetch.Auth.AdminSocket
 	}
@@ -102,12 +46,12 @@ type apiTokens struct {
 
 func newAPITokens(file, key string) (*apiTokens, error) {
 	t := &apiTokens{file: file, key: key}
-	return t, t.reload(config{})
+	return t, t.reload(config.Config{})
 }
 
 // reload reads the tokens file again; a file that does not load changes
 // nothing.
-func (t *apiTokens) reload(config) error {
+func (t *apiTokens) reload(config.Config) error {
 	f, err := openPrivate(t.file, t.key, false)
 	if err != nil {
 		return err
@@ -158,7 +102,7 @@ func openPrivate(path, what string, noOtherRead bool) (*os.File, error) {
 
 // clientToken reads the tools' token from fetch.client.token_file, ""
 // when none is set.
-func clientToken(cfg config) (string, error) {
+func clientToken(cfg config.Config) (string, error) {
 	p := cfg.Fetch.Auth.ClientTokenFile
 	if p == "" {
 		return "", nil
@@ -179,7 +123,7 @@ func clientToken(cfg config) (string, error) {
 
 // fetchAuth builds the gRPC API's fetch.Auth from cfg; tokens and acls
 // may be nil.
-func fetchAuth(cfg config, tokens *apiTokens, acls *authz.Authorizer) fetch.Auth {
+func fetchAuth(cfg config.Config, tokens *apiTokens, acls *authz.Authorizer) fetch.Auth {
 	rules, _ := kafkaacl.ParsePrincipalRules(cfg.Fetch.Auth.SSLPrincipalMappingRules) // checked by validate
 	a := fetch.Auth{Mapping: rules, AdminPrincipals: cfg.Fetch.Auth.AdminPrincipals}
 	if tokens != nil {
@@ -192,15 +136,15 @@ func fetchAuth(cfg config, tokens *apiTokens, acls *authz.Authorizer) fetch.Auth
 }
 
 // warnOpenAPI says at start what the gRPC API lets in.
-func warnOpenAPI(cfg config, log *slog.Logger, acls bool) {
-	authn := cfg.Fetch.Auth.TokensFile != "" || mode(cfg.TLS.GRPC) == tlsMTLS
+func warnOpenAPI(cfg config.Config, log *slog.Logger, acls bool) {
+	authn := cfg.Fetch.Auth.TokensFile != "" || config.Mode(cfg.TLS.GRPC) == config.TLSMTLS
 	switch {
 	case !authn:
 		log.Info("the Admin service is served on the admin socket only (no tokens_file, tls.grpc not mtls)", "socket", adminSocket(cfg))
-	case cfg.Fetch.Auth.TokensFile != "" && mode(cfg.TLS.GRPC) == tlsOff && !loopbackOnly(cfg.Fetch.Listen):
+	case cfg.Fetch.Auth.TokensFile != "" && config.Mode(cfg.TLS.GRPC) == config.TLSOff && !config.LoopbackOnly(cfg.Fetch.Listen):
 		log.Warn("fetch.listen takes bearer tokens over plaintext beyond loopback: anyone on the path can read them; set tls.grpc", "listen", cfg.Fetch.Listen)
 	}
-	if !acls && !loopbackOnly(cfg.Fetch.Listen) {
+	if !acls && !config.LoopbackOnly(cfg.Fetch.Listen) {
 		log.Warn("the gRPC read API applies no ACLs: every client that reaches fetch.listen reads every tiered topic; set acls (docs/security.md)", "listen", cfg.Fetch.Listen)
 	}
 }

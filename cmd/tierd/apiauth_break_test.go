@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/listener/sasl"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -80,7 +81,7 @@ func TestToolsRefusePlantedSocket(t *testing.T) {
 	tierdpb.RegisterAdminServer(gs, fakeIdentity{dir: meta})
 	go gs.Serve(lis)
 	defer gs.Stop()
-	var cfg config
+	var cfg config.Config
 	cfg.Metadata.Dir = meta
 	cfg.Fetch.Auth.AdminSocket = sock
 	c, err := dialSocket(context.Background(), cfg)

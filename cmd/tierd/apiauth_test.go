@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/testcerts"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -91,7 +93,7 @@ func TestAPITokensEndToEnd(t *testing.T) {
 	if code, _, e := runCmd("topics", "delete", "--config", filepath.Join(root, "ops-plain.yaml"), "orders"); code != 1 || !strings.Contains(e, "only over TLS") {
 		t.Fatalf("a token over plaintext: exit %d %s", code, e)
 	}
-	waitFor(t, "orders-0 tiered", func() bool {
+	testtools.WaitFor(t, "orders-0 tiered", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders"})
 		return err == nil && r.HighestTieredOffset == 411
 	})
@@ -125,7 +127,7 @@ func TestAPITokensEndToEnd(t *testing.T) {
 	// Revoked: ops's line leaves the file; after SIGHUP its token fails.
 	os.WriteFile(tokens, []byte(eveLine+"\n"), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	waitFor(t, "ops's token refused after the reload", func() bool {
+	testtools.WaitFor(t, "ops's token refused after the reload", func() bool {
 		code, _, e := runCmd("partitions", "restore", "--config", opsTool, "orders-0")
 		return code == 1 && strings.Contains(e, "Unauthenticated")
 	})
@@ -141,13 +143,13 @@ func TestAPITokensFileMode(t *testing.T) {
 	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
 	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n", 1)
 	os.WriteFile(base, []byte(y), 0o644)
-	cfg, err := loadConfig(base)
+	cfg, err := config.Load(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Fatalf("tierd run with a tokens file others may write: %v", err)
 	}
 }
@@ -177,7 +179,7 @@ func TestHTTPTokens(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	waitFor(t, "the HTTP endpoint up", func() bool { c, _ := get("/-/healthy", ""); return c == 200 })
+	testtools.WaitFor(t, "the HTTP endpoint up", func() bool { c, _ := get("/-/healthy", ""); return c == 200 })
 	for _, path := range []string{"/", "/metrics"} {
 		for _, tok := range []string{"", "guess-secret"} {
 			if code, body := get(path, tok); code != http.StatusUnauthorized || !strings.Contains(body, "http: tokens_file") || (tok != "" && strings.Contains(body, tok)) {
@@ -202,7 +204,7 @@ func TestHTTPTokens(t *testing.T) {
 // A metadata dir too deep for a Unix socket path gets its admin socket in
 // the temporary dir, at a path tierd and its tools agree on.
 func TestAdminSocketPathTooLong(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Metadata.Dir = "/var/lib/" + strings.Repeat("deep/", 25) + "rlmm"
 	p := adminSocket(cfg)
 	if len(p) > fetch.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {
@@ -251,7 +253,7 @@ func TestSegmentsHidesDeniedTopics(t *testing.T) {
 	os.WriteFile(cfgPath, []byte(y), 0o644)
 	startServe(t, cfgPath)
 	// Up first (a tool that finds no tierd opens its metadata itself).
-	waitFor(t, "the admin socket", func() bool {
+	testtools.WaitFor(t, "the admin socket", func() bool {
 		c, err := fetch.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
 		if err != nil {
 			return false
@@ -260,7 +262,7 @@ func TestSegmentsHidesDeniedTopics(t *testing.T) {
 		_, err = c.Admin().Identity(context.Background(), &tierdpb.IdentityRequest{})
 		return err == nil
 	})
-	waitFor(t, "both topics tiered", func() bool {
+	testtools.WaitFor(t, "both topics tiered", func() bool {
 		_, o, _ := runCmd("segments", "--config", cfgPath) // the admin socket: everything
 		return strings.Contains(o, "orders-0: log start offset 0") && strings.Contains(o, "secret-0: log start offset 0")
 	})

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/instance"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -54,7 +55,7 @@ http: {listen: "%s"}
 func tiered(t *testing.T, c *fetch.Client, topic string) *tierdpb.ListSegmentsResponse {
 	t.Helper()
 	var resp *tierdpb.ListSegmentsResponse
-	waitFor(t, topic+"-0 tiered", func() bool {
+	testtools.WaitFor(t, topic+"-0 tiered", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: topic, Partition: 0})
 		resp = r
 		return err == nil && r.HighestTieredOffset == 411
@@ -89,7 +90,7 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 	defer c.Close()
 	tiered(t, c, "orders")
 	before := tiered(t, c, "events")
-	waitFor(t, "ready", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
+	testtools.WaitFor(t, "ready", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
 
 	for _, step := range []struct {
 		name, says string
@@ -106,12 +107,12 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 		if err := step.unmount(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, step.name+": /-/ready 503", func() bool {
+		testtools.WaitFor(t, step.name+": /-/ready 503", func() bool {
 			code, body := readyAnswer(t, httpAddr)
 			return code == 503 && strings.Contains(body, disk) && strings.Contains(body, step.says)
 		})
 		var out string
-		waitFor(t, step.name+": tierd status shows events-0 held", func() bool {
+		testtools.WaitFor(t, step.name+": tierd status shows events-0 held", func() bool {
 			_, o, _ := runCmd("status", "--config", cfgPath)
 			out = o
 			return strings.Contains(out, "log_dir_unavailable")
@@ -139,9 +140,9 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 	if err := os.Rename(disk+".elsewhere", disk); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ready once mounted again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
+	testtools.WaitFor(t, "ready once mounted again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == 200 })
 	var out string
-	waitFor(t, "events-0 up to date again", func() bool {
+	testtools.WaitFor(t, "events-0 up to date again", func() bool {
 		_, o, _ := runCmd("status", "--config", cfgPath)
 		out = o
 		return !strings.Contains(out, "log_dir_unavailable") && !strings.Contains(out, "UNAVAILABLE")
@@ -216,7 +217,7 @@ http: {listen: ""}
 		return r.Passes
 	}
 	p0 := passes()
-	waitFor(t, "three more passes", func() bool { return passes() >= p0+3 })
+	testtools.WaitFor(t, "three more passes", func() bool { return passes() >= p0+3 })
 	resp, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 0})
 	if err != nil || resp.LogStartOffset != 0 || len(resp.Segments) != len(first.Segments) {
 		t.Fatalf("remote copies deleted while retention waits: %v %v", resp, err)
@@ -239,63 +240,23 @@ http: {listen: ""}
 			t.Errorf("log lacks %q:\n%s", want, out)
 		}
 	}
-	var rec createdInfo
-	data, err := os.ReadFile(filepath.Join(root, "metadata", createdFile))
+	var rec daemon.Created
+	data, err := os.ReadFile(filepath.Join(root, "metadata", daemon.CreatedFile))
 	if err != nil || json.Unmarshal(data, &rec) != nil || rec.CreatedMs <= 0 || rec.RetentionGoAheadMs != 0 {
-		t.Fatalf("%s: %s %v", createdFile, data, err)
+		t.Fatalf("%s: %s %v", daemon.CreatedFile, data, err)
 	}
 
 	stop = start("--retention-go-ahead")
-	waitFor(t, "retention after --retention-go-ahead", func() bool {
+	testtools.WaitFor(t, "retention after --retention-go-ahead", func() bool {
 		r, err := c.API().ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 0})
 		return err == nil && r.LogStartOffset == 412 && locals() == 1
 	})
 	if out := stop(); !strings.Contains(out, "retention goes ahead on this metadata dir") {
 		t.Errorf("log lacks the go-ahead:\n%s", out)
 	}
-	data, _ = os.ReadFile(filepath.Join(root, "metadata", createdFile))
+	data, _ = os.ReadFile(filepath.Join(root, "metadata", daemon.CreatedFile))
 	if json.Unmarshal(data, &rec) != nil || rec.RetentionGoAheadMs <= 0 {
 		t.Fatalf("go-ahead not recorded: %s", data)
-	}
-}
-
-// TestMetadataCreated: a metadata dir with no instance id is new: its
-// creation is recorded once and read back; one with an instance id and
-// no record predates it (no wait); a go-ahead is kept for good; a
-// damaged record is an error naming the file.
-func TestMetadataCreated(t *testing.T) {
-	log := slog.New(slog.DiscardHandler)
-	dir := filepath.Join(t.TempDir(), "meta")
-	t0 := time.UnixMilli(1_700_000_000_000)
-	if got, err := metadataCreated(dir, false, t0, log); err != nil || got != t0.UnixMilli() {
-		t.Fatalf("new: %d %v", got, err)
-	}
-	if err := instance.Write(dir, "an-instance"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := metadataCreated(dir, false, t0.Add(time.Hour), log); err != nil || got != t0.UnixMilli() {
-		t.Fatalf("again: %d %v", got, err)
-	}
-	if got, err := metadataCreated(dir, true, t0.Add(time.Hour), log); err != nil || got != 0 {
-		t.Fatalf("go ahead: %d %v", got, err)
-	}
-	if got, err := metadataCreated(dir, false, t0.Add(2*time.Hour), log); err != nil || got != 0 {
-		t.Fatalf("after go ahead: %d %v", got, err)
-	}
-
-	older := filepath.Join(t.TempDir(), "meta")
-	if err := instance.Write(older, "an-older-instance"); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := metadataCreated(older, false, t0, log); err != nil || got != 0 {
-		t.Fatalf("older metadata dir: %d %v", got, err)
-	}
-	if _, err := os.Stat(filepath.Join(older, createdFile)); !os.IsNotExist(err) {
-		t.Fatalf("a record was made for an older metadata dir: %v", err)
-	}
-	os.WriteFile(filepath.Join(older, createdFile), []byte("{garbage"), 0o644)
-	if _, err := metadataCreated(older, false, t0, log); err == nil || !strings.Contains(err.Error(), createdFile) {
-		t.Fatalf("damaged record: %v", err)
 	}
 }
 
@@ -323,7 +284,7 @@ func TestRebuildKeepsInitialRetention(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 
 	rebuild() // no metadata dir: lost
-	created, err := metadataCreated(meta, false, later, log)
+	created, err := daemon.MetadataCreated(meta, false, later, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,14 +293,14 @@ func TestRebuildKeepsInitialRetention(t *testing.T) {
 	}
 
 	rebuild() // the dir is there: its record goes with it
-	if got, err := metadataCreated(meta, false, later, log); err != nil || got != created {
+	if got, err := daemon.MetadataCreated(meta, false, later, log); err != nil || got != created {
 		t.Fatalf("after a rebuild of a metadata dir: created %d %v, want %d carried over", got, err, created)
 	}
-	if got, err := metadataCreated(meta, true, later, log); err != nil || got != 0 {
+	if got, err := daemon.MetadataCreated(meta, true, later, log); err != nil || got != 0 {
 		t.Fatalf("go ahead: %d %v", got, err)
 	}
 	rebuild()
-	if got, err := metadataCreated(meta, false, later, log); err != nil || got != 0 {
+	if got, err := daemon.MetadataCreated(meta, false, later, log); err != nil || got != 0 {
 		t.Fatalf("after a rebuild of a metadata dir that went ahead: created %d %v, want 0", got, err)
 	}
 }

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
+	"github.com/tierd/tierd/rsm/minio"
+	"github.com/tierd/tierd/rsm/s3"
 )
 
 const bucketUsage = "tierd bucket create --config tierd.yaml"
@@ -36,7 +39,7 @@ func runBucket(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return 0
 }
 
-func createBucket(ctx context.Context, c bucketConfig, stdout io.Writer) error {
+func createBucket(ctx context.Context, c config.Bucket, stdout io.Writer) error {
 	if c.Type == "filesystem" {
 		dir := c.Filesystem.Dir
 		b, err := filesystem.Unopened(c.Filesystem)
@@ -83,4 +86,15 @@ func createBucket(ctx context.Context, c bucketConfig, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "tierd's credentials can list it\n")
 	}
 	return nil
+}
+
+// openBucket builds the configured bucket.
+func openBucket(ctx context.Context, c config.Bucket) (rsm.Bucket, error) {
+	switch c.Type {
+	case "minio":
+		return minio.New(c.MinIO, nil)
+	case "s3":
+		return s3.New(ctx, c.S3, nil)
+	}
+	return filesystem.Open(c.Filesystem) // never creates it: see "tierd bucket create"
 }

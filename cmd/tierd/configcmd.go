@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -76,7 +78,7 @@ func runConfig(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // reloadRunning signals the tierd holding cfg's log dirs to reload and
 // prints what it did.
-func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdout, stderr io.Writer) int {
+func reloadRunning(ctx context.Context, cfg config.Config, timeout time.Duration, stdout, stderr io.Writer) int {
 	h, err := instance.Running(cfg.Copier.LogDirs)
 	if len(cfg.Copier.LogDirs) == 0 {
 		h, err = runningOnMetadataDir(cfg.Metadata.Dir)
@@ -85,7 +87,7 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 		fmt.Fprintf(stderr, "tierd config reload: %v; nothing to reload (a stopped tierd reads the file when it starts)\n", err)
 		return 1
 	}
-	prev, _ := readReload(cfg.Metadata.Dir)
+	prev, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	if err := syscall.Kill(h.PID, syscall.SIGHUP); err != nil {
 		fmt.Fprintf(stderr, "tierd config reload: signal tierd pid %d: %v\n", h.PID, err)
 		return 1
@@ -95,10 +97,10 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	for {
-		res, ok := readReload(cfg.Metadata.Dir)
+		res, ok := daemon.ReadReload(cfg.Metadata.Dir)
 		if ok && res.PID == h.PID && (prev.PID != h.PID || res.Seq > prev.Seq) {
-			fmt.Fprint(stdout, res.describe())
-			if p := cfg.meta.path; res.File != "" && res.File != p {
+			fmt.Fprint(stdout, res.Describe())
+			if p := cfg.Path(); res.File != "" && res.File != p {
 				fmt.Fprintf(stdout, "note: that tierd reads %s, not %s\n", res.File, p)
 			}
 			if res.Error != "" || len(res.Refused) > 0 {
@@ -109,7 +111,7 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 		select {
 		case <-ctx.Done():
 			fmt.Fprintf(stderr, "tierd config reload: sent SIGHUP to tierd pid %d (%s); no answer in %s in %s: see its log\n",
-				h.PID, h, timeout, filepath.Join(cfg.Metadata.Dir, reloadFile))
+				h.PID, h, timeout, filepath.Join(cfg.Metadata.Dir, daemon.ReloadFile))
 			return 1
 		case <-t.C:
 		}
@@ -117,20 +119,20 @@ func reloadRunning(ctx context.Context, cfg config, timeout time.Duration, stdou
 }
 
 // showConfig prints every setting and, per topic, what a pass applies.
-func showConfig(ctx context.Context, cfg config, askCluster bool, w io.Writer) error {
+func showConfig(ctx context.Context, cfg config.Config, askCluster bool, w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 2, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "# %s: every setting, its source, and what a reload does with a change\n", cfg.meta.path)
+	fmt.Fprintf(tw, "# %s: every setting, its source, and what a reload does with a change\n", cfg.Path())
 	fmt.Fprintln(tw, "KEY\tVALUE\tSOURCE\tON RELOAD")
-	for _, s := range flatten(cfg) {
+	for _, s := range config.Flatten(cfg) {
 		reload := "restart needed"
-		if dynamicKey(s.key) && (s.key != diskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch.Config)) {
+		if config.DynamicKey(s.Key) && (s.Key != config.DiskBudgetKey || cfg.Fetch.DiskBudgetDynamic(cfg.Fetch.Config)) {
 			reload = "dynamic"
 		}
-		src := cfg.source(s.key)
-		if s.value == "-" {
+		src := cfg.Source(s.Key)
+		if s.Value == "-" {
 			src = "not set: inherited"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.key, s.value, src, reload)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Key, s.Value, src, reload)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -147,7 +149,7 @@ func showConfig(ctx context.Context, cfg config, askCluster bool, w io.Writer) e
 	fmt.Fprintln(tw, "TOPIC\tSETTING\tVALUE\tSOURCE")
 	for _, t := range topics {
 		for _, v := range cfg.Copier.Explain(t, configs[t]) {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, v.Name, v.Value, cfg.topicSource(v.From))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, v.Name, v.Value, topicSource(cfg, v.From))
 		}
 	}
 	return tw.Flush()
@@ -162,28 +164,8 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// source says where a setting's value came from: "file", "file (as OLD)"
-// for an old spelling, or "default".
-func (c config) source(key string) string {
-	if c.meta == nil {
-		return "default"
-	}
-	if old, ok := c.meta.renamed[key]; ok {
-		return "file (as " + old + ", an old spelling)"
-	}
-	if c.meta.set[key] {
-		return "file"
-	}
-	for k := range c.meta.set { // a map entry, e.g. copier.topics.orders.*
-		if strings.HasPrefix(k, key+".") {
-			return "file"
-		}
-	}
-	return "default"
-}
-
 // topicSource turns copier.Explain's "from" into a source for people.
-func (c config) topicSource(from string) string {
+func topicSource(c config.Config, from string) string {
 	switch {
 	case from == "default":
 		return "default"
@@ -192,7 +174,7 @@ func (c config) topicSource(from string) string {
 	case strings.HasPrefix(from, "copier.topics."):
 		return "file (" + from + ")"
 	}
-	if c.source(from) == "default" {
+	if c.Source(from) == "default" {
 		return "default (" + from + ")"
 	}
 	return "file (" + from + ")"
@@ -200,7 +182,7 @@ func (c config) topicSource(from string) string {
 
 // configTopics are the topics tierd.yaml names and those with partition
 // directories in the log dirs (internal ones left out).
-func configTopics(cfg config) []string {
+func configTopics(cfg config.Config) []string {
 	seen := map[string]bool{}
 	var out []string
 	add := func(t string) {
@@ -225,7 +207,7 @@ func configTopics(cfg config) []string {
 
 // clusterConfigs asks the cluster for the topics' configs, when it is
 // configured and asked for; note says what was done.
-func clusterConfigs(ctx context.Context, cfg config, ask bool, topics []string) (map[string]map[string]cluster.ConfigValue, string) {
+func clusterConfigs(ctx context.Context, cfg config.Config, ask bool, topics []string) (map[string]map[string]cluster.ConfigValue, string) {
 	switch {
 	case !cfg.Kafka.Cluster.Enabled():
 		return nil, "no kafka.bootstrap_servers: no cluster configs"
@@ -267,14 +249,14 @@ func clusterConfigs(ctx context.Context, cfg config, ask bool, topics []string) 
 // metadata store's lock file (so not another process that took the pid).
 // Errors: instance.ErrNotRunning, wrapped, saying why.
 func runningOnMetadataDir(dir string) (instance.Holder, error) {
-	info, ok := readRuntime(dir)
+	info, ok := daemon.ReadRuntime(dir)
 	lock := filepath.Join(dir, "LOCK") // Pebble's, held while the store is open
 	switch {
 	case !ok:
-		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and %s names no live process", instance.ErrNotRunning, filepath.Join(dir, runtimeFile))
+		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and %s names no live process", instance.ErrNotRunning, filepath.Join(dir, daemon.RuntimeFile))
 	case !instance.HoldsOpen(info.PID, lock):
 		return instance.Holder{}, fmt.Errorf("%w: no log dirs configured, and pid %d (from %s) does not hold %s", instance.ErrNotRunning,
-			info.PID, filepath.Join(dir, runtimeFile), lock)
+			info.PID, filepath.Join(dir, daemon.RuntimeFile), lock)
 	}
 	host, _ := os.Hostname()
 	return instance.Holder{PID: info.PID, Host: host}, nil

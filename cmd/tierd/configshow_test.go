@@ -99,19 +99,3 @@ kafka: {bootstrap_servers: [%s]}
 		t.Errorf("--cluster=false:\n%s", out.String())
 	}
 }
-
-// TestSecretsNotShown: a password never appears in config show nor in a
-// reload's changes, though a change of it is seen.
-func TestSecretsNotShown(t *testing.T) {
-	a, b := defaultConfig(), defaultConfig()
-	a.Kafka.Cluster.SASL.Password, b.Kafka.Cluster.SASL.Password = "hunter2", "swordfish"
-	for _, s := range flatten(a) {
-		if strings.Contains(s.value, "hunter2") {
-			t.Errorf("%s shows the password", s.key)
-		}
-	}
-	_, static := diff(a, b)
-	if len(static) != 1 || static[0].Key != "kafka.sasl.password" || strings.Contains(fmt.Sprint(static), "hunter2") || strings.Contains(fmt.Sprint(static), "swordfish") {
-		t.Errorf("diff %v", static)
-	}
-}

@@ -9,12 +9,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
@@ -132,30 +132,6 @@ func bucketCreate(t *testing.T, p string) {
 	}
 }
 
-func TestConfigStrict(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "c.yaml")
-	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  retention:\n    retention.msec: 5\nmetadata: {dir: /m}\n"), 0o644)
-	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "retention.msec") {
-		t.Errorf("unknown key: %v", err)
-	}
-	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {type: gcs}\nlog_level: loud\n"), 0o644)
-	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "gcs") || !strings.Contains(err.Error(), "loud") {
-		t.Errorf("bad values: %v", err)
-	}
-	os.WriteFile(p, []byte("copier:\n  log_dirs: [/x]\n  broker_id: 3\n  topics:\n    orders: {retention.bytes: 100}\nmetadata: {dir: /m}\nbucket:\n  filesystem: {dir: /b}\n"), 0o644)
-	cfg, err := loadConfig(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l, _ := cfg.Copier.LimitsFor("orders"); l.RetentionBytes != 100 || l.LocalRetentionBytes != 100 || l.RetentionMs != 604800000 {
-		t.Errorf("topic override: %+v", l)
-	}
-	if cfg.Fetch.Listen != "127.0.0.1:7450" || cfg.Copier.TaskIntervalMs != 30000 {
-		t.Errorf("defaults lost: %+v", cfg.Fetch)
-	}
-}
-
 // TestDaemonOverMinIO runs the daemon's run group (copier loop, gRPC fetch
 // server, HTTP metrics) against MinIO with a config file, as "tierd run".
 func TestDaemonOverMinIO(t *testing.T) {
@@ -216,13 +192,13 @@ func TestDaemonOverMinIO(t *testing.T) {
 // test fails if it does not stop within 10s. The test's end stops it too.
 func startServe(t *testing.T, cfgPath string) (stop func() error) {
 	t.Helper()
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)) }()
 	var once sync.Once
 	var res error
 	stop = func() error {
@@ -240,93 +216,10 @@ func startServe(t *testing.T, cfgPath string) (stop func() error) {
 	return stop
 }
 
-// TestExampleConfig keeps tierd.example.yaml loadable and equal to the
-// defaults it claims, where it does not override them.
-func TestExampleConfig(t *testing.T) {
-	cfg, err := loadConfig("../../tierd.example.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	def := defaultConfig()
-	if !reflect.DeepEqual(cfg.Fetch, def.Fetch) || cfg.Copier.TaskIntervalMs != def.Copier.TaskIntervalMs || cfg.Copier.FileDeleteDelayMs != def.Copier.FileDeleteDelayMs ||
-		cfg.Bucket.MinIO.PartSize != def.Bucket.MinIO.PartSize || cfg.HTTP != def.HTTP ||
-		cfg.Copier.RemoteLogDeleteDelayMs != def.Copier.RemoteLogDeleteDelayMs || cfg.Copier.ClusterTopicConfigs != def.Copier.ClusterTopicConfigs ||
-		cfg.Copier.CopyChecksPerPass != def.Copier.CopyChecksPerPass || cfg.Kafka.Cluster.Enabled() ||
-		cfg.Kafka.Cluster.ClientID != def.Kafka.Cluster.ClientID || cfg.Kafka.Cluster.RequestTimeout != def.Kafka.Cluster.RequestTimeout {
-		t.Errorf("example differs from the defaults it documents: %+v", cfg)
-	}
-	// The per-topic example is commented out: a topic named orders gets the
-	// defaults, not an override it never asked for.
-	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 604800000 || l.RetentionMs != 604800000 || len(cfg.Copier.Topics) != 0 {
-		t.Errorf("example topic override applies: %+v", l)
-	}
-	c, d := cfg.Copier, def.Copier
-	if c.CopierThreadPoolSize != d.CopierThreadPoolSize || c.CopyMaxBytesPerSecond != d.CopyMaxBytesPerSecond || c.RemoteStorageEnable != d.RemoteStorageEnable ||
-		c.FileDeleteDelayMs != d.FileDeleteDelayMs || *c.Retention.RetentionMs != *d.Retention.RetentionMs || *c.Retention.LocalRetentionBytes != *d.Retention.LocalRetentionBytes ||
-		c.BrokerOwned != nil || c.InitialRetentionDelay != d.InitialRetentionDelay {
-		t.Errorf("example copier differs from the defaults it documents: %+v", c)
-	}
-	if w := cfg.warnings(); len(w) != 0 {
-		t.Errorf("the example uses old spellings: %v", w)
-	}
-	if a := cfg.ACLs; len(a.SuperUsers) == 0 && a.SuperUsers != nil {
-		a.SuperUsers = nil
-		cfg.ACLs = a
-	}
-	if !reflect.DeepEqual(cfg.ACLs, def.ACLs) {
-		t.Errorf("example acls differ from the defaults they document: %+v", cfg.ACLs)
-	}
-	r, dr := cfg.RSM, def.RSM
-	if len(r.LogDirs) != 0 {
-		t.Errorf("example rsm.log_dirs: %v, want none (the default)", r.LogDirs)
-	}
-	r.LogDirs, dr.LogDirs = nil, nil
-	if !reflect.DeepEqual(r, dr) || cfg.TLS.RSM != "off" {
-		t.Errorf("example rsm differs from the defaults it documents: %+v (tls.rsm %q)", r, cfg.TLS.RSM)
-	}
-}
-
-func TestConfigRejects(t *testing.T) {
+// TestCheckLogDirs: log_dirs must exist and be log dirs, not partition
+// directories.
+func TestCheckLogDirs(t *testing.T) {
 	dir := t.TempDir()
-	for name, tc := range map[string]struct{ yaml, want string }{
-		"fraction": {"copier:\n  log_dirs: [/x]\n  retention:\n    retention.ms: 0.5\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n", "whole numbers"},
-		"two docs": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n---\nbogus: 1\n", "more than one YAML document"},
-		"acls from no cluster": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: cluster}\n",
-			"acls: source cluster needs kafka.bootstrap_servers"},
-		"acls of no file": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file}\n",
-			"acls: source file needs file"},
-		"open beyond loopback": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listen: 0.0.0.0:9192}\n",
-			"reaches beyond loopback, but authenticates nobody"},
-		"listeners and listen": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listen: 127.0.0.1:1, listeners: \"PLAINTEXT://127.0.0.1:2\"}\n",
-			"listeners replaces listen"},
-		"SASL listener without mechanisms": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listeners: \"SASL_PLAINTEXT://127.0.0.1:2\"}\n",
-			"listener SASL_PLAINTEXT is SASL_PLAINTEXT: it needs sasl.enabled.mechanisms"},
-		"SSL listener without tls": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listeners: \"SSL://127.0.0.1:2\"}\n",
-			"it needs tls.kafka: tls or mtls"},
-		"open second listener": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listeners: \"INTERNAL://127.0.0.1:2,EXTERNAL://0.0.0.0:3\", listener.security.protocol.map: \"INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT\"}\n",
-			"listener EXTERNAL on 0.0.0.0:3 reaches beyond loopback"},
-		"mechanisms without a SASL listener": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {listeners: \"PLAINTEXT://127.0.0.1:2\", sasl.enabled.mechanisms: [PLAIN], sasl.credentials.file: /c}\n",
-			"no listener is SASL_PLAINTEXT or SASL_SSL"},
-		"acls source": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: ldap}\n", `acls: source "ldap"`},
-		"acls super user": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nacls: {source: file, file: /a, super.users: [admin]}\n",
-			`super user "admin" is not a principal`},
-		"empty":    {"\n", "empty"},
-		"bad port": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nhttp: {listen: \"127.0.0.1:99999\"}\n", "0 to 65535"},
-		"no dir":   {"copier:\n  log_dirs: [/x]\nbucket: {filesystem: {dir: /b}}\n", "metadata: rlmm: dir is required"},
-		"kafka without broker_id": {"copier:\n  log_dirs: [/x]\n  ownership_lease: 0s\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\nkafka: {bootstrap_servers: [\"127.0.0.1:9092\"]}\n",
-			"broker_id is required with kafka.bootstrap_servers"},
-		"bad delete delay": {"copier:\n  log_dirs: [/x]\n  broker_id: 1\n  remote.log.delete.delay.ms: -1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n",
-			"remote.log.delete.delay.ms -1"},
-		"no broker_id": {"copier:\n  log_dirs: [/x]\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n",
-			"broker_id is required with ownership_lease"},
-	} {
-		p := filepath.Join(dir, name+".yaml")
-		os.WriteFile(p, []byte(tc.yaml), 0o644)
-		if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", name, err, tc.want)
-		}
-	}
-	// log_dirs must exist and be log dirs, not partition directories.
 	if err := checkLogDirs([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("missing log dir accepted")
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -105,9 +106,9 @@ func demoValue(offset int64) []byte {
 type demoEnv struct {
 	o    demoOptions
 	root string
-	cfg  config
+	cfg  config.Config
 	log  *slog.Logger
-	d    *daemon
+	d    *tierdParts
 	rec  *rsm.RecordingBucket
 	done []func(*error) // run by close, last first
 }
@@ -117,7 +118,7 @@ type demoEnv struct {
 // and kept), and a daemon writing only under the run's own prefix. close
 // undoes it all: without --keep it deletes exactly the objects the run
 // uploaded and the temp dir.
-func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, tweak func(*config)) (_ *demoEnv, err error) {
+func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, tweak func(*config.Config)) (_ *demoEnv, err error) {
 	e := &demoEnv{o: o}
 	defer func() {
 		if err != nil {
@@ -136,7 +137,7 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 		return nil, fmt.Errorf("--keep %s: directory is not empty", e.root)
 	}
 	root := e.root
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Copier.LogDirs = []string{filepath.Join(root, "logs")}
 	cfg.Copier.FileDeleteDelayMs = 0
 	cfg.Copier.OwnershipLease = 0 // the demo alone writes its prefix: no lease, no broker_id
@@ -154,7 +155,7 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	e.cfg = cfg
@@ -181,7 +182,7 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 		e.log, flush = newLogger(stderr, slog.LevelInfo)
 		e.done = append(e.done, func(*error) { flush() })
 	}
-	d, err := newDaemon(ctx, cfg, e.log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
+	d, err := newDaemon(ctx, cfg, startOptions{}, e.log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
 		if eb, ok := b.(interface{ EnsureBucket(context.Context) error }); ok {
 			if err := eb.EnsureBucket(ctx); err != nil {
 				return nil, err
@@ -402,7 +403,7 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 	return good, nil
 }
 
-func printSegments(ctx context.Context, w io.Writer, d *daemon, r *seglog.Log, tp remotelog.TopicPartition) error {
+func printSegments(ctx context.Context, w io.Writer, d *tierdParts, r *seglog.Log, tp remotelog.TopicPartition) error {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return err

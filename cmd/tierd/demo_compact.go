@@ -14,6 +14,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/seglog"
@@ -74,7 +75,7 @@ type compactExpect struct {
 // map, which compaction must never change.
 func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err error) {
 	policy := "compact"
-	e, err := openDemo(ctx, o, stdout, stderr, func(c *config) {
+	e, err := openDemo(ctx, o, stdout, stderr, func(c *config.Config) {
 		if c.Copier.Topics == nil {
 			c.Copier.Topics = map[string]copier.TopicConfig{}
 		}
@@ -295,7 +296,7 @@ func compactStep(ctx context.Context, stdout io.Writer, w *seglog.Log, clean fun
 
 // mergedCopy reports whether a finished copy that a remote compaction
 // wrote covers every offset below end.
-func mergedCopy(d *daemon, tp remotelog.TopicPartition, end int64) (bool, error) {
+func mergedCopy(d *tierdParts, tp remotelog.TopicPartition, end int64) (bool, error) {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return false, err
@@ -310,7 +311,7 @@ func mergedCopy(d *daemon, tp remotelog.TopicPartition, end int64) (bool, error)
 
 // printCompactTiers prints the partition's remote copies (every row,
 // those a remote compaction replaced included) and local segments.
-func printCompactTiers(stdout io.Writer, d *daemon, w *seglog.Log, tp remotelog.TopicPartition) error {
+func printCompactTiers(stdout io.Writer, d *tierdParts, w *seglog.Log, tp remotelog.TopicPartition) error {
 	rows, err := d.store.Segments(tp)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
@@ -22,7 +23,7 @@ import (
 // tierd serving the default one on this machine).
 func keptConfig(t *testing.T, keep, prefix string) string {
 	t.Helper()
-	cfg, err := loadConfig(filepath.Join(keep, "tierd.yaml"))
+	cfg, err := config.Load(filepath.Join(keep, "tierd.yaml"))
 	if err != nil {
 		t.Fatalf("kept tierd.yaml: %v", err)
 	}

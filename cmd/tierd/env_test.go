@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/tmpfs"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -135,7 +136,7 @@ func TestRunMetadataDirFailsFast(t *testing.T) {
 func TestReadinessFollowsMetadataDir(t *testing.T) {
 	mnt := tmpfs.Mount(t, "16m")
 	cfgPath := envConfig(t, filepath.Join(mnt, "metadata"), "  min_free_bytes: 4194304\n")
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -369,14 +370,14 @@ func TestBucketCreateFilesystem(t *testing.T) {
 // startServeLog is startServe logging to w.
 func startServeLog(t *testing.T, cfgPath string, w io.Writer) {
 	t.Helper()
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log, flush := newLogger(w, slog.LevelInfo)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log) }()
+	go func() { done <- serve(ctx, cfg, startOptions{}, log) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -83,15 +84,15 @@ func TestFilesystemBucketGoneWhileRunning(t *testing.T) {
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+bucket, fetchAddr, httpAddr)
 	stop := startServe(t, cfgPath)
 	defer stop()
-	waitFor(t, "tierd healthy", func() bool { return healthy(httpAddr) })
-	waitFor(t, "orders-0 up to date", func() bool {
+	testtools.WaitFor(t, "tierd healthy", func() bool { return healthy(httpAddr) })
+	testtools.WaitFor(t, "orders-0 up to date", func() bool {
 		s := statusJSON(t, cfgPath)
 		return len(s.Partitions) == 1 && s.Partitions[0].State == remotelog.TierUpToDate && s.Partitions[0].RemoteSegments > 0
 	})
 	if err := os.Rename(bucket, bucket+".away"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "not ready, naming the missing directory", func() bool {
+	testtools.WaitFor(t, "not ready, naming the missing directory", func() bool {
 		code, body := readyAnswer(t, httpAddr)
 		return code == http.StatusServiceUnavailable && strings.Contains(body, "object store unreachable") && strings.Contains(body, bucket+" is missing")
 	})
@@ -99,7 +100,7 @@ func TestFilesystemBucketGoneWhileRunning(t *testing.T) {
 		t.Fatalf("tierd_bucket_up is not 0 with the bucket's directory gone")
 	}
 	passes := metricNumber(t, httpAddr, "tierd_copier_passes_total")
-	waitFor(t, "three more passes (skipped)", func() bool { return metricNumber(t, httpAddr, "tierd_copier_passes_total") >= passes+3 })
+	testtools.WaitFor(t, "three more passes (skipped)", func() bool { return metricNumber(t, httpAddr, "tierd_copier_passes_total") >= passes+3 })
 	s := statusJSON(t, cfgPath)
 	if p := s.Partitions[0]; p.DamagedCopies != 0 || p.Reason != remotelog.WaitStoreUnreachable {
 		t.Fatalf("with the bucket's directory gone: %+v, want waiting store_unreachable with no damaged copy", p)
@@ -110,9 +111,9 @@ func TestFilesystemBucketGoneWhileRunning(t *testing.T) {
 	if err := os.Rename(bucket+".away", bucket); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "ready again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == http.StatusOK })
+	testtools.WaitFor(t, "ready again", func() bool { code, _ := readyAnswer(t, httpAddr); return code == http.StatusOK })
 	passes2 := statusJSON(t, cfgPath).Passes
-	waitFor(t, "two more passes", func() bool { return statusJSON(t, cfgPath).Passes >= passes2+2 })
+	testtools.WaitFor(t, "two more passes", func() bool { return statusJSON(t, cfgPath).Passes >= passes2+2 })
 	if p := statusJSON(t, cfgPath).Partitions[0]; p.DamagedCopies != 0 || p.State != remotelog.TierUpToDate {
 		t.Fatalf("after the directory returned: %+v, want up to date with no damaged copy", p)
 	}

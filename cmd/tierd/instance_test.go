@@ -13,6 +13,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 )
 
@@ -24,7 +25,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 	logs := filepath.Join(root, "logs")
 	os.MkdirAll(logs, 0o755)
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 	}
 	second := cfg
 	second.Metadata.Dir, second.Fetch.Listen = filepath.Join(root, "metadata-2"), freeAddr(t)
-	err = serve(context.Background(), second, slog.New(slog.DiscardHandler))
+	err = serve(context.Background(), second, startOptions{}, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, instance.ErrLocked) {
 		t.Fatalf("second tierd on the same log dir: %v", err)
 	}
@@ -61,7 +62,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 		t.Fatalf("instance id after rlmm rebuild %q, want %q", got, id)
 	}
 	os.RemoveAll(cfg.Metadata.Dir) // lost: the lock file still names this tierd
-	d, err := newDaemon(context.Background(), cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	d, err := newDaemon(context.Background(), cfg, startOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

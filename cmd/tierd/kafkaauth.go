@@ -5,37 +5,22 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/netip"
 	"slices"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
 // newAuthorizer builds the Authorizer of cfg.ACLs over its source: the
 // Kafka cluster's ACLs through d's cluster client, or the ACL file.
-func newAuthorizer(cfg config, d *daemon, log *slog.Logger) (*authz.Authorizer, error) {
+func newAuthorizer(cfg config.Config, d *tierdParts, log *slog.Logger) (*authz.Authorizer, error) {
 	var src authz.Source = authz.FileSource{Path: cfg.ACLs.File}
 	if cfg.ACLs.Source == "cluster" {
 		src = d.kafka
 	}
 	return authz.New(cfg.ACLs.Config, src, authz.WithLogger(log.With("component", "acls")), authz.WithRegisterer(d.reg))
-}
-
-// loopbackOnly reports whether listen (host:port) accepts connections
-// from this host alone: its host a loopback address or "localhost".
-func loopbackOnly(listen string) bool {
-	host, _, err := net.SplitHostPort(listen)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
 
 // clusterLogins relays the Kafka listener's logins to the Kafka cluster
@@ -63,7 +48,7 @@ func (r refusals) Step(ctx context.Context, msg []byte) ([]byte, error) {
 
 // newRelay checks the Kafka listener's logins against the cluster, each
 // within the cluster's request_timeout.
-func newRelay(cfg config, d *daemon) (*sasl.Relay, error) {
+func newRelay(cfg config.Config, d *tierdParts) (*sasl.Relay, error) {
 	r, err := sasl.NewRelay(cfg.Kafka.Listener.SASLEnabledMechanisms, clusterLogins{d.kafka})
 	if err != nil {
 		return nil, err
@@ -75,7 +60,7 @@ func newRelay(cfg config, d *daemon) (*sasl.Relay, error) {
 // warnRelayPlaintext says at start that relayed PLAIN logins carry the
 // clients' passwords to the cluster in the clear when kafka.tls is off,
 // even for clients that reached the listener over TLS.
-func warnRelayPlaintext(cfg config, log *slog.Logger) {
+func warnRelayPlaintext(cfg config.Config, log *slog.Logger) {
 	if slices.Contains(cfg.Kafka.Listener.SASLEnabledMechanisms, sasl.Plain) && !cfg.Kafka.Cluster.TLS.Enabled {
 		log.Warn("PLAIN logins are relayed to the Kafka cluster over plaintext (kafka.tls is off): the clients' passwords cross that network in the clear, whatever tls.kafka says; enable kafka.tls",
 			"bootstrap_servers", cfg.Kafka.Cluster.BootstrapServers)
@@ -89,7 +74,7 @@ type logins struct {
 	file string
 }
 
-func newLogins(cfg config) (*logins, error) {
+func newLogins(cfg config.Config) (*logins, error) {
 	creds, err := readCredentials(cfg.Kafka.Logins.SASLCredentialsFile)
 	if err != nil {
 		return nil, err
@@ -103,7 +88,7 @@ func newLogins(cfg config) (*logins, error) {
 
 // reload reads the credentials file again (a changed path needs a
 // restart); a file that does not load changes nothing.
-func (l *logins) reload(config) error {
+func (l *logins) reload(config.Config) error {
 	creds, err := readCredentials(l.file)
 	if err != nil {
 		return err

@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -98,7 +100,7 @@ acls:
 	}
 	defer cl.Close()
 	var got []string
-	waitFor(t, "orders' records through tierd's listener", func() bool {
+	testtools.WaitFor(t, "orders' records through tierd's listener", func() bool {
 		fctx, cancel := context.WithTimeout(ctx, 500e6)
 		defer cancel()
 		cl.PollFetches(fctx).EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
@@ -138,7 +140,7 @@ acls:
 	if _, err := revoke.RequestWith(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the revoke applied by tierd", func() bool { return describe("orders") == kerr.TopicAuthorizationFailed.Code })
+	testtools.WaitFor(t, "the revoke applied by tierd", func() bool { return describe("orders") == kerr.TopicAuthorizationFailed.Code })
 }
 
 // TestKafkaListenerSASL: tierd run with sasl.enabled.mechanisms and a
@@ -200,13 +202,13 @@ acls:
 	bucketCreate(t, cfgPath)
 
 	os.Chmod(creds, 0o644)
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
 		t.Fatalf("a credentials file others can read: %v", err)
 	}
 	os.Chmod(creds, 0o600)
@@ -230,7 +232,7 @@ acls:
 		}
 		return int(resp.Topics[0].Partitions[0].Offset), nil
 	}
-	waitFor(t, "the listener", func() bool { n, err := read("first-pw-of-alice"); return err == nil && n == 5 })
+	testtools.WaitFor(t, "the listener", func() bool { n, err := read("first-pw-of-alice"); return err == nil && n == 5 })
 	if _, err := read("not-alices-pw"); err == nil || !strings.Contains(err.Error(), "SASL_AUTHENTICATION_FAILED") {
 		t.Errorf("a wrong password: %v", err)
 	}
@@ -257,31 +259,5 @@ acls:
 	}
 	if n, err := read("second-pw-of-alice"); err != nil || n != 5 {
 		t.Errorf("alice after the refused ACL file: %d %v", n, err)
-	}
-}
-
-// TestOpenListenerNeedsConsent: a Kafka listener beyond loopback that
-// authenticates nobody and applies no ACLs is refused, unless
-// allow.unauthenticated says so; on loopback, or with SASL, mtls or
-// acls, it is accepted.
-func TestOpenListenerNeedsConsent(t *testing.T) {
-	dir := t.TempDir()
-	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
-	for name, tc := range map[string]struct {
-		yaml string
-		ok   bool
-	}{
-		"open":        {base + "kafka: {listen: 0.0.0.0:9192}\n", false},
-		"consented":   {base + "kafka: {listen: 0.0.0.0:9192, allow.unauthenticated: true}\n", true},
-		"loopback":    {base + "kafka: {listen: 127.0.0.1:9192}\n", true},
-		"with acls":   {base + "kafka: {listen: 0.0.0.0:9192}\nacls: {source: file, file: /a}\n", true},
-		"with logins": {base + "kafka: {listen: '[::]:9192', sasl.enabled.mechanisms: [PLAIN], sasl.credentials.file: /c}\n", true},
-	} {
-		p := filepath.Join(dir, name+".yaml")
-		os.WriteFile(p, []byte(tc.yaml), 0o600)
-		_, err := loadConfig(p)
-		if (err == nil) != tc.ok {
-			t.Errorf("%s: %v, want ok %v", name, err, tc.ok)
-		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -84,7 +85,7 @@ kafka:
 		return strings.Join(out, ","), nil
 	}
 	var got string
-	waitFor(t, "INTERNAL serving", func() bool { got, err = brokers(internal); return err == nil })
+	testtools.WaitFor(t, "INTERNAL serving", func() bool { got, err = brokers(internal); return err == nil })
 	if got != internal {
 		t.Errorf("INTERNAL advertises %q, want %s", got, internal)
 	}

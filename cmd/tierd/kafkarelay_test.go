@@ -93,7 +93,7 @@ kafka:
 		}
 		return err
 	}
-	waitFor(t, "the listener up", func() bool { return login(saslplain.Auth{User: "bob", Pass: "bob-pw"}.AsMechanism()) == nil })
+	testtools.WaitFor(t, "the listener up", func() bool { return login(saslplain.Auth{User: "bob", Pass: "bob-pw"}.AsMechanism()) == nil })
 	if err := login(scram.Auth{User: "alice", Pass: "alice-pw"}.AsSha512Mechanism()); err != nil {
 		t.Errorf("alice (SCRAM-SHA-512, a user of the cluster): %v", err)
 	}

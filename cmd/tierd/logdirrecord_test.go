@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -28,15 +31,15 @@ func TestRestartOnAnEmptyMountPoint(t *testing.T) {
 	httpAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
 	stop := startServe(t, cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, nil); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, nil); err != nil {
 		t.Fatalf("the same log dir again: %v", err)
 	}
 
@@ -54,7 +57,7 @@ func TestRestartOnAnEmptyMountPoint(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(logs, instance.LockFile)); err == nil {
 		t.Error("tierd run wrote its lock file into the empty mount point")
 	}
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, []string{logs}); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, []string{logs}); err != nil {
 		t.Errorf("with --new-log-dir: %v", err)
 	}
 	// Mounted back, the dir holds the lock file again.
@@ -62,11 +65,11 @@ func TestRestartOnAnEmptyMountPoint(t *testing.T) {
 	if err := os.Rename(mounted, logs); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, nil); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, nil); err != nil {
 		t.Errorf("the disk mounted back: %v", err)
 	}
 	// A log dir added to the config is new, not lost.
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, append(cfg.Copier.LogDirs, filepath.Join(root, "more")), nil); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, append(cfg.Copier.LogDirs, filepath.Join(root, "more")), nil); err != nil {
 		t.Errorf("a log dir added to copier.log_dirs: %v", err)
 	}
 }

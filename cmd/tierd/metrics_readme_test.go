@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -95,7 +96,7 @@ func TestReadmeKafkaMetricsFromStart(t *testing.T) {
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
 	stop := startServe(t, cfgPath)
 	defer stop()
-	waitFor(t, "a pass", func() bool { return healthy(httpAddr) && metricNumber(t, httpAddr, "tierd_copier_passes_total") >= 1 })
+	testtools.WaitFor(t, "a pass", func() bool { return healthy(httpAddr) && metricNumber(t, httpAddr, "tierd_copier_passes_total") >= 1 })
 	metrics := get(t, "http://"+httpAddr+"/metrics")
 	for _, name := range readmeKafkaMetrics(t) {
 		if !strings.Contains(metrics, "\n# TYPE "+name+" ") {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/statuspage"
 )
 
@@ -14,16 +16,16 @@ import (
 // and cfg with its secrets redacted.
 //
 // live, when not nil, adds facts computed at each view (securityFacts).
-func statusPage(cfg config, d *daemon, log *slog.Logger, ready func() (bool, string), rl *reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
+func statusPage(cfg config.Config, d *tierdParts, log *slog.Logger, ready func() (bool, string), rl *daemon.Reloader, live func() []statuspage.Fact) (*statuspage.Page, error) {
 	// The page shows the running config: a reload (SIGHUP) replaces it,
 	// with where each value came from.
-	var cur atomic.Pointer[config]
+	var cur atomic.Pointer[config.Config]
 	cur.Store(&cfg)
 	if rl != nil {
-		rl.Register("status page", func(c config) error { cur.Store(&c); return nil })
+		rl.Register("status page", func(c config.Config) error { cur.Store(&c); return nil })
 	}
 	running := func() any { return *cur.Load() }
-	source := func(key string) string { return cur.Load().source(key) }
+	source := func(key string) string { return cur.Load().Source(key) }
 	var broker []statuspage.Option
 	if live != nil {
 		broker = append(broker, statuspage.WithLiveFacts(live))

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/daemon"
 )
 
 // TestServeHTTPPprof checks that /debug/pprof/ is served only with
@@ -19,7 +21,8 @@ func TestServeHTTPPprof(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() {
-			done <- serveHTTP(ctx, addr, prometheus.NewRegistry(), func() (bool, string) { return true, "" }, nil, on, nil, slog.New(slog.DiscardHandler))
+			done <- daemon.HTTP{Addr: addr, Registry: prometheus.NewRegistry(), Ready: func() (bool, string) { return true, "" }, Pprof: on,
+				Log: slog.New(slog.DiscardHandler)}.Run(ctx)
 		}()
 		for deadline := time.Now().Add(10 * time.Second); !healthy(addr); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )
@@ -90,7 +93,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	}
 	write(604800000, fetchAddr, "info")
 	bucketCreate(t, cfgPath)
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +102,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, log, level) }()
+	go func() { done <- serve(ctx, cfg, startOptions{}, log, level) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -118,7 +121,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 		}
 		return resp
 	}
-	waitFor(t, "the copies", func() bool { r := offsets(); return r != nil && r.HighestTieredOffset == 411 })
+	testtools.WaitFor(t, "the copies", func() bool { r := offsets(); return r != nil && r.HighestTieredOffset == 411 })
 	if r := offsets(); r.LogStartOffset != 0 {
 		t.Fatalf("log start offset %d under 7-day retention", r.LogStartOffset)
 	}
@@ -139,7 +142,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 			t.Errorf("config reload output lacks %q:\n%s", want, out.String())
 		}
 	}
-	waitFor(t, "retention.ms 1h at the next pass", func() bool { r := offsets(); return r != nil && r.LogStartOffset == 412 })
+	testtools.WaitFor(t, "retention.ms 1h at the next pass", func() bool { r := offsets(); return r != nil && r.LogStartOffset == 412 })
 	if level.Level() != slog.LevelDebug || !log.Enabled(context.Background(), slog.LevelDebug) {
 		t.Errorf("log level %s after the reload, want DEBUG", level.Level())
 	}
@@ -161,10 +164,10 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 
 	// A file that does not load changes nothing; SIGHUP never ends tierd.
 	os.WriteFile(cfgPath, []byte("copier:\n  log_dir: [/x]\n"), 0o644)
-	before, _ := readReload(cfg.Metadata.Dir)
+	before, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	waitFor(t, "the broken file's reload", func() bool { r, _ := readReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
-	res, _ := readReload(cfg.Metadata.Dir)
+	testtools.WaitFor(t, "the broken file's reload", func() bool { r, _ := daemon.ReadReload(cfg.Metadata.Dir); return r.Seq > before.Seq })
+	res, _ := daemon.ReadReload(cfg.Metadata.Dir)
 	if !strings.Contains(res.Error, `unknown key "log_dir"; did you mean "log_dirs"?`) || len(res.Applied) != 0 {
 		t.Errorf("broken file's reload: %+v", res)
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -55,14 +57,14 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // rebuildMetadata moves the metadata dir aside (keeping it as
 // "<dir>.old-<unix seconds>") and rebuilds it from the bucket. The new dir
 // keeps the old one's instance id: it is the same tierd; and its record of
-// when it was created (createdFile), so that initial_retention_delay
+// when it was created (daemon.CreatedFile), so that initial_retention_delay
 // goes on as it was. A rebuild over a lost metadata dir (or one without
 // an instance id) makes a new metadata dir, recorded as created now: the
 // next tierd run waits out initial_retention_delay, as after any loss of
 // the metadata dir.
-func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer) error {
+func rebuildMetadata(ctx context.Context, cfg config.Config, all bool, stdout io.Writer) error {
 	old := ""
-	var created []byte // the old dir's createdFile, nil when it had none
+	var created []byte // the old dir's daemon.CreatedFile, nil when it had none
 	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
 		old = fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
 		// A running tierd holds Pebble's lock; renaming under it would be
@@ -74,7 +76,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		if err != nil {
 			return err
 		}
-		if created, err = os.ReadFile(filepath.Join(cfg.Metadata.Dir, createdFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if created, err = os.ReadFile(filepath.Join(cfg.Metadata.Dir, daemon.CreatedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 		if err := os.Rename(cfg.Metadata.Dir, old); err != nil {
@@ -91,13 +93,13 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 		if err := os.MkdirAll(cfg.Metadata.Dir, 0o755); err != nil {
 			return err
 		}
-		if err := kafkalog.WriteFileAtomic(filepath.Join(cfg.Metadata.Dir, createdFile), created); err != nil {
+		if err := kafkalog.WriteFileAtomic(filepath.Join(cfg.Metadata.Dir, daemon.CreatedFile), created); err != nil {
 			return err
 		}
-	} else if _, err := metadataCreated(cfg.Metadata.Dir, false, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
+	} else if _, err := daemon.MetadataCreated(cfg.Metadata.Dir, false, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
 		return err // (it records only a dir without an instance id: a new one)
 	}
-	d, err := newDaemon(ctx, cfg, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	d, err := newDaemon(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func rebuildMetadata(ctx context.Context, cfg config, all bool, stdout io.Writer
 // probeUnlocked fails when a running tierd holds the metadata store. A
 // store that does not open for another reason (damage: the reason to
 // rebuild) passes.
-func probeUnlocked(ctx context.Context, cfg config) error {
+func probeUnlocked(ctx context.Context, cfg config.Config) error {
 	s, err := openStore(ctx, cfg)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return err

@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/internal/testfixtures"
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )
@@ -136,8 +138,8 @@ func TestRSMEndpointWired(t *testing.T) {
 	srv.CreateBucket(t, "wired")
 	w := newRSMWorld(t, srv, "wired")
 	stop := startServe(t, w.cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(w.http) })
-	waitFor(t, "the RSM endpoint", func() bool { return w.up() })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(w.http) })
+	testtools.WaitFor(t, "the RSM endpoint", func() bool { return w.up() })
 	id := remotelog.NewSegmentID()
 	if code, body := w.copyReq(t, "orders", id); code != http.StatusOK {
 		t.Fatalf("copy: %d %s", code, body)
@@ -223,7 +225,7 @@ func TestRSMRefusals(t *testing.T) {
 	overlap := strings.Replace(string(data), "log_dirs: ["+w.brokerDir+"]", "log_dirs: ["+w.copierDir+"/sub]", 1)
 	p := filepath.Join(w.root, "overlap.yaml")
 	os.WriteFile(p, []byte(overlap), 0o644)
-	if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), "overlap") {
+	if _, err := config.Load(p); err == nil || !strings.Contains(err.Error(), "overlap") {
 		t.Errorf("rsm.log_dirs inside copier.log_dirs: %v; want a refusal", err)
 	}
 
@@ -240,13 +242,13 @@ func TestRSMRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	store.Close()
-	cfg, err := loadConfig(w.cfgPath)
+	cfg, err := config.Load(w.cfgPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
+	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
 		t.Errorf("serve with topic orders tiered both ways: %v; want a refusal", err)
 	}
 }
@@ -266,7 +268,7 @@ func TestReadmeRSMMetricsFromStart(t *testing.T) {
 	data = append(data, fmt.Sprintf("rsm:\n  enabled: true\n  listen: %s\n  token_file: %s\n  log_dirs: [%s]\n", rsmAddr, tok, filepath.Join(root, "kafka-data"))...)
 	os.WriteFile(cfgPath, data, 0o644)
 	startServe(t, cfgPath)
-	waitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
+	testtools.WaitFor(t, "tierd serving", func() bool { return healthy(httpAddr) })
 	metrics := get(t, "http://"+httpAddr+"/metrics")
 	names := docTableMetrics(t, "docs/kafka.md", "Metrics of the RSM endpoint")
 	if len(names) < 10 {
@@ -311,7 +313,7 @@ func TestRSMOverMTLS(t *testing.T) {
 		t.Error("the endpoint accepted a client without a certificate")
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
-	waitFor(t, "the endpoint ready over mTLS", func() bool {
+	testtools.WaitFor(t, "the endpoint ready over mTLS", func() bool {
 		req, _ := http.NewRequest(http.MethodGet, "https://"+rsmAddr+"/v1/health", nil)
 		req.Header.Set("Authorization", "Bearer "+rsmTestToken)
 		resp, err := hc.Do(req)
@@ -352,7 +354,7 @@ func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "the endpoint", func() bool { return health(rsmTestToken) == http.StatusOK })
+	testtools.WaitFor(t, "the endpoint", func() bool { return health(rsmTestToken) == http.StatusOK })
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP) // so that the signal never ends the test binary
 	defer signal.Stop(hup)
@@ -360,7 +362,7 @@ func TestRSMTokenReloadOnSIGHUP(t *testing.T) {
 	os.WriteFile(tok, []byte(next+"\n"), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
 	<-hup
-	waitFor(t, "the new token taken", func() bool { return health(next) == http.StatusOK })
+	testtools.WaitFor(t, "the new token taken", func() bool { return health(next) == http.StatusOK })
 	if code := health(rsmTestToken); code != http.StatusUnauthorized {
 		t.Errorf("the old token after the reload: %d, want 401", code)
 	}
@@ -380,11 +382,11 @@ func TestRSMOnlyConfig(t *testing.T) {
 	}
 	common := "bucket:\n  type: minio\n  minio: {endpoint: http://127.0.0.1:9, bucket: b}\nmetadata: {dir: " + filepath.Join(dir, "meta") + "}\n"
 	only := write("only.yaml", "rsm:\n  enabled: true\n  token_file: "+filepath.Join(dir, "token")+"\n  log_dirs: ["+dir+"]\n"+common)
-	if _, err := loadConfig(only); err != nil {
+	if _, err := config.Load(only); err != nil {
 		t.Errorf("rsm.enabled without copier.log_dirs: %v; want it accepted", err)
 	}
 	neither := write("neither.yaml", common)
-	if _, err := loadConfig(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
+	if _, err := config.Load(neither); err == nil || !strings.Contains(err.Error(), "copier: log_dirs is required") {
 		t.Errorf("neither copier.log_dirs nor rsm.enabled: %v; want copier.log_dirs required", err)
 	}
 }
@@ -417,7 +419,7 @@ func TestRSMOnlyTokenRotation(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	waitFor(t, "the RSM endpoint", func() bool { return status(rsmTestToken) == http.StatusOK })
+	testtools.WaitFor(t, "the RSM endpoint", func() bool { return status(rsmTestToken) == http.StatusOK })
 	const fresh = "a-new-token-of-the-broker-0123456789"
 	os.WriteFile(w.tok, []byte(fresh+"\n"), 0o600)
 	var out, errOut bytes.Buffer

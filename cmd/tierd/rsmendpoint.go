@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -27,7 +28,7 @@ import (
 // and fetch's. It refuses to start when a topic has both broker-owned
 // copies and tierd's own (a topic is tiered one way only), and refuses at
 // every copy a topic tierd's copier tiers (409 TIERED_BY_SIDECAR).
-func (d *daemon) rsmEndpoint(cfg config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
+func (d *tierdParts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
 	if err := tieredBothWays(d.store); err != nil {
 		return nil, err
 	}
@@ -41,7 +42,7 @@ func (d *daemon) rsmEndpoint(cfg config, log *slog.Logger, tc *tls.Config) (*rsm
 		}
 	}
 	rc := cfg.RSM
-	rc.StagingDir = cfg.rsmStagingDir()
+	rc.StagingDir = cfg.RSMStagingDir()
 	opts := []rsmapi.Option{rsmapi.WithLogger(log.With("component", "rsm")), rsmapi.WithRegisterer(d.reg),
 		rsmapi.WithPartitionLabels(d.labels), rsmapi.WithReadiness(d.readiness), rsmapi.WithTLS(tc),
 		rsmapi.WithSidecarTopics(sidecarTopics(d.store, cfg.Copier.LogDirs)), rsmapi.WithLogReader(logRange{s: d.fetch, src: mgr})}

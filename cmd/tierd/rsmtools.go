@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/rlmm"
@@ -23,7 +24,7 @@ import (
 // wildcard host reached on loopback), with the token of rsm.token_file,
 // over TLS when tls.rsm is not off (trusting tls.ca_file, presenting
 // tls.client_cert_file to an mtls endpoint).
-func rsmClient(cfg config) (*rsmapi.Client, error) {
+func rsmClient(cfg config.Config) (*rsmapi.Client, error) {
 	tok, err := rsmapi.ReadToken(cfg.RSM.TokenFile)
 	if err != nil {
 		return nil, err
@@ -35,7 +36,7 @@ func rsmClient(cfg config) (*rsmapi.Client, error) {
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	if mode(cfg.TLS.RSM) == tlsOff {
+	if config.Mode(cfg.TLS.RSM) == config.TLSOff {
 		return rsmapi.NewClient("http://"+net.JoinHostPort(host, port), tok, nil), nil
 	}
 	t := cfg.TLS
@@ -51,7 +52,7 @@ func rsmClient(cfg config) (*rsmapi.Client, error) {
 
 // rsmStatus asks the running tierd's RSM endpoint for its status; source
 // says where the status came from.
-func rsmStatus(ctx context.Context, cfg config) (st rsmapi.Status, source string, err error) {
+func rsmStatus(ctx context.Context, cfg config.Config) (st rsmapi.Status, source string, err error) {
 	c, err := rsmClient(cfg)
 	if err != nil {
 		return st, "", err
@@ -115,7 +116,7 @@ func printRSMStatus(w io.Writer, st rsmapi.Status, source string, now time.Time)
 // showRSMStatus prints the RSM endpoint's part of "tierd status": the
 // running endpoint's status, or, when no tierd runs, what a stopped one's
 // metadata store holds of broker-owned copies; or why there is neither.
-func showRSMStatus(ctx context.Context, cfg config, w io.Writer) {
+func showRSMStatus(ctx context.Context, cfg config.Config, w io.Writer) {
 	st, source, err := rsmStatus(ctx, cfg)
 	if err != nil {
 		if c, _, derr := dialRunning(ctx, cfg); derr == nil && c == nil {
@@ -133,8 +134,8 @@ func showRSMStatus(ctx context.Context, cfg config, w io.Writer) {
 
 // offlineRSMStatus sums the broker-owned copies a stopped tierd's
 // metadata store records (nothing in flight, no request counts).
-func offlineRSMStatus(ctx context.Context, cfg config) (rsmapi.Status, string, error) {
-	st := rsmapi.Status{Listen: cfg.RSM.Listen + " (not running)", TLS: mode(cfg.TLS.RSM) != tlsOff, Prefix: cfg.RSM.Prefix}
+func offlineRSMStatus(ctx context.Context, cfg config.Config) (rsmapi.Status, string, error) {
+	st := rsmapi.Status{Listen: cfg.RSM.Listen + " (not running)", TLS: config.Mode(cfg.TLS.RSM) != config.TLSOff, Prefix: cfg.RSM.Prefix}
 	if err := metadataPresent(cfg); err != nil {
 		return st, "", err
 	}
@@ -220,7 +221,7 @@ func (s storeRows) rows(_ context.Context, tp remotelog.TopicPartition) ([]remot
 // from, given where it read tierd's own: the same stopped metadata store,
 // or the running tierd's RSM endpoint (when rsm.enabled); nil when there
 // is none, with why in the string.
-func brokerRowsFor(cfg config, ls lister) (brokerRows, string, func(), error) {
+func brokerRowsFor(cfg config.Config, ls lister) (brokerRows, string, func(), error) {
 	if s, ok := ls.(*storeLister); ok {
 		return storeRows{s.s}, cfg.Metadata.Dir + " (tierd not running)", func() {}, nil
 	}
@@ -239,7 +240,7 @@ func brokerRowsFor(cfg config, ls lister) (brokerRows, string, func(), error) {
 // through the RSM endpoint, their truth the broker's own remote log
 // metadata. Nothing is printed when there are none and the endpoint is
 // off.
-func listBrokerCopies(ctx context.Context, cfg config, ls lister, w io.Writer) error {
+func listBrokerCopies(ctx context.Context, cfg config.Config, ls lister, w io.Writer) error {
 	br, source, closeFn, err := brokerRowsFor(cfg, ls)
 	if err != nil {
 		return fmt.Errorf("broker-owned copies: %w", err)

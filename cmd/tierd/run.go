@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -21,17 +18,17 @@ import (
 	oklog "github.com/oklog/run"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/saturate"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/rlmm"
@@ -39,8 +36,8 @@ import (
 	"github.com/tierd/tierd/rsmapi"
 )
 
-// daemon is tierd's parts, wired: what "tierd run" and "tierd demo" share.
-type daemon struct {
+// tierdParts is tierd's parts, wired: what "tierd run" and "tierd demo" share.
+type tierdParts struct {
 	store  *rlmm.Store
 	bucket rsm.Bucket
 	mgr    *rsm.Manager
@@ -49,16 +46,28 @@ type daemon struct {
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
-	watch  *bucketWatch    // the object store's verdict
+	watch  *rsm.Watch      // the object store's verdict
 	labels *partlabels.Set // bounds the per-partition series of every part
 	rsmEP  *rsmapi.Server  // the RSM endpoint; nil unless rsm.enabled (tierd run)
 
 	instanceID string // kept in the metadata dir
 }
 
+// startOptions are what tierd run adds at start to the config it read.
+type startOptions struct {
+	// keepCreated: tierd run keeps the metadata dir's creation time
+	// (copier.Config.MetadataCreatedMs, see daemon.MetadataCreated); the tools
+	// and the demo do not. retentionGoAhead is tierd run
+	// --retention-go-ahead.
+	keepCreated, retentionGoAhead bool
+	// logDirCheck, set by tierd run, says whether a log dir is still the
+	// one it locked at start (copier.WithLogDirCheck); nil: no check.
+	logDirCheck func(dir string) error
+}
+
 // openStore opens the metadata store, saying so when another tierd holds
 // it; it gives up when ctx ends (SIGINT, SIGTERM).
-func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Store, error) {
+func openStore(ctx context.Context, cfg config.Config, opts ...rlmm.Option) (*rlmm.Store, error) {
 	s, err := rlmm.OpenContext(ctx, cfg.Metadata, opts...)
 	if err != nil && ctx.Err() != nil && errors.Is(err, context.Cause(ctx)) {
 		return nil, &stopError{dir: cfg.Metadata.Dir}
@@ -72,18 +81,18 @@ func openStore(ctx context.Context, cfg config, opts ...rlmm.Option) (*rlmm.Stor
 // newDaemon wires tierd's parts for cfg. wrap, when given, decorates the
 // bucket before anything uses it (the demo confines itself to its own
 // prefix this way).
-func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*daemon, error) {
+func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, reg prometheus.Registerer, wrap ...func(rsm.Bucket) (rsm.Bucket, error)) (*tierdParts, error) {
 	store, err := openStore(ctx, cfg, rlmm.WithRegisterer(reg), rlmm.WithLogger(log.With("component", "rlmm")))
 	if err != nil {
 		return nil, err
 	}
-	d := &daemon{store: store, reg: reg}
-	if cfg.keepCreated { // before the instance id is kept: a metadata dir without one is new
-		if cfg.Copier.MetadataCreatedMs, err = metadataCreated(cfg.Metadata.Dir, cfg.retentionGoAhead, time.Now(), log); err != nil {
+	d := &tierdParts{store: store, reg: reg}
+	if start.keepCreated { // before the instance id is kept: a metadata dir without one is new
+		if cfg.Copier.MetadataCreatedMs, err = daemon.MetadataCreated(cfg.Metadata.Dir, start.retentionGoAhead, time.Now(), log); err != nil {
 			d.Close()
 			return nil, err
 		}
-		noteInitialRetention(cfg, time.Now(), log)
+		daemon.NoteInitialRetention(cfg, time.Now(), log)
 	}
 	// The instance id lives in the metadata dir; when that was lost, the
 	// log dirs' lock files still name it.
@@ -106,8 +115,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 		}
 		d.bucket = b
 	}
-	d.watch = newBucketWatch(d.bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
-	d.bucket = d.watch.wrap(d.bucket)
+	d.watch = rsm.NewWatch(d.bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
+	d.bucket = d.watch.Wrap(d.bucket)
 	if d.mgr, err = rsm.NewManager(d.bucket, rsm.Config{Prefix: cfg.Bucket.Prefix}); err != nil {
 		d.Close()
 		return nil, err
@@ -116,8 +125,8 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 	d.labels = labels
 	copts := []copier.Option{copier.WithLogger(log.With("component", "copier")), copier.WithRegisterer(reg), copier.WithPartitionLabels(labels),
 		copier.WithGate(d.environment)}
-	if cfg.logDirCheck != nil {
-		copts = append(copts, copier.WithLogDirCheck(cfg.logDirCheck))
+	if start.logDirCheck != nil {
+		copts = append(copts, copier.WithLogDirCheck(start.logDirCheck))
 	}
 	if cfg.Kafka.Cluster.Enabled() {
 		if d.kafka, err = cluster.New(cfg.Kafka.Cluster, cluster.WithLogger(log.With("component", "kafka"))); err != nil {
@@ -149,7 +158,7 @@ func newDaemon(ctx context.Context, cfg config, log *slog.Logger, reg prometheus
 // node id tierd's broker_id (0 when unset) and its cluster id the Kafka
 // cluster's recorded one, else one naming this tierd. advertised, when
 // set, replaces the configured advertised address.
-func (d *daemon) kafkaListener(cfg config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
+func (d *tierdParts) kafkaListener(cfg config.Config, log *slog.Logger, advertised string, extra ...listener.Option) (*listener.Server, error) {
 	lc := cfg.Kafka.Listener
 	if advertised != "" {
 		lc.Advertised = advertised
@@ -186,7 +195,7 @@ func brokerOwnedText(b *bool) string {
 	return fmt.Sprint(*b)
 }
 
-func (d *daemon) Close() error {
+func (d *tierdParts) Close() error {
 	if d.kafka != nil {
 		d.kafka.Close()
 	}
@@ -209,20 +218,19 @@ func runRun(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
-	cfg.retentionGoAhead = goAhead
 	if err := checkLogDirs(cfg.Copier.LogDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
-	if err := checkRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, newDirs); err != nil {
+	if err := daemon.CheckRecordedLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs, newDirs); err != nil {
 		fmt.Fprintf(stderr, "tierd run: %v\n", err)
 		return 1
 	}
 	level := new(slog.LevelVar) // a reload sets it
-	l, _ := parseLevel(cfg.LogLevel)
+	l, _ := config.ParseLevel(cfg.LogLevel)
 	level.Set(l)
 	log, flush := newLogger(stderr, level)
-	err := serve(ctx, cfg, log, level)
+	err := serve(ctx, cfg, startOptions{retentionGoAhead: goAhead}, log, level)
 	flush() // held-back repeats before the last line, not after it
 	return stopped(ctx, log, err)
 }
@@ -270,41 +278,14 @@ func checkLogDirs(dirs []string) error {
 	return nil
 }
 
-// memoryLimit is the Go soft memory limit for cfg, bytes (0: none): the
-// configured one, or the fetch caches' budgets + the copier's multipart
-// upload buffers (remote.log.manager.copier.thread.pool.size x
-// part_size x part_concurrency) + the RSM endpoint's when it is on
-// (rsm.max_concurrent_copies x the same) + 64 MiB for the rest. Without it the garbage collector lets the heap
-// grow to twice what is live, so a full cache would double the footprint.
-func memoryLimit(cfg config) int64 {
-	switch {
-	case cfg.MemoryLimitBytes > 0:
-		return cfg.MemoryLimitBytes
-	case cfg.MemoryLimitBytes < 0:
-		return 0
-	}
-	var upload int64
-	switch cfg.Bucket.Type {
-	case "s3":
-		upload = saturate.Mul(cfg.Bucket.S3.PartSize, int64(cfg.Bucket.S3.PartConcurrency))
-	case "minio":
-		upload = saturate.Mul(int64(min(cfg.Bucket.MinIO.PartSize, math.MaxInt64)), int64(cfg.Bucket.MinIO.PartConcurrency))
-	}
-	copies := int64(cfg.Copier.CopierThreadPoolSize)
-	if cfg.RSM.Enabled {
-		copies += int64(cfg.RSM.MaxConcurrentCopies)
-	}
-	return saturate.Add(saturate.Add(cfg.Fetch.MemoryBytes(), saturate.Mul(copies, upload)), 64<<20)
-}
-
 // serve runs the copier loop, the gRPC fetch server, the HTTP metrics
 // server and the config reloader (SIGHUP) in one run group until ctx ends
 // or one of them fails. level, when given, is the log handler's level,
 // which a reload sets.
-func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.LevelVar) error {
-	hup := notifyHUP() // from here on SIGHUP reloads, never kills
+func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog.Logger, level ...*slog.LevelVar) error {
+	hup := daemon.NotifyHUP() // from here on SIGHUP reloads, never kills
 	defer signal.Stop(hup)
-	if limit := memoryLimit(cfg); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
+	if limit := cfg.MemoryLimit(); limit > 0 && os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(limit)
 		log.Info("go soft memory limit", "bytes", limit)
 	}
@@ -317,13 +298,13 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		return err
 	}
 	defer lock.Close()
-	cfg.logDirCheck = lock.Check
+	start.logDirCheck = lock.Check
 	tlsH, err := tlsHolder(cfg.TLS, log) // nil when every endpoint is plaintext
 	if err != nil {
 		return err
 	}
-	cfg.keepCreated = true
-	d, err := newDaemon(ctx, cfg, log, reg)
+	start.keepCreated = true
+	d, err := newDaemon(ctx, cfg, start, log, reg)
 	if err != nil {
 		return err
 	}
@@ -331,12 +312,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	if err := lock.Record(d.instanceID); err != nil {
 		return fmt.Errorf("record this tierd in the log dirs' lock files: %w", err)
 	}
-	if err := recordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
+	if err := daemon.RecordLogDirs(cfg.Metadata.Dir, cfg.Copier.LogDirs); err != nil {
 		return fmt.Errorf("record the log dirs tierd runs on: %w", err)
 	}
-	if err := writeRuntime(cfg.Metadata.Dir, runtimeInfo{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
+	if err := daemon.WriteRuntime(cfg.Metadata.Dir, daemon.Runtime{PID: os.Getpid(), FetchListen: cfg.Fetch.Listen, HTTPListen: cfg.HTTP.Listen,
 		StartedMs: time.Now().UnixMilli()}); err != nil {
-		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, runtimeFile), "err", err)
+		log.Warn("could not record where this tierd listens, for the tools", "file", filepath.Join(cfg.Metadata.Dir, daemon.RuntimeFile), "err", err)
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "kafka_listeners", kafkaListenersText(cfg), "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
@@ -347,12 +328,12 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	// A bucket that does not exist or credentials the store refuses will
 	// not mend by themselves: say so and stop. An unreachable store may:
 	// wait for it, not ready.
-	if err := d.watch.check(ctx); errors.Is(err, rsm.ErrMisconfigured) {
+	if err := d.watch.Check(ctx); errors.Is(err, rsm.ErrMisconfigured) {
 		return err
 	}
 	d.watch.Probe(ctx)
 	var g oklog.Group
-	rl := newReloader(cfg, log, append(level, nil)[0])
+	rl := daemon.NewReloader(cfg, log, append(level, nil)[0])
 	var acls *authz.Authorizer
 	if cfg.ACLs.Source != "" {
 		if acls, err = newAuthorizer(cfg, d, log); err != nil {
@@ -360,7 +341,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		}
 		// The ACLs read again, at once: a file that does not load fails the
 		// reload (the ACLs read before keep deciding, up to max_stale).
-		rl.Register("acls", func(config) error { return acls.Load(ctx) })
+		rl.Register("acls", func(config.Config) error { return acls.Load(ctx) })
 		g.Add(func() error { return acls.Run(ctx) }, func(error) { cancel() })
 	}
 	var tokens *apiTokens
@@ -373,18 +354,18 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 	warnOpenAPI(cfg, log, acls != nil)
 	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)),
 		fetch.WithAuth(fetchAuth(cfg, tokens, acls)), fetch.WithAdminSocket(adminSocket(cfg)))
-	rl.Register("copier", func(c config) error { return d.copier.Reconfigure(c.Copier) })
-	rl.Register("fetch", func(c config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
-	limit := memoryLimit(cfg)
-	rl.Register("memory limit", func(c config) error {
-		if l := memoryLimit(c); l != limit {
+	rl.Register("copier", func(c config.Config) error { return d.copier.Reconfigure(c.Copier) })
+	rl.Register("fetch", func(c config.Config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
+	limit := cfg.MemoryLimit()
+	rl.Register("memory limit", func(c config.Config) error {
+		if l := c.MemoryLimit(); l != limit {
 			limit = l
-			log.Info("go soft memory limit", "bytes", applyMemoryLimit(c))
+			log.Info("go soft memory limit", "bytes", daemon.ApplyMemoryLimit(c))
 		}
 		return nil
 	})
-	rl.Register("tls", func(config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
-	g.Add(func() error { return rl.run(ctx, hup) }, func(error) { cancel() })
+	rl.Register("tls", func(config.Config) error { return reloadTLS(tlsH, log) }) // the certificate files, read again
+	g.Add(func() error { return rl.Run(ctx, hup) }, func(error) { cancel() })
 	g.Add(func() error { return d.watch.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.copier.Run(ctx) }, func(error) { cancel() })
 	g.Add(func() error { return d.fetch.Run(ctx) }, func(error) { cancel() })
@@ -392,7 +373,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		if d.rsmEP, err = d.rsmEndpoint(cfg, log, serverTLS(tlsH, cfg.TLS.RSM)); err != nil {
 			return err
 		}
-		rl.Register("rsm token", func(config) error { return d.rsmEP.ReloadToken() })
+		rl.Register("rsm token", func(config.Config) error { return d.rsmEP.ReloadToken() })
 		g.Add(func() error { return d.rsmEP.Run(ctx) }, func(error) { cancel() })
 	}
 	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls)
@@ -416,9 +397,9 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 		if err != nil {
 			return err
 		}
-		g.Add(func() error {
-			return serveHTTP(ctx, cfg.HTTP.Listen, reg, d.readiness, page, cfg.HTTP.Pprof, serverTLS(tlsH, cfg.TLS.HTTP), log, guard)
-		}, func(error) { cancel() })
+		srv := daemon.HTTP{Addr: cfg.HTTP.Listen, Registry: reg, Ready: d.readiness, Page: page, Pprof: cfg.HTTP.Pprof,
+			TLS: serverTLS(tlsH, cfg.TLS.HTTP), Guard: guard, Log: log}
+		g.Add(func() error { return srv.Run(ctx) }, func(error) { cancel() })
 	}
 	g.Add(func() error { <-ctx.Done(); return nil }, func(error) { cancel() })
 	return g.Run()
@@ -428,7 +409,7 @@ func serve(ctx context.Context, cfg config, log *slog.Logger, level ...*slog.Lev
 // takes no writes, the object store did not answer its last probe, a log
 // dir is missing or unreadable (copier.LogDirsReady), or the Kafka
 // cluster (when configured) did not answer the last pass.
-func (d *daemon) readiness() (bool, string) {
+func (d *tierdParts) readiness() (bool, string) {
 	if err := d.store.Health(); err != nil {
 		return false, err.Error()
 	}
@@ -445,7 +426,7 @@ func (d *daemon) readiness() (bool, string) {
 // metadata store takes no writes (metadata_unwritable), or the bucket
 // watch says the object store does not answer (store_unreachable), as a
 // *copier.GateError carrying the partitions' wait reason.
-func (d *daemon) environment() error {
+func (d *tierdParts) environment() error {
 	if err := d.store.Health(); err != nil {
 		return &copier.GateError{Reason: remotelog.WaitMetadataUnwritable, Err: err}
 	}
@@ -455,59 +436,8 @@ func (d *daemon) environment() error {
 	return nil
 }
 
-// serveHTTP serves /metrics, /-/healthy, /-/ready, when page is not
-// nil the status page at "/", and with prof Go's profiles under
-// /debug/pprof/ (http.pprof), over TLS when tc is not nil. guard, when
-// given, wraps all but /-/healthy and /-/ready (probes stay open; they
-// say only ok or why not ready). The server's
-// own errors (refused TLS handshakes among them) go to log at debug level.
-func serveHTTP(ctx context.Context, addr string, reg *prometheus.Registry, ready func() (bool, string), page http.Handler, prof bool, tc *tls.Config, log *slog.Logger,
-	guard ...func(http.Handler) http.Handler) error {
-	mux := http.NewServeMux()
-	guarded := http.NewServeMux() // what guard protects: the page, /metrics, the profiles
-	if prof {
-		handlePprof(guarded)
-	}
-	if page != nil {
-		guarded.Handle("/{$}", page)
-	}
-	guarded.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	var h http.Handler = guarded
-	for _, g := range guard {
-		h = g(h)
-	}
-	mux.Handle("/", h)
-	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok\n") })
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
-		if ok, why := ready(); !ok {
-			http.Error(w, why, http.StatusServiceUnavailable)
-			return
-		}
-		io.WriteString(w, "ok\n")
-	})
-	lis, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("http: listen: %w", err)
-	}
-	if tc != nil {
-		lis = tls.NewListener(lis, tc)
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelDebug)}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(lis); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
-}
-
 // rsmListen is rsm.listen, or "" when the RSM endpoint is off.
-func rsmListen(cfg config) string {
+func rsmListen(cfg config.Config) string {
 	if !cfg.RSM.Enabled {
 		return ""
 	}

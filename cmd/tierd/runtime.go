@@ -2,57 +2,19 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
+	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/privfile"
 )
-
-// runtimeFile, in the metadata dir, says where the running tierd listens:
-// the addresses it started with, which a refused reload (fetch.listen is
-// static) does not change while the file's may. Tools read it when
-// nothing answers at the file's fetch.listen.
-const runtimeFile = "tierd-runtime.json"
-
-// runtimeInfo is the content of runtimeFile.
-type runtimeInfo struct {
-	PID         int    `json:"pid"`
-	FetchListen string `json:"fetchListen"`
-	HTTPListen  string `json:"httpListen,omitempty"`
-	StartedMs   int64  `json:"startedMs"`
-}
-
-// writeRuntime records info in the metadata dir (tmp, rename).
-func writeRuntime(dir string, info runtimeInfo) error {
-	data, err := json.MarshalIndent(info, "", "  ")
-	if err != nil {
-		return err
-	}
-	p := filepath.Join(dir, runtimeFile)
-	if err := os.WriteFile(p+".tmp", append(data, '\n'), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(p+".tmp", p)
-}
-
-// readRuntime returns the runtime file of a tierd whose process is still
-// alive; ok false when there is none.
-func readRuntime(dir string) (info runtimeInfo, ok bool) {
-	data, err := os.ReadFile(filepath.Join(dir, runtimeFile))
-	if err != nil || json.Unmarshal(data, &info) != nil || info.PID <= 0 {
-		return info, false
-	}
-	err = syscall.Kill(info.PID, 0)
-	return info, err == nil || errors.Is(err, syscall.EPERM)
-}
 
 // dialRunning connects to the tierd running with cfg's metadata dir: at
 // cfg.Fetch.Listen, else at the address its runtime file records (a
@@ -65,10 +27,10 @@ func readRuntime(dir string) (info runtimeInfo, ok bool) {
 // service, the Admin service among them, to tierd's own user; the TCP
 // address serves Admin only with authentication (fetch.tokens_file,
 // tls.grpc: mtls).
-func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string, err error) {
+func dialRunning(ctx context.Context, cfg config.Config) (c *fetch.Client, where string, err error) {
 	if c, err = dialSocket(ctx, cfg); c != nil || err != nil {
 		where = "the running tierd at " + cfg.Fetch.Listen
-		if rt, ok := readRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
+		if rt, ok := daemon.ReadRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
 			where = fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen)
 		}
 		return c, where + " (through its admin socket " + adminSocket(cfg) + ")", err
@@ -77,7 +39,7 @@ func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string
 	if c != nil || err != nil {
 		return c, "the running tierd at " + cfg.Fetch.Listen, err
 	}
-	rt, ok := readRuntime(cfg.Metadata.Dir)
+	rt, ok := daemon.ReadRuntime(cfg.Metadata.Dir)
 	if !ok || rt.FetchListen == "" || rt.FetchListen == cfg.Fetch.Listen {
 		return nil, "", nil
 	}
@@ -94,7 +56,7 @@ func dialRunning(ctx context.Context, cfg config) (c *fetch.Client, where string
 // no tierd answered and, when the dir does not exist, that no tierd has
 // run with this configuration yet (the store is created by the first
 // `tierd run`; a tool never creates it).
-func metadataPresent(cfg config) error {
+func metadataPresent(cfg config.Config) error {
 	_, err := os.Stat(cfg.Metadata.Dir)
 	switch {
 	case err == nil:
@@ -112,7 +74,7 @@ func metadataPresent(cfg config) error {
 // metadata dir does not exist (no tierd has run), an error when this
 // user may not open it or when the socket or its directory belongs to
 // neither the metadata dir's owner nor root (socketOwners).
-func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
+func dialSocket(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
 	path := adminSocket(cfg)
 	if ok, err := socketOwners(cfg, path); !ok || err != nil {
 		return nil, err
@@ -151,7 +113,7 @@ func dialSocket(ctx context.Context, cfg config) (*fetch.Client, error) {
 // or to the owner of cfg's metadata dir (tierd's user). A socket inside
 // the metadata dir is as safe as the dir itself. ok is false, with no
 // error, when there is nothing to reach: no metadata dir, or no socket.
-func socketOwners(cfg config, path string) (ok bool, err error) {
+func socketOwners(cfg config.Config, path string) (ok bool, err error) {
 	mst, err := os.Stat(cfg.Metadata.Dir)
 	if err != nil {
 		return false, nil

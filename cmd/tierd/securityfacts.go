@@ -6,16 +6,17 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/authz"
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/statuspage"
 )
 
 // securityFacts are the status page's live facts on who may reach what:
 // the Kafka listener's logins and ACLs, the gRPC API's callers and the
 // HTTP endpoint's tokens. They name settings and counts, never a secret.
-func securityFacts(cfg config, acls *authz.Authorizer, apiTokens, httpTokens *apiTokens) func() []statuspage.Fact {
+func securityFacts(cfg config.Config, acls *authz.Authorizer, apiTokens, httpTokens *apiTokens) func() []statuspage.Fact {
 	return func() []statuspage.Fact {
 		var out []statuspage.Fact
-		if eps, _ := cfg.kafkaEndpoints(); len(eps) > 0 {
+		if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 {
 			logins := "none (every client is " + "User:ANONYMOUS" + ")"
 			switch {
 			case cfg.Kafka.Listener.SASL() && cfg.Kafka.Logins.SASLCredentialsFile != "":
@@ -27,7 +28,7 @@ func securityFacts(cfg config, acls *authz.Authorizer, apiTokens, httpTokens *ap
 		}
 		out = append(out, statuspage.Fact{Name: "acls", Value: aclsFact(cfg, acls)})
 		api := "admin socket only for Admin"
-		if apiTokens != nil || mode(cfg.TLS.GRPC) == tlsMTLS {
+		if apiTokens != nil || config.Mode(cfg.TLS.GRPC) == config.TLSMTLS {
 			api = "Admin on fetch.listen to authenticated callers"
 			if apiTokens != nil {
 				api += " (" + count(apiTokens.Len(), "token") + ")"
@@ -43,7 +44,7 @@ func securityFacts(cfg config, acls *authz.Authorizer, apiTokens, httpTokens *ap
 
 // aclsFact says what decides requests: none, or the ACLs, how many, from
 // where, how old, and whether reads fail or the set went stale.
-func aclsFact(cfg config, a *authz.Authorizer) string {
+func aclsFact(cfg config.Config, a *authz.Authorizer) string {
 	if a == nil {
 		return "none: every client reads every topic served"
 	}

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -44,7 +45,7 @@ func runSegments(ctx context.Context, args []string, stdout, stderr io.Writer) i
 
 // listSegments prints local and remote segments per partition. It asks a
 // running tierd over gRPC; when none answers it opens the metadata store.
-func listSegments(ctx context.Context, cfg config, w io.Writer) error {
+func listSegments(ctx context.Context, cfg config.Config, w io.Writer) error {
 	parts := map[kafkalog.TopicPartition]*partitionRows{}
 	for _, dir := range cfg.Copier.LogDirs {
 		ents, err := os.ReadDir(dir)
@@ -276,7 +277,7 @@ func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tier
 
 // remoteLister asks the running tierd at cfg.Fetch.Listen, or opens the
 // metadata store of a stopped one.
-func remoteLister(ctx context.Context, cfg config) (lister, string, func(), error) {
+func remoteLister(ctx context.Context, cfg config.Config) (lister, string, func(), error) {
 	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, err

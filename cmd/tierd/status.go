@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
@@ -68,7 +69,7 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // metadata store (copier.Evaluate). source says which; it is "" when there
 // is no status at all (err says why). With a source, err reports what
 // could not be read.
-func tieringStatus(ctx context.Context, cfg config) (s remotelog.TieringStatus, source string, err error) {
+func tieringStatus(ctx context.Context, cfg config.Config) (s remotelog.TieringStatus, source string, err error) {
 	c, where, err := dialRunning(ctx, cfg)
 	if err != nil {
 		return s, "", err

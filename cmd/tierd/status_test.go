@@ -143,34 +143,6 @@ func get(t *testing.T, url string) string {
 	return b.String()
 }
 
-// metrics.partition.labels.max is read from the file, defaults to 1000
-// and may not be negative.
-func TestMetricsConfig(t *testing.T) {
-	dir := t.TempDir()
-	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
-	for _, tc := range []struct {
-		extra string
-		want  int
-		err   string
-	}{
-		{"", 1000, ""},
-		{"metrics:\n  partition.labels.max: 5\n", 5, ""},
-		{"metrics:\n  partition.labels.max: -1\n", 0, "partition.labels.max -1 must be 0 or more"},
-	} {
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(base+tc.extra), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		cfg, err := loadConfig(p)
-		switch {
-		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
-			t.Errorf("%q: %v, want %q", tc.extra, err, tc.err)
-		case tc.err == "" && (err != nil || cfg.Metrics.PartitionLabelsMax != tc.want):
-			t.Errorf("%q: %d %v, want %d", tc.extra, cfg.Metrics.PartitionLabelsMax, err, tc.want)
-		}
-	}
-}
-
 // TestToolsBeforeFirstRun: before any `tierd run`, status, segments and
 // journal say that no tierd has run with this configuration, name the
 // metadata dir, and do not create it.

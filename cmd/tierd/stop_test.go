@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/rlmm"
 )
 
@@ -32,7 +33,7 @@ func (f *lockWaitFS) Lock(name string) (io.Closer, error) {
 // A stop (SIGTERM, SIGINT) while the metadata store opens ends "tierd
 // run" with exit code 0 and an INFO line saying so, not an ERROR and 1.
 func TestStopWhileOpeningStore(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Metadata.Dir = filepath.Join(t.TempDir(), "meta")
 	fs := &lockWaitFS{FS: vfs.Default, locking: make(chan struct{}), release: make(chan struct{})}
 	defer close(fs.release)

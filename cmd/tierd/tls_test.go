@@ -179,26 +179,6 @@ func TestRunTLS(t *testing.T) {
 	}
 }
 
-// TestRunTLSConfig checks the tls: section's errors.
-func TestRunTLSConfig(t *testing.T) {
-	dir := t.TempDir()
-	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\ntls:\n"
-	for name, tc := range map[string]struct{ yaml, want string }{
-		"bad mode":         {"  grpc: yes\n", `grpc "yes": want off, tls or mtls`},
-		"no cert":          {"  http: tls\n", "cert_file and key_file are required"},
-		"mtls without CA":  {"  cert_file: c\n  key_file: k\n  kafka: mtls\n", "client_ca_file is required"},
-		"CA without mtls":  {"  cert_file: c\n  key_file: k\n  kafka: tls\n  client_ca_file: ca\n", "no endpoint is mtls"},
-		"cert all off":     {"  cert_file: c\n  key_file: k\n", "all off"},
-		"client cert only": {"  client_cert_file: c\n", "client_cert_file and client_key_file go together"},
-	} {
-		p := filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".yaml")
-		os.WriteFile(p, []byte(base+tc.yaml), 0o644)
-		if _, err := loadConfig(p); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want %q", name, err, tc.want)
-		}
-	}
-}
-
 // TestHealthFollowsBucket asks tierd run's gRPC health service with
 // grpcurl: NOT_SERVING while the bucket does not answer (an endpoint
 // nothing listens on), SERVING with a reachable one; reflection lists the

@@ -15,13 +15,13 @@ import (
 // credentials came from and how to fix it (*rsm.BucketError), instead of
 // as the store's bare answer for every object. nil for a bucket that
 // cannot check itself. Errors: the *rsm.BucketError; an unreachable
-// store's error, wrapped with the bucket's name. Bounded by probeTimeout.
+// store's error, wrapped with the bucket's name. Bounded by rsm.ProbeTimeout.
 func checkBucket(ctx context.Context, b rsm.Bucket, prefix string) error {
 	ch, ok := b.(rsm.Checker)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, rsm.ProbeTimeout)
 	defer cancel()
 	err := ch.Check(ctx, prefix)
 	if err == nil || errors.Is(err, rsm.ErrMisconfigured) {

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -94,7 +95,7 @@ func (r verifyResult) String() string {
 // of it, checking sizes and checksums (CRC-32C, or SHA-256 in manifests of
 // format version 1; rsm.VerifyObjectProgress).
 // Each failure is a line on stdout; the summary line ends the output.
-func verifyCopies(ctx context.Context, cfg config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
+func verifyCopies(ctx context.Context, cfg config.Config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
 	start := time.Now()
 	var res verifyResult
 	ls, source, closeFn, err := remoteLister(ctx, cfg)

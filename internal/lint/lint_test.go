@@ -45,7 +45,8 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // other; copier, fetch and the RSM endpoint (rsmapi) never import each
 // other; the Kafka listener
 // imports none of the parts it serves from (it owns its Log interface);
-// nothing imports cmd/;
+// config (tierd.yaml) sits above the packages whose Config it holds and
+// below cmd/; nothing imports cmd/;
 // the copier's pure planners (copier/retention) import only the standard
 // library and the shared types and helpers, so they stay free of stores
 // and buckets, and its deleter (copier/deleter) reaches the store and the
@@ -54,8 +55,10 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
 		switch r := rel(p); {
-		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage":
-			return 5 // bench, logview and statuspage are parts of cmd/tierd kept in their own packages
+		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage", r == "daemon":
+			return 6 // bench, logview, statuspage and daemon are parts of cmd/tierd kept in their own packages
+		case r == "config":
+			return 5 // tierd.yaml: the sections are the Config types of the layers below
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),
 			r == "listener" || strings.HasPrefix(r, "listener/"), r == "rsmapi":
 			return 4

@@ -1,9 +1,8 @@
-package main
+package config
 
 import (
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +12,13 @@ import (
 	"github.com/tierd/tierd/copier"
 )
 
-func loadYAML(t *testing.T, y string) (config, error) {
+func loadYAML(t *testing.T, y string) (Config, error) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "tierd.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return loadConfig(p)
+	return Load(p)
 }
 
 const base = "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
@@ -105,7 +104,7 @@ bucket:
 		*c.Retention.RetentionMs != 3600000 || *c.Retention.LocalRetentionBytes != 100 || cfg.Bucket.MinIO.Endpoint != "http://127.0.0.1:9000" {
 		t.Fatalf("converted: %+v, endpoint %s", c, cfg.Bucket.MinIO.Endpoint)
 	}
-	w := strings.Join(cfg.warnings(), "\n")
+	w := strings.Join(cfg.Warnings(), "\n")
 	for _, want := range []string{
 		"copier.interval is now copier.remote.log.manager.task.interval.ms (Kafka's name): write remote.log.manager.task.interval.ms: 5000",
 		"copier.file_delete_delay is now copier.file.delete.delay.ms (Kafka's name): write file.delete.delay.ms: 120000",
@@ -118,10 +117,10 @@ bucket:
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
 	}
-	if len(cfg.warnings()) != 6 {
-		t.Errorf("%d warnings, want 6:\n%s", len(cfg.warnings()), w)
+	if len(cfg.Warnings()) != 6 {
+		t.Errorf("%d warnings, want 6:\n%s", len(cfg.Warnings()), w)
 	}
-	if got := cfg.source("copier.remote.log.manager.task.interval.ms"); got != "file (as copier.interval, an old spelling)" {
+	if got := cfg.Source("copier.remote.log.manager.task.interval.ms"); got != "file (as copier.interval, an old spelling)" {
 		t.Errorf("source %q", got)
 	}
 	for name, y := range map[string]string{
@@ -136,94 +135,11 @@ bucket:
 	}
 }
 
-// TestDynamicKeysMatch: for every setting, a reload carries a change over
-// to the running config exactly when the setting is called dynamic, so
-// what "config show" and the reload log say is what happens.
-func TestDynamicKeysMatch(t *testing.T) {
-	running := defaultConfig()
-	for _, s := range flatten(running) {
-		next := defaultConfig()
-		if !changeSetting(reflect.ValueOf(&next).Elem(), s.key, "") {
-			t.Fatalf("cannot change %s", s.key)
-		}
-		merged := running.withDynamic(next)
-		carried := settingOf(merged, s.key) != s.cmp
-		dyn, _ := diff(running, next)
-		called := len(dyn) == 1 && dyn[0].Key == s.key
-		if carried != called {
-			t.Errorf("%s: a reload calls the change dynamic %t, but carries it over: %t", s.key, called, carried)
-		}
-	}
-	// Per-topic settings: a topic added by a reload, with one key set:
-	// that key is the one change (its unset keys are no change).
-	next, off := defaultConfig(), false
-	next.Copier.Topics = map[string]copier.TopicConfig{"orders": {RemoteStorageEnable: &off}}
-	dyn, static := diff(running, next)
-	if len(static) != 0 || len(dyn) != 1 || dyn[0].Key != "copier.topics.orders.remote.storage.enable" {
-		t.Errorf("a topic added: dynamic %v, static %v", dyn, static)
-	}
-}
-
-func settingOf(c config, key string) string {
-	for _, s := range flatten(c) {
-		if s.key == key {
-			return s.cmp
-		}
-	}
-	return ""
-}
-
-// changeSetting changes the leaf setting key (a full key) of struct value
-// v, whatever its type.
-func changeSetting(v reflect.Value, key, path string) bool {
-	for _, f := range fields(v.Type()) {
-		fv, k := v.FieldByIndex(f.index), join(path, f.key)
-		if fv.Kind() == reflect.Struct && fv.Type() != durationType {
-			if strings.HasPrefix(key, k+".") && changeSetting(fv, key, k) {
-				return true
-			}
-			continue
-		}
-		if k != key {
-			continue
-		}
-		switch fv.Kind() {
-		case reflect.String:
-			fv.SetString(fv.String() + "x")
-		case reflect.Bool:
-			fv.SetBool(!fv.Bool())
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-			fv.SetInt(fv.Int() - 1)
-		case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-			fv.SetUint(fv.Uint() + 1)
-		case reflect.Float32, reflect.Float64:
-			fv.SetFloat(fv.Float() / 2)
-		case reflect.Slice:
-			fv.Set(reflect.Append(fv, reflect.ValueOf("x")))
-		case reflect.Pointer:
-			n := reflect.New(fv.Type().Elem())
-			if !fv.IsNil() {
-				n.Elem().Set(fv.Elem())
-			}
-			if n.Elem().Kind() == reflect.Bool {
-				n.Elem().SetBool(!n.Elem().Bool())
-			} else {
-				n.Elem().SetInt(n.Elem().Int() + 1)
-			}
-			fv.Set(n)
-		default:
-			return false
-		}
-		return true
-	}
-	return false
-}
-
 // TestMarshalledConfigLoads: a config written by yaml.Marshal (as "tierd
 // demo --keep" writes one) loads back equal, in today's spelling (no
 // warnings).
 func TestMarshalledConfigLoads(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := Default()
 	cfg.Copier.LogDirs, cfg.Copier.BrokerID, cfg.Metadata.Dir, cfg.Bucket.Filesystem.Dir = []string{"/x"}, 1, "/m", "/b"
 	lr := int64(60000)
 	cfg.Copier.Topics = map[string]copier.TopicConfig{"orders": {Retention: copier.Retention{LocalRetentionMs: &lr}}}
@@ -235,10 +151,10 @@ func TestMarshalledConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	if len(back.warnings()) != 0 {
-		t.Errorf("warnings %v", back.warnings())
+	if len(back.Warnings()) != 0 {
+		t.Errorf("warnings %v", back.Warnings())
 	}
-	if d, s := diff(cfg, back); len(d)+len(s) != 0 {
+	if d, s := Diff(cfg, back); len(d)+len(s) != 0 {
 		t.Errorf("loaded back with changes: %v %v", d, s)
 	}
 }

@@ -1,11 +1,9 @@
-package main
+package config
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,9 +14,8 @@ import (
 // This file knows tierd.yaml's keys from the config structs' yaml tags:
 // it checks a file's keys and values before they are decoded, so that an
 // unknown key gets a "did you mean" and a bad value is described in
-// durations, milliseconds and bytes rather than Go types; and it lists
-// every setting with its value (flatten), for "tierd config show" and for
-// the changes a reload logs.
+// durations, milliseconds and bytes rather than Go types. flatten.go lists
+// every setting with its value.
 
 var durationType = reflect.TypeFor[time.Duration]()
 
@@ -336,107 +333,6 @@ func allKeys() []string {
 			}
 		}
 	}
-	walk(reflect.TypeFor[config](), "")
+	walk(reflect.TypeFor[Config](), "")
 	return out
 }
-
-// setting is one leaf setting and its value, as text. A secret's value
-// is not shown (value says whether it is set); cmp, compared to tell a
-// change, is the value itself.
-type setting struct {
-	key, value, cmp string
-}
-
-// secret reports whether a key's value must never be printed or logged.
-func secret(key string) bool { return strings.HasSuffix(key, "password") }
-
-// flatten lists every setting of cfg with its value, in the order of the
-// structs (map entries sorted).
-func flatten(cfg config) []setting {
-	var out []setting
-	var walk func(v reflect.Value, path string)
-	walk = func(v reflect.Value, path string) {
-		for _, f := range fields(v.Type()) {
-			fv, key := v.FieldByIndex(f.index), join(path, f.key)
-			if fv.Kind() == reflect.Pointer && !fv.IsNil() && fv.Elem().Kind() == reflect.Struct {
-				fv = fv.Elem()
-			}
-			switch {
-			case fv.Kind() == reflect.Struct && fv.Type() != durationType:
-				walk(fv, key)
-			case fv.Kind() == reflect.Map && fv.Type().Elem().Kind() == reflect.Struct:
-				keys := fv.MapKeys()
-				sort.Slice(keys, func(i, j int) bool { return keys[i].String() < keys[j].String() })
-				for _, k := range keys {
-					walk(fv.MapIndex(k), join(key, k.String()))
-				}
-			default:
-				v := text(fv)
-				shown := v
-				if secret(key) && v != `""` {
-					shown = "(set, not shown)"
-				}
-				out = append(out, setting{key, shown, v})
-			}
-		}
-	}
-	walk(reflect.ValueOf(cfg), "")
-	return out
-}
-
-// text renders a value as it would be written in tierd.yaml; an unset
-// pointer is "-" (inherited).
-func text(v reflect.Value) string {
-	if v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return "-"
-		}
-		v = v.Elem()
-	}
-	switch {
-	case v.Type() == durationType:
-		return time.Duration(v.Int()).String()
-	case v.Kind() == reflect.Slice:
-		parts := make([]string, v.Len())
-		for i := range parts {
-			parts[i] = fmt.Sprint(v.Index(i).Interface())
-		}
-		return "[" + strings.Join(parts, ", ") + "]"
-	case v.Kind() == reflect.String:
-		return strconv.Quote(v.String())
-	}
-	return fmt.Sprint(v.Interface())
-}
-
-// fileKeys lists the settings a mapping node sets, by full key.
-func fileKeys(n *yaml.Node, path string, out map[string]bool) {
-	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
-		n = n.Content[0]
-	}
-	if n.Kind != yaml.MappingNode {
-		if path != "" && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-			out[path] = true
-		}
-		return
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		fileKeys(n.Content[i+1], join(path, n.Content[i].Value), out)
-	}
-}
-
-func join(path, key string) string {
-	if path == "" {
-		return key
-	}
-	return path + "." + key
-}
-
-func orTop(path string) string {
-	if path == "" {
-		return "top level"
-	}
-	return path
-}
-
-// errorList joins problems one per line.
-func errorList(errs []error) error { return errors.Join(errs...) }

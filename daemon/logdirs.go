@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -14,14 +14,14 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 )
 
-// logDirsFile, in the metadata dir, lists the log dirs (copier.log_dirs,
+// LogDirsFile, in the metadata dir, lists the log dirs (copier.log_dirs,
 // as configured) in which tierd run last held its lock file
 // (instance.LockFile). A log dir on that list whose lock file is gone is
 // not the directory tierd tiered: most often the empty mount point of a
 // disk that was unmounted before tierd started, where every partition
 // would look remote_only and be offered to "tierd topics delete". One
 // JSON object (logDirsRecord), written atomically.
-const logDirsFile = "tierd-log-dirs.json"
+const LogDirsFile = "tierd-log-dirs.json"
 
 // logDirsRecord is the content of logDirsFile.
 type logDirsRecord struct {
@@ -29,14 +29,14 @@ type logDirsRecord struct {
 	LogDirs []string `json:"logDirs"`
 }
 
-// checkRecordedLogDirs refuses to start on a log dir that held tierd's
+// CheckRecordedLogDirs refuses to start on a log dir that held tierd's
 // lock file at the last start and holds none now, unless accepted names
 // it (tierd run --new-log-dir: the directory is new on purpose, its
 // partitions gone or moved). A metadata dir without the record (a first
 // start, or one of an older tierd) checks nothing. Errors name the dir
 // and what to do; a record that cannot be read is an error too.
-func checkRecordedLogDirs(metadataDir string, logDirs, accepted []string) error {
-	data, err := os.ReadFile(filepath.Join(metadataDir, logDirsFile))
+func CheckRecordedLogDirs(metadataDir string, logDirs, accepted []string) error {
+	data, err := os.ReadFile(filepath.Join(metadataDir, LogDirsFile))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
@@ -45,7 +45,7 @@ func checkRecordedLogDirs(metadataDir string, logDirs, accepted []string) error 
 	}
 	var rec logDirsRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		return fmt.Errorf("%s: %w (fix it, or remove it: it only guards against log dirs replaced by an empty directory)", filepath.Join(metadataDir, logDirsFile), err)
+		return fmt.Errorf("%s: %w (fix it, or remove it: it only guards against log dirs replaced by an empty directory)", filepath.Join(metadataDir, LogDirsFile), err)
 	}
 	var lost []string
 	for _, d := range logDirs {
@@ -64,18 +64,12 @@ func checkRecordedLogDirs(metadataDir string, logDirs, accepted []string) error 
 		"start with --new-log-dir %s", strings.Join(lost, ", "), instance.LockFile, strings.Join(lost, " --new-log-dir "))
 }
 
-// recordLogDirs writes logDirsFile: tierd run holds its lock file in
-// every one of logDirs now.
-func recordLogDirs(metadataDir string, logDirs []string) error {
+// RecordLogDirs writes LogDirsFile: tierd run holds its lock file in
+// every one of logDirs now. The error is the write's.
+func RecordLogDirs(metadataDir string, logDirs []string) error {
 	data, err := json.Marshal(logDirsRecord{LogDirs: logDirs})
 	if err != nil {
 		return err
 	}
-	return kafkalog.WriteFileAtomic(filepath.Join(metadataDir, logDirsFile), append(data, '\n'))
+	return kafkalog.WriteFileAtomic(filepath.Join(metadataDir, LogDirsFile), append(data, '\n'))
 }
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }

@@ -1,4 +1,4 @@
-package main
+package rsm
 
 import (
 	"context"
@@ -12,16 +12,16 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
-
-	"github.com/tierd/tierd/rsm"
 )
 
-// bucketWatch keeps tierd's verdict on the object store: it probes the
-// bucket every interval, and soon after any request of tierd's fails
-// with other than "not found", and feeds the verdict to
-// tierd_bucket_up, /-/ready, the copier's gate and the reads' errors.
-type bucketWatch struct {
-	b      rsm.Bucket // as configured: the probe uses its Check
+// Watch keeps tierd's verdict on the object store: it probes the
+// bucket every interval, and soon after any request made through Wrap's
+// bucket fails with other than "not found", and says the verdict through
+// Err and Ready and the gauge tierd_bucket_up (tierd feeds it to
+// /-/ready, the copier's gate and the reads' errors). Its methods are
+// safe for concurrent use.
+type Watch struct {
+	b      Bucket // as configured: the probe uses its Check
 	prefix string
 	every  time.Duration
 	log    *slog.Logger
@@ -33,27 +33,31 @@ type bucketWatch struct {
 	err    error // the last probe's failure; nil while the bucket answers
 }
 
-// probeTimeout bounds one probe; kickGap is the least time between two
-// probes that failed requests ask for.
-const (
-	probeTimeout = 10 * time.Second
-	kickGap      = time.Second
-)
+// ProbeTimeout bounds one probe of a bucket (Watch.Check), and the
+// tools' one check before they work on a bucket.
+const ProbeTimeout = 10 * time.Second
 
-func newBucketWatch(b rsm.Bucket, prefix string, every time.Duration, log *slog.Logger, reg prometheus.Registerer) *bucketWatch {
-	return &bucketWatch{b: b, prefix: prefix, every: every, log: log, kick: make(chan struct{}, 1),
+// kickGap is the least time between two probes that failed requests ask
+// for.
+const kickGap = time.Second
+
+// NewWatch returns a watch of bucket b, whose probe asks for a key under
+// prefix, every interval every (at least kickGap apart when kicked); it
+// logs each change of verdict to log and registers tierd_bucket_up with
+// reg (nil: not registered). It probes nothing until Probe or Run.
+func NewWatch(b Bucket, prefix string, every time.Duration, log *slog.Logger, reg prometheus.Registerer) *Watch {
+	return &Watch{b: b, prefix: prefix, every: every, log: log, kick: make(chan struct{}, 1),
 		up: promauto.With(reg).NewGauge(prometheus.GaugeOpts{
 			Name: "tierd_bucket_up",
 			Help: "1 when the last probe of the object store succeeded, 0 when it failed (see /-/ready for why).",
 		})}
 }
 
-// Probe asks the bucket once (rsm.Checker's Check when it has one, else
-// the attributes of a probe key under the prefix, whose absence is fine),
-// records the verdict, logs a change, and returns the failure. A probe
-// cut short by ctx's end records nothing.
-func (w *bucketWatch) Probe(ctx context.Context) error {
-	err := w.check(ctx)
+// Probe asks the bucket once (see Check), records the verdict, logs a
+// change, and returns the failure as Err does. A probe cut short by ctx's
+// end records nothing and returns ctx's error.
+func (w *Watch) Probe(ctx context.Context) error {
+	err := w.Check(ctx)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -61,21 +65,23 @@ func (w *bucketWatch) Probe(ctx context.Context) error {
 	return w.Err()
 }
 
-// check is one probe, recording nothing.
-func (w *bucketWatch) check(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+// Check is one probe, recording nothing: Checker's Check when the bucket
+// has one, else the attributes of a probe key under the prefix, whose
+// absence is fine (nil). It gives up after ProbeTimeout (10s).
+func (w *Watch) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
 	defer cancel()
-	if c, ok := w.b.(rsm.Checker); ok {
+	if c, ok := w.b.(Checker); ok {
 		return c.Check(ctx, w.prefix)
 	}
 	_, err := w.b.Attributes(ctx, path.Join(w.prefix, "_tierd_probe"))
-	if errors.Is(err, rsm.ErrNotFound) {
+	if errors.Is(err, ErrNotFound) {
 		return nil
 	}
 	return err
 }
 
-func (w *bucketWatch) set(err error) {
+func (w *Watch) set(err error) {
 	w.mu.Lock()
 	first, was := !w.probed, w.err
 	w.probed, w.err = true, err
@@ -90,7 +96,7 @@ func (w *bucketWatch) set(err error) {
 	w.up.Set(0)
 	if first || was == nil || was.Error() != err.Error() {
 		msg := "object store unreachable: not ready, copies wait, reads fail; probing every interval"
-		if errors.Is(err, rsm.ErrMisconfigured) {
+		if errors.Is(err, ErrMisconfigured) {
 			msg = "object store refuses tierd: not ready, copies wait, reads fail; probing every interval"
 		}
 		w.log.Error(msg, "err", w.Err(), "interval", w.every)
@@ -99,7 +105,7 @@ func (w *bucketWatch) set(err error) {
 
 // Run probes every interval and on Kick (within kickGap of the last
 // probe) until ctx ends.
-func (w *bucketWatch) Run(ctx context.Context) error {
+func (w *Watch) Run(ctx context.Context) error {
 	t := time.NewTicker(w.every)
 	defer t.Stop()
 	last := time.Now()
@@ -125,7 +131,7 @@ func (w *bucketWatch) Run(ctx context.Context) error {
 }
 
 // Kick asks Run for a probe soon.
-func (w *bucketWatch) Kick() {
+func (w *Watch) Kick() {
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -135,11 +141,11 @@ func (w *bucketWatch) Kick() {
 // Err returns nil unless the last probe failed, else its failure naming
 // the bucket. Before the first probe it is nil: nothing says the store is
 // down.
-func (w *bucketWatch) Err() error {
+func (w *Watch) Err() error {
 	w.mu.Lock()
 	err := w.err
 	w.mu.Unlock()
-	var be *rsm.BucketError
+	var be *BucketError
 	if err == nil || errors.As(err, &be) {
 		return err // a BucketError names the bucket
 	}
@@ -147,7 +153,7 @@ func (w *bucketWatch) Err() error {
 }
 
 // Ready says whether the last probe succeeded, and why not.
-func (w *bucketWatch) Ready() (bool, string) {
+func (w *Watch) Ready() (bool, string) {
 	w.mu.Lock()
 	probed := w.probed
 	w.mu.Unlock()
@@ -160,20 +166,22 @@ func (w *bucketWatch) Ready() (bool, string) {
 	return true, ""
 }
 
-// wrap returns b with every failed request (other than not found, a
-// failed condition or a cancelled call) kicking a probe.
-func (w *bucketWatch) wrap(b rsm.Bucket) rsm.Bucket { return &watchedBucket{Bucket: b, w: w} }
+// Wrap returns b with every failed request (other than not found, a
+// failed condition or a cancelled call) kicking a probe. The result
+// implements MultipartBucket and Checker whether or not b does (as a
+// bucket without incomplete uploads, and without a check).
+func (w *Watch) Wrap(b Bucket) Bucket { return &watchedBucket{Bucket: b, w: w} }
 
 // watchedBucket is a bucket whose failed requests kick its watch. It
-// implements rsm.MultipartBucket as the wrapped bucket does, or as a
+// implements MultipartBucket as the wrapped bucket does, or as a
 // bucket without incomplete uploads.
 type watchedBucket struct {
-	rsm.Bucket
-	w *bucketWatch
+	Bucket
+	w *Watch
 }
 
 func (b *watchedBucket) note(err error) error {
-	if err != nil && !errors.Is(err, rsm.ErrNotFound) && !errors.Is(err, rsm.ErrPreconditionFailed) && !errors.Is(err, context.Canceled) {
+	if err != nil && !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrPreconditionFailed) && !errors.Is(err, context.Canceled) {
 		b.w.Kick()
 	}
 	return err
@@ -184,7 +192,7 @@ func (b *watchedBucket) GetRange(ctx context.Context, key string, off, length in
 	return r, b.note(err)
 }
 
-func (b *watchedBucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttributes, error) {
+func (b *watchedBucket) Attributes(ctx context.Context, key string) (ObjectAttributes, error) {
 	a, err := b.Bucket.Attributes(ctx, key)
 	return a, b.note(err)
 }
@@ -201,51 +209,51 @@ func (b *watchedBucket) Delete(ctx context.Context, key string) error {
 	return b.note(b.Bucket.Delete(ctx, key))
 }
 
-func (b *watchedBucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
+func (b *watchedBucket) ReadVersioned(ctx context.Context, key string) ([]byte, Version, error) {
 	data, v, err := b.Bucket.ReadVersioned(ctx, key)
 	return data, v, b.note(err)
 }
 
-func (b *watchedBucket) PutIfAbsent(ctx context.Context, key string, data []byte) (rsm.Version, error) {
+func (b *watchedBucket) PutIfAbsent(ctx context.Context, key string, data []byte) (Version, error) {
 	v, err := b.Bucket.PutIfAbsent(ctx, key, data)
 	return v, b.note(err)
 }
 
-func (b *watchedBucket) PutIfMatch(ctx context.Context, key string, data []byte, prev rsm.Version) (rsm.Version, error) {
+func (b *watchedBucket) PutIfMatch(ctx context.Context, key string, data []byte, prev Version) (Version, error) {
 	v, err := b.Bucket.PutIfMatch(ctx, key, data, prev)
 	return v, b.note(err)
 }
 
-// IncompleteUploads implements rsm.MultipartBucket.
+// IncompleteUploads implements MultipartBucket.
 func (b *watchedBucket) IncompleteUploads(ctx context.Context, prefix string) ([]string, error) {
-	if mb, ok := b.Bucket.(rsm.MultipartBucket); ok {
+	if mb, ok := b.Bucket.(MultipartBucket); ok {
 		keys, err := mb.IncompleteUploads(ctx, prefix)
 		return keys, b.note(err)
 	}
 	return nil, nil
 }
 
-// AbortIncompleteUploads implements rsm.MultipartBucket.
+// AbortIncompleteUploads implements MultipartBucket.
 func (b *watchedBucket) AbortIncompleteUploads(ctx context.Context, prefix string) error {
-	if mb, ok := b.Bucket.(rsm.MultipartBucket); ok {
+	if mb, ok := b.Bucket.(MultipartBucket); ok {
 		return b.note(mb.AbortIncompleteUploads(ctx, prefix))
 	}
 	return nil
 }
 
-// AbortUploadsOfKey implements rsm.MultipartBucket.
+// AbortUploadsOfKey implements MultipartBucket.
 func (b *watchedBucket) AbortUploadsOfKey(ctx context.Context, key string) (int, error) {
-	if mb, ok := b.Bucket.(rsm.MultipartBucket); ok {
+	if mb, ok := b.Bucket.(MultipartBucket); ok {
 		n, err := mb.AbortUploadsOfKey(ctx, key)
 		return n, b.note(err)
 	}
 	return 0, nil
 }
 
-// Check implements rsm.Checker as the wrapped bucket does (nil when it
-// has no check), so that rsm.Manager.CheckStore reaches it.
+// Check implements Checker as the wrapped bucket does (nil when it
+// has no check), so that Manager.CheckStore reaches it.
 func (b *watchedBucket) Check(ctx context.Context, prefix string) error {
-	if c, ok := b.Bucket.(rsm.Checker); ok {
+	if c, ok := b.Bucket.(Checker); ok {
 		return b.note(c.Check(ctx, prefix))
 	}
 	return nil

@@ -1,4 +1,4 @@
-package main
+package rsm_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/memory"
 )
@@ -32,23 +33,11 @@ func (b *downBucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttr
 	return b.Bucket.Attributes(ctx, key)
 }
 
-// waitFor polls cond, failing the test after a minute.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("never: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A failed request through the watched bucket makes the watch probe at
 // once, not after its (hour-long) interval; a missing object does not.
-func TestBucketWatchProbesOnErrors(t *testing.T) {
+func TestWatchProbesOnErrors(t *testing.T) {
 	b := &downBucket{Bucket: memory.New()}
-	w := newBucketWatch(b, "pre", time.Hour, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	w := rsm.NewWatch(b, "pre", time.Hour, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if err := w.Probe(ctx); err != nil {
@@ -56,7 +45,7 @@ func TestBucketWatchProbesOnErrors(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
-	wb := w.wrap(b)
+	wb := w.Wrap(b)
 
 	if _, err := wb.Attributes(ctx, "pre/missing"); !errors.Is(err, rsm.ErrNotFound) {
 		t.Fatal(err)
@@ -69,14 +58,14 @@ func TestBucketWatchProbesOnErrors(t *testing.T) {
 	if _, err := wb.Attributes(ctx, "pre/x"); err == nil {
 		t.Fatal("down bucket answered")
 	}
-	waitFor(t, "a probe after a failed request", func() bool { return w.Err() != nil })
+	testtools.WaitFor(t, "a probe after a failed request", func() bool { return w.Err() != nil })
 	if ok, why := w.Ready(); ok || !strings.Contains(why, "object store unreachable: memory") || !strings.Contains(why, "connection refused") {
 		t.Fatalf("Ready() = %v, %q", ok, why)
 	}
 	b.down.Store(false)
 	wb.Attributes(ctx, "pre/x") // not found now: asks for nothing
 	w.Kick()
-	waitFor(t, "a probe after a kick", func() bool { return w.Err() == nil })
+	testtools.WaitFor(t, "a probe after a kick", func() bool { return w.Err() == nil })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

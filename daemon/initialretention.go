@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"encoding/json"
@@ -10,21 +10,22 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/saturate"
 )
 
-// createdFile, in the metadata dir, records when tierd run first used
+// CreatedFile, in the metadata dir, records when tierd run first used
 // it, for copier.initial_retention_delay: on a new metadata dir (a first
 // start, or one whose metadata dir was lost) retention deletes nothing
 // for that long, so that what it would delete of old data is logged
-// before anything goes. One JSON object (createdInfo), written
+// before anything goes. One JSON object (Created), written
 // atomically (temporary file, fsync, rename, fsync of the dir).
-const createdFile = "tierd-created.json"
+const CreatedFile = "tierd-created.json"
 
-// createdInfo is the content of createdFile.
-type createdInfo struct {
+// Created is the content of CreatedFile.
+type Created struct {
 	// CreatedMs is when tierd run found the metadata dir new (no
 	// instance id in it yet), ms since the epoch.
 	CreatedMs int64 `json:"createdMs"`
@@ -33,15 +34,15 @@ type createdInfo struct {
 	RetentionGoAheadMs int64 `json:"retentionGoAheadMs,omitempty"`
 }
 
-// metadataCreated returns copier.Config.MetadataCreatedMs for a tierd
+// MetadataCreated returns copier.Config.MetadataCreatedMs for a tierd
 // run on the metadata dir dir: the recorded creation time; recorded now
 // when the dir holds no instance id yet (a new metadata dir); 0 for a
 // metadata dir older than the record, or once an operator let retention
 // go ahead (goAhead records that, for good). Errors: a record that cannot
 // be read or written.
-func metadataCreated(dir string, goAhead bool, now time.Time, log *slog.Logger) (int64, error) {
-	p := filepath.Join(dir, createdFile)
-	var info createdInfo
+func MetadataCreated(dir string, goAhead bool, now time.Time, log *slog.Logger) (int64, error) {
+	p := filepath.Join(dir, CreatedFile)
+	var info Created
 	data, err := os.ReadFile(p)
 	switch {
 	case err == nil:
@@ -72,7 +73,7 @@ func metadataCreated(dir string, goAhead bool, now time.Time, log *slog.Logger) 
 	return info.CreatedMs, nil
 }
 
-func writeCreated(dir string, info createdInfo) error {
+func writeCreated(dir string, info Created) error {
 	data, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -80,12 +81,13 @@ func writeCreated(dir string, info createdInfo) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return kafkalog.WriteFileAtomic(filepath.Join(dir, createdFile), append(data, '\n'))
+	return kafkalog.WriteFileAtomic(filepath.Join(dir, CreatedFile), append(data, '\n'))
 }
 
-// noteInitialRetention says at start when retention waits for
-// initial_retention_delay, and how to let it go ahead.
-func noteInitialRetention(cfg config, now time.Time, log *slog.Logger) {
+// NoteInitialRetention says at start when retention waits for
+// initial_retention_delay, and how to let it go ahead, as a warning to
+// log; nothing when it does not wait (any more) at now.
+func NoteInitialRetention(cfg config.Config, now time.Time, log *slog.Logger) {
 	created, delay := cfg.Copier.MetadataCreatedMs, cfg.Copier.InitialRetentionDelay
 	if created <= 0 || delay <= 0 {
 		return

@@ -1,0 +1,30 @@
+package daemon
+
+import (
+	"os"
+	"testing"
+)
+
+// TestRuntimeFile: the runtime file a live process wrote reads back as
+// written; one naming a process that is gone, or none, reads as absent.
+func TestRuntimeFile(t *testing.T) {
+	dir := t.TempDir()
+	if _, ok := ReadRuntime(dir); ok {
+		t.Fatal("a runtime file read from an empty dir")
+	}
+	want := Runtime{PID: os.Getpid(), FetchListen: "127.0.0.1:7450", HTTPListen: "127.0.0.1:7451", StartedMs: 1700000000000}
+	if err := WriteRuntime(dir, want); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ReadRuntime(dir); !ok || got != want {
+		t.Fatalf("read back %+v, %v; want %+v", got, ok, want)
+	}
+	gone := want
+	gone.PID = 1 << 30 // above any pid_max: no such process
+	if err := WriteRuntime(dir, gone); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := ReadRuntime(dir); ok {
+		t.Fatalf("the runtime file of a process that is gone read as live: %+v", got)
+	}
+}
