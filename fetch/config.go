@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/saturate"
+	"github.com/tierd/tierd/remoteread/cache"
 )
 
 // Config configures the server. Defaults are in DefaultConfig; the yaml

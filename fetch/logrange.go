@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread/cache"
 )
 
 // This file reads byte ranges of any copy's .log through the chunk cache:

@@ -6,8 +6,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread/cache"
 )
 
 // seqTracker remembers where recent fetches ended (the copy and the

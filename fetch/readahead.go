@@ -1,8 +1,8 @@
 package fetch
 
 import (
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread/cache"
 )
 
 // This file sizes a sequential reader's read-ahead and starts it, for

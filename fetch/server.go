@@ -16,11 +16,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread/cache"
 )
 
 // Metadata is what the server needs from rlmm.Store.

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread/cache"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsmapi"
