@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // A read that finds a finished copy's object missing answers DATA_LOSS and
@@ -19,11 +20,11 @@ import (
 func TestMissingCopyHook(t *testing.T) {
 	var mu sync.Mutex
 	var told []remotelog.SegmentMetadata
-	e := newEnv(t, DefaultConfig(), WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
+	e := newEnv(t, DefaultConfig(), WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
 		mu.Lock()
 		defer mu.Unlock()
 		told = append(told, m)
-	}))
+	})))
 	referenceLog(t, e)
 	fin, _ := e.store.FinishedSegments(e.tp)
 	if err := e.bucket.Delete(context.Background(), e.mgr.Key(fin[1], ".log")); err != nil {

@@ -119,9 +119,9 @@ func TestConcurrentColdFetchesOneGET(t *testing.T) {
 func waitPins(t *testing.T, srv *Server, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for srv.cache.Pinned() != n {
+	for srv.Engine().Cache().Pinned() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d reads hold chunks, want %d", srv.cache.Pinned(), n)
+			t.Fatalf("%d reads hold chunks, want %d", srv.Engine().Cache().Pinned(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -266,7 +266,7 @@ func BenchmarkFetchWarm(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.Settle()
+	srv.Engine().Settle()
 	b.SetBytes(int64(len(resp.Records)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -430,16 +430,16 @@ func BenchmarkReadRemoteWarm(b *testing.B) {
 	}
 	defer srv.Close()
 	ctx := context.Background()
-	rr, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20)
+	rr, err := srv.Engine().ReadRemote(ctx, e.tp, 0, 1<<20)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.Settle()
+	srv.Engine().Settle()
 	b.SetBytes(int64(len(rr.Records)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20); err != nil {
+		if _, err := srv.Engine().ReadRemote(ctx, e.tp, 0, 1<<20); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -66,7 +66,7 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 		writeRange(t, e.srv, mgr, meta, data, rng.Int64N(size+1), rng.Int64N(3*cb))
 	}
 
-	e.srv.DropCaches(true)
+	e.srv.Engine().DropCaches(true)
 	gets := metricValue(t, reg, "tierd_fetch_log_gets_total")
 	windows := 0
 	ratio := fetchedPerServed(t, e, reg, func() {
@@ -77,7 +77,7 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 		t.Errorf("plugin windows over MinIO: %.3f bytes fetched per byte served, %v prefetches; want <= 1.2 and read-ahead", ratio, metricValue(t, reg, "tierd_cache_prefetches_total"))
 	}
 
-	e.srv.DropCaches(true)
+	e.srv.Engine().DropCaches(true)
 	ratio = fetchedPerServed(t, e, reg, func() {
 		var wg sync.WaitGroup
 		for i := range int64(8) {
@@ -97,10 +97,10 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 
 	gone := meta
 	gone.ID = remotelog.NewSegmentID()
-	if n, err := e.srv.WriteLogRange(context.Background(), mgr, gone, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
+	if n, err := e.srv.Engine().WriteLogRange(context.Background(), mgr, gone, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
 		t.Errorf("missing object: %d bytes, %v; want rsm.ErrNotFound", n, err)
 	}
-	if p := e.srv.cache.Pinned(); p != 0 {
+	if p := e.srv.Engine().Cache().Pinned(); p != 0 {
 		t.Fatalf("%d pins left", p)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
 )
 
 type lockedBuf struct {
@@ -30,14 +31,14 @@ func (l *lockedBuf) String() string {
 
 // TestMissingCopyLoggedOnce: a client retrying a read of a copy whose
 // object is gone (franz-go does, thousands of times a second) gets
-// ErrDataLoss every time and the hook is told every time, but the copy is
+// remoteread.ErrDataLoss every time and the hook is told every time, but the copy is
 // logged once.
 func TestMissingCopyLoggedOnce(t *testing.T) {
 	var logs lockedBuf
 	var mu sync.Mutex
 	told := 0
 	e := newEnv(t, DefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		WithMissingCopyHook(func(remotelog.SegmentMetadata) { mu.Lock(); told++; mu.Unlock() }))
+		WithEngine(remoteread.WithMissingCopyHook(func(remotelog.SegmentMetadata) { mu.Lock(); told++; mu.Unlock() })))
 	referenceLog(t, e)
 	fin, _ := e.store.FinishedSegments(e.tp)
 	ctx := context.Background()
@@ -45,7 +46,7 @@ func TestMissingCopyLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
-		if _, err := e.srv.ReadRemote(ctx, e.tp, 500, 1); !errors.Is(err, ErrDataLoss) {
+		if _, err := e.srv.Engine().ReadRemote(ctx, e.tp, 500, 1); !errors.Is(err, remoteread.ErrDataLoss) {
 			t.Fatalf("read %d: %v", i, err)
 		}
 	}

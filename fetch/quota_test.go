@@ -26,13 +26,13 @@ func TestFetchQuota(t *testing.T) {
 	before := e.bucket.read.Load()
 	start := time.Now()
 	for off := int64(0); off < 600; {
-		rr, err := e.srv.ReadRemote(ctx, e.tp, off, 256<<10)
+		rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, 256<<10)
 		if err != nil {
 			t.Fatalf("ReadRemote(%d): %v", off, err)
 		}
 		off = rr.Next
 	}
-	e.srv.Settle() // prefetches in flight count too
+	e.srv.Engine().Settle() // prefetches in flight count too
 	read := e.bucket.read.Load() - before
 	rate := float64(read) / time.Since(start).Seconds()
 	ratio := rate / limit
@@ -58,12 +58,10 @@ func TestFetchQuota(t *testing.T) {
 func TestReconfigure(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
 	referenceLog(t, e)
-	if _, err := e.srv.ReadRemote(context.Background(), e.tp, 0, 1); err != nil {
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	e.srv.idx.mu.Lock()
-	cached := e.srv.idx.size
-	e.srv.idx.mu.Unlock()
+	cached := e.srv.Engine().IndexCacheBytes()
 	if cached == 0 {
 		t.Fatal("no index cached after a read")
 	}
@@ -72,19 +70,17 @@ func TestReconfigure(t *testing.T) {
 	if err := e.srv.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
-	c := e.srv.conf()
-	if c.MaxWaitMs != 42 || c.Listen != e.srv.cfg.Listen || c.Cache.ChunkBytes != e.srv.cfg.Cache.ChunkBytes {
-		t.Fatalf("after Reconfigure: max wait %d (want 42), listen %s, chunk %d (want the static ones kept)", c.MaxWaitMs, c.Listen, c.Cache.ChunkBytes)
+	c := e.srv.Engine().Config()
+	if c.MaxWaitMs != 42 || c.Cache.ChunkBytes != e.srv.cfg.Cache.ChunkBytes {
+		t.Fatalf("after Reconfigure: max wait %d (want 42), chunk %d (want the static one kept)", c.MaxWaitMs, c.Cache.ChunkBytes)
 	}
-	e.srv.idx.mu.Lock()
-	cached = e.srv.idx.size
-	e.srv.idx.mu.Unlock()
+	cached = e.srv.Engine().IndexCacheBytes()
 	if cached != 0 {
 		t.Fatalf("index cache holds %d bytes under a budget of 0", cached)
 	}
 	bad := next
 	bad.MaxWaitMs = 0
-	if err := e.srv.Reconfigure(bad); err == nil || e.srv.conf().MaxWaitMs != 42 {
-		t.Fatalf("invalid Reconfigure: %v, max wait %d", err, e.srv.conf().MaxWaitMs)
+	if err := e.srv.Reconfigure(bad); err == nil || e.srv.Engine().Config().MaxWaitMs != 42 {
+		t.Fatalf("invalid Reconfigure: %v, max wait %d", err, e.srv.Engine().Config().MaxWaitMs)
 	}
 }

@@ -7,10 +7,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -32,7 +31,8 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		want     int64 // batches, one offset each
 	}{{1 << 30, 3}, {1 << 20, 3}, {0, 1}, {1, 1}} {
 		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 20000, fail: true}, rsm.Config{})
-		srv, err := NewServer(cfg, e.store, mgr)
+		reg := prometheus.NewRegistry()
+		srv, err := NewServer(cfg, e.store, mgr, WithRegisterer(reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		if tc.want == 3 { // max_bytes 0 and 1 end at their one batch, not cut short
 			cut = 1
 		}
-		if n := testutil.ToFloat64(srv.m.short.WithLabelValues("load_failed")); n != cut {
+		if n := seriesValue(t, reg, "tierd_fetch_short_answers_total", "reason", "load_failed"); n != cut {
 			t.Errorf("max_bytes %d: %v answers counted as cut short by a failed load, want %v", tc.maxBytes, n, cut)
 		}
 	}
@@ -75,8 +75,8 @@ func TestLockstepReadersReadAhead(t *testing.T) {
 	read := func(off int64) int64 {
 		t.Helper()
 		for {
-			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 20000)
-			if errors.Is(err, ErrStillLoading) {
+			rr, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, off, 20000)
+			if errors.Is(err, remoteread.ErrStillLoading) {
 				continue
 			}
 			if err != nil {
@@ -92,7 +92,7 @@ func TestLockstepReadersReadAhead(t *testing.T) {
 			t.Fatalf("readers apart: %d, %d", a, b)
 		}
 	}
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
 		t.Fatal("two sequential readers in step: no read-ahead")
 	}
@@ -133,23 +133,5 @@ func TestFetchStallInBatchLeftOut(t *testing.T) {
 	}
 	if bs := batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
 		t.Fatalf("%d batches, next %d; want 3, 3", len(bs), resp.NextOffset)
-	}
-}
-
-// upfrontEnd: the segment's end when within max_bytes, else the last
-// indexed batch start within max_bytes of pos, else pos.
-func TestUpfrontEnd(t *testing.T) {
-	offsets := []index.OffsetEntry{{Offset: 9, Position: 4000}, {Offset: 19, Position: 9000}, {Offset: 29, Position: 15000}}
-	for _, tc := range []struct{ pos, maxBytes, size, want int64 }{
-		{0, 20000, 18000, 18000}, // the rest of the segment is within max_bytes
-		{0, 10000, 18000, 9000},  // the last indexed start within 10000
-		{4000, 10000, 18000, 9000},
-		{4000, 4000, 18000, 4000}, // no indexed start after pos within max_bytes
-		{0, 0, 18000, 0},
-		{9000, 6000, 18000, 15000}, // exactly at an indexed start
-	} {
-		if got := upfrontEnd(offsets, tc.pos, tc.maxBytes, tc.size); got != tc.want {
-			t.Errorf("upfrontEnd(pos %d, max %d, size %d) = %d, want %d", tc.pos, tc.maxBytes, tc.size, got, tc.want)
-		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"
@@ -166,7 +167,7 @@ func BenchmarkReadersSweep(b *testing.B) {
 
 // readersCase runs b.N rounds of n readers of one mode on srv and
 // reports aggregate MiB/s, bytes fetched per byte served (read counts
-// the bytes of GET bodies), the p99 of one read in ms, ErrStillLoading
+// the bytes of GET bodies), the p99 of one read in ms, remoteread.ErrStillLoading
 // retries per read, and allocations per round.
 func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffset int64, read *atomic.Int64) {
 	var served, fetched int64
@@ -176,14 +177,14 @@ func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffs
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		srv.DropCaches(false)
+		srv.Engine().DropCaches(false)
 		before := read.Load()
 		b.StartTimer()
 		start := time.Now()
 		s, l := readersRound(b, srv, e.tp, mode, n, lastOffset, int64(i), &retries)
 		elapsed += time.Since(start)
 		b.StopTimer()
-		srv.Settle()
+		srv.Engine().Settle()
 		fetched += read.Load() - before
 		served += s
 		lat = append(lat, l...)
@@ -209,7 +210,7 @@ func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffs
 }
 
 // readersRound runs one round of n readers and returns the bytes served
-// and each read's latency (retries of ErrStillLoading included).
+// and each read's latency (retries of remoteread.ErrStillLoading included).
 func readersRound(b *testing.B, srv *Server, tp remotelog.TopicPartition, mode string, n int, lastOffset, seed int64, retries *atomic.Int64) (int64, []time.Duration) {
 	var served atomic.Int64
 	var mu sync.Mutex
@@ -224,10 +225,10 @@ func readersRound(b *testing.B, srv *Server, tp remotelog.TopicPartition, mode s
 			var mine []time.Duration
 			read := func(off int64) (int64, bool) {
 				t := time.Now()
-				rr, err := srv.ReadRemote(context.Background(), tp, off, 1<<20)
-				for errors.Is(err, ErrStillLoading) { // a consumer retries (UNAVAILABLE over gRPC)
+				rr, err := srv.Engine().ReadRemote(context.Background(), tp, off, 1<<20)
+				for errors.Is(err, remoteread.ErrStillLoading) { // a consumer retries (UNAVAILABLE over gRPC)
 					retries.Add(1)
-					rr, err = srv.ReadRemote(context.Background(), tp, off, 1<<20)
+					rr, err = srv.Engine().ReadRemote(context.Background(), tp, off, 1<<20)
 				}
 				if err != nil {
 					b.Errorf("read %d: %v", off, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // fetchedPerServed runs fn and returns the .log bytes GETs asked for per
@@ -20,7 +21,7 @@ func fetchedPerServed(t *testing.T, e *env, reg *prometheus.Registry, fn func())
 	t.Helper()
 	fetched0, served0 := metricValue(t, reg, "tierd_fetch_log_bytes_total"), metricValue(t, reg, "tierd_fetch_served_bytes_total")
 	fn()
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	fetched, served := metricValue(t, reg, "tierd_fetch_log_bytes_total")-fetched0, metricValue(t, reg, "tierd_fetch_served_bytes_total")-served0
 	if served == 0 {
 		t.Fatal("nothing served")
@@ -32,8 +33,8 @@ func fetchedPerServed(t *testing.T, e *env, reg *prometheus.Registry, fn func())
 // log, as a consumer does, retrying answers still loading.
 func readOn(t *testing.T, e *env, tp remotelog.TopicPartition, from int64, maxBytes int) {
 	for off := from; ; {
-		rr, err := e.srv.ReadRemote(context.Background(), tp, off, maxBytes)
-		if errors.Is(err, ErrStillLoading) {
+		rr, err := e.srv.Engine().ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, remoteread.ErrStillLoading) {
 			continue
 		}
 		if err != nil {
@@ -76,7 +77,7 @@ func TestSequentialReadersFetchLittleExtra(t *testing.T) {
 	if ratio > 1.2 {
 		t.Fatalf("8 sequential readers: %.3f bytes fetched per byte served, want <= 1.2", ratio)
 	}
-	held, most := e.srv.cache.PrefetchHeld()
+	held, most := e.srv.Engine().Cache().PrefetchHeld()
 	if most == 0 || most > 256<<10 {
 		t.Fatalf("prefetch budget peaked at %d bytes (now %d), want some and at most %d", most, held, 256<<10)
 	}
@@ -103,7 +104,7 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(r), 1))
 				for k := 0; k < 3; k++ {
 					off := rng.Int64N(590)
-					if _, err := e.srv.ReadRemote(context.Background(), e.tp, off, 64<<10); err != nil && !errors.Is(err, ErrStillLoading) {
+					if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, off, 64<<10); err != nil && !errors.Is(err, remoteread.ErrStillLoading) {
 						t.Errorf("read %d: %v", off, err)
 					}
 				}
@@ -152,8 +153,8 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 		for k := range out { // reader A; B lands on A's end; B reads on
 			before := e.bucket.read.Load()
 			for {
-				rr, err := e.srv.ReadRemote(context.Background(), e.tp, next, 40000)
-				if errors.Is(err, ErrStillLoading) {
+				rr, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, next, 40000)
+				if errors.Is(err, remoteread.ErrStillLoading) {
 					continue
 				}
 				if err != nil {
@@ -162,7 +163,7 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 				next = rr.Next
 				break
 			}
-			e.srv.Settle()
+			e.srv.Engine().Settle()
 			out[k] = e.bucket.read.Load() - before
 		}
 		return out
@@ -174,43 +175,6 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 	}
 	if on[2] <= off[2] {
 		t.Fatalf("the chain's second continuation fetched %d bytes with prefetch on, %d with it off: want its read-ahead too", on[2], off[2])
-	}
-}
-
-// The tracker's rings: ends of reads that continued nothing fill the
-// fresh ring and push out only its own oldest ends, never a sequential
-// chain's; an end overwritten by a newer entry for the same position is
-// not deleted when the ring forgets the older one.
-func TestSeqTrackerRings(t *testing.T) {
-	tr := newSeqTracker()
-	chain := &readAhead{hops: 1}
-	tr.ended(seqPos{off: -1}, chain, 1)
-	tr.ended(seqPos{off: 0}, &readAhead{}, 0)
-	again := &readAhead{}
-	tr.ended(seqPos{off: 0}, again, 0) // the same end, newer
-	for i := int64(1); i < freshSize-1; i++ {
-		tr.ended(seqPos{off: i}, &readAhead{}, 0)
-	}
-	// The ring is full; the next end overwrites the oldest, pos 0's first
-	// entry, which must leave pos 0's newer entry alone.
-	tr.ended(seqPos{off: freshSize}, &readAhead{}, 0)
-	if got := tr.take(seqPos{off: 0}); got != again {
-		t.Fatalf("pos 0: got %p, want the newer entry %p", got, again)
-	}
-	for i := int64(freshSize + 1); i < 4*freshSize; i++ {
-		tr.ended(seqPos{off: i}, &readAhead{}, 0)
-	}
-	if got := tr.take(seqPos{off: -1}); got != chain {
-		t.Fatalf("a sequential chain's end was pushed out by %d fresh ends", 4*freshSize)
-	}
-	if got := tr.take(seqPos{off: -1}); got != nil {
-		t.Fatal("an end taken twice")
-	}
-	if got := tr.take(seqPos{off: 5}); got != nil {
-		t.Fatal("the fresh ring kept more than its size")
-	}
-	if got := tr.take(seqPos{off: 4*freshSize - 1}); got == nil {
-		t.Fatal("the newest fresh end was forgotten")
 	}
 }
 
@@ -232,8 +196,8 @@ func crowdedConfig() Config {
 // loading.
 func readShare(t *testing.T, e *env, tp remotelog.TopicPartition, from, n int64, maxBytes int) {
 	for off, read := from, int64(0); read < n; {
-		rr, err := e.srv.ReadRemote(context.Background(), tp, off, maxBytes)
-		if errors.Is(err, ErrStillLoading) {
+		rr, err := e.srv.Engine().ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, remoteread.ErrStillLoading) {
 			continue
 		}
 		if err != nil {

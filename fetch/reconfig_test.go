@@ -15,7 +15,7 @@ func TestReconfigureChunkCache(t *testing.T) {
 	e := newEnv(t, cfg)
 	referenceLog(t, e)
 	for off := int64(0); off < 400; off += 50 {
-		if _, err := e.srv.ReadRemote(context.Background(), e.tp, off, 1); err != nil {
+		if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, off, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -24,13 +24,13 @@ func TestReconfigureChunkCache(t *testing.T) {
 	if err := e.srv.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
-	if m, d := e.srv.cache.Budgets(); m != 2*4096 || d != 8*4096 {
+	if m, d := e.srv.Engine().Cache().Budgets(); m != 2*4096 || d != 8*4096 {
 		t.Fatalf("budgets after Reconfigure: %d, %d", m, d)
 	}
-	if c := e.srv.conf().Cache; c.MemoryBytes != 2*4096 || c.DiskBytes != 8*4096 {
+	if c := e.srv.Engine().Config().Cache; c.MemoryBytes != 2*4096 || c.DiskBytes != 8*4096 {
 		t.Fatalf("config after Reconfigure: %+v", c)
 	}
-	if _, err := e.srv.ReadRemote(context.Background(), e.tp, 0, 1); err != nil {
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 0, 1); err != nil {
 		t.Fatalf("read under the smaller budgets: %v", err)
 	}
 	off := next
@@ -38,7 +38,7 @@ func TestReconfigureChunkCache(t *testing.T) {
 	if err := e.srv.Reconfigure(off); err != nil {
 		t.Fatal(err)
 	}
-	if _, d := e.srv.cache.Budgets(); d != 8*4096 || e.srv.conf().Cache.DiskBytes != 8*4096 {
+	if _, d := e.srv.Engine().Cache().Budgets(); d != 8*4096 || e.srv.Engine().Config().Cache.DiskBytes != 8*4096 {
 		t.Fatalf("a disk budget of 0 turned the disk tier: budget %d", d)
 	}
 	bad := next
@@ -46,7 +46,7 @@ func TestReconfigureChunkCache(t *testing.T) {
 	if err := e.srv.Reconfigure(bad); err == nil {
 		t.Fatal("a memory budget of one chunk accepted")
 	}
-	if m, _ := e.srv.cache.Budgets(); m != 2*4096 {
+	if m, _ := e.srv.Engine().Cache().Budgets(); m != 2*4096 {
 		t.Fatalf("a refused Reconfigure changed the memory budget to %d", m)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -41,7 +43,7 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 	ctx := context.Background()
 	for off := int64(0); off < 600; off += 7 {
 		for _, maxBytes := range []int{0, 1, 12000, 1 << 20} {
-			rr, err := e.srv.ReadRemote(ctx, e.tp, off, maxBytes)
+			rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, maxBytes)
 			if err != nil {
 				t.Fatalf("ReadRemote(%d, %d): %v", off, maxBytes, err)
 			}
@@ -59,19 +61,45 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 			}
 		}
 	}
-	e.srv.DropCaches(false)
+	e.srv.Engine().DropCaches(false)
 	before := metricValue(t, reg, "tierd_cache_prefetches_total")
 	for next := int64(0); next < 200; {
-		rr, err := e.srv.ReadRemote(ctx, e.tp, next, 32<<10)
+		rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, next, 32<<10)
 		if err != nil {
 			t.Fatalf("sequential ReadRemote(%d): %v", next, err)
 		}
 		next = rr.Next
 	}
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	if n := metricValue(t, reg, "tierd_cache_prefetches_total") - before; n == 0 {
 		t.Fatal("a sequential ReadRemote reader started no prefetch")
 	}
+}
+
+// seriesValue returns the value of the series of counter name in reg
+// whose labels include the label, value pairs given.
+func seriesValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range mf.Metric {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
+					continue series
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no series %s %v", name, labels)
+	return 0
 }
 
 // metricValue returns the value of the counter or gauge name in reg.
@@ -98,45 +126,45 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestReadRemoteErrors(t *testing.T) {
 	var mu sync.Mutex
 	var told []remotelog.SegmentMetadata
-	e := newEnv(t, DefaultConfig(), WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
+	e := newEnv(t, DefaultConfig(), WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
 		mu.Lock()
 		defer mu.Unlock()
 		told = append(told, m)
-	}))
+	})))
 	referenceLog(t, e)
 	fin, _ := e.store.FinishedSegments(e.tp) // [0, 205], [206, 411], [412, 599]
 	ctx := context.Background()
 	read := func(tp remotelog.TopicPartition, off int64) error {
-		_, err := e.srv.ReadRemote(ctx, tp, off, 1)
+		_, err := e.srv.Engine().ReadRemote(ctx, tp, off, 1)
 		return err
 	}
-	if err := read(remotelog.TopicPartition{Topic: "t", Partition: 9}, 0); !errors.Is(err, ErrNotTiered) {
+	if err := read(remotelog.TopicPartition{Topic: "t", Partition: 9}, 0); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("nothing tiered: %v", err)
 	}
 	for _, tc := range []struct {
 		tp  remotelog.TopicPartition
 		off int64
 	}{{e.tp, -1}, {remotelog.TopicPartition{Partition: 0}, 0}, {remotelog.TopicPartition{Topic: "t", Partition: -1}, 0}} {
-		if err := read(tc.tp, tc.off); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("ReadRemote(%v, %d): %v, want ErrInvalidArgument", tc.tp, tc.off, err)
+		if err := read(tc.tp, tc.off); !errors.Is(err, remoteread.ErrInvalidArgument) {
+			t.Errorf("ReadRemote(%v, %d): %v, want remoteread.ErrInvalidArgument", tc.tp, tc.off, err)
 		}
 	}
 	if _, err := e.store.AdvanceOffsets(e.tp, 100, -1); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{50, 600} {
-		var re *RangeError
-		if err := read(e.tp, off); !errors.As(err, &re) || *re != (RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
-			t.Errorf("ReadRemote(%d): %v, want a RangeError of [100, 599]", off, err)
+		var re *remoteread.RangeError
+		if err := read(e.tp, off); !errors.As(err, &re) || *re != (remoteread.RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
+			t.Errorf("ReadRemote(%d): %v, want a remoteread.RangeError of [100, 599]", off, err)
 		}
 	}
-	// A finished copy's .log gone: ErrDataLoss over rsm.ErrNotFound, the
+	// A finished copy's .log gone: remoteread.ErrDataLoss over rsm.ErrNotFound, the
 	// copy named, the hook told.
 	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[2], ".log")); err != nil {
 		t.Fatal(err)
 	}
 	err := read(e.tp, 500)
-	if !errors.Is(err, ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) || !strings.Contains(err.Error(), fin[2].ID.String()) {
+	if !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) || !strings.Contains(err.Error(), fin[2].ID.String()) {
 		t.Errorf("missing .log: %v", err)
 	}
 	mu.Lock()
@@ -144,12 +172,12 @@ func TestReadRemoteErrors(t *testing.T) {
 		t.Errorf("hook told %+v, want copy %s", told, fin[2].ID)
 	}
 	mu.Unlock()
-	// A corrupt offset index (7 bytes): ErrDataLoss over ErrCorrupt, and
+	// A corrupt offset index (7 bytes): remoteread.ErrDataLoss over ErrCorrupt, and
 	// DATA_LOSS over gRPC; no hook.
 	if err := e.bucket.Upload(ctx, e.mgr.Key(fin[0], kafkalog.IndexSuffix), bytes.NewReader(make([]byte, 7)), 7); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 150); !errors.Is(err, ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
+	if err := read(e.tp, 150); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
 		t.Errorf("corrupt offset index: %v", err)
 	}
 	if _, err := e.fetch(150, 1); status.Code(err) != codes.DataLoss {
@@ -159,7 +187,7 @@ func TestReadRemoteErrors(t *testing.T) {
 	if _, err := e.store.UpdateState(e.tp, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 300); !errors.Is(err, ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
+	if err := read(e.tp, 300); !errors.Is(err, remoteread.ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
 		t.Errorf("hole: %v", err)
 	}
 	mu.Lock()
@@ -169,7 +197,7 @@ func TestReadRemoteErrors(t *testing.T) {
 	}
 }
 
-// Past remote.fetch.max.wait.ms without the first batch: ErrStillLoading.
+// Past remote.fetch.max.wait.ms without the first batch: remoteread.ErrStillLoading.
 func TestReadRemoteStillLoading(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 50
@@ -179,8 +207,8 @@ func TestReadRemoteStillLoading(t *testing.T) {
 	gate := make(chan struct{})
 	e.bucket.gate.Store(&gate)
 	t.Cleanup(func() { close(gate) })
-	if _, err := e.srv.ReadRemote(context.Background(), e.tp, 500, 1); !errors.Is(err, ErrStillLoading) {
-		t.Fatalf("read of a held object: %v, want ErrStillLoading", err)
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 500, 1); !errors.Is(err, remoteread.ErrStillLoading) {
+		t.Fatalf("read of a held object: %v, want remoteread.ErrStillLoading", err)
 	}
 }
 
@@ -197,8 +225,8 @@ func TestRemotePartitionsAndOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	ps, err := e.srv.RemotePartitions(ctx)
-	if err != nil || len(ps) != 1 || ps[0] != (RemotePartition{TopicPartition: e.tp, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ"}) {
+	ps, err := e.srv.Engine().RemotePartitions(ctx)
+	if err != nil || len(ps) != 1 || ps[0] != (remoteread.RemotePartition{TopicPartition: e.tp, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ"}) {
 		t.Fatalf("RemotePartitions: %+v %v", ps, err)
 	}
 	for _, tc := range []struct {
@@ -206,7 +234,7 @@ func TestRemotePartitionsAndOffsets(t *testing.T) {
 		ok           bool
 		lso, highest int64
 	}{{e.tp, true, 0, 599}, {empty, true, 42, -1}, {remotelog.TopicPartition{Topic: "v"}, false, 0, -1}} {
-		offs, ok, err := e.srv.RemoteOffsets(ctx, tc.tp)
+		offs, ok, err := e.srv.Engine().RemoteOffsets(ctx, tc.tp)
 		if err != nil || ok != tc.ok || offs.LogStartOffset != tc.lso || offs.HighestTieredOffset != tc.highest {
 			t.Errorf("RemoteOffsets(%v) = %+v %v %v", tc.tp, offs, ok, err)
 		}
@@ -351,17 +379,12 @@ func pairs(txns []index.AbortedTxn) [][2]int64 {
 // after it until an entry's last stable offset reaches to; a copy without
 // a transaction index makes no GET; parsed indexes are cached.
 func TestRemoteAbortedTxns(t *testing.T) {
-	e := newEnv(t, DefaultConfig())
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, DefaultConfig(), WithRegisterer(reg))
 	txnLog(t, e)
 	ctx := context.Background()
 	txnGets := func() int64 { return e.bucket.txnGets.Load() }
-	indexGets := func() float64 {
-		var m dto.Metric
-		if err := e.srv.m.indexGets.Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue()
-	}
+	indexGets := func() float64 { return metricValue(t, reg, "tierd_fetch_index_gets_total") }
 	for _, tc := range []struct {
 		from, to  int64
 		want      [][2]int64 // producer id, first offset
@@ -381,7 +404,7 @@ func TestRemoteAbortedTxns(t *testing.T) {
 		{5, 5, [][2]int64{}, 0, 0},
 	} {
 		g, ig := txnGets(), indexGets()
-		txns, err := e.srv.RemoteAbortedTxns(ctx, e.tp, tc.from, tc.to)
+		txns, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, tc.from, tc.to)
 		if err != nil {
 			t.Fatalf("RemoteAbortedTxns(%d, %d): %v", tc.from, tc.to, err)
 		}
@@ -393,21 +416,21 @@ func TestRemoteAbortedTxns(t *testing.T) {
 		}
 	}
 	fin, _ := e.store.FinishedSegments(e.tp)
-	if txns, _ := e.srv.RemoteAbortedTxns(ctx, e.tp, 0, 10); txns[0].LastOffset != 6 || txns[1].LastOffset != 12 || txns[1].LastStableOffset != 13 {
+	if txns, _ := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, 0, 10); txns[0].LastOffset != 6 || txns[1].LastOffset != 12 || txns[1].LastStableOffset != 13 {
 		t.Errorf("entries %+v", txns)
 	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, e.tp, -1, 10); !errors.Is(err, ErrInvalidArgument) {
+	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, -1, 10); !errors.Is(err, remoteread.ErrInvalidArgument) {
 		t.Errorf("negative from: %v", err)
 	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, remotelog.TopicPartition{Topic: "x"}, 0, 10); !errors.Is(err, ErrNotTiered) {
+	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, remotelog.TopicPartition{Topic: "x"}, 0, 10); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("unknown partition: %v", err)
 	}
 	// A finished copy's transaction index gone: data loss.
-	e.srv.DropCaches(true)
+	e.srv.Engine().DropCaches(true)
 	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[3], kafkalog.TxnIndexSuffix)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, e.tp, 30, 31); !errors.Is(err, ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) {
+	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, 30, 31); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) {
 		t.Errorf("missing .txnindex: %v", err)
 	}
 }

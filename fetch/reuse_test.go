@@ -74,7 +74,7 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 					var next int64
 					switch {
 					case keep && i%2 == 0:
-						rr, err := e.srv.ReadRemote(ctx, e.tp, off, mb)
+						rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, mb)
 						if err != nil {
 							t.Errorf("ReadRemote %d/%d: %v", off, mb, err)
 							return
@@ -122,7 +122,7 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 	}
 
 	kept := run(true)
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	if len(kept) == 0 {
 		t.Fatal("no ReadRemote answer kept")
 	}

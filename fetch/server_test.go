@@ -22,6 +22,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
@@ -402,7 +403,7 @@ func TestFetchGapsAndCompression(t *testing.T) {
 
 // hookRemote runs a hook before the first index read (once).
 type hookRemote struct {
-	Remote
+	remoteread.Remote
 	once func()
 }
 

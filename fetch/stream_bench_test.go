@@ -27,7 +27,7 @@ type gatherServer struct {
 }
 
 func (g gatherServer) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	rr, err := g.s.ReadRemote(ctx, remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.Offset, int(req.MaxBytes))
+	rr, err := g.s.Engine().ReadRemote(ctx, remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.Offset, int(req.MaxBytes))
 	if err != nil {
 		return nil, toStatus(err).Err()
 	}

@@ -95,10 +95,10 @@ func (e *env) fetchStream(ctx context.Context, req *tierdpb.FetchRequest) (recor
 // gRPC lets go of a response's buffers just after writing them.
 func waitUnpinned(t *testing.T, e *env) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); e.srv.cache.Pinned() != 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); e.srv.Engine().Cache().Pinned() != 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if n := e.srv.cache.Pinned(); n != 0 {
+	if n := e.srv.Engine().Cache().Pinned(); n != 0 {
 		t.Fatalf("%d pins left", n)
 	}
 }
@@ -129,10 +129,10 @@ func TestFetchStreamModel(t *testing.T) {
 		iso := tierdpb.IsolationLevel(rng.Intn(2))
 		switch i % 4 {
 		case 0:
-			e.srv.DropCaches(false)
+			e.srv.Engine().DropCaches(false)
 			e.bucket.pace.Store(0)
 		case 1:
-			e.srv.DropCaches(false)
+			e.srv.Engine().DropCaches(false)
 			e.bucket.pace.Store(int64(200 * time.Microsecond)) // bodies arrive over several ms
 		default:
 			e.bucket.pace.Store(0)
@@ -151,7 +151,7 @@ func TestFetchStreamModel(t *testing.T) {
 			multi++
 		}
 		if i%4 == 1 {
-			e.srv.DropCaches(false) // the unary read cold and slow too
+			e.srv.Engine().DropCaches(false) // the unary read cold and slow too
 		}
 		u, err := e.api.Fetch(ctx, req)
 		if err != nil || !bytes.Equal(u.Records, want) || u.NextOffset != wantNext || u.HighestTieredOffset != hto {
@@ -257,7 +257,7 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 	e := newMinIOEnv(t, cfg)
 	_, hto := variedLog(t, e, rand.New(rand.NewSource(3)), 100)
 	for _, cancelAfter := range []int{0, 1} {
-		e.srv.DropCaches(false)
+		e.srv.Engine().DropCaches(false)
 		e.bucket.pace.Store(int64(5 * time.Millisecond)) // 16 KiB per 5 ms
 		ctx, cancel := context.WithCancel(context.Background())
 		st, err := e.api.FetchStream(ctx, &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: 0, MaxBytes: 1 << 20})
@@ -269,7 +269,7 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 				t.Fatalf("first part: %v", err)
 			}
 		}
-		if e.srv.cache.Pinned() == 0 && cancelAfter > 0 {
+		if e.srv.Engine().Cache().Pinned() == 0 && cancelAfter > 0 {
 			t.Fatal("no pin while the stream is loading")
 		}
 		cancel()
@@ -279,7 +279,7 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 		waitUnpinned(t, e)
 	}
 	e.bucket.pace.Store(0)
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	// The server still answers, whole.
 	if recs, next, _, err := e.fetchStream(context.Background(), &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: hto, MaxBytes: 1}); err != nil || len(recs) == 0 || next != hto+1 {
 		t.Fatalf("after cancels: %d bytes next %d: %v", len(recs), next, err)

@@ -11,6 +11,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -71,7 +72,7 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 			t.Fatal(err)
 		}
 		wantOff, wantTS := firstMax(recs, lso)
-		off, ts, found, err := e.srv.RemoteMaxTimestamp(ctx, e.tp)
+		off, ts, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.tp)
 		if err != nil || !found || off != wantOff || ts != wantTS {
 			t.Fatalf("log start %d: RemoteMaxTimestamp = %d at %d (%v, %v), want %d at %d", lso, ts, off, found, err, wantTS, wantOff)
 		}
@@ -87,10 +88,10 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 	if _, err := e.store.AdvanceOffsets(e.tp, 48, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, found, err := e.srv.RemoteMaxTimestamp(ctx, e.tp); found || err != nil {
+	if _, _, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.tp); found || err != nil {
 		t.Errorf("past every copy: found %v, %v", found, err)
 	}
-	if _, _, _, err := e.srv.RemoteMaxTimestamp(ctx, remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, ErrNotTiered) {
+	if _, _, _, err := e.srv.Engine().RemoteMaxTimestamp(ctx, remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("unknown partition: %v", err)
 	}
 }
@@ -108,7 +109,7 @@ func TestRemoteOffsetForTimestamp(t *testing.T) {
 				break
 			}
 		}
-		off, ts, found, err := e.srv.RemoteOffsetForTimestamp(ctx, e.tp, target)
+		off, ts, found, err := e.srv.Engine().RemoteOffsetForTimestamp(ctx, e.tp, target)
 		if err != nil || found != (want >= 0) || (found && (off != want || ts < target)) {
 			t.Errorf("RemoteOffsetForTimestamp(%d) = %d at %d (%v, %v), want offset %d", target, ts, off, found, err, want)
 		}
@@ -144,7 +145,7 @@ func TestRemoteLeaderEpochs(t *testing.T) {
 		meta.SegmentLeaderEpochs = epochs[meta.StartOffset]
 		files.LeaderEpochs = epochs[meta.StartOffset]
 	})
-	got, err := e.srv.RemoteLeaderEpochs(context.Background(), e.tp)
+	got, err := e.srv.Engine().RemoteLeaderEpochs(context.Background(), e.tp)
 	want := []epoch.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 4}, {Epoch: 3, StartOffset: 15}, {Epoch: 5, StartOffset: 27}}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("RemoteLeaderEpochs = %v %v, want %v", got, err, want)
@@ -154,7 +155,7 @@ func TestRemoteLeaderEpochs(t *testing.T) {
 			t.Fatalf("RemoteLeaderEpochs = %v, want %v", got, want)
 		}
 	}
-	if _, err := e.srv.RemoteLeaderEpochs(context.Background(), remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, ErrNotTiered) {
+	if _, err := e.srv.Engine().RemoteLeaderEpochs(context.Background(), remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("unknown partition: %v", err)
 	}
 }

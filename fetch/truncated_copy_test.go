@@ -12,6 +12,7 @@ import (
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // A finished copy whose .log object in the bucket is shorter than its row
@@ -25,7 +26,7 @@ func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 	cfg.PrefetchBytes = 0
 	var mu sync.Mutex
 	var told []remotelog.SegmentID
-	e := newEnv(t, cfg, WithMissingCopyHook(func(m remotelog.SegmentMetadata) { mu.Lock(); told = append(told, m.ID); mu.Unlock() }))
+	e := newEnv(t, cfg, WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) { mu.Lock(); told = append(told, m.ID); mu.Unlock() })))
 	referenceLog(t, e)
 	fin, err := e.store.FinishedSegments(e.tp)
 	if err != nil || len(fin) == 0 {

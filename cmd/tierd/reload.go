@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // Reloading tierd.yaml. Kafka draws the line between the settings a
@@ -58,7 +58,7 @@ type reloadResult struct {
 }
 
 // diskBudgetKey is dynamic only while the disk tier stays on (see
-// fetch.Config.DiskBudgetDynamic).
+// remoteread.Config.DiskBudgetDynamic).
 const diskBudgetKey = "fetch.remote.fetch.chunk.cache.disk.bytes"
 
 // dynamicKey reports whether a running tierd applies a change of key (a
@@ -71,7 +71,7 @@ func dynamicKey(key string) bool {
 	case "copier":
 		return slices.Contains(copier.DynamicKeys, rest) || strings.HasPrefix(rest, "topics.")
 	case "fetch":
-		return slices.Contains(fetch.DynamicKeys, rest)
+		return slices.Contains(remoteread.DynamicKeys, rest)
 	}
 	return false
 }
@@ -128,7 +128,7 @@ func diff(running, next config) (dynamic, static []change) {
 		case dynamicKey(k) && (k != diskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch.Config)):
 			dynamic = append(dynamic, c)
 		case k == diskBudgetKey:
-			c.Why = fetch.DiskBudgetRule
+			c.Why = remoteread.DiskBudgetRule
 			static = append(static, c)
 		default:
 			static = append(static, c)

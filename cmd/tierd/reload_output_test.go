@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // TestReloadOutput: a topic added to the file reports only the keys it
@@ -48,7 +48,7 @@ func TestReloadOutput(t *testing.T) {
 		}
 	}
 	d := (reloadResult{Refused: []change{refused}}).describe()
-	if refused.Key == "" || !strings.Contains(d, fetch.DiskBudgetRule) || strings.Contains(d, "static setting") {
+	if refused.Key == "" || !strings.Contains(d, remoteread.DiskBudgetRule) || strings.Contains(d, "static setting") {
 		t.Fatalf("the disk budget with the tier off: %+v\n%s", refused, d)
 	}
 	if got := plain(`"127.0.0.1:27450"`); got != "127.0.0.1:27450" {

@@ -16,7 +16,7 @@
 // part copied into the new buffer rather than loaded again; a read elsewhere in a partly cached
 // chunk loads its own bytes only (the memory tier keeps the larger part).
 // A sequential reader whose caller bounds its read-ahead (Cache.PinAhead,
-// fetch's window of an eighth of what the reader has taken) loads the
+// the engine's window of an eighth of what the reader has taken) loads the
 // bytes asked and that read-ahead instead, never a part twice as long. A
 // read going on past a part that a load in flight fills extends that
 // part once it is in, rather than fetching its bytes again beside it.
@@ -150,7 +150,7 @@
 // answer and the chunks stay poolable), and a read going on past a
 // cached part copies it into a new, larger buffer.
 //
-// The read-ahead window (fetch: an eighth of what a reader has read, at
+// The read-ahead window (the engine's: an eighth of what a reader has read, at
 // most the depth) came later, for readers that stop early: with the
 // readers_N bench at its default sizes (16 MiB chunks, 32 MiB copies,
 // 1 MiB Fetches), whole chunks read ahead to the depth from a reader's

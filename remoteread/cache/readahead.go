@@ -3,7 +3,7 @@ package cache
 import "context"
 
 // This file holds what a caller that reads ahead for its sequential
-// readers itself (package fetch) asks of the cache besides Pin and
+// readers itself (package remoteread) asks of the cache besides Pin and
 // Prefetch: how far from a byte the cache holds or loads an object's
 // bytes already, and the bytes of a pinned range as they arrive.
 

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"errors"
@@ -19,7 +19,7 @@ import (
 type metaEnv struct {
 	t     *testing.T
 	store *rlmm.Store
-	srv   *Server
+	srv   *Engine
 }
 
 func newMetaEnv(t *testing.T) *metaEnv {
@@ -29,7 +29,7 @@ func newMetaEnv(t *testing.T) *metaEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	srv, err := NewServer(DefaultConfig(), store, nil)
+	srv, err := New(DefaultConfig(), store, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"sync"
@@ -163,7 +163,7 @@ func (t *seqTracker) take(p seqPos) *readAhead {
 // of the chain's prefetches loading at once. A reader that jumps
 // elsewhere starts a new chain: nothing is read ahead for it until it
 // reads on from where it landed.
-func (s *Server) afterFetch(meta remotelog.SegmentMetadata, from seqPos, next, start, end int64, rest []remotelog.SegmentMetadata) {
+func (s *Engine) afterFetch(meta remotelog.SegmentMetadata, from seqPos, next, start, end int64, rest []remotelog.SegmentMetadata) {
 	s.pm.served.Add(float64(end - start))
 	endPos := seqPos{meta.ID, next}
 	if next > meta.EndOffset && len(rest) > 0 {

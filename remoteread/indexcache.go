@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"container/list"
@@ -134,7 +134,7 @@ func safeLoad(ctx context.Context, fn func(context.Context) (any, int64, error))
 }
 
 // offsetIndex returns a copy's parsed offset index.
-func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.OffsetEntry, error) {
+func (s *Engine) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.OffsetEntry, error) {
 	v, err := s.idx.load(ctx, s.conf().RequestTimeout, indexKey{meta.ID, remotelog.OffsetIndex}, func(ctx context.Context) (any, int64, error) {
 		raw, err := s.fetchIndex(ctx, meta, remotelog.OffsetIndex)
 		if err != nil {
@@ -154,7 +154,7 @@ func (s *Server) offsetIndex(ctx context.Context, meta remotelog.SegmentMetadata
 
 // timeIndex returns a copy's parsed time index; it is loaded only when a
 // timestamp lookup needs it.
-func (s *Server) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.TimeEntry, error) {
+func (s *Engine) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.TimeEntry, error) {
 	v, err := s.idx.load(ctx, s.conf().RequestTimeout, indexKey{meta.ID, remotelog.TimeIndex}, func(ctx context.Context) (any, int64, error) {
 		raw, err := s.fetchIndex(ctx, meta, remotelog.TimeIndex)
 		if err != nil {
@@ -172,7 +172,7 @@ func (s *Server) timeIndex(ctx context.Context, meta remotelog.SegmentMetadata) 
 	return v.([]index.TimeEntry), nil
 }
 
-func (s *Server) fetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error) {
+func (s *Engine) fetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error) {
 	s.m.indexGets.Inc()
 	raw, err := s.rs.FetchIndex(ctx, meta, t)
 	s.m.indexBytes.Add(float64(len(raw)))

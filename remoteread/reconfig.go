@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -58,11 +58,11 @@ func (c Config) WithDynamic(next Config) Config {
 }
 
 // conf returns the settings requests run with now.
-func (s *Server) conf() *Config { return s.dyn.Load() }
+func (s *Engine) conf() *Config { return s.dyn.Load() }
 
 // initDynamic sets up what Reconfigure changes: the settings requests
 // read, the fetch quota and its metric.
-func (s *Server) initDynamic() {
+func (s *Engine) initDynamic() {
 	cfg := s.cfg
 	s.dyn.Store(&cfg)
 	s.fetchQuota = quota.New(cfg.FetchMaxBytesPerSecond)
@@ -72,7 +72,7 @@ func (s *Server) initDynamic() {
 }
 
 // throttled charges a remote .log body to the fetch quota.
-func (s *Server) throttled(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
+func (s *Engine) throttled(ctx context.Context, rc io.ReadCloser) io.ReadCloser {
 	return quota.ReadCloser(ctx, rc, s.fetchQuota)
 }
 
@@ -82,7 +82,7 @@ func (s *Server) throttled(ctx context.Context, rc io.ReadCloser) io.ReadCloser 
 // smaller budget evicts down to it; readers keep the chunks they hold,
 // see cache.SetBudgets). It returns Validate's error for the config that
 // would run, and then changes nothing.
-func (s *Server) Reconfigure(next Config) error {
+func (s *Engine) Reconfigure(next Config) error {
 	merged := s.conf().WithDynamic(next)
 	if err := merged.Validate(); err != nil {
 		return fmt.Errorf("fetch: reconfigure: %w", err)

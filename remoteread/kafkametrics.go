@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 // WithPartitionLabels shares the bound on per-partition metric series
 // (metrics.partition.labels.max) with other packages; by default the
 // server has its own, of partlabels.DefaultMax partitions.
-func WithPartitionLabels(l *partlabels.Set) Option { return func(s *Server) { s.labels = l } }
+func WithPartitionLabels(l *partlabels.Set) Option { return func(s *Engine) { s.labels = l } }
 
 // kafkaMetrics are the remote-read metrics named after Kafka's
 // (RemoteStorageMetrics, KIP-405): Kafka counts them per topic, tierd per
@@ -50,7 +50,7 @@ func (m kafkaMetrics) zero(topic, partition string) {
 // answer and error: the caller's mistakes (an invalid argument, an offset
 // out of range, a partition with nothing tiered, a cancelled call) are
 // requests, not errors.
-func (s *Server) countFetch(tp remotelog.TopicPartition, start time.Time, rr *RemoteRead, errp *error) {
+func (s *Engine) countFetch(tp remotelog.TopicPartition, start time.Time, rr *RemoteRead, errp *error) {
 	s.km.duration.Observe(time.Since(start).Seconds())
 	if tp.Topic == "" || tp.Partition < 0 {
 		return

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -19,13 +19,13 @@ var ErrStoreUnreachable = errors.New("fetch: object store unreachable")
 // A read that fails with a retryable error while it is not nil fails with
 // ErrStoreUnreachable and that reason instead, so that a reader learns the
 // store is down rather than that its data is still loading.
-func WithStoreHealth(fn func() error) Option { return func(s *Server) { s.storeDown = fn } }
+func WithStoreHealth(fn func() error) Option { return func(s *Engine) { s.storeDown = fn } }
 
 // unreachable returns err, marked ErrStoreUnreachable when it is a
 // retryable failure and the store does not answer, or when the bucket
 // itself found the whole store unavailable (rsm.ErrUnreachable: a
 // filesystem bucket's root directory gone) before the probe did.
-func (s *Server) unreachable(err error) error {
+func (s *Engine) unreachable(err error) error {
 	var re *RangeError
 	if errors.Is(err, rsm.ErrUnreachable) && !errors.Is(err, ErrStoreUnreachable) {
 		return fmt.Errorf("%w: %w", ErrStoreUnreachable, err)

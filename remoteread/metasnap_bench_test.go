@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 
 // lookupSegment is the metadata part of a Fetch: the partition's snapshot
 // and the finished copy holding offset. It returns the copy's start offset.
-func lookupSegment(s *Server, tp remotelog.TopicPartition, offset int64) (int64, error) {
+func lookupSegment(s *Engine, tp remotelog.TopicPartition, offset int64) (int64, error) {
 	_, fin, err := s.partitionState(tp)
 	if err != nil {
 		return 0, err
@@ -70,7 +70,7 @@ func BenchmarkFetchMetadataLookup(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			srv, err := NewServer(DefaultConfig(), store, nil)
+			srv, err := New(DefaultConfig(), store, nil)
 			if err != nil {
 				b.Fatal(err)
 			}

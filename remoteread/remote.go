@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -31,7 +31,7 @@ type RemotePartition struct {
 // since), ordered by topic and partition. It reads the metadata store's
 // partition list, as the Admin service's ListPartitions does. Errors: the
 // metadata store's, ctx's.
-func (s *Server) RemotePartitions(ctx context.Context) ([]RemotePartition, error) {
+func (s *Engine) RemotePartitions(ctx context.Context) ([]RemotePartition, error) {
 	tps, err := s.md.Partitions()
 	if err != nil {
 		return nil, fmt.Errorf("fetch: list partitions: %w", err)
@@ -60,7 +60,7 @@ func (s *Server) RemotePartitions(ctx context.Context) ([]RemotePartition, error
 // records them, and false when it records none (then nothing is tiered).
 // HighestTieredOffset is -1 while nothing is tiered. Errors: the metadata
 // store's.
-func (s *Server) RemoteOffsets(_ context.Context, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
+func (s *Engine) RemoteOffsets(_ context.Context, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error) {
 	offs, ok, err := s.md.Offsets(tp)
 	if err != nil {
 		return offs, false, fmt.Errorf("fetch: offsets of %s: %w", tp, err)
@@ -83,13 +83,13 @@ type RemoteRead struct {
 
 	n     int64    // bytes read
 	parts [][]byte // the records as views of cached chunks (gRPC reads)
-	hold  *hold    // holds the chunks of parts; nil when there are none
+	hold  *Hold    // holds the chunks of parts; nil when there are none
 }
 
 // release lets go of the chunks the read's views hold.
 func (rr *RemoteRead) release() {
 	if rr.hold != nil {
-		rr.hold.done()
+		rr.hold.Done()
 		rr.hold = nil
 	}
 }
@@ -112,7 +112,7 @@ func (rr *RemoteRead) release() {
 // offset is below the log start offset or past the highest tiered offset;
 // ErrStillLoading; ErrDataLoss; ctx's; any other is an object store or
 // disk failure (retryable).
-func (s *Server) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
+func (s *Engine) ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (RemoteRead, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	rr, err := s.readRemote(ctx, tp, offset, int64(maxBytes), nil)
@@ -144,12 +144,12 @@ const retries = 3
 // readRemote is ReadRemote without the request timeout, answering with
 // views (rr.parts, held until rr.release); with stream set, it passes the
 // records to stream as they arrive instead (see segmentReader.readFrom).
-func (s *Server) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (rr RemoteRead, err error) {
+func (s *Engine) readRemote(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (rr RemoteRead, err error) {
 	defer s.countFetch(tp, time.Now(), &rr, &err)
 	sent := false
 	if stream != nil {
 		inner := stream
-		stream = func(r run) error { sent = true; return inner(r) }
+		stream = func(r Run) error { sent = true; return inner(r) }
 	}
 	for i := 0; i < retries; i++ {
 		// A copy deleted by retention after the snapshot was taken reads as
@@ -181,7 +181,7 @@ func retrying[T any](fn func() (T, error)) (v T, err error) {
 // partitionState returns, from one snapshot (see metasnap.go), what every
 // read needs: the partition's offsets and its finished copies, and
 // rejects bad arguments and partitions with nothing tiered.
-func (s *Server) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, *finList, error) {
+func (s *Engine) partitionState(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, *finList, error) {
 	if tp.Topic == "" || tp.Partition < 0 {
 		return remotelog.PartitionOffsets{}, nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", tp.Topic, tp.Partition)
 	}
@@ -202,7 +202,7 @@ const prefetchRowsMax = 1024
 // following returns the finished copies after the cursor's that prefetch
 // may reach: at least the next one (where a sequential reader goes on),
 // then more until their bytes reach remote.fetch.prefetch.max.bytes.
-func (s *Server) following(p finCursor) []remotelog.SegmentMetadata {
+func (s *Engine) following(p finCursor) []remotelog.SegmentMetadata {
 	var out []remotelog.SegmentMetadata
 	var bytes int64
 	for p = p.next(); p.ok() && len(out) < prefetchRowsMax && (len(out) == 0 || bytes < s.conf().PrefetchBytes); p = p.next() {
@@ -213,7 +213,7 @@ func (s *Server) following(p finCursor) []remotelog.SegmentMetadata {
 }
 
 // read is one attempt of readRemote, on one metadata snapshot.
-func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (RemoteRead, error) {
+func (s *Engine) read(ctx context.Context, tp remotelog.TopicPartition, offset, maxBytes int64, stream streamFunc) (RemoteRead, error) {
 	if offset < 0 || maxBytes < 0 {
 		return RemoteRead{}, invalidf("offset and max_bytes must be >= 0 (got %d, %d)", offset, maxBytes)
 	}
@@ -259,13 +259,13 @@ func (s *Server) read(ctx context.Context, tp remotelog.TopicPartition, offset, 
 		ahead := s.demandAhead(s.seq.peek(*chain))
 		r := s.newSegmentReader(ctx, meta, pos)
 		rr := RemoteRead{Offsets: offs}
-		emit := func(parts [][]byte, _ int64, _ *hold) error { rr.parts = append(rr.parts, parts...); return nil }
+		emit := func(parts [][]byte, _ int64, _ *Hold) error { rr.parts = append(rr.parts, parts...); return nil }
 		if stream != nil {
-			emit = func(parts [][]byte, next int64, h *hold) error { return stream(run{parts, next, offs, h}) }
+			emit = func(parts [][]byte, next int64, h *Hold) error { return stream(Run{parts, next, offs, h}) }
 		}
 		h, n, next, end, err := r.readFrom(ctx, wait, offset, maxBytes, bound+maxBytes+batch.HeaderSize, upfrontEnd(offsets, pos, maxBytes, meta.SizeInBytes), ahead, stream != nil, emit)
 		if err != nil || n == 0 || stream != nil {
-			h.done()
+			h.Done()
 		} else {
 			rr.hold = h
 		}
@@ -333,7 +333,7 @@ func upfrontEnd(offsets []index.OffsetEntry, pos, maxBytes, size int64) int64 {
 // by epoch, each epoch once, with the smallest start offset seen. It reads
 // metadata only. Errors (wrapped): ErrInvalidArgument, ErrNotTiered, the
 // metadata store's.
-func (s *Server) RemoteLeaderEpochs(_ context.Context, tp remotelog.TopicPartition) ([]epoch.Entry, error) {
+func (s *Engine) RemoteLeaderEpochs(_ context.Context, tp remotelog.TopicPartition) ([]epoch.Entry, error) {
 	_, fin, err := s.partitionState(tp)
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -21,14 +21,14 @@ type tsOffset struct {
 // copies whose record timestamp is >= ts (ms), and that timestamp; found
 // is false when no tiered record is that late. Errors as ReadRemote
 // (ErrStillLoading aside).
-func (s *Server) RemoteOffsetForTimestamp(ctx context.Context, tp remotelog.TopicPartition, ts int64) (offset, timestamp int64, found bool, err error) {
+func (s *Engine) RemoteOffsetForTimestamp(ctx context.Context, tp remotelog.TopicPartition, ts int64) (offset, timestamp int64, found bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	r, err := s.timestampLookup(ctx, tp, ts)
 	return r.offset, r.timestamp, r.found, err
 }
 
-func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartition, ts int64) (tsOffset, error) {
+func (s *Engine) timestampLookup(ctx context.Context, tp remotelog.TopicPartition, ts int64) (tsOffset, error) {
 	r, err := retrying(func() (tsOffset, error) {
 		offs, fin, err := s.partitionState(tp)
 		if err != nil {
@@ -52,7 +52,7 @@ func (s *Server) timestampLookup(ctx context.Context, tp remotelog.TopicPartitio
 // offsetForTimestamp returns the first record of one copy at or after
 // logStart whose timestamp is >= ts, found by the copy's time index and a
 // scan from the position it gives.
-func (s *Server) offsetForTimestamp(ctx context.Context, meta remotelog.SegmentMetadata, ts, logStart int64) (tsOffset, error) {
+func (s *Engine) offsetForTimestamp(ctx context.Context, meta remotelog.SegmentMetadata, ts, logStart int64) (tsOffset, error) {
 	times, err := s.timeIndex(ctx, meta)
 	if err != nil {
 		return tsOffset{}, missing(meta, err)
@@ -106,14 +106,14 @@ func (r *segmentReader) records(b batch.Batch) ([]batch.Record, error) {
 // there are decoded; only when the largest timestamp of the copy holding
 // the log start offset lies below that offset is the copy scanned whole.
 // Errors as RemoteOffsetForTimestamp.
-func (s *Server) RemoteMaxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (offset, timestamp int64, found bool, err error) {
+func (s *Engine) RemoteMaxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (offset, timestamp int64, found bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	r, err := s.maxTimestamp(ctx, tp)
 	return r.offset, r.timestamp, r.found, err
 }
 
-func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (tsOffset, error) {
+func (s *Engine) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (tsOffset, error) {
 	r, err := retrying(func() (tsOffset, error) {
 		offs, fin, err := s.partitionState(tp)
 		if err != nil {
@@ -157,7 +157,7 @@ func (s *Server) maxTimestamp(ctx context.Context, tp remotelog.TopicPartition) 
 
 // maxFrom scans one copy from offset from to its end for the first record
 // with the largest timestamp.
-func (s *Server) maxFrom(ctx context.Context, meta remotelog.SegmentMetadata, from int64) (tsOffset, error) {
+func (s *Engine) maxFrom(ctx context.Context, meta remotelog.SegmentMetadata, from int64) (tsOffset, error) {
 	var pos int64
 	if from > meta.StartOffset {
 		offsets, err := s.offsetIndex(ctx, meta)

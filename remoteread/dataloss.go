@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"errors"
@@ -38,7 +38,7 @@ func (l *lossLog) first(key string) bool {
 // partition and what was read (at: "offset", 42, or "timestamp", ms),
 // once per partition and read, and tells the missing-copy hook of a
 // finished copy with an object missing. Other errors are ignored.
-func (s *Server) noteMissing(err error, tp remotelog.TopicPartition, at ...any) {
+func (s *Engine) noteMissing(err error, tp remotelog.TopicPartition, at ...any) {
 	if err == nil || !errors.Is(classify(err), ErrDataLoss) {
 		return
 	}

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -43,7 +43,7 @@ func (r *segmentReader) view(ctx context.Context, off, n int64) ([]byte, error) 
 	return r.buf, err
 }
 
-func (s *Server) newSegmentReader(ctx context.Context, meta remotelog.SegmentMetadata, pos int64) *segmentReader {
+func (s *Engine) newSegmentReader(ctx context.Context, meta remotelog.SegmentMetadata, pos int64) *segmentReader {
 	return &segmentReader{ctx: ctx, c: s.cache, obj: s.object(meta), meta: meta, cur: pos}
 }
 
@@ -96,7 +96,7 @@ func (r *segmentReader) entry(b batch.Batch) ([]byte, error) {
 // stay valid while h is held (a receiver keeping them past its return
 // calls h.add, and h.done when done), and the offset after the run's last
 // entry. It must not keep parts itself, which the reader reuses.
-type emitFunc func(parts [][]byte, next int64, h *hold) error
+type emitFunc func(parts [][]byte, next int64, h *Hold) error
 
 // readFrom reads whole entries of one segment starting with the entry
 // whose last offset is >= offset, as the Fetch contract says, and passes
@@ -118,7 +118,7 @@ type emitFunc func(parts [][]byte, next int64, h *hold) error
 // up to waitTo (see upfrontEnd), all at once rather than entry by entry.
 // A load the read makes takes up to ahead bytes past touchEnd along (a
 // sequential reader's read-ahead, see cache.PinAhead; 0: the bytes asked).
-func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo, ahead int64, stream bool, emit emitFunc) (h *hold, n, next, end int64, err error) {
+func (r *segmentReader) readFrom(ctx, wait context.Context, offset, maxBytes, touchEnd, waitTo, ahead int64, stream bool, emit emitFunc) (h *Hold, n, next, end int64, err error) {
 	pinEnd := min(touchEnd, r.meta.SizeInBytes)
 	r.pin = r.c.PinAhead(r.obj, r.cur, pinEnd-r.cur, ahead)
 	h = newHold(r.pin)
@@ -224,25 +224,25 @@ func loadFailed(ctx context.Context, err error) bool {
 		!errors.Is(err, cache.ErrShortObject)
 }
 
-// hold counts the users of a read's pinned chunks: the read itself and
-// each response that gRPC has not finished writing; the last one out
+// Hold counts the users of a read's pinned chunks: the read itself and
+// each answer not yet written out (by the gRPC edge); the last one out
 // releases the pin.
-type hold struct {
+type Hold struct {
 	n   atomic.Int32
 	pin *cache.Pin
 }
 
-func newHold(p *cache.Pin) *hold {
-	h := &hold{pin: p}
+func newHold(p *cache.Pin) *Hold {
+	h := &Hold{pin: p}
 	h.n.Store(1)
 	return h
 }
 
-// add counts one more user.
-func (h *hold) add() { h.n.Add(1) }
+// Add counts one more user.
+func (h *Hold) Add() { h.n.Add(1) }
 
-// done ends one user; the last releases the pin.
-func (h *hold) done() {
+// Done ends one user; the last releases the pin.
+func (h *Hold) Done() {
 	if h.n.Add(-1) == 0 {
 		h.pin.Release()
 	}

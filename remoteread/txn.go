@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -23,13 +23,13 @@ import (
 // Parsed indexes stay in the index cache; a copy with TxnIndexPresent
 // false makes no GET. Errors as ReadRemote (ErrStillLoading aside): a
 // missing or corrupt index is ErrDataLoss.
-func (s *Server) RemoteAbortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error) {
+func (s *Engine) RemoteAbortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	return s.abortedTxns(ctx, tp, from, to)
 }
 
-func (s *Server) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error) {
+func (s *Engine) abortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error) {
 	out, err := retrying(func() ([]index.AbortedTxn, error) {
 		if from < 0 {
 			return nil, invalidf("from offset must be >= 0 (got %d)", from)
@@ -95,7 +95,7 @@ const txnItemOverhead = 64
 
 // txnIndex returns a copy's parsed transaction index (none when the copy
 // has none); it is loaded only when aborted transactions are asked for.
-func (s *Server) txnIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.AbortedTxn, error) {
+func (s *Engine) txnIndex(ctx context.Context, meta remotelog.SegmentMetadata) ([]index.AbortedTxn, error) {
 	if !meta.TxnIndexPresent {
 		return nil, nil
 	}

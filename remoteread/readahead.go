@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"github.com/tierd/tierd/internal/remotelog"
@@ -39,7 +39,7 @@ const aheadShare = 8
 // when it has continued hops times: none before minHops, else an
 // aheadShare-th of the bytes it has taken, at most
 // remote.fetch.prefetch.max.bytes. The caller holds st.mu.
-func (s *Server) window(st *readAhead, hops int) int64 {
+func (s *Engine) window(st *readAhead, hops int) int64 {
 	if hops < minHops {
 		return 0
 	}
@@ -49,7 +49,7 @@ func (s *Server) window(st *readAhead, hops int) int64 {
 // demandAhead returns the read-ahead that a read continuing chain st (nil:
 // none) takes along with a load it makes: the chain's window once this
 // read has continued it.
-func (s *Server) demandAhead(st *readAhead) int64 {
+func (s *Engine) demandAhead(st *readAhead) int64 {
 	if st == nil {
 		return 0
 	}
@@ -70,7 +70,7 @@ func (s *Server) demandAhead(st *readAhead) int64 {
 // indexes set, a following copy it reads ahead into has its offset index
 // loaded too (the reader will need it). objectOf names a copy's .log in
 // the cache.
-func (s *Server) topUp(st *readAhead, objectOf func(remotelog.SegmentMetadata) cache.Object, m remotelog.SegmentMetadata, pos int64, rest []remotelog.SegmentMetadata, indexes bool) {
+func (s *Engine) topUp(st *readAhead, objectOf func(remotelog.SegmentMetadata) cache.Object, m remotelog.SegmentMetadata, pos int64, rest []remotelog.SegmentMetadata, indexes bool) {
 	cfg := s.conf()
 	st.mu.Lock()
 	defer st.mu.Unlock()

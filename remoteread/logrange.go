@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -59,7 +59,7 @@ const viewLeast = 64 << 10
 // error; ErrStoreUnreachable when a store failure comes while the store
 // does not answer (WithStoreHealth); any other is an object store or
 // disk failure (retryable).
-func (s *Server) WriteLogRange(ctx context.Context, src LogSource, meta remotelog.SegmentMetadata, start, n int64, w io.Writer) (int64, error) {
+func (s *Engine) WriteLogRange(ctx context.Context, src LogSource, meta remotelog.SegmentMetadata, start, n int64, w io.Writer) (int64, error) {
 	size := meta.SizeInBytes
 	switch {
 	case start < 0 || n < 0 || size < 0:
@@ -129,7 +129,7 @@ func (s *Server) WriteLogRange(ctx context.Context, src LogSource, meta remotelo
 // writePiece writes bytes [from, to) of obj (at most a chunk's worth) to
 // w as they arrive, holding their chunks until it returns; a load it
 // makes takes ahead bytes of read-ahead along (see cache.PinAhead).
-func (s *Server) writePiece(ctx context.Context, obj cache.Object, from, to, ahead int64, w io.Writer) (int64, error) {
+func (s *Engine) writePiece(ctx context.Context, obj cache.Object, from, to, ahead int64, w io.Writer) (int64, error) {
 	pin := s.cache.PinAhead(obj, from, to-from, ahead)
 	defer pin.Release()
 	var written int64
@@ -155,7 +155,7 @@ func (s *Server) writePiece(ctx context.Context, obj cache.Object, from, to, ahe
 // named by meta.ID as tierd's own copies are (the ids are random, so a
 // broker's copy and tierd's never share one), its GETs counted with the
 // server's and charged to the fetch quota.
-func (s *Server) sourceObject(src LogSource, meta remotelog.SegmentMetadata) cache.Object {
+func (s *Engine) sourceObject(src LogSource, meta remotelog.SegmentMetadata) cache.Object {
 	return cache.Object{Key: meta.ID.String() + ".log", Size: meta.SizeInBytes,
 		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
 			s.m.gets.Inc()
