@@ -14,7 +14,7 @@ import (
 
 // WithPartitionLabels shares the bound on per-partition metric series
 // (metrics.partition.labels.max) with other packages; by default the
-// server has its own, of partlabels.DefaultMax partitions.
+// engine has its own, of partlabels.DefaultMax partitions.
 func WithPartitionLabels(l *partlabels.Set) Option { return func(s *Engine) { s.labels = l } }
 
 // kafkaMetrics are the remote-read metrics named after Kafka's

@@ -31,7 +31,7 @@ var ErrPastEnd = errors.New("fetch: start position past the end of the .log")
 // written a few KiB at a time.
 const viewLeast = 64 << 10
 
-// WriteLogRange writes bytes [start, start+n) of the copy's .log (meta.SizeInBytes its size, meta.ID its name in the cache) to w as they arrive, read through the server's chunk cache (one memory budget with everything else), and returns the bytes written.
+// WriteLogRange writes bytes [start, start+n) of the copy's .log (meta.SizeInBytes its size, meta.ID its name in the cache) to w as they arrive, read through the engine's chunk cache (one memory budget with everything else), and returns the bytes written.
 //
 // A range past the end of the .log is cut at the end (n may be anything
 // up to math.MaxInt64 for "to the end"); a start equal to the size
@@ -154,7 +154,7 @@ func (s *Engine) writePiece(ctx context.Context, obj cache.Object, from, to, ahe
 // sourceObject is a copy's .log read from src, as the cache reads it:
 // named by meta.ID as tierd's own copies are (the ids are random, so a
 // broker's copy and tierd's never share one), its GETs counted with the
-// server's and charged to the fetch quota.
+// engine's and charged to the fetch quota.
 func (s *Engine) sourceObject(src LogSource, meta remotelog.SegmentMetadata) cache.Object {
 	return cache.Object{Key: meta.ID.String() + ".log", Size: meta.SizeInBytes,
 		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {

@@ -29,7 +29,7 @@ var DynamicKeys = []string{
 	"remote.fetch.chunk.cache.memory.bytes", "remote.fetch.chunk.cache.disk.bytes",
 }
 
-// DiskBudgetDynamic reports whether a running server with c takes next's
+// DiskBudgetDynamic reports whether a running engine with c takes next's
 // remote.fetch.chunk.cache.disk.bytes: when the disk tier is on and stays
 // on (remote.fetch.chunk.cache.disk.dir set, a static key, and a budget
 // above 0 before and after); with the dir empty or the budget 0 the tier
@@ -45,7 +45,7 @@ const DiskBudgetRule = "remote.fetch.chunk.cache.disk.bytes is dynamic only whil
 	"with disk.dir empty (the tier off) or a budget of 0, or a change to 0, it needs a restart"
 
 // WithDynamic returns c with next's dynamic settings (DynamicKeys): what
-// a server given next by Reconfigure runs with. The disk budget is kept
+// an engine given next by Reconfigure runs with. The disk budget is kept
 // when DiskBudgetDynamic says no.
 func (c Config) WithDynamic(next Config) Config {
 	if c.DiskBudgetDynamic(next) {
