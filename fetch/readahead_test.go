@@ -29,8 +29,8 @@ func shortCopiesLog(t *testing.T, e *env, n int) []remotelog.SegmentMetadata {
 	}
 	l.Roll()
 	l.Close()
-	e.tier(dir)
-	fin, err := e.store.FinishedSegments(e.tp)
+	e.Tier(dir)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) < n {
 		t.Fatalf("%d copies tiered (%v), want %d", len(fin), err, n)
 	}
@@ -72,7 +72,7 @@ func TestShortSequentialReadersFetchLittleMore(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range tc.readers {
 				wg.Add(1)
-				go func() { defer wg.Done(); readShare(t, e, e.tp, fin[i].StartOffset, tc.each, 32<<10) }()
+				go func() { defer wg.Done(); readShare(t, e, e.TP, fin[i].StartOffset, tc.each, 32<<10) }()
 			}
 			wg.Wait()
 		})

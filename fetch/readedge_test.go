@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
@@ -22,7 +23,7 @@ import (
 // short is counted.
 func TestFetchLoadFailsMidBody(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 60000
 	cfg.PrefetchBytes = 0
@@ -30,9 +31,9 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		maxBytes int32
 		want     int64 // batches, one offset each
 	}{{1 << 30, 3}, {1 << 20, 3}, {0, 1}, {1, 1}} {
-		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 20000, fail: true}, rsm.Config{})
+		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: 20000, fail: true}, rsm.Config{})
 		reg := prometheus.NewRegistry()
-		srv, err := NewServer(cfg, e.store, mgr, WithRegisterer(reg))
+		srv, err := NewServer(cfg, e.Store, mgr, WithRegisterer(reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +52,7 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		if err != nil {
 			t.Fatalf("max_bytes %d: %v, want the %d batches that arrived", tc.maxBytes, err, tc.want)
 		}
-		if bs := batches(t, resp.Records); int64(len(bs)) != tc.want || resp.NextOffset != tc.want {
+		if bs := readtest.Batches(t, resp.Records); int64(len(bs)) != tc.want || resp.NextOffset != tc.want {
 			t.Errorf("max_bytes %d: %d batches, next %d; want %d, %d", tc.maxBytes, len(bs), resp.NextOffset, tc.want, tc.want)
 		}
 		cut := 0.0
@@ -71,11 +72,11 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 func TestLockstepReadersReadAhead(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	read := func(off int64) int64 {
 		t.Helper()
 		for {
-			rr, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, off, 20000)
+			rr, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, off, 20000)
 			if errors.Is(err, remoteread.ErrStillLoading) {
 				continue
 			}
@@ -105,14 +106,14 @@ func TestLockstepReadersReadAhead(t *testing.T) {
 // spent waiting for bytes it does not send.
 func TestFetchStallInBatchLeftOut(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 600000
 	cfg.RequestTimeout = time.Hour // nor may these end the wait before the test gives up
 	cfg.Cache.LoadTimeout = time.Hour
 	cfg.PrefetchBytes = 0
-	mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 16000}, rsm.Config{})
-	srv, err := NewServer(cfg, e.store, mgr)
+	mgr, _ := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: 16000}, rsm.Config{})
+	srv, err := NewServer(cfg, e.Store, mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +132,7 @@ func TestFetchStallInBatchLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bs := batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
+	if bs := readtest.Batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
 		t.Fatalf("%d batches, next %d; want 3, 3", len(bs), resp.NextOffset)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
@@ -64,13 +65,12 @@ func newReadersEnv(b *testing.B, cfg Config, reg prometheus.Registerer, read *at
 	if err != nil {
 		b.Fatal(err)
 	}
-	e := &env{t: b}
-	e.tp.Topic = "t"
-	if e.store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
+	e := &env{Rig: &readtest.Rig{T: b, TP: remotelog.TopicPartition{Topic: "t"}}, t: b} // its Mgr over streamCounter, below
+	if e.Store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { e.store.Close() })
-	if e.mgr, err = rsm.NewManager(&streamCounter{Bucket: mb, n: read}, rsm.Config{}); err != nil {
+	b.Cleanup(func() { e.Store.Close() })
+	if e.Mgr, err = rsm.NewManager(&streamCounter{Bucket: mb, n: read}, rsm.Config{}); err != nil {
 		b.Fatal(err)
 	}
 	dir := filepath.Join(b.TempDir(), "t-0")
@@ -88,8 +88,8 @@ func newReadersEnv(b *testing.B, cfg Config, reg prometheus.Registerer, read *at
 	}
 	l.Roll()
 	l.Close()
-	e.tier(dir)
-	if e.srv, err = NewServer(cfg, e.store, e.mgr, WithRegisterer(reg)); err != nil {
+	e.Tier(dir)
+	if e.srv, err = NewServer(cfg, e.Store, e.Mgr, WithRegisterer(reg)); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.srv.Close)
@@ -119,7 +119,7 @@ func BenchmarkReaders(b *testing.B) {
 	cfg.Cache.MemoryBytes = benchEnvInt(b, "TIERD_BENCH_MEMORY", cfg.Cache.MemoryBytes)
 	var read atomic.Int64
 	e := newReadersEnv(b, cfg, prometheus.NewRegistry(), &read)
-	fin, err := e.store.FinishedSegments(e.tp)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) == 0 {
 		b.Fatalf("no finished copies: %v", err)
 	}
@@ -138,7 +138,7 @@ func BenchmarkReaders(b *testing.B) {
 func BenchmarkReadersSweep(b *testing.B) {
 	var read atomic.Int64
 	e := newReadersEnv(b, DefaultConfig(), prometheus.NewRegistry(), &read)
-	fin, err := e.store.FinishedSegments(e.tp)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) == 0 {
 		b.Fatalf("no finished copies: %v", err)
 	}
@@ -148,7 +148,7 @@ func BenchmarkReadersSweep(b *testing.B) {
 			for _, gets := range sweepInts(b, "TIERD_BENCH_SWEEP_GETS", 1, 2, 4) {
 				cfg := DefaultConfig()
 				cfg.Cache.ChunkBytes, cfg.PrefetchBytes, cfg.PrefetchGets = chunk, depth, int(gets)
-				srv, err := NewServer(cfg, e.store, e.mgr, WithRegisterer(prometheus.NewRegistry()))
+				srv, err := NewServer(cfg, e.Store, e.Mgr, WithRegisterer(prometheus.NewRegistry()))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -181,7 +181,7 @@ func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffs
 		before := read.Load()
 		b.StartTimer()
 		start := time.Now()
-		s, l := readersRound(b, srv, e.tp, mode, n, lastOffset, int64(i), &retries)
+		s, l := readersRound(b, srv, e.TP, mode, n, lastOffset, int64(i), &retries)
 		elapsed += time.Since(start)
 		b.StopTimer()
 		srv.Engine().Settle()

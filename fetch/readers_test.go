@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/remoteread"
 )
@@ -62,8 +63,8 @@ func TestSequentialReadersFetchLittleExtra(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, cfg, WithRegisterer(reg))
 	for p := int32(0); p < 8; p++ {
-		e.tp.Partition = p
-		referenceLog(t, e)
+		e.TP.Partition = p
+		readtest.ReferenceLog(t, e.Rig)
 	}
 	ratio := fetchedPerServed(t, e, reg, func() {
 		var wg sync.WaitGroup
@@ -94,7 +95,7 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 	cfg.Cache.ChunkBytes = 256 << 10
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, cfg, WithRegisterer(reg))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	ratio := fetchedPerServed(t, e, reg, func() {
 		var wg sync.WaitGroup
 		for r := 0; r < 8; r++ {
@@ -104,7 +105,7 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(r), 1))
 				for k := 0; k < 3; k++ {
 					off := rng.Int64N(590)
-					if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, off, 64<<10); err != nil && !errors.Is(err, remoteread.ErrStillLoading) {
+					if _, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, off, 64<<10); err != nil && !errors.Is(err, remoteread.ErrStillLoading) {
 						t.Errorf("read %d: %v", off, err)
 					}
 				}
@@ -147,13 +148,13 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 		cfg.Cache.ChunkBytes = 64 << 10 // a read's own bytes are more than the least a load takes (16 KiB)
 		cfg.PrefetchBytes = prefetch
 		e := newEnv(t, cfg)
-		referenceLog(t, e)
+		readtest.ReferenceLog(t, e.Rig)
 		var out [3]int64
 		next := int64(100)
 		for k := range out { // reader A; B lands on A's end; B reads on
-			before := e.bucket.read.Load()
+			before := e.Bucket.Read.Load()
 			for {
-				rr, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, next, 40000)
+				rr, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, next, 40000)
 				if errors.Is(err, remoteread.ErrStillLoading) {
 					continue
 				}
@@ -164,7 +165,7 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 				break
 			}
 			e.srv.Engine().Settle()
-			out[k] = e.bucket.read.Load() - before
+			out[k] = e.Bucket.Read.Load() - before
 		}
 		return out
 	}
@@ -224,8 +225,8 @@ func TestCrowdedSequentialReadersFetchTheirOwnBytes(t *testing.T) {
 	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
 	const readers = 32
 	for p := int32(0); p < readers; p++ {
-		e.tp.Partition = p
-		referenceLog(t, e)
+		e.TP.Partition = p
+		readtest.ReferenceLog(t, e.Rig)
 	}
 	ratio := fetchedPerServed(t, e, reg, func() {
 		var wg sync.WaitGroup
@@ -250,8 +251,8 @@ func TestCrowdedSequentialReadersFetchTheirOwnBytes(t *testing.T) {
 func TestLoneSequentialReaderReadsAhead(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
-	referenceLog(t, e)
-	ratio := fetchedPerServed(t, e, reg, func() { readOn(t, e, e.tp, 0, 20000) })
+	readtest.ReferenceLog(t, e.Rig)
+	ratio := fetchedPerServed(t, e, reg, func() { readOn(t, e, e.TP, 0, 20000) })
 	prefetches := metricValue(t, reg, "tierd_cache_prefetches_total")
 	t.Logf("1 sequential reader: %.3f bytes fetched per byte served, %v prefetches", ratio, prefetches)
 	if ratio > 1.05 {

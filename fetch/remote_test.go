@@ -21,6 +21,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
@@ -39,11 +40,11 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 	// (TestMaxWaitPartialAnswer covers short answers).
 	cfg.MaxWaitMs = 600000
 	e := newEnv(t, cfg, WithRegisterer(reg))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	ctx := context.Background()
 	for off := int64(0); off < 600; off += 7 {
 		for _, maxBytes := range []int{0, 1, 12000, 1 << 20} {
-			rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, maxBytes)
+			rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, off, maxBytes)
 			if err != nil {
 				t.Fatalf("ReadRemote(%d, %d): %v", off, maxBytes, err)
 			}
@@ -56,7 +57,7 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 				t.Fatalf("ReadRemote(%d, %d): %d bytes to %d (%+v); Fetch: %d bytes to %d", off, maxBytes,
 					len(rr.Records), rr.Next, rr.Offsets, len(resp.Records), resp.NextOffset)
 			}
-			if bs := batches(t, rr.Records); len(bs) == 0 || bs[0].BaseOffset != off || bs[len(bs)-1].LastOffset+1 != rr.Next {
+			if bs := readtest.Batches(t, rr.Records); len(bs) == 0 || bs[0].BaseOffset != off || bs[len(bs)-1].LastOffset+1 != rr.Next {
 				t.Fatalf("ReadRemote(%d, %d): batches %+v, next %d", off, maxBytes, bs, rr.Next)
 			}
 		}
@@ -64,7 +65,7 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 	e.srv.Engine().DropCaches(false)
 	before := metricValue(t, reg, "tierd_cache_prefetches_total")
 	for next := int64(0); next < 200; {
-		rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, next, 32<<10)
+		rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, next, 32<<10)
 		if err != nil {
 			t.Fatalf("sequential ReadRemote(%d): %v", next, err)
 		}
@@ -131,8 +132,8 @@ func TestReadRemoteErrors(t *testing.T) {
 		defer mu.Unlock()
 		told = append(told, m)
 	})))
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp) // [0, 205], [206, 411], [412, 599]
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP) // [0, 205], [206, 411], [412, 599]
 	ctx := context.Background()
 	read := func(tp remotelog.TopicPartition, off int64) error {
 		_, err := e.srv.Engine().ReadRemote(ctx, tp, off, 1)
@@ -144,26 +145,26 @@ func TestReadRemoteErrors(t *testing.T) {
 	for _, tc := range []struct {
 		tp  remotelog.TopicPartition
 		off int64
-	}{{e.tp, -1}, {remotelog.TopicPartition{Partition: 0}, 0}, {remotelog.TopicPartition{Topic: "t", Partition: -1}, 0}} {
+	}{{e.TP, -1}, {remotelog.TopicPartition{Partition: 0}, 0}, {remotelog.TopicPartition{Topic: "t", Partition: -1}, 0}} {
 		if err := read(tc.tp, tc.off); !errors.Is(err, remoteread.ErrInvalidArgument) {
 			t.Errorf("ReadRemote(%v, %d): %v, want remoteread.ErrInvalidArgument", tc.tp, tc.off, err)
 		}
 	}
-	if _, err := e.store.AdvanceOffsets(e.tp, 100, -1); err != nil {
+	if _, err := e.Store.AdvanceOffsets(e.TP, 100, -1); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{50, 600} {
 		var re *remoteread.RangeError
-		if err := read(e.tp, off); !errors.As(err, &re) || *re != (remoteread.RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
+		if err := read(e.TP, off); !errors.As(err, &re) || *re != (remoteread.RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
 			t.Errorf("ReadRemote(%d): %v, want a remoteread.RangeError of [100, 599]", off, err)
 		}
 	}
 	// A finished copy's .log gone: remoteread.ErrDataLoss over rsm.ErrNotFound, the
 	// copy named, the hook told.
-	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[2], ".log")); err != nil {
+	if err := e.Bucket.Delete(ctx, e.Mgr.Key(fin[2], ".log")); err != nil {
 		t.Fatal(err)
 	}
-	err := read(e.tp, 500)
+	err := read(e.TP, 500)
 	if !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) || !strings.Contains(err.Error(), fin[2].ID.String()) {
 		t.Errorf("missing .log: %v", err)
 	}
@@ -174,20 +175,20 @@ func TestReadRemoteErrors(t *testing.T) {
 	mu.Unlock()
 	// A corrupt offset index (7 bytes): remoteread.ErrDataLoss over ErrCorrupt, and
 	// DATA_LOSS over gRPC; no hook.
-	if err := e.bucket.Upload(ctx, e.mgr.Key(fin[0], kafkalog.IndexSuffix), bytes.NewReader(make([]byte, 7)), 7); err != nil {
+	if err := e.Bucket.Upload(ctx, e.Mgr.Key(fin[0], kafkalog.IndexSuffix), bytes.NewReader(make([]byte, 7)), 7); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 150); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
+	if err := read(e.TP, 150); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
 		t.Errorf("corrupt offset index: %v", err)
 	}
 	if _, err := e.fetch(150, 1); status.Code(err) != codes.DataLoss {
 		t.Errorf("corrupt offset index over gRPC: %v", err)
 	}
 	// Offsets no copy covers.
-	if _, err := e.store.UpdateState(e.tp, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted); err != nil {
+	if _, err := e.Store.UpdateState(e.TP, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 300); !errors.Is(err, remoteread.ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
+	if err := read(e.TP, 300); !errors.Is(err, remoteread.ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
 		t.Errorf("hole: %v", err)
 	}
 	mu.Lock()
@@ -203,11 +204,11 @@ func TestReadRemoteStillLoading(t *testing.T) {
 	cfg.MaxWaitMs = 50
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	gate := make(chan struct{})
-	e.bucket.gate.Store(&gate)
+	e.Bucket.Gate.Store(&gate)
 	t.Cleanup(func() { close(gate) })
-	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 500, 1); !errors.Is(err, remoteread.ErrStillLoading) {
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, 500, 1); !errors.Is(err, remoteread.ErrStillLoading) {
 		t.Fatalf("read of a held object: %v, want remoteread.ErrStillLoading", err)
 	}
 }
@@ -216,24 +217,24 @@ func TestReadRemoteStillLoading(t *testing.T) {
 // recorded with nothing tiered is not listed.
 func TestRemotePartitionsAndOffsets(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	if err := e.store.SetTopicID(e.tp, "AAAAAAAAAAAAAAAAAAAAAQ"); err != nil {
+	readtest.ReferenceLog(t, e.Rig)
+	if err := e.Store.SetTopicID(e.TP, "AAAAAAAAAAAAAAAAAAAAAQ"); err != nil {
 		t.Fatal(err)
 	}
 	empty := remotelog.TopicPartition{Topic: "u", Partition: 3}
-	if err := e.store.EnsurePartition(empty, 42); err != nil {
+	if err := e.Store.EnsurePartition(empty, 42); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	ps, err := e.srv.Engine().RemotePartitions(ctx)
-	if err != nil || len(ps) != 1 || ps[0] != (remoteread.RemotePartition{TopicPartition: e.tp, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ"}) {
+	if err != nil || len(ps) != 1 || ps[0] != (remoteread.RemotePartition{TopicPartition: e.TP, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ"}) {
 		t.Fatalf("RemotePartitions: %+v %v", ps, err)
 	}
 	for _, tc := range []struct {
 		tp           remotelog.TopicPartition
 		ok           bool
 		lso, highest int64
-	}{{e.tp, true, 0, 599}, {empty, true, 42, -1}, {remotelog.TopicPartition{Topic: "v"}, false, 0, -1}} {
+	}{{e.TP, true, 0, 599}, {empty, true, 42, -1}, {remotelog.TopicPartition{Topic: "v"}, false, 0, -1}} {
 		offs, ok, err := e.srv.Engine().RemoteOffsets(ctx, tc.tp)
 		if err != nil || ok != tc.ok || offs.LogStartOffset != tc.lso || offs.HighestTieredOffset != tc.highest {
 			t.Errorf("RemoteOffsets(%v) = %+v %v %v", tc.tp, offs, ok, err)
@@ -357,7 +358,7 @@ func txnLog(t *testing.T, e *env) {
 	writeSegment(t, dir, 30, []index.AbortedTxn{{ProducerID: 10, FirstOffset: 30, LastOffset: 32, LastStableOffset: 33}},
 		entry(t, 30, 2, 10, ts), marker(t, 32, 10, false), entry(t, 33, 7, none, ts))
 	writeSegment(t, dir, 40, nil)
-	e.tierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
+	e.TierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
 		p := filepath.Join(dir, kafkalog.FileName(meta.StartOffset, kafkalog.TxnIndexSuffix))
 		if _, err := os.Stat(p); err == nil {
 			files.TxnIndex = p
@@ -383,7 +384,7 @@ func TestRemoteAbortedTxns(t *testing.T) {
 	e := newEnv(t, DefaultConfig(), WithRegisterer(reg))
 	txnLog(t, e)
 	ctx := context.Background()
-	txnGets := func() int64 { return e.bucket.txnGets.Load() }
+	txnGets := func() int64 { return e.Bucket.TxnGets.Load() }
 	indexGets := func() float64 { return metricValue(t, reg, "tierd_fetch_index_gets_total") }
 	for _, tc := range []struct {
 		from, to  int64
@@ -404,7 +405,7 @@ func TestRemoteAbortedTxns(t *testing.T) {
 		{5, 5, [][2]int64{}, 0, 0},
 	} {
 		g, ig := txnGets(), indexGets()
-		txns, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, tc.from, tc.to)
+		txns, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.TP, tc.from, tc.to)
 		if err != nil {
 			t.Fatalf("RemoteAbortedTxns(%d, %d): %v", tc.from, tc.to, err)
 		}
@@ -415,11 +416,11 @@ func TestRemoteAbortedTxns(t *testing.T) {
 			t.Errorf("RemoteAbortedTxns(%d, %d): %d .txnindex GETs, %v index loads; want %d, %v", tc.from, tc.to, n, in, tc.gets, tc.indexGets)
 		}
 	}
-	fin, _ := e.store.FinishedSegments(e.tp)
-	if txns, _ := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, 0, 10); txns[0].LastOffset != 6 || txns[1].LastOffset != 12 || txns[1].LastStableOffset != 13 {
+	fin, _ := e.Store.FinishedSegments(e.TP)
+	if txns, _ := e.srv.Engine().RemoteAbortedTxns(ctx, e.TP, 0, 10); txns[0].LastOffset != 6 || txns[1].LastOffset != 12 || txns[1].LastStableOffset != 13 {
 		t.Errorf("entries %+v", txns)
 	}
-	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, -1, 10); !errors.Is(err, remoteread.ErrInvalidArgument) {
+	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.TP, -1, 10); !errors.Is(err, remoteread.ErrInvalidArgument) {
 		t.Errorf("negative from: %v", err)
 	}
 	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, remotelog.TopicPartition{Topic: "x"}, 0, 10); !errors.Is(err, remoteread.ErrNotTiered) {
@@ -427,10 +428,10 @@ func TestRemoteAbortedTxns(t *testing.T) {
 	}
 	// A finished copy's transaction index gone: data loss.
 	e.srv.Engine().DropCaches(true)
-	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[3], kafkalog.TxnIndexSuffix)); err != nil {
+	if err := e.Bucket.Delete(ctx, e.Mgr.Key(fin[3], kafkalog.TxnIndexSuffix)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.tp, 30, 31); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) {
+	if _, err := e.srv.Engine().RemoteAbortedTxns(ctx, e.TP, 30, 31); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) {
 		t.Errorf("missing .txnindex: %v", err)
 	}
 }

@@ -70,11 +70,11 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 				off := rng.Int63n(hto + 1)
 				for i := 0; i < rounds && !t.Failed(); i++ {
 					mb := 1 + rng.Intn(200<<10)
-					req := &tierdpb.FetchRequest{Topic: e.tp.Topic, Partition: e.tp.Partition, Offset: off, MaxBytes: int32(mb)}
+					req := &tierdpb.FetchRequest{Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: off, MaxBytes: int32(mb)}
 					var next int64
 					switch {
 					case keep && i%2 == 0:
-						rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, mb)
+						rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, off, mb)
 						if err != nil {
 							t.Errorf("ReadRemote %d/%d: %v", off, mb, err)
 							return

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
@@ -93,13 +94,13 @@ func TestDataLossLogged(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, DefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithRegisterer(reg),
 		WithEngine(remoteread.WithPartitionLabels(partlabels.New(10))))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	good, err := e.fetch(0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin, _ := e.store.FinishedSegments(e.tp)
-	if err := e.bucket.Delete(context.Background(), e.mgr.Key(fin[1], ".log")); err != nil {
+	fin, _ := e.Store.FinishedSegments(e.TP)
+	if err := e.Bucket.Delete(context.Background(), e.Mgr.Key(fin[1], ".log")); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{300, 300, 301} {
@@ -109,7 +110,7 @@ func TestDataLossLogged(t *testing.T) {
 	}
 	// One ReadRemote of the Go API, the way logview (and so the Kafka
 	// listener) reads.
-	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 302, 1); err == nil {
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, 302, 1); err == nil {
 		t.Fatal("ReadRemote of a missing copy succeeded")
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")

@@ -44,7 +44,7 @@ func maxTSLog(t *testing.T, e *env) []batch.Record {
 		writeSegment(t, dir, base, nil, entries...)
 	}
 	writeSegment(t, dir, 48, nil)
-	e.tier(dir)
+	e.Tier(dir)
 	return all
 }
 
@@ -68,11 +68,11 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 	recs := maxTSLog(t, e)
 	ctx := context.Background()
 	for lso := int64(0); lso < 48; lso++ {
-		if _, err := e.store.AdvanceOffsets(e.tp, lso, -1); err != nil {
+		if _, err := e.Store.AdvanceOffsets(e.TP, lso, -1); err != nil {
 			t.Fatal(err)
 		}
 		wantOff, wantTS := firstMax(recs, lso)
-		off, ts, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.tp)
+		off, ts, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.TP)
 		if err != nil || !found || off != wantOff || ts != wantTS {
 			t.Fatalf("log start %d: RemoteMaxTimestamp = %d at %d (%v, %v), want %d at %d", lso, ts, off, found, err, wantTS, wantOff)
 		}
@@ -85,10 +85,10 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 		}
 	}
 	// Every copy gone to retention: nothing found.
-	if _, err := e.store.AdvanceOffsets(e.tp, 48, -1); err != nil {
+	if _, err := e.Store.AdvanceOffsets(e.TP, 48, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.tp); found || err != nil {
+	if _, _, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.TP); found || err != nil {
 		t.Errorf("past every copy: found %v, %v", found, err)
 	}
 	if _, _, _, err := e.srv.Engine().RemoteMaxTimestamp(ctx, remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, remoteread.ErrNotTiered) {
@@ -109,7 +109,7 @@ func TestRemoteOffsetForTimestamp(t *testing.T) {
 				break
 			}
 		}
-		off, ts, found, err := e.srv.Engine().RemoteOffsetForTimestamp(ctx, e.tp, target)
+		off, ts, found, err := e.srv.Engine().RemoteOffsetForTimestamp(ctx, e.TP, target)
 		if err != nil || found != (want >= 0) || (found && (off != want || ts < target)) {
 			t.Errorf("RemoteOffsetForTimestamp(%d) = %d at %d (%v, %v), want offset %d", target, ts, off, found, err, want)
 		}
@@ -141,11 +141,11 @@ func TestRemoteLeaderEpochs(t *testing.T) {
 		10: {{Epoch: 1, StartOffset: 10}, {Epoch: 3, StartOffset: 15}},
 		20: {{Epoch: 3, StartOffset: 20}, {Epoch: 5, StartOffset: 27}},
 	}
-	e.tierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
+	e.TierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
 		meta.SegmentLeaderEpochs = epochs[meta.StartOffset]
 		files.LeaderEpochs = epochs[meta.StartOffset]
 	})
-	got, err := e.srv.Engine().RemoteLeaderEpochs(context.Background(), e.tp)
+	got, err := e.srv.Engine().RemoteLeaderEpochs(context.Background(), e.TP)
 	want := []epoch.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 4}, {Epoch: 3, StartOffset: 15}, {Epoch: 5, StartOffset: 27}}
 	if err != nil || len(got) != len(want) {
 		t.Fatalf("RemoteLeaderEpochs = %v %v, want %v", got, err, want)

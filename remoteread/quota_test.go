@@ -1,14 +1,16 @@
-package fetch
+package remoteread
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/tierd/tierd/internal/readtest"
 )
 
 // TestFetchQuota reads the 3 MiB reference log from the store under a
 // 1 MiB/s fetch quota (remote.log.manager.fetch.max.bytes.per.second),
-// set by Reconfigure on a server started without one: about three seconds,
+// set by Reconfigure on an engine started without one: about three seconds,
 // and the bytes read from the store over the time taken stay at the
 // limit.
 func TestFetchQuota(t *testing.T) {
@@ -16,24 +18,24 @@ func TestFetchQuota(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 20000 // reads wait for throttled loads instead of answering UNAVAILABLE
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	next := cfg
 	next.FetchMaxBytesPerSecond = limit
-	if err := e.srv.Reconfigure(next); err != nil {
+	if err := e.eng.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	before := e.bucket.read.Load()
+	before := e.Bucket.Read.Load()
 	start := time.Now()
 	for off := int64(0); off < 600; {
-		rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, off, 256<<10)
+		rr, err := e.eng.ReadRemote(ctx, e.TP, off, 256<<10)
 		if err != nil {
 			t.Fatalf("ReadRemote(%d): %v", off, err)
 		}
 		off = rr.Next
 	}
-	e.srv.Engine().Settle() // prefetches in flight count too
-	read := e.bucket.read.Load() - before
+	e.eng.Settle() // prefetches in flight count too
+	read := e.Bucket.Read.Load() - before
 	rate := float64(read) / time.Since(start).Seconds()
 	ratio := rate / limit
 	t.Logf("read %d bytes from the store at %.0f bytes/s: %.3f of the limit", read, rate, ratio)
@@ -57,30 +59,30 @@ func TestFetchQuota(t *testing.T) {
 // stay, and an invalid config changes nothing.
 func TestReconfigure(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.tp, 0, 1); err != nil {
+	readtest.ReferenceLog(t, e.Rig)
+	if _, err := e.eng.ReadRemote(context.Background(), e.TP, 0, 1); err != nil {
 		t.Fatal(err)
 	}
-	cached := e.srv.Engine().IndexCacheBytes()
+	cached := e.eng.IndexCacheBytes()
 	if cached == 0 {
 		t.Fatal("no index cached after a read")
 	}
 	next := DefaultConfig()
-	next.Listen, next.MaxWaitMs, next.IndexCacheBytes, next.Cache.ChunkBytes = "127.0.0.1:1", 42, 0, 1<<20
-	if err := e.srv.Reconfigure(next); err != nil {
+	next.MaxWaitMs, next.IndexCacheBytes, next.Cache.ChunkBytes = 42, 0, 1<<20
+	if err := e.eng.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
-	c := e.srv.Engine().Config()
-	if c.MaxWaitMs != 42 || c.Cache.ChunkBytes != e.srv.cfg.Cache.ChunkBytes {
+	c := e.eng.Config()
+	if c.MaxWaitMs != 42 || c.Cache.ChunkBytes != e.eng.cfg.Cache.ChunkBytes {
 		t.Fatalf("after Reconfigure: max wait %d (want 42), chunk %d (want the static one kept)", c.MaxWaitMs, c.Cache.ChunkBytes)
 	}
-	cached = e.srv.Engine().IndexCacheBytes()
+	cached = e.eng.IndexCacheBytes()
 	if cached != 0 {
 		t.Fatalf("index cache holds %d bytes under a budget of 0", cached)
 	}
 	bad := next
 	bad.MaxWaitMs = 0
-	if err := e.srv.Reconfigure(bad); err == nil || e.srv.Engine().Config().MaxWaitMs != 42 {
-		t.Fatalf("invalid Reconfigure: %v, max wait %d", err, e.srv.Engine().Config().MaxWaitMs)
+	if err := e.eng.Reconfigure(bad); err == nil || e.eng.Config().MaxWaitMs != 42 {
+		t.Fatalf("invalid Reconfigure: %v, max wait %d", err, e.eng.Config().MaxWaitMs)
 	}
 }

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/remoteread"
 )
 
 type lockedBuf struct {
@@ -31,22 +31,22 @@ func (l *lockedBuf) String() string {
 
 // TestMissingCopyLoggedOnce: a client retrying a read of a copy whose
 // object is gone (franz-go does, thousands of times a second) gets
-// remoteread.ErrDataLoss every time and the hook is told every time, but the copy is
+// ErrDataLoss every time and the hook is told every time, but the copy is
 // logged once.
 func TestMissingCopyLoggedOnce(t *testing.T) {
 	var logs lockedBuf
 	var mu sync.Mutex
 	told := 0
 	e := newEnv(t, DefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		WithEngine(remoteread.WithMissingCopyHook(func(remotelog.SegmentMetadata) { mu.Lock(); told++; mu.Unlock() })))
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp)
+		WithMissingCopyHook(func(remotelog.SegmentMetadata) { mu.Lock(); told++; mu.Unlock() }))
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP)
 	ctx := context.Background()
-	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[2], ".log")); err != nil {
+	if err := e.Bucket.Delete(ctx, e.Mgr.Key(fin[2], ".log")); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 50; i++ {
-		if _, err := e.srv.Engine().ReadRemote(ctx, e.tp, 500, 1); !errors.Is(err, remoteread.ErrDataLoss) {
+		if _, err := e.eng.ReadRemote(ctx, e.TP, 500, 1); !errors.Is(err, ErrDataLoss) {
 			t.Fatalf("read %d: %v", i, err)
 		}
 	}

@@ -1,10 +1,12 @@
-package fetch
+package remoteread
 
 import (
 	"context"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tierd/tierd/internal/readtest"
 )
 
 // sumMetric returns the sum of the series of counter or gauge name in reg.
@@ -47,23 +49,23 @@ func TestRandomReadOnChainEndWastesNothing(t *testing.T) {
 		cfg.PrefetchBytes = 256 << 10
 		cfg.MaxWaitMs = 600000
 		e := newEnv(t, cfg, WithRegisterer(reg))
-		referenceLog(t, e)
+		readtest.ReferenceLog(t, e.Rig)
 		ctx := context.Background()
 		landings := 0
 		for next, i := int64(0), 0; next <= 599; i++ {
 			if landing && i%10 == 9 {
-				if _, err := e.srv.Engine().ReadRemote(ctx, e.tp, next, 1); err != nil {
+				if _, err := e.eng.ReadRemote(ctx, e.TP, next, 1); err != nil {
 					t.Fatal(err)
 				}
 				landings++
 			}
-			rr, err := e.srv.Engine().ReadRemote(ctx, e.tp, next, 20000)
+			rr, err := e.eng.ReadRemote(ctx, e.TP, next, 20000)
 			if err != nil {
 				t.Fatal(err)
 			}
 			next = rr.Next
 		}
-		e.srv.Engine().Settle()
+		e.eng.Settle()
 		fetched, served := sumMetric(t, reg, "tierd_fetch_log_bytes_total"), sumMetric(t, reg, "tierd_fetch_served_bytes_total")
 		wasted, prefetches := sumMetric(t, reg, "tierd_cache_prefetch_wasted_bytes_total"), sumMetric(t, reg, "tierd_cache_prefetches_total")
 		t.Logf("landings %d: fetched %.0f, served %.0f, prefetches %.0f, wasted %.0f", landings, fetched, served, prefetches, wasted)
