@@ -146,7 +146,7 @@ func TestPrefetchAcrossSegments(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond) // prefetches land
 	demand := func() float64 {
-		return metricValue(t, reg, "tierd_cache_misses_total") - metricValue(t, reg, "tierd_cache_prefetches_total")
+		return readtest.MetricValue(t, reg, "tierd_cache_misses_total") - readtest.MetricValue(t, reg, "tierd_cache_prefetches_total")
 	}
 	loads, logGets, gets := demand(), e.Bucket.LogGets.Load(), e.Bucket.Gets.Load()
 	for next < fin[1].StartOffset+5 {

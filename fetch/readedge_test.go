@@ -2,7 +2,6 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
@@ -10,7 +9,6 @@ import (
 
 	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -59,43 +57,9 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		if tc.want == 3 { // max_bytes 0 and 1 end at their one batch, not cut short
 			cut = 1
 		}
-		if n := seriesValue(t, reg, "tierd_fetch_short_answers_total", "reason", "load_failed"); n != cut {
+		if n := readtest.SeriesValue(t, reg, "tierd_fetch_short_answers_total", "reason", "load_failed"); n != cut {
 			t.Errorf("max_bytes %d: %v answers counted as cut short by a failed load, want %v", tc.maxBytes, n, cut)
 		}
-	}
-}
-
-// Two consumers reading the same partition from the same offset in step
-// (two consumer groups catching up together: their fetches end at the
-// same positions, and each fetch of one comes between two of the other)
-// are sequential readers: read-ahead starts for them, as it does for one.
-func TestLockstepReadersReadAhead(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
-	readtest.ReferenceLog(t, e.Rig)
-	read := func(off int64) int64 {
-		t.Helper()
-		for {
-			rr, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, off, 20000)
-			if errors.Is(err, remoteread.ErrStillLoading) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("read %d: %v", off, err)
-			}
-			return rr.Next
-		}
-	}
-	for a, b := int64(0), int64(0); a < 200; {
-		a = read(a)
-		b = read(b)
-		if a != b {
-			t.Fatalf("readers apart: %d, %d", a, b)
-		}
-	}
-	e.srv.Engine().Settle()
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
-		t.Fatal("two sequential readers in step: no read-ahead")
 	}
 }
 

@@ -25,8 +25,6 @@ import (
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -55,16 +53,8 @@ func benchEnvInt(b *testing.B, name string, def int64) int64 {
 // returns an env whose server reads it (in process: ReadRemote).
 func newReadersEnv(b *testing.B, cfg Config, reg prometheus.Registerer, read *atomic.Int64) *env {
 	b.Helper()
-	srv := rsmtest.StartMinIO(b)
-	srv.CreateBucket(b, "readers")
-	b.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey)
-	b.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "readers", true
-	mb, err := minio.New(mcfg, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	mb := readtest.MinIOBucket(b, "readers")
+	var err error
 	e := &env{Rig: &readtest.Rig{T: b, TP: remotelog.TopicPartition{Topic: "t"}}, t: b} // its Mgr over streamCounter, below
 	if e.Store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
 		b.Fatal(err)

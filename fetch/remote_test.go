@@ -7,13 +7,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -63,7 +61,7 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 		}
 	}
 	e.srv.Engine().DropCaches(false)
-	before := metricValue(t, reg, "tierd_cache_prefetches_total")
+	before := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total")
 	for next := int64(0); next < 200; {
 		rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, next, 32<<10)
 		if err != nil {
@@ -72,54 +70,9 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 		next = rr.Next
 	}
 	e.srv.Engine().Settle()
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total") - before; n == 0 {
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total") - before; n == 0 {
 		t.Fatal("a sequential ReadRemote reader started no prefetch")
 	}
-}
-
-// seriesValue returns the value of the series of counter name in reg
-// whose labels include the label, value pairs given.
-func seriesValue(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range mf.Metric {
-			for i := 0; i+1 < len(labels); i += 2 {
-				if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == labels[i] && l.GetValue() == labels[i+1] }) {
-					continue series
-				}
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no series %s %v", name, labels)
-	return 0
-}
-
-// metricValue returns the value of the counter or gauge name in reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.Metric) == 1 {
-			if c := mf.Metric[0].GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return mf.Metric[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // Each error class of the Go API, by errors.Is and errors.As, and the
@@ -385,7 +338,7 @@ func TestRemoteAbortedTxns(t *testing.T) {
 	txnLog(t, e)
 	ctx := context.Background()
 	txnGets := func() int64 { return e.Bucket.TxnGets.Load() }
-	indexGets := func() float64 { return metricValue(t, reg, "tierd_fetch_index_gets_total") }
+	indexGets := func() float64 { return readtest.MetricValue(t, reg, "tierd_fetch_index_gets_total") }
 	for _, tc := range []struct {
 		from, to  int64
 		want      [][2]int64 // producer id, first offset

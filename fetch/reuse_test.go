@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -113,11 +114,11 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 
 	run(false)
 	waitUnpinned(t, e)
-	reused := metricValue(t, reg, "tierd_cache_buffer_reuses_total")
+	reused := readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total")
 	if reused == 0 {
 		t.Fatal("no chunk buffer was reused after unary Fetches and FetchStreams")
 	}
-	if loaded := metricValue(t, reg, "tierd_cache_loaded_bytes_total"); loaded <= float64(6*cfg.Cache.ChunkBytes) {
+	if loaded := readtest.MetricValue(t, reg, "tierd_cache_loaded_bytes_total"); loaded <= float64(6*cfg.Cache.ChunkBytes) {
 		t.Fatalf("%v bytes loaded: the test does not make the cache evict", loaded)
 	}
 
@@ -130,8 +131,8 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 		check("kept ReadRemote", a.off, int(a.mb), a.got)
 	}
 	waitUnpinned(t, e)
-	if metricValue(t, reg, "tierd_cache_buffer_reuses_total") <= reused {
+	if readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total") <= reused {
 		t.Fatal("no chunk buffer reused while ReadRemote answers were kept")
 	}
-	t.Logf("%v buffer reuses", metricValue(t, reg, "tierd_cache_buffer_reuses_total"))
+	t.Logf("%v buffer reuses", readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total"))
 }

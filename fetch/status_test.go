@@ -129,13 +129,13 @@ func TestDataLossLogged(t *testing.T) {
 		}
 	}
 	own := []string{"topic", "t", "partition", "0"}
-	if got := seriesValue(t, reg, "tierd_remote_fetch_requests_total", own...); got != 5 {
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_requests_total", own...); got != 5 {
 		t.Errorf("requests %v, want 5", got)
 	}
-	if got := seriesValue(t, reg, "tierd_remote_fetch_errors_total", own...); got != 4 {
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_errors_total", own...); got != 4 {
 		t.Errorf("errors %v, want 4", got)
 	}
-	if got := seriesValue(t, reg, "tierd_remote_fetch_bytes_total", own...); got != float64(len(good.Records)) {
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_bytes_total", own...); got != float64(len(good.Records)) {
 		t.Errorf("bytes %v, want %d", got, len(good.Records))
 	}
 }

@@ -18,25 +18,13 @@ import (
 
 	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
 
 // newMinIOEnv is newEnv over a real MinIO on 127.0.0.1.
 func newMinIOEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
-	srv := rsmtest.StartMinIO(t)
-	srv.CreateBucket(t, "tierd")
-	t.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey) // StartMinIO sets them for a *testing.T only
-	t.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "tierd", true
-	b, err := minio.New(mcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newEnvOn(t, b, cfg)
+	return newEnvOn(t, readtest.MinIOBucket(t, "tierd"), cfg)
 }
 
 // variedLog writes n batches of one record each, of random sizes from

@@ -9,29 +9,6 @@ import (
 	"github.com/tierd/tierd/internal/readtest"
 )
 
-// sumMetric returns the sum of the series of counter or gauge name in reg.
-func sumMetric(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.Metric {
-			if c := m.GetCounter(); c != nil {
-				sum += c.GetValue()
-			} else {
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 // A random read landing exactly where a sequential reader's last fetch
 // ended takes over that reader's chain (its read-ahead state): its own
 // read-ahead starts from where it ended, which is where the sequential
@@ -66,8 +43,8 @@ func TestRandomReadOnChainEndWastesNothing(t *testing.T) {
 			next = rr.Next
 		}
 		e.eng.Settle()
-		fetched, served := sumMetric(t, reg, "tierd_fetch_log_bytes_total"), sumMetric(t, reg, "tierd_fetch_served_bytes_total")
-		wasted, prefetches := sumMetric(t, reg, "tierd_cache_prefetch_wasted_bytes_total"), sumMetric(t, reg, "tierd_cache_prefetches_total")
+		fetched, served := readtest.SumMetric(t, reg, "tierd_fetch_log_bytes_total"), readtest.SumMetric(t, reg, "tierd_fetch_served_bytes_total")
+		wasted, prefetches := readtest.SumMetric(t, reg, "tierd_cache_prefetch_wasted_bytes_total"), readtest.SumMetric(t, reg, "tierd_cache_prefetches_total")
 		t.Logf("landings %d: fetched %.0f, served %.0f, prefetches %.0f, wasted %.0f", landings, fetched, served, prefetches, wasted)
 		if fetched > logBytes || wasted != 0 || prefetches == 0 {
 			t.Errorf("%d random reads on the reader's end: fetched %.0f bytes of a %d-byte log, %.0f prefetched and unread, %.0f prefetches; want at most the log, none unread, some",

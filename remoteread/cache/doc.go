@@ -133,7 +133,7 @@
 // sequential reader stops at the end of its share, and what was
 // prefetched past it (one depth per reader, for bytes another reader had
 // read long before) counts as fetched; readers that stop at the log's
-// end, where prefetch stops, do not pay it (fetch's
+// end, where prefetch stops, do not pay it (remoteread's
 // TestSequentialReadersFetchLittleExtra: 1.12 for 8 readers of their own
 // partitions). 16 MiB chunks were chosen for a quarter of the GETs per
 // byte (requests are what object stores charge and what adds latency),

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"bytes"
@@ -14,13 +14,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/remoteread/cache"
 	"github.com/tierd/tierd/rsm"
 )
 
-// memSource is a remoteread.LogSource over copies held in memory. It counts the
+// memSource is a LogSource over copies held in memory. It counts the
 // bytes asked, remembers the furthest byte asked of each copy, and fails
 // the test when a GET asks for bytes past a copy's end.
 type memSource struct {
@@ -74,10 +74,10 @@ func (m *memSource) furthest(id remotelog.SegmentID) int64 {
 
 // writeRange reads [start, start+n) with WriteLogRange and checks the
 // bytes against data.
-func writeRange(t *testing.T, srv *Server, src remoteread.LogSource, meta remotelog.SegmentMetadata, data []byte, start, n int64) int64 {
+func writeRange(t *testing.T, srv *Engine, src LogSource, meta remotelog.SegmentMetadata, data []byte, start, n int64) int64 {
 	t.Helper()
 	var buf bytes.Buffer
-	got, err := srv.Engine().WriteLogRange(context.Background(), src, meta, start, n, &buf)
+	got, err := srv.WriteLogRange(context.Background(), src, meta, start, n, &buf)
 	if err != nil {
 		t.Fatalf("WriteLogRange(%d, %d): %v", start, n, err)
 	}
@@ -102,8 +102,8 @@ func logRangeConfig() Config {
 
 // Any range of a copy reads byte for byte: inside a chunk, across chunk
 // boundaries, at the copy's end, with n past the end (cut there), empty
-// at the end; a start past the end is remoteread.ErrPastEnd and negative arguments
-// remoteread.ErrInvalidArgument. No pin is left.
+// at the end; a start past the end is ErrPastEnd and negative arguments
+// ErrInvalidArgument. No pin is left.
 func TestWriteLogRangeBytes(t *testing.T) {
 	e := newEnv(t, logRangeConfig())
 	src := newMemSource(t)
@@ -112,23 +112,23 @@ func TestWriteLogRangeBytes(t *testing.T) {
 	size := int64(len(data))
 	for _, r := range [][2]int64{{0, 0}, {0, 1}, {0, size}, {cb - 1, 2}, {cb - 100, cb + 200}, {size - 1, 1}, {size - 1, 10},
 		{size - 10, math.MaxInt64}, {100, math.MaxInt64}, {2 * cb, cb}, {size, 5}, {size, 0}} {
-		writeRange(t, e.srv, src, meta, data, r[0], r[1])
+		writeRange(t, e.eng, src, meta, data, r[0], r[1])
 	}
 	rng := rand.New(rand.NewPCG(2, 2))
 	for range 200 {
 		start := rng.Int64N(size + 1)
-		writeRange(t, e.srv, src, meta, data, start, rng.Int64N(2*cb))
+		writeRange(t, e.eng, src, meta, data, start, rng.Int64N(2*cb))
 	}
-	if _, err := e.srv.Engine().WriteLogRange(context.Background(), src, meta, size+1, 1, io.Discard); !errors.Is(err, remoteread.ErrPastEnd) {
-		t.Errorf("start past the end: %v, want remoteread.ErrPastEnd", err)
+	if _, err := e.eng.WriteLogRange(context.Background(), src, meta, size+1, 1, io.Discard); !errors.Is(err, ErrPastEnd) {
+		t.Errorf("start past the end: %v, want ErrPastEnd", err)
 	}
 	for _, bad := range [][2]int64{{-1, 1}, {0, -1}} {
-		if _, err := e.srv.Engine().WriteLogRange(context.Background(), src, meta, bad[0], bad[1], io.Discard); !errors.Is(err, remoteread.ErrInvalidArgument) {
-			t.Errorf("WriteLogRange(%d, %d): %v, want remoteread.ErrInvalidArgument", bad[0], bad[1], err)
+		if _, err := e.eng.WriteLogRange(context.Background(), src, meta, bad[0], bad[1], io.Discard); !errors.Is(err, ErrInvalidArgument) {
+			t.Errorf("WriteLogRange(%d, %d): %v, want ErrInvalidArgument", bad[0], bad[1], err)
 		}
 	}
-	e.srv.Engine().Settle()
-	if n := e.srv.Engine().Cache().Pinned(); n != 0 {
+	e.eng.Settle()
+	if n := e.eng.Cache().Pinned(); n != 0 {
 		t.Fatalf("%d pins left", n)
 	}
 }
@@ -137,7 +137,7 @@ func TestWriteLogRangeBytes(t *testing.T) {
 // stream does: windows of first bytes, each twice the last up to most,
 // each going on where the last ended; it calls each after every window
 // with where the window ended.
-func pluginWindows(t *testing.T, srv *Server, src remoteread.LogSource, meta remotelog.SegmentMetadata, data []byte, start, end, first, most int64, each func(end int64)) {
+func pluginWindows(t *testing.T, srv *Engine, src LogSource, meta remotelog.SegmentMetadata, data []byte, start, end, first, most int64, each func(end int64)) {
 	t.Helper()
 	for pos, w := start, first; pos < end; w = min(2*w, most) {
 		n := writeRange(t, srv, src, meta, data, pos, min(w, end-pos))
@@ -162,7 +162,7 @@ func TestWriteLogRangePluginWindowsReadAhead(t *testing.T) {
 		meta, data := src.add(4<<20, 3)
 		windows, ahead := 0, 0
 		ratio := fetchedPerServed(t, e, reg, func() {
-			pluginWindows(t, e.srv, src, meta, data, 0, upTo, 32<<10, 256<<10, func(end int64) {
+			pluginWindows(t, e.eng, src, meta, data, 0, upTo, 32<<10, 256<<10, func(end int64) {
 				windows++
 				if src.furthest(meta.ID) > end {
 					ahead++
@@ -184,10 +184,10 @@ func TestWriteLogRangePluginWindowsReadAhead(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	ratio := fetchedPerServed(t, e, reg, func() {
 		for range 40 {
-			writeRange(t, e.srv, src, meta, data, rng.Int64N(4<<20), 32<<10)
+			writeRange(t, e.eng, src, meta, data, rng.Int64N(4<<20), 32<<10)
 		}
 	})
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n != 0 || ratio > 2 {
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"); n != 0 || ratio > 2 {
 		t.Errorf("40 random reads: %v prefetches, %.3f bytes fetched per byte served; want none and their own bytes", n, ratio)
 	}
 }
@@ -205,7 +205,7 @@ func TestWriteLogRangeBrokerStreams(t *testing.T) {
 	streams, ahead := 0, 0
 	ratio := fetchedPerServed(t, e, reg, func() {
 		for pos := int64(0); pos < int64(len(data)); {
-			end := pos + writeRange(t, e.srv, src, meta, data, pos, 32<<10)
+			end := pos + writeRange(t, e.eng, src, meta, data, pos, 32<<10)
 			streams++
 			if src.furthest(meta.ID) > end {
 				ahead++
@@ -245,12 +245,12 @@ func TestWriteLogRangeConcurrentReaders(t *testing.T) {
 			wg.Add(2)
 			go func() {
 				defer wg.Done()
-				pluginWindows(t, e.srv, src, own[i].meta, own[i].data, 0, 1<<20, 32<<10, 256<<10, nil)
+				pluginWindows(t, e.eng, src, own[i].meta, own[i].data, 0, 1<<20, 32<<10, 256<<10, nil)
 			}()
 			go func() {
 				defer wg.Done()
 				from := int64(i) * (2 << 20) / 8
-				pluginWindows(t, e.srv, src, shared, sharedData, from, from+(2<<20)/8, 32<<10, 256<<10, nil)
+				pluginWindows(t, e.eng, src, shared, sharedData, from, from+(2<<20)/8, 32<<10, 256<<10, nil)
 			}()
 		}
 		wg.Wait()
@@ -259,7 +259,7 @@ func TestWriteLogRangeConcurrentReaders(t *testing.T) {
 	if ratio > 1.2 {
 		t.Errorf("16 concurrent readers: %.3f bytes fetched per byte served, want <= 1.2", ratio)
 	}
-	if n := e.srv.Engine().Cache().Pinned(); n != 0 {
+	if n := e.eng.Cache().Pinned(); n != 0 {
 		t.Fatalf("%d pins left", n)
 	}
 }
@@ -283,7 +283,7 @@ func TestWriteLogRangeErrors(t *testing.T) {
 	e := newEnv(t, logRangeConfig())
 	src := newMemSource(t)
 	missing := remotelog.SegmentMetadata{ID: remotelog.NewSegmentID(), SizeInBytes: 1000}
-	if n, err := e.srv.Engine().WriteLogRange(context.Background(), src, missing, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
+	if n, err := e.eng.WriteLogRange(context.Background(), src, missing, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
 		t.Errorf("missing object: %d bytes, %v; want rsm.ErrNotFound", n, err)
 	}
 	meta, _ := src.add(1000, 6)
@@ -292,21 +292,21 @@ func TestWriteLogRangeErrors(t *testing.T) {
 	src.mu.Lock()
 	src.objs[short.ID] = src.objs[meta.ID]
 	src.mu.Unlock()
-	if _, err := e.srv.Engine().WriteLogRange(context.Background(), src, short, 500, 1500, io.Discard); !errors.Is(err, cache.ErrShortObject) {
+	if _, err := e.eng.WriteLogRange(context.Background(), src, short, 500, 1500, io.Discard); !errors.Is(err, cache.ErrShortObject) {
 		t.Errorf("object shorter than its size: %v; want cache.ErrShortObject", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.srv.Engine().WriteLogRange(ctx, src, meta, 0, 100, io.Discard); !errors.Is(err, context.Canceled) {
+	if _, err := e.eng.WriteLogRange(ctx, src, meta, 0, 100, io.Discard); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: %v", err)
 	}
 	big, _ := src.add(300<<10, 7)
-	n, err := e.srv.Engine().WriteLogRange(context.Background(), src, big, 0, 300<<10, &errWriter{})
+	n, err := e.eng.WriteLogRange(context.Background(), src, big, 0, 300<<10, &errWriter{})
 	if !errors.Is(err, errWriteFailed) || n == 0 || n >= 300<<10 {
 		t.Errorf("failing writer: %d bytes, %v; want its error after the first write", n, err)
 	}
-	e.srv.Engine().Settle()
-	if p := e.srv.Engine().Cache().Pinned(); p != 0 {
+	e.eng.Settle()
+	if p := e.eng.Cache().Pinned(); p != 0 {
 		t.Fatalf("%d pins left", p)
 	}
 }

@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"bytes"
@@ -14,11 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testfixtures"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 )
 
 // WriteLogRange over a real MinIO, reading a real Kafka broker's .log
@@ -34,16 +33,7 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := rsmtest.StartMinIO(t)
-	srv.CreateBucket(t, "broker")
-	t.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "broker", true
-	b, err := minio.New(mcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readtest.MinIOBucket(t, "broker")
 	mgr, err := rsm.NewManager(b, rsm.Config{Prefix: "_kafka-rsm"})
 	if err != nil {
 		t.Fatal(err)
@@ -59,25 +49,25 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 	size := int64(len(data))
 	const cb = 64 << 10
 	for _, r := range [][2]int64{{0, 1}, {0, size}, {cb - 7, 20}, {size - 1, 1}, {size - 100, math.MaxInt64}, {size - 5, 5000}, {size, 10}} {
-		writeRange(t, e.srv, mgr, meta, data, r[0], r[1])
+		writeRange(t, e.eng, mgr, meta, data, r[0], r[1])
 	}
 	rng := rand.New(rand.NewPCG(8, 8))
 	for range 50 {
-		writeRange(t, e.srv, mgr, meta, data, rng.Int64N(size+1), rng.Int64N(3*cb))
+		writeRange(t, e.eng, mgr, meta, data, rng.Int64N(size+1), rng.Int64N(3*cb))
 	}
 
-	e.srv.Engine().DropCaches(true)
-	gets := metricValue(t, reg, "tierd_fetch_log_gets_total")
+	e.eng.DropCaches(true)
+	gets := readtest.MetricValue(t, reg, "tierd_fetch_log_gets_total")
 	windows := 0
 	ratio := fetchedPerServed(t, e, reg, func() {
-		pluginWindows(t, e.srv, mgr, meta, data, 0, size, 16<<10, 128<<10, func(int64) { windows++ })
+		pluginWindows(t, e.eng, mgr, meta, data, 0, size, 16<<10, 128<<10, func(int64) { windows++ })
 	})
-	t.Logf("plugin windows over MinIO: %d windows, %v GETs, %.3f bytes fetched per byte served", windows, metricValue(t, reg, "tierd_fetch_log_gets_total")-gets, ratio)
-	if ratio > 1.2 || metricValue(t, reg, "tierd_cache_prefetches_total") == 0 {
-		t.Errorf("plugin windows over MinIO: %.3f bytes fetched per byte served, %v prefetches; want <= 1.2 and read-ahead", ratio, metricValue(t, reg, "tierd_cache_prefetches_total"))
+	t.Logf("plugin windows over MinIO: %d windows, %v GETs, %.3f bytes fetched per byte served", windows, readtest.MetricValue(t, reg, "tierd_fetch_log_gets_total")-gets, ratio)
+	if ratio > 1.2 || readtest.MetricValue(t, reg, "tierd_cache_prefetches_total") == 0 {
+		t.Errorf("plugin windows over MinIO: %.3f bytes fetched per byte served, %v prefetches; want <= 1.2 and read-ahead", ratio, readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"))
 	}
 
-	e.srv.Engine().DropCaches(true)
+	e.eng.DropCaches(true)
 	ratio = fetchedPerServed(t, e, reg, func() {
 		var wg sync.WaitGroup
 		for i := range int64(8) {
@@ -85,7 +75,7 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				from := i * size / 8
-				pluginWindows(t, e.srv, mgr, meta, data, from, (i+1)*size/8, 16<<10, 128<<10, nil)
+				pluginWindows(t, e.eng, mgr, meta, data, from, (i+1)*size/8, 16<<10, 128<<10, nil)
 			}()
 		}
 		wg.Wait()
@@ -97,10 +87,10 @@ func TestWriteLogRangeMinIO(t *testing.T) {
 
 	gone := meta
 	gone.ID = remotelog.NewSegmentID()
-	if n, err := e.srv.Engine().WriteLogRange(context.Background(), mgr, gone, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
+	if n, err := e.eng.WriteLogRange(context.Background(), mgr, gone, 0, 100, io.Discard); !errors.Is(err, rsm.ErrNotFound) || n != 0 {
 		t.Errorf("missing object: %d bytes, %v; want rsm.ErrNotFound", n, err)
 	}
-	if p := e.srv.Engine().Cache().Pinned(); p != 0 {
+	if p := e.eng.Cache().Pinned(); p != 0 {
 		t.Fatalf("%d pins left", p)
 	}
 }

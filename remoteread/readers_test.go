@@ -1,4 +1,4 @@
-package fetch
+package remoteread
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/remoteread"
 )
 
 // fetchedPerServed runs fn and returns the .log bytes GETs asked for per
@@ -20,10 +19,10 @@ import (
 // tierd_fetch_served_bytes_total), after the loads fn started ended.
 func fetchedPerServed(t *testing.T, e *env, reg *prometheus.Registry, fn func()) float64 {
 	t.Helper()
-	fetched0, served0 := metricValue(t, reg, "tierd_fetch_log_bytes_total"), metricValue(t, reg, "tierd_fetch_served_bytes_total")
+	fetched0, served0 := readtest.MetricValue(t, reg, "tierd_fetch_log_bytes_total"), readtest.MetricValue(t, reg, "tierd_fetch_served_bytes_total")
 	fn()
-	e.srv.Engine().Settle()
-	fetched, served := metricValue(t, reg, "tierd_fetch_log_bytes_total")-fetched0, metricValue(t, reg, "tierd_fetch_served_bytes_total")-served0
+	e.eng.Settle()
+	fetched, served := readtest.MetricValue(t, reg, "tierd_fetch_log_bytes_total")-fetched0, readtest.MetricValue(t, reg, "tierd_fetch_served_bytes_total")-served0
 	if served == 0 {
 		t.Fatal("nothing served")
 	}
@@ -34,8 +33,8 @@ func fetchedPerServed(t *testing.T, e *env, reg *prometheus.Registry, fn func())
 // log, as a consumer does, retrying answers still loading.
 func readOn(t *testing.T, e *env, tp remotelog.TopicPartition, from int64, maxBytes int) {
 	for off := from; ; {
-		rr, err := e.srv.Engine().ReadRemote(context.Background(), tp, off, maxBytes)
-		if errors.Is(err, remoteread.ErrStillLoading) {
+		rr, err := e.eng.ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, ErrStillLoading) {
 			continue
 		}
 		if err != nil {
@@ -78,7 +77,7 @@ func TestSequentialReadersFetchLittleExtra(t *testing.T) {
 	if ratio > 1.2 {
 		t.Fatalf("8 sequential readers: %.3f bytes fetched per byte served, want <= 1.2", ratio)
 	}
-	held, most := e.srv.Engine().Cache().PrefetchHeld()
+	held, most := e.eng.Cache().PrefetchHeld()
 	if most == 0 || most > 256<<10 {
 		t.Fatalf("prefetch budget peaked at %d bytes (now %d), want some and at most %d", most, held, 256<<10)
 	}
@@ -105,7 +104,7 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(r), 1))
 				for k := 0; k < 3; k++ {
 					off := rng.Int64N(590)
-					if _, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, off, 64<<10); err != nil && !errors.Is(err, remoteread.ErrStillLoading) {
+					if _, err := e.eng.ReadRemote(context.Background(), e.TP, off, 64<<10); err != nil && !errors.Is(err, ErrStillLoading) {
 						t.Errorf("read %d: %v", off, err)
 					}
 				}
@@ -117,7 +116,7 @@ func TestRandomReadersFetchTheirOwnBytes(t *testing.T) {
 	if ratio > 2 {
 		t.Fatalf("8 random readers: %.3f bytes fetched per byte served, want < 2", ratio)
 	}
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n > 2 {
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"); n > 2 {
 		t.Fatalf("%v prefetches for random readers", n)
 	}
 }
@@ -154,8 +153,8 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 		for k := range out { // reader A; B lands on A's end; B reads on
 			before := e.Bucket.Read.Load()
 			for {
-				rr, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, next, 40000)
-				if errors.Is(err, remoteread.ErrStillLoading) {
+				rr, err := e.eng.ReadRemote(context.Background(), e.TP, next, 40000)
+				if errors.Is(err, ErrStillLoading) {
 					continue
 				}
 				if err != nil {
@@ -164,7 +163,7 @@ func TestChanceContinuationStartsNoReadAhead(t *testing.T) {
 				next = rr.Next
 				break
 			}
-			e.srv.Engine().Settle()
+			e.eng.Settle()
 			out[k] = e.Bucket.Read.Load() - before
 		}
 		return out
@@ -197,8 +196,8 @@ func crowdedConfig() Config {
 // loading.
 func readShare(t *testing.T, e *env, tp remotelog.TopicPartition, from, n int64, maxBytes int) {
 	for off, read := from, int64(0); read < n; {
-		rr, err := e.srv.Engine().ReadRemote(context.Background(), tp, off, maxBytes)
-		if errors.Is(err, remoteread.ErrStillLoading) {
+		rr, err := e.eng.ReadRemote(context.Background(), tp, off, maxBytes)
+		if errors.Is(err, ErrStillLoading) {
 			continue
 		}
 		if err != nil {
@@ -236,11 +235,11 @@ func TestCrowdedSequentialReadersFetchTheirOwnBytes(t *testing.T) {
 		}
 		wg.Wait()
 	})
-	t.Logf("%d sequential readers: %.3f bytes fetched per byte served, %v prefetches", readers, ratio, metricValue(t, reg, "tierd_cache_prefetches_total"))
+	t.Logf("%d sequential readers: %.3f bytes fetched per byte served, %v prefetches", readers, ratio, readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"))
 	if ratio > 1.3 {
 		t.Fatalf("%d sequential readers: %.3f bytes fetched per byte served, want <= 1.3", readers, ratio)
 	}
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n > readers*46/4 {
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"); n > readers*46/4 {
 		t.Fatalf("%d crowded sequential readers: %v whole chunks read ahead, want at most a quarter of the %d read", readers, n, readers*46)
 	}
 }
@@ -253,7 +252,7 @@ func TestLoneSequentialReaderReadsAhead(t *testing.T) {
 	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
 	readtest.ReferenceLog(t, e.Rig)
 	ratio := fetchedPerServed(t, e, reg, func() { readOn(t, e, e.TP, 0, 20000) })
-	prefetches := metricValue(t, reg, "tierd_cache_prefetches_total")
+	prefetches := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total")
 	t.Logf("1 sequential reader: %.3f bytes fetched per byte served, %v prefetches", ratio, prefetches)
 	if ratio > 1.05 {
 		t.Fatalf("1 sequential reader: %.3f bytes fetched per byte served, want <= 1.05", ratio)
@@ -261,5 +260,39 @@ func TestLoneSequentialReaderReadsAhead(t *testing.T) {
 	// The log is about 46 chunks; read-ahead loads most of them.
 	if prefetches < 30 {
 		t.Fatalf("1 sequential reader: %v prefetches, want most of the log's chunks read ahead", prefetches)
+	}
+}
+
+// Two consumers reading the same partition from the same offset in step
+// (two consumer groups catching up together: their fetches end at the
+// same positions, and each fetch of one comes between two of the other)
+// are sequential readers: read-ahead starts for them, as it does for one.
+func TestLockstepReadersReadAhead(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
+	readtest.ReferenceLog(t, e.Rig)
+	read := func(off int64) int64 {
+		t.Helper()
+		for {
+			rr, err := e.eng.ReadRemote(context.Background(), e.TP, off, 20000)
+			if errors.Is(err, ErrStillLoading) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("read %d: %v", off, err)
+			}
+			return rr.Next
+		}
+	}
+	for a, b := int64(0), int64(0); a < 200; {
+		a = read(a)
+		b = read(b)
+		if a != b {
+			t.Fatalf("readers apart: %d, %d", a, b)
+		}
+	}
+	e.eng.Settle()
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
+		t.Fatal("two sequential readers in step: no read-ahead")
 	}
 }
