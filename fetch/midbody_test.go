@@ -70,9 +70,9 @@ func TestReadCommittedLoadFailsMidBody(t *testing.T) {
 	ts := func(off int64) int64 { return 1000 + off }
 	// The bytes of segment 0 up to offset 5 (txnLog writes the same
 	// entries), then 10 bytes into the marker.
-	n := len(entry(t, 0, 2, none, ts)) + len(entry(t, 2, 3, 7, ts)) + len(entry(t, 5, 1, none, ts)) + 10
+	n := len(readtest.Entry(t, 0, 2, none, ts)) + len(readtest.Entry(t, 2, 3, 7, ts)) + len(readtest.Entry(t, 5, 1, none, ts)) + 10
 	e := newEnv(t, DefaultConfig())
-	txnLog(t, e)
+	readtest.TxnLog(t, e.Rig)
 	e = stalled(t, e, int64(n))
 	ctx := context.Background()
 	req := &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 1 << 20, IsolationLevel: tierdpb.IsolationLevel_READ_COMMITTED}
@@ -128,7 +128,7 @@ func TestReadCommittedNoRecordsWithoutAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnvOn(t, failTxnBucket{fsb}, DefaultConfig())
-	txnLog(t, e)
+	readtest.TxnLog(t, e.Rig)
 	ctx := context.Background()
 	pr := e.client.Partition("t", 0)
 	if b, err := pr.Fetch(ctx, 0, 1<<20, tierdpb.IsolationLevel_READ_COMMITTED); err == nil {
