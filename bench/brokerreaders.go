@@ -10,14 +10,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // This file holds readers_N's "broker" pattern: N readers reading the
 // copies as a Kafka broker's RemoteStorageManager plugin does through
 // tierd's RSM endpoint, by byte ranges of a copy's .log
-// (fetch.Server.WriteLogRange), against a fetch server in the bench
+// (remoteread.Engine.WriteLogRange), against a read engine in the bench
 // process started afresh for each N (empty cache). Each reader starts at
 // its own copy, spread evenly over the log, and makes the broker's
 // consumer fetches: a stream from a byte position of one window of
@@ -32,7 +32,7 @@ import (
 // rsmapi) is not in it: this measures the bytes tierd fetches for such
 // readers and its read path's time.
 
-// noMetadata is the Metadata of the broker pattern's fetch server:
+// noMetadata is the Metadata of the broker pattern's read engine:
 // WriteLogRange reads by the copy's metadata the caller gives, never the
 // metadata store.
 type noMetadata struct{}
@@ -55,12 +55,12 @@ func (noMetadata) FinishedSnapshot(remotelog.TopicPartition) (remotelog.Version,
 }
 
 // brokerRun is one readers_N run of the broker pattern: n readers at
-// once against a fresh in-process fetch server, each reading
+// once against a fresh in-process read engine, each reading
 // cfg.readerBytes(n) as described above.
 func (e *env) brokerRun(ctx context.Context, n int) (readersOut, error) {
 	var o readersOut
 	reg := prometheus.NewRegistry()
-	srv, err := fetch.NewServer(e.fcfg, noMetadata{}, e.mgr, fetch.WithRegisterer(reg))
+	srv, err := remoteread.New(e.fcfg.Config, noMetadata{}, e.mgr, remoteread.WithRegisterer(reg))
 	if err != nil {
 		return o, err
 	}
@@ -111,7 +111,7 @@ func (e *env) brokerRun(ctx context.Context, n int) (readersOut, error) {
 // brokerFetch is one consumer fetch of a broker reader: a window of
 // MaxBytes of copy seg from byte pos, compared with the local file; it
 // returns the bytes served and where the next fetch's stream starts.
-func (e *env) brokerFetch(ctx context.Context, srv *fetch.Server, seg int, pos int64, r *Result) (int64, int, int64, error) {
+func (e *env) brokerFetch(ctx context.Context, srv *remoteread.Engine, seg int, pos int64, r *Result) (int64, int, int64, error) {
 	meta := e.fin[seg]
 	var buf bytes.Buffer
 	t := time.Now()

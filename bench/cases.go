@@ -154,7 +154,7 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, scold, kc
 		if i%3 != 0 {
 			continue
 		}
-		e.server.DropCaches(true)
+		e.server.Engine().DropCaches(true)
 		bl, bi := e.getsBy()
 		t := time.Now()
 		resp, err := e.client.API().Fetch(ctx, e.fetchReq(s))
@@ -162,7 +162,7 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, scold, kc
 		if err != nil {
 			return nil, nil, nil, nil, nil, fmt.Errorf("%s: %w", coldAll.Name, err)
 		}
-		e.server.Settle()
+		e.server.Engine().Settle()
 		al, ai := e.getsBy()
 		coldAll.gets += al - bl
 		coldAll.indexGets += ai - bi
@@ -182,12 +182,12 @@ func (e *env) coldAndRaw(ctx context.Context, ss []sample) (raw, cold, scold, kc
 // it made, and checks its answer against want (the raw GET's bytes when
 // that ran first) and the local file.
 func (e *env) coldOne(r *Result, s sample, want, buf []byte, fetch func() ([]byte, int64, error)) error {
-	e.server.DropCaches(false)
+	e.server.Engine().DropCaches(false)
 	bl, bi := e.getsBy()
 	t := time.Now()
 	records, next, err := fetch()
 	r.add(time.Since(t), s.len)
-	e.server.Settle()
+	e.server.Engine().Settle()
 	al, ai := e.getsBy()
 	r.gets += al - bl
 	r.indexGets += ai - bi
@@ -217,13 +217,13 @@ func (e *env) warmAndFloor(ctx context.Context, ss []sample) (warm, floor *Resul
 	var gets float64
 	i := 0
 	for _, g := range groups {
-		e.server.DropCaches(false)
+		e.server.Engine().DropCaches(false)
 		for _, s := range g {
 			if _, err := fetchRetry(ctx, e.client, e.fetchReq(s), warm); err != nil {
 				return nil, nil, fmt.Errorf("%s: pre-fetch: %w", warm.Name, err)
 			}
 		}
-		e.server.Settle()
+		e.server.Engine().Settle()
 		before := e.gets()
 		for _, s := range g {
 			doWarm := func() error {
@@ -244,7 +244,7 @@ func (e *env) warmAndFloor(ctx context.Context, ss []sample) (warm, floor *Resul
 			}
 			i++
 		}
-		e.server.Settle()
+		e.server.Engine().Settle()
 		gets += e.gets() - before
 	}
 	warm.WarmGets = &gets

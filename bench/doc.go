@@ -81,8 +81,8 @@
 //	                  Go profiles of each run with ProfileDir. The
 //	                  "broker" pattern reads as a broker's
 //	                  RemoteStorageManager plugin does, by byte ranges of
-//	                  each copy's .log (fetch.Server.WriteLogRange, against
-//	                  a fresh fetch server in the bench process: no RSS or
+//	                  each copy's .log (remoteread.Engine.WriteLogRange,
+//	                  against a fresh read engine in the bench process: no RSS or
 //	                  tierd CPU of its own; brokerreaders.go). Bytes
 //	                  fetched per byte served is a target (<= 1.2) at 8
 //	                  readers, or the size nearest it, for the seq and

@@ -18,7 +18,7 @@ import (
 
 // This file holds the Kafka cases: the same reads as fetch_cold and replay,
 // made by a Kafka client through tierd's Kafka listener. The listener
-// serves a logview over the same in-process fetch server the gRPC cases
+// serves a logview over the same in-process read engine the gRPC cases
 // use, with no log dirs, so every read goes to the remote tier (chunk
 // cache, prefetch, index cache) exactly as a gRPC Fetch does.
 
@@ -27,10 +27,10 @@ import (
 const pollTimeout = 30 * time.Second
 
 // serveKafka starts tierd's Kafka listener on its own 127.0.0.1 socket,
-// over a logview of the in-process fetch server with no log dirs, and sets
+// over a logview of the in-process read engine with no log dirs, and sets
 // e.kafka to its address. It returns the function that stops it.
 func (e *env) serveKafka() (stop func(), err error) {
-	view, err := logview.New(logview.DefaultConfig(), e.server)
+	view, err := logview.New(logview.DefaultConfig(), e.server.Engine())
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +166,7 @@ func (h *replayHooks) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, 
 // does. It records the time taken (wall) over the tiered bytes, the GETs
 // made and each Fetch's latency.
 func (e *env) kafkaReplay(ctx context.Context) (*Result, error) {
-	e.server.DropCaches(true)
+	e.server.Engine().DropCaches(true)
 	r := newResult("kafka_replay")
 	h := &replayHooks{r: r}
 	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset

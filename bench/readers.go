@@ -45,7 +45,7 @@ var readersMetricNames = []string{"tierd_fetch_log_bytes_total", "tierd_fetch_in
 // readersTarget starts a fresh tierd for one readers_N run.
 func (e *env) readersTarget(ctx context.Context) (*readTarget, error) {
 	if e.cfg.DaemonBin == "" {
-		e.server.DropCaches(true)
+		e.server.Engine().DropCaches(true)
 		runtime.GC()
 		debug.FreeOSMemory()
 		os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)

@@ -168,7 +168,7 @@ func (e *env) replays(ctx context.Context) (replay, kafka *Result, err error) {
 // replay is one consumer reading the whole tiered log from offset 0 with
 // empty caches; it records the time taken (wall) and the GETs made.
 func (e *env) replay(ctx context.Context) (*Result, error) {
-	e.server.DropCaches(true)
+	e.server.Engine().DropCaches(true)
 	r := newResult("replay")
 	before := e.gets()
 	start := time.Now()
@@ -254,7 +254,7 @@ func (e *env) memory(ctx context.Context, bin string) (*Result, error) {
 		client, pid = d.client, d.cmd.Process.Pid
 		r.Note = fmt.Sprintf("tierd run child (pid %d); ", pid)
 	} else {
-		e.server.DropCaches(true)
+		e.server.Engine().DropCaches(true)
 		defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit)) // what tierd run sets
 		runtime.GC()
 		debug.FreeOSMemory()

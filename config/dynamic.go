@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // Kafka draws the line between the settings a broker takes while running
@@ -40,13 +40,13 @@ func (c Change) Reason() string {
 }
 
 // DiskBudgetKey is dynamic only while the disk tier stays on (see
-// fetch.Config.DiskBudgetDynamic).
+// remoteread.Config.DiskBudgetDynamic).
 const DiskBudgetKey = "fetch.remote.fetch.chunk.cache.disk.bytes"
 
 // DynamicKey reports whether a running tierd applies a change of key (a
 // full key, "copier.log.retention.ms") from a reloaded file: log_level,
 // memory_limit_bytes, copier.DynamicKeys, every per-topic key
-// (copier.topics.*) and fetch.DynamicKeys. DiskBudgetKey is one of them,
+// (copier.topics.*) and remoteread.DynamicKeys. DiskBudgetKey is one of them,
 // but only while the disk tier stays on (Diff checks that).
 func DynamicKey(key string) bool {
 	section, rest, _ := strings.Cut(key, ".")
@@ -56,7 +56,7 @@ func DynamicKey(key string) bool {
 	case "copier":
 		return slices.Contains(copier.DynamicKeys, rest) || strings.HasPrefix(rest, "topics.")
 	case "fetch":
-		return slices.Contains(fetch.DynamicKeys, rest)
+		return slices.Contains(remoteread.DynamicKeys, rest)
 	}
 	return false
 }
@@ -117,7 +117,7 @@ func Diff(running, next Config) (dynamic, static []Change) {
 		case DynamicKey(k) && (k != DiskBudgetKey || running.Fetch.DiskBudgetDynamic(next.Fetch.Config)):
 			dynamic = append(dynamic, c)
 		case k == DiskBudgetKey:
-			c.Why = fetch.DiskBudgetRule
+			c.Why = remoteread.DiskBudgetRule
 			static = append(static, c)
 		default:
 			static = append(static, c)

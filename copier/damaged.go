@@ -15,7 +15,7 @@ import (
 const maxSuspects = 1024
 
 // SuspectCopy queues a finished copy for a check of its objects on the
-// next pass: the fetch server calls it when a read of the copy found an
+// next pass: the remote read engine calls it when a read of the copy found an
 // object missing (DATA_LOSS). It never blocks; past maxSuspects queued
 // copies it drops the report.
 func (c *Copier) SuspectCopy(meta remotelog.SegmentMetadata) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // TestReloadOutput: a topic added to the file reports only the keys it
@@ -44,7 +44,7 @@ func TestReloadOutput(t *testing.T) {
 		}
 	}
 	d := (ReloadResult{Refused: []config.Change{refused}}).Describe()
-	if refused.Key == "" || !strings.Contains(d, fetch.DiskBudgetRule) || strings.Contains(d, "static setting") {
+	if refused.Key == "" || !strings.Contains(d, remoteread.DiskBudgetRule) || strings.Contains(d, "static setting") {
 		t.Fatalf("the disk budget with the tier off: %+v\n%s", refused, d)
 	}
 	if got := plain(`"127.0.0.1:27450"`); got != "127.0.0.1:27450" {

@@ -19,6 +19,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"
@@ -254,7 +255,7 @@ func records(data []byte) ([]batch.Record, error) {
 
 // serveFetch starts a fetch server over store and mgr on a real socket for
 // the test and returns a client of it.
-func serveFetch(t *testing.T, store fetch.Metadata, mgr fetch.Remote) *fetch.Client {
+func serveFetch(t *testing.T, store remoteread.Metadata, mgr remoteread.Remote) *fetch.Client {
 	t.Helper()
 	srv, err := fetch.NewServer(fetch.DefaultConfig(), store, mgr)
 	if err != nil {

@@ -80,7 +80,7 @@ func newKWorldOn(t *testing.T, b rsm.Bucket, logDir string) *kworld {
 	t.Cleanup(w.fetch.Close)
 	vcfg := logview.DefaultConfig()
 	vcfg.LogDirs = []string{logDir}
-	if w.view, err = logview.New(vcfg, w.fetch, logview.WithLogger(logger.With("component", "logview"))); err != nil {
+	if w.view, err = logview.New(vcfg, w.fetch.Engine(), logview.WithLogger(logger.With("component", "logview"))); err != nil {
 		t.Fatal(err)
 	}
 	lcfg := listener.DefaultConfig()

@@ -39,16 +39,6 @@ func WithAdmin(op Operator, dl DeletionLog, id Identity) Option {
 	return func(s *Server) { s.admin = &adminServer{op: op, dl: dl, id: id} }
 }
 
-// WithMissingCopyHook has fn told, after the answer, of every finished
-// copy a read (Fetch, ListOffsets, or the Go read API: ReadRemote and the
-// Remote* methods that read objects) found an object of missing, still
-// missing after the retries that rule out a retention delete (answered
-// DATA_LOSS, ErrDataLoss in Go): the copier checks such a copy on its next
-// pass (copier.SuspectCopy). fn must not block.
-func WithMissingCopyHook(fn func(remotelog.SegmentMetadata)) Option {
-	return func(s *Server) { s.onMissing = fn }
-}
-
 // NewAdmin returns the Admin service over op and dl, for use in process
 // (a tool acting on a stopped tierd's metadata): its errors are the gRPC
 // statuses a remote call would return.

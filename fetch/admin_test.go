@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // A read that finds a finished copy's object missing answers DATA_LOSS and
@@ -19,14 +21,14 @@ import (
 func TestMissingCopyHook(t *testing.T) {
 	var mu sync.Mutex
 	var told []remotelog.SegmentMetadata
-	e := newEnv(t, DefaultConfig(), WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
+	e := newEnv(t, DefaultConfig(), WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
 		mu.Lock()
 		defer mu.Unlock()
 		told = append(told, m)
-	}))
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp)
-	if err := e.bucket.Delete(context.Background(), e.mgr.Key(fin[1], ".log")); err != nil {
+	})))
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP)
+	if err := e.Bucket.Delete(context.Background(), e.Mgr.Key(fin[1], ".log")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.fetch(300, 1); status.Code(err) != codes.DataLoss {
@@ -95,4 +97,4 @@ func TestAdminCodes(t *testing.T) {
 }
 
 // e0 is an empty metadata store serving as the deletion log.
-func e0(t *testing.T) DeletionLog { return newEnv(t, DefaultConfig()).store }
+func e0(t *testing.T) DeletionLog { return newEnv(t, DefaultConfig()).Store }

@@ -229,7 +229,7 @@ func (s *Server) unaryAuth(ctx context.Context, req any, info *grpc.UnaryServerI
 	ctx = WithCaller(ctx, c)
 	if svc, m := methodName(info.FullMethod); svc == remoteFetchService {
 		if err := s.checkRead(c, m, req); err != nil {
-			s.m.reqs.WithLabelValues(m, status.Code(err).String()).Inc()
+			s.reqs.WithLabelValues(m, status.Code(err).String()).Inc()
 			return nil, err
 		}
 	}
@@ -248,7 +248,7 @@ func (s *Server) streamAuth(srv any, ss grpc.ServerStream, info *grpc.StreamServ
 	if svc == remoteFetchService {
 		w.check = func(req any) error {
 			if err := s.checkRead(c, m, req); err != nil {
-				s.m.reqs.WithLabelValues(m, status.Code(err).String()).Inc()
+				s.reqs.WithLabelValues(m, status.Code(err).String()).Inc()
 				return err
 			}
 			return nil

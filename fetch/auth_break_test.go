@@ -13,6 +13,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -46,7 +47,7 @@ Current ACLs for resource `+"`"+`ResourcePattern(resourceType=TOPIC, name=t, pat
 `)
 	dl := journalLog{listedLog{DeletionLog: e0(t), tps: []remotelog.TopicPartition{{Topic: "t"}, {Topic: "secret"}}}}
 	e := newEnv(t, DefaultConfig(), WithAdmin(op, dl, Identity{}), WithAuth(Auth{Tokens: ts, Authorizer: acls, AdminPrincipals: []string{"User:ops"}}))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	ctx := context.Background()
 	cc, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/kafkaacl"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/testcerts"
 	"github.com/tierd/tierd/internal/tlsreload"
@@ -159,7 +160,7 @@ func TestAdminTokens(t *testing.T) {
 		t.Fatalf("operator calls %v", c)
 	}
 	// Reads stay open without an Authorizer (every caller reads).
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	if _, err := e.fetch(0, 1); err != nil {
 		t.Errorf("anonymous read without ACLs: %v", err)
 	}
@@ -179,7 +180,7 @@ Current ACLs for resource `+"`"+`ResourcePattern(resourceType=TOPIC, name=t, pat
 `)
 	dl := listedLog{DeletionLog: e0(t), tps: []remotelog.TopicPartition{{Topic: "t"}, {Topic: "secret"}}}
 	e := newEnv(t, DefaultConfig(), WithAdmin(op, dl, Identity{}), WithAuth(Auth{Tokens: ts, Authorizer: acls}))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	ctx := context.Background()
 	read := func(token string) error {
 		c, err := Dial(e.addr, WithToken(token))

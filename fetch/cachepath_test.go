@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 )
@@ -34,7 +35,7 @@ func checkFetch(t *testing.T, e *env, off int64, maxBytes int32) *tierdpb.FetchR
 // log's records from off on.
 func checkRecords(t *testing.T, resp *tierdpb.FetchResponse, off int64) {
 	t.Helper()
-	bs := batches(t, resp.Records)
+	bs := readtest.Batches(t, resp.Records)
 	recs, err := batch.Records(resp.Records[:bs[0].Size], nil)
 	if err != nil || len(recs) == 0 || recs[0].Offset != off || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{byte(off)}, 5000)) {
 		t.Fatalf("fetch %d: wrong records (%v)", off, err)
@@ -47,21 +48,21 @@ func TestCachedFetchMakesNoGET(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	checkFetch(t, e, 0, 2<<20)        // segment 0 (about 1 MiB) is one chunk, loaded whole
 	time.Sleep(50 * time.Millisecond) // loads touched past the response end finish
-	before := e.bucket.gets.Load()
+	before := e.Bucket.Gets.Load()
 	for i := 0; i < 20; i++ {
 		checkFetch(t, e, 100+int64(i%5), 20000)
 	}
-	if n := e.bucket.gets.Load() - before; n != 0 {
+	if n := e.Bucket.Gets.Load() - before; n != 0 {
 		t.Fatalf("%d GETs for cached fetches", n)
 	}
 	r, err := e.api.ListOffsets(context.Background(), &tierdpb.ListOffsetsRequest{Topic: "t", Spec: tierdpb.OffsetSpec_TIMESTAMP, Timestamp: 1_001_000})
 	if err != nil || r.Offset != 100 {
 		t.Fatalf("ListOffsets: %v %v", r, err)
 	}
-	if n := e.bucket.gets.Load() - before; n != 1 {
+	if n := e.Bucket.Gets.Load() - before; n != 1 {
 		t.Fatalf("%d GETs for a timestamp lookup in cached bytes, want 1 (the time index)", n)
 	}
 }
@@ -78,7 +79,7 @@ func TestConcurrentColdFetchesOneGET(t *testing.T) {
 	// them.
 	cfg.MaxWaitMs = 600000
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	checkFetch(t, e, 0, 1) // segment 0 is cached
 	// 206 is segment 1's first offset: its offset index is cached, and
 	// the start of its .log; offset 300 lies about 470 KB further on, in
@@ -86,8 +87,8 @@ func TestConcurrentColdFetchesOneGET(t *testing.T) {
 	checkFetch(t, e, 206, 1)
 	waitPins(t, e.srv, 0) // the answers above let go of their chunks
 	gate := make(chan struct{})
-	e.bucket.gate.Store(&gate)
-	before := e.bucket.logGets.Load()
+	e.Bucket.Gate.Store(&gate)
+	before := e.Bucket.LogGets.Load()
 	const n = 16
 	type answer struct {
 		resp *tierdpb.FetchResponse
@@ -109,7 +110,7 @@ func TestConcurrentColdFetchesOneGET(t *testing.T) {
 		}
 		checkRecords(t, a.resp, 300)
 	}
-	if n := e.bucket.logGets.Load() - before; n != 1 {
+	if n := e.Bucket.LogGets.Load() - before; n != 1 {
 		t.Fatalf("%d .log GETs for 16 concurrent cold fetches of one offset", n)
 	}
 }
@@ -119,9 +120,9 @@ func TestConcurrentColdFetchesOneGET(t *testing.T) {
 func waitPins(t *testing.T, srv *Server, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
-	for srv.cache.Pinned() != n {
+	for srv.Engine().Cache().Pinned() != n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d reads hold chunks, want %d", srv.cache.Pinned(), n)
+			t.Fatalf("%d reads hold chunks, want %d", srv.Engine().Cache().Pinned(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -137,33 +138,33 @@ func TestPrefetchAcrossSegments(t *testing.T) {
 	cfg.PrefetchBytes = 256 << 10
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, cfg, WithRegisterer(reg))
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp)
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP)
 	next := int64(0)
 	for next < fin[1].StartOffset-3 {
 		next = checkFetch(t, e, next, 5100).NextOffset
 	}
 	time.Sleep(200 * time.Millisecond) // prefetches land
 	demand := func() float64 {
-		return metricValue(t, reg, "tierd_cache_misses_total") - metricValue(t, reg, "tierd_cache_prefetches_total")
+		return readtest.MetricValue(t, reg, "tierd_cache_misses_total") - readtest.MetricValue(t, reg, "tierd_cache_prefetches_total")
 	}
-	loads, logGets, gets := demand(), e.bucket.logGets.Load(), e.bucket.gets.Load()
+	loads, logGets, gets := demand(), e.Bucket.LogGets.Load(), e.Bucket.Gets.Load()
 	for next < fin[1].StartOffset+5 {
 		next = checkFetch(t, e, next, 5100).NextOffset
 	}
 	if n := demand() - loads; n != 0 {
 		t.Fatalf("%v loads by the reads crossing into the next segment, want 0 (read ahead)", n)
 	}
-	if n := (e.bucket.gets.Load() - gets) - (e.bucket.logGets.Load() - logGets); n != 0 {
+	if n := (e.Bucket.Gets.Load() - gets) - (e.Bucket.LogGets.Load() - logGets); n != 0 {
 		t.Fatalf("%d index GETs crossing into the next segment, want 0 (read ahead)", n)
 	}
 	// A random reader is not prefetched for.
 	e2 := newEnv(t, cfg)
-	referenceLog(t, e2)
+	readtest.ReferenceLog(t, e2.Rig)
 	checkFetch(t, e2, 300, 1)
 	checkFetch(t, e2, 100, 1)
 	time.Sleep(100 * time.Millisecond)
-	if n := e2.bucket.logGets.Load(); n > 4 {
+	if n := e2.Bucket.LogGets.Load(); n > 4 {
 		t.Fatalf("%d .log GETs for two random fetches", n)
 	}
 }
@@ -176,11 +177,11 @@ func TestMaxWait(t *testing.T) {
 	cfg.MaxWaitMs = 100
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	// The first offset of the copy holding offset 500: fetching it caches
 	// that copy's offset index, so that the held fetch below waits for
 	// its .log load, not for the index.
-	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.tp.Topic})
+	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.TP.Topic})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,8 +196,8 @@ func TestMaxWait(t *testing.T) {
 	}
 	checkFetch(t, e, first, 1)
 	gate := make(chan struct{})
-	e.bucket.gate.Store(&gate)
-	before := e.bucket.logGets.Load()
+	e.Bucket.Gate.Store(&gate)
+	before := e.Bucket.LogGets.Load()
 	start := time.Now()
 	_, err = e.fetch(500, 1)
 	if status.Code(err) != codes.Unavailable || time.Since(start) > 2*time.Second {
@@ -205,7 +206,7 @@ func TestMaxWait(t *testing.T) {
 	close(gate)
 	time.Sleep(50 * time.Millisecond)
 	checkFetch(t, e, 500, 1)
-	if n := e.bucket.logGets.Load() - before; n != 1 {
+	if n := e.Bucket.LogGets.Load() - before; n != 1 {
 		t.Fatalf("%d .log GETs, want the retry served by the first load", n)
 	}
 }
@@ -218,7 +219,7 @@ func TestDiskCacheCorruptFile(t *testing.T) {
 	cfg.Cache.ChunkBytes = 64 << 10
 	cfg.Cache.DiskDir = t.TempDir()
 	e := newEnv(t, cfg)
-	dir := referenceLog(t, e)
+	dir := readtest.ReferenceLog(t, e.Rig)
 	_ = dir
 	checkFetch(t, e, 42, 1)
 	time.Sleep(100 * time.Millisecond)
@@ -231,21 +232,21 @@ func TestDiskCacheCorruptFile(t *testing.T) {
 		raw[len(raw)/2] ^= 0xff
 		os.WriteFile(f, raw, 0o644)
 	}
-	srv, err := NewServer(cfg, e.store, e.mgr) // a restarted server finds the files
+	srv, err := NewServer(cfg, e.Store, e.Mgr) // a restarted server finds the files
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	before := e.bucket.logGets.Load()
+	before := e.Bucket.LogGets.Load()
 	resp, err := srv.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: "t", Offset: 42, MaxBytes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, err := batch.Records(resp.Records[:batches(t, resp.Records)[0].Size], nil)
+	recs, err := batch.Records(resp.Records[:readtest.Batches(t, resp.Records)[0].Size], nil)
 	if err != nil || recs[0].Offset != 42 || !bytes.Equal(recs[0].Value, bytes.Repeat([]byte{42}, 5000)) {
 		t.Fatalf("fetch over a corrupt cache file: wrong answer (%v)", err)
 	}
-	if n := e.bucket.logGets.Load() - before; n == 0 {
+	if n := e.Bucket.LogGets.Load() - before; n == 0 {
 		t.Fatal("a corrupt cache file was served without a GET")
 	}
 }
@@ -255,8 +256,8 @@ func TestDiskCacheCorruptFile(t *testing.T) {
 // BenchmarkFetchWarmBaseline, a copy of the same bytes.
 func BenchmarkFetchWarm(b *testing.B) {
 	e := newEnv(b, DefaultConfig())
-	referenceLog(b, e)
-	srv, err := NewServer(DefaultConfig(), e.store, e.mgr)
+	readtest.ReferenceLog(b, e.Rig)
+	srv, err := NewServer(DefaultConfig(), e.Store, e.Mgr)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func BenchmarkFetchWarm(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.Settle()
+	srv.Engine().Settle()
 	b.SetBytes(int64(len(resp.Records)))
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -300,12 +301,12 @@ func (p panicBucket) GetRange(ctx context.Context, key string, off, length int64
 // daemon.
 func TestIndexLoadPanic(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	mgr, err := rsm.NewManager(panicBucket{e.bucket}, rsm.Config{})
+	readtest.ReferenceLog(t, e.Rig)
+	mgr, err := rsm.NewManager(panicBucket{e.Bucket}, rsm.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := NewServer(DefaultConfig(), e.store, mgr)
+	srv, err := NewServer(DefaultConfig(), e.Store, mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,15 +365,15 @@ func (b stallBucket) GetRange(ctx context.Context, key string, off, length int64
 // is whole gives UNAVAILABLE.
 func TestMaxWaitPartialAnswer(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 1000 // the first 20000 bytes must arrive within it, on a loaded machine too
 	for _, tc := range []struct {
 		stallAt int64
 		want    int // batches; 0: UNAVAILABLE
 	}{{20000, 3}, {3000, 0}} {
-		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: tc.stallAt}, rsm.Config{})
-		srv, err := NewServer(cfg, e.store, mgr)
+		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: tc.stallAt}, rsm.Config{})
+		srv, err := NewServer(cfg, e.Store, mgr)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,7 +393,7 @@ func TestMaxWaitPartialAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("stall at %d: %v", tc.stallAt, err)
 		}
-		if bs := batches(t, resp.Records); len(bs) != tc.want || resp.NextOffset != int64(tc.want) {
+		if bs := readtest.Batches(t, resp.Records); len(bs) != tc.want || resp.NextOffset != int64(tc.want) {
 			t.Errorf("stall at %d: %d batches, next %d; want %d", tc.stallAt, len(bs), resp.NextOffset, tc.want)
 		}
 	}
@@ -406,14 +407,14 @@ func TestTightMemoryOneLoad(t *testing.T) {
 	cfg.Cache.MemoryBytes = 128 << 10
 	cfg.PrefetchBytes = 0
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	checkFetch(t, e, 300, 1) // offset index of segment 1
-	before, read := e.bucket.logGets.Load(), e.bucket.read.Load()
+	before, read := e.Bucket.LogGets.Load(), e.Bucket.Read.Load()
 	resp := checkFetch(t, e, 210, 1<<20)
-	if n := e.bucket.logGets.Load() - before; n != 1 {
+	if n := e.Bucket.LogGets.Load() - before; n != 1 {
 		t.Errorf("%d .log GETs for one cold fetch under a tight budget, want 1", n)
 	}
-	if r := e.bucket.read.Load() - read; r > int64(len(resp.Records))+32<<10 {
+	if r := e.Bucket.Read.Load() - read; r > int64(len(resp.Records))+32<<10 {
 		t.Errorf("read %d bytes from the bucket for a %d-byte answer", r, len(resp.Records))
 	}
 }
@@ -423,23 +424,23 @@ func TestTightMemoryOneLoad(t *testing.T) {
 // handler.
 func BenchmarkReadRemoteWarm(b *testing.B) {
 	e := newEnv(b, DefaultConfig())
-	referenceLog(b, e)
-	srv, err := NewServer(DefaultConfig(), e.store, e.mgr)
+	readtest.ReferenceLog(b, e.Rig)
+	srv, err := NewServer(DefaultConfig(), e.Store, e.Mgr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer srv.Close()
 	ctx := context.Background()
-	rr, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20)
+	rr, err := srv.Engine().ReadRemote(ctx, e.TP, 0, 1<<20)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv.Settle()
+	srv.Engine().Settle()
 	b.SetBytes(int64(len(rr.Records)))
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, err := srv.ReadRemote(ctx, e.tp, 0, 1<<20); err != nil {
+		if _, err := srv.Engine().ReadRemote(ctx, e.TP, 0, 1<<20); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // recordsCodec is the server's gRPC codec: the proto codec, except that
@@ -56,8 +57,8 @@ type fetchReply struct {
 	logStart, highest int64
 	next              int64
 	aborted           []*tierdpb.AbortedTransaction
-	hold              *hold       // nil: parts hold nothing
-	taken             atomic.Bool // marshal took over hold, or it was released
+	hold              *remoteread.Hold // nil: parts hold nothing
+	taken             atomic.Bool      // marshal took over hold, or it was released
 }
 
 // response returns the reply as a FetchResponse with its own copy of the
@@ -78,7 +79,7 @@ func (r *fetchReply) response() *tierdpb.FetchResponse {
 // release lets go of the chunks unless marshal took them over.
 func (r *fetchReply) release() {
 	if r.hold != nil && !r.taken.Swap(true) {
-		r.hold.done()
+		r.hold.Done()
 	}
 }
 
@@ -137,7 +138,7 @@ func (r *fetchReply) marshal() (mem.BufferSlice, error) {
 
 // holdPool is the mem.BufferPool of a reply's last buffer: its Put, when
 // gRPC frees the buffer, lets go of the reply's chunks.
-type holdPool struct{ h *hold }
+type holdPool struct{ h *remoteread.Hold }
 
 func (p holdPool) Get(n int) *[]byte { b := make([]byte, n); return &b }
-func (p holdPool) Put(*[]byte)       { p.h.done() }
+func (p holdPool) Put(*[]byte)       { p.h.Done() }

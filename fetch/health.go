@@ -39,7 +39,8 @@ func WithTLS(c *tls.Config) Option { return func(s *Server) { s.tls = c } }
 // Configure applies options after NewServer and before Run or Serve:
 // tierd run gives the health service its readiness, and the server its
 // TLS, once the rest of the daemon is wired. Options that act inside
-// NewServer (WithRegisterer) have no effect here.
+// NewServer (WithRegisterer, WithEngine, WithLogger's logger for the
+// engine) have no effect here.
 func (s *Server) Configure(opts ...Option) {
 	for _, o := range opts {
 		o(s)

@@ -19,6 +19,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/testtools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
@@ -139,7 +140,7 @@ func bigLog(t *testing.T, e *env) {
 	}
 	l.Roll()
 	l.Close()
-	e.tier(dir)
+	e.Tier(dir)
 }
 
 // TestResponseSizeLimit: a Fetch answer larger than 4 MiB is refused by a
@@ -220,7 +221,7 @@ func TestGrpcurl(t *testing.T) {
 		t.Fatalf("grpcurl Fetch printed %.300q: %v", out, err)
 	}
 	recs, err := base64.StdEncoding.DecodeString(fr.Records)
-	if err != nil || len(recs) <= 4<<20 || len(batches(t, recs)) == 0 || fr.NextOffset == "" {
+	if err != nil || len(recs) <= 4<<20 || len(readtest.Batches(t, recs)) == 0 || fr.NextOffset == "" {
 		t.Fatalf("grpcurl Fetch: %d record bytes, next offset %q, %v", len(recs), fr.NextOffset, err)
 	}
 	// FetchStream: its parts' records, concatenated, are Fetch's.

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
@@ -22,7 +23,7 @@ func stalled(t *testing.T, e *env, n int64) *env {
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 60000
 	cfg.PrefetchBytes = 0
-	mgr, err := rsm.NewManager(stallBucket{Bucket: e.bucket, n: n, fail: true}, rsm.Config{})
+	mgr, err := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: n, fail: true}, rsm.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func stalled(t *testing.T, e *env, n int64) *env {
 // stream ends OK, as Fetch does.
 func TestFetchStreamLoadFailsMidBody(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	e = stalled(t, e, 20000)
 	ctx := context.Background()
 	req := &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 1 << 20}
@@ -45,7 +46,7 @@ func TestFetchStreamLoadFailsMidBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FetchStream: %v, want the batches that arrived", err)
 	}
-	if bs := batches(t, recs); len(bs) != 3 || next != 3 {
+	if bs := readtest.Batches(t, recs); len(bs) != 3 || next != 3 {
 		t.Fatalf("FetchStream: %d batches, next %d; want 3, 3", len(bs), next)
 	}
 	resp, err := e.api.Fetch(ctx, req)
@@ -69,9 +70,9 @@ func TestReadCommittedLoadFailsMidBody(t *testing.T) {
 	ts := func(off int64) int64 { return 1000 + off }
 	// The bytes of segment 0 up to offset 5 (txnLog writes the same
 	// entries), then 10 bytes into the marker.
-	n := len(entry(t, 0, 2, none, ts)) + len(entry(t, 2, 3, 7, ts)) + len(entry(t, 5, 1, none, ts)) + 10
+	n := len(readtest.Entry(t, 0, 2, none, ts)) + len(readtest.Entry(t, 2, 3, 7, ts)) + len(readtest.Entry(t, 5, 1, none, ts)) + 10
 	e := newEnv(t, DefaultConfig())
-	txnLog(t, e)
+	readtest.TxnLog(t, e.Rig)
 	e = stalled(t, e, int64(n))
 	ctx := context.Background()
 	req := &tierdpb.FetchRequest{Topic: "t", Offset: 0, MaxBytes: 1 << 20, IsolationLevel: tierdpb.IsolationLevel_READ_COMMITTED}
@@ -80,7 +81,7 @@ func TestReadCommittedLoadFailsMidBody(t *testing.T) {
 		t.Fatalf("client Fetch: %v", err)
 	}
 	defer b.Release()
-	if bs := batches(t, b.Records); len(bs) != 3 || b.NextOffset != 6 {
+	if bs := readtest.Batches(t, b.Records); len(bs) != 3 || b.NextOffset != 6 {
 		t.Fatalf("client Fetch: %d batches, next %d; want 3, 6", len(bs), b.NextOffset)
 	}
 	if a := b.AbortedTransactions; len(a) != 1 || a[0].ProducerId != 7 || a[0].FirstOffset != 2 {
@@ -127,7 +128,7 @@ func TestReadCommittedNoRecordsWithoutAborted(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnvOn(t, failTxnBucket{fsb}, DefaultConfig())
-	txnLog(t, e)
+	readtest.TxnLog(t, e.Rig)
 	ctx := context.Background()
 	pr := e.client.Partition("t", 0)
 	if b, err := pr.Fetch(ctx, 0, 1<<20, tierdpb.IsolationLevel_READ_COMMITTED); err == nil {

@@ -2,14 +2,12 @@ package fetch
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 )
@@ -23,7 +21,7 @@ import (
 // short is counted.
 func TestFetchLoadFailsMidBody(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 60000
 	cfg.PrefetchBytes = 0
@@ -31,8 +29,9 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		maxBytes int32
 		want     int64 // batches, one offset each
 	}{{1 << 30, 3}, {1 << 20, 3}, {0, 1}, {1, 1}} {
-		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 20000, fail: true}, rsm.Config{})
-		srv, err := NewServer(cfg, e.store, mgr)
+		mgr, _ := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: 20000, fail: true}, rsm.Config{})
+		reg := prometheus.NewRegistry()
+		srv, err := NewServer(cfg, e.Store, mgr, WithRegisterer(reg))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,50 +50,16 @@ func TestFetchLoadFailsMidBody(t *testing.T) {
 		if err != nil {
 			t.Fatalf("max_bytes %d: %v, want the %d batches that arrived", tc.maxBytes, err, tc.want)
 		}
-		if bs := batches(t, resp.Records); int64(len(bs)) != tc.want || resp.NextOffset != tc.want {
+		if bs := readtest.Batches(t, resp.Records); int64(len(bs)) != tc.want || resp.NextOffset != tc.want {
 			t.Errorf("max_bytes %d: %d batches, next %d; want %d, %d", tc.maxBytes, len(bs), resp.NextOffset, tc.want, tc.want)
 		}
 		cut := 0.0
 		if tc.want == 3 { // max_bytes 0 and 1 end at their one batch, not cut short
 			cut = 1
 		}
-		if n := testutil.ToFloat64(srv.m.short.WithLabelValues("load_failed")); n != cut {
+		if n := readtest.SeriesValue(t, reg, "tierd_fetch_short_answers_total", "reason", "load_failed"); n != cut {
 			t.Errorf("max_bytes %d: %v answers counted as cut short by a failed load, want %v", tc.maxBytes, n, cut)
 		}
-	}
-}
-
-// Two consumers reading the same partition from the same offset in step
-// (two consumer groups catching up together: their fetches end at the
-// same positions, and each fetch of one comes between two of the other)
-// are sequential readers: read-ahead starts for them, as it does for one.
-func TestLockstepReadersReadAhead(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	e := newEnv(t, crowdedConfig(), WithRegisterer(reg))
-	referenceLog(t, e)
-	read := func(off int64) int64 {
-		t.Helper()
-		for {
-			rr, err := e.srv.ReadRemote(context.Background(), e.tp, off, 20000)
-			if errors.Is(err, ErrStillLoading) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("read %d: %v", off, err)
-			}
-			return rr.Next
-		}
-	}
-	for a, b := int64(0), int64(0); a < 200; {
-		a = read(a)
-		b = read(b)
-		if a != b {
-			t.Fatalf("readers apart: %d, %d", a, b)
-		}
-	}
-	e.srv.Settle()
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total"); n == 0 {
-		t.Fatal("two sequential readers in step: no read-ahead")
 	}
 }
 
@@ -105,14 +70,14 @@ func TestLockstepReadersReadAhead(t *testing.T) {
 // spent waiting for bytes it does not send.
 func TestFetchStallInBatchLeftOut(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	cfg := DefaultConfig()
 	cfg.MaxWaitMs = 600000
 	cfg.RequestTimeout = time.Hour // nor may these end the wait before the test gives up
 	cfg.Cache.LoadTimeout = time.Hour
 	cfg.PrefetchBytes = 0
-	mgr, _ := rsm.NewManager(stallBucket{Bucket: e.bucket, n: 16000}, rsm.Config{})
-	srv, err := NewServer(cfg, e.store, mgr)
+	mgr, _ := rsm.NewManager(stallBucket{Bucket: e.Bucket, n: 16000}, rsm.Config{})
+	srv, err := NewServer(cfg, e.Store, mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,25 +96,7 @@ func TestFetchStallInBatchLeftOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bs := batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
+	if bs := readtest.Batches(t, resp.Records); len(bs) != 3 || resp.NextOffset != 3 {
 		t.Fatalf("%d batches, next %d; want 3, 3", len(bs), resp.NextOffset)
-	}
-}
-
-// upfrontEnd: the segment's end when within max_bytes, else the last
-// indexed batch start within max_bytes of pos, else pos.
-func TestUpfrontEnd(t *testing.T) {
-	offsets := []index.OffsetEntry{{Offset: 9, Position: 4000}, {Offset: 19, Position: 9000}, {Offset: 29, Position: 15000}}
-	for _, tc := range []struct{ pos, maxBytes, size, want int64 }{
-		{0, 20000, 18000, 18000}, // the rest of the segment is within max_bytes
-		{0, 10000, 18000, 9000},  // the last indexed start within 10000
-		{4000, 10000, 18000, 9000},
-		{4000, 4000, 18000, 4000}, // no indexed start after pos within max_bytes
-		{0, 0, 18000, 0},
-		{9000, 6000, 18000, 15000}, // exactly at an indexed start
-	} {
-		if got := upfrontEnd(offsets, tc.pos, tc.maxBytes, tc.size); got != tc.want {
-			t.Errorf("upfrontEnd(pos %d, max %d, size %d) = %d, want %d", tc.pos, tc.maxBytes, tc.size, got, tc.want)
-		}
 	}
 }

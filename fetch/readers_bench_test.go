@@ -20,11 +20,11 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -53,23 +53,14 @@ func benchEnvInt(b *testing.B, name string, def int64) int64 {
 // returns an env whose server reads it (in process: ReadRemote).
 func newReadersEnv(b *testing.B, cfg Config, reg prometheus.Registerer, read *atomic.Int64) *env {
 	b.Helper()
-	srv := rsmtest.StartMinIO(b)
-	srv.CreateBucket(b, "readers")
-	b.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey)
-	b.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "readers", true
-	mb, err := minio.New(mcfg, nil)
-	if err != nil {
+	mb := readtest.MinIOBucket(b, "readers")
+	var err error
+	e := &env{Rig: &readtest.Rig{T: b, TP: remotelog.TopicPartition{Topic: "t"}}, t: b} // its Mgr over streamCounter, below
+	if e.Store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
 		b.Fatal(err)
 	}
-	e := &env{t: b}
-	e.tp.Topic = "t"
-	if e.store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { e.store.Close() })
-	if e.mgr, err = rsm.NewManager(&streamCounter{Bucket: mb, n: read}, rsm.Config{}); err != nil {
+	b.Cleanup(func() { e.Store.Close() })
+	if e.Mgr, err = rsm.NewManager(&streamCounter{Bucket: mb, n: read}, rsm.Config{}); err != nil {
 		b.Fatal(err)
 	}
 	dir := filepath.Join(b.TempDir(), "t-0")
@@ -87,8 +78,8 @@ func newReadersEnv(b *testing.B, cfg Config, reg prometheus.Registerer, read *at
 	}
 	l.Roll()
 	l.Close()
-	e.tier(dir)
-	if e.srv, err = NewServer(cfg, e.store, e.mgr, WithRegisterer(reg)); err != nil {
+	e.Tier(dir)
+	if e.srv, err = NewServer(cfg, e.Store, e.Mgr, WithRegisterer(reg)); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(e.srv.Close)
@@ -118,7 +109,7 @@ func BenchmarkReaders(b *testing.B) {
 	cfg.Cache.MemoryBytes = benchEnvInt(b, "TIERD_BENCH_MEMORY", cfg.Cache.MemoryBytes)
 	var read atomic.Int64
 	e := newReadersEnv(b, cfg, prometheus.NewRegistry(), &read)
-	fin, err := e.store.FinishedSegments(e.tp)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) == 0 {
 		b.Fatalf("no finished copies: %v", err)
 	}
@@ -137,7 +128,7 @@ func BenchmarkReaders(b *testing.B) {
 func BenchmarkReadersSweep(b *testing.B) {
 	var read atomic.Int64
 	e := newReadersEnv(b, DefaultConfig(), prometheus.NewRegistry(), &read)
-	fin, err := e.store.FinishedSegments(e.tp)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) == 0 {
 		b.Fatalf("no finished copies: %v", err)
 	}
@@ -147,7 +138,7 @@ func BenchmarkReadersSweep(b *testing.B) {
 			for _, gets := range sweepInts(b, "TIERD_BENCH_SWEEP_GETS", 1, 2, 4) {
 				cfg := DefaultConfig()
 				cfg.Cache.ChunkBytes, cfg.PrefetchBytes, cfg.PrefetchGets = chunk, depth, int(gets)
-				srv, err := NewServer(cfg, e.store, e.mgr, WithRegisterer(prometheus.NewRegistry()))
+				srv, err := NewServer(cfg, e.Store, e.Mgr, WithRegisterer(prometheus.NewRegistry()))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -166,7 +157,7 @@ func BenchmarkReadersSweep(b *testing.B) {
 
 // readersCase runs b.N rounds of n readers of one mode on srv and
 // reports aggregate MiB/s, bytes fetched per byte served (read counts
-// the bytes of GET bodies), the p99 of one read in ms, ErrStillLoading
+// the bytes of GET bodies), the p99 of one read in ms, remoteread.ErrStillLoading
 // retries per read, and allocations per round.
 func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffset int64, read *atomic.Int64) {
 	var served, fetched int64
@@ -176,14 +167,14 @@ func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffs
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		srv.DropCaches(false)
+		srv.Engine().DropCaches(false)
 		before := read.Load()
 		b.StartTimer()
 		start := time.Now()
-		s, l := readersRound(b, srv, e.tp, mode, n, lastOffset, int64(i), &retries)
+		s, l := readersRound(b, srv, e.TP, mode, n, lastOffset, int64(i), &retries)
 		elapsed += time.Since(start)
 		b.StopTimer()
-		srv.Settle()
+		srv.Engine().Settle()
 		fetched += read.Load() - before
 		served += s
 		lat = append(lat, l...)
@@ -209,7 +200,7 @@ func readersCase(b *testing.B, e *env, srv *Server, mode string, n int, lastOffs
 }
 
 // readersRound runs one round of n readers and returns the bytes served
-// and each read's latency (retries of ErrStillLoading included).
+// and each read's latency (retries of remoteread.ErrStillLoading included).
 func readersRound(b *testing.B, srv *Server, tp remotelog.TopicPartition, mode string, n int, lastOffset, seed int64, retries *atomic.Int64) (int64, []time.Duration) {
 	var served atomic.Int64
 	var mu sync.Mutex
@@ -224,10 +215,10 @@ func readersRound(b *testing.B, srv *Server, tp remotelog.TopicPartition, mode s
 			var mine []time.Duration
 			read := func(off int64) (int64, bool) {
 				t := time.Now()
-				rr, err := srv.ReadRemote(context.Background(), tp, off, 1<<20)
-				for errors.Is(err, ErrStillLoading) { // a consumer retries (UNAVAILABLE over gRPC)
+				rr, err := srv.Engine().ReadRemote(context.Background(), tp, off, 1<<20)
+				for errors.Is(err, remoteread.ErrStillLoading) { // a consumer retries (UNAVAILABLE over gRPC)
 					retries.Add(1)
-					rr, err = srv.ReadRemote(context.Background(), tp, off, 1<<20)
+					rr, err = srv.Engine().ReadRemote(context.Background(), tp, off, 1<<20)
 				}
 				if err != nil {
 					b.Errorf("read %d: %v", off, err)

@@ -3,25 +3,21 @@ package fetch
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
-	"os"
-	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/kafkalog/index"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -37,11 +33,11 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 	// (TestMaxWaitPartialAnswer covers short answers).
 	cfg.MaxWaitMs = 600000
 	e := newEnv(t, cfg, WithRegisterer(reg))
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	ctx := context.Background()
 	for off := int64(0); off < 600; off += 7 {
 		for _, maxBytes := range []int{0, 1, 12000, 1 << 20} {
-			rr, err := e.srv.ReadRemote(ctx, e.tp, off, maxBytes)
+			rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, off, maxBytes)
 			if err != nil {
 				t.Fatalf("ReadRemote(%d, %d): %v", off, maxBytes, err)
 			}
@@ -54,43 +50,24 @@ func TestReadRemoteMatchesFetch(t *testing.T) {
 				t.Fatalf("ReadRemote(%d, %d): %d bytes to %d (%+v); Fetch: %d bytes to %d", off, maxBytes,
 					len(rr.Records), rr.Next, rr.Offsets, len(resp.Records), resp.NextOffset)
 			}
-			if bs := batches(t, rr.Records); len(bs) == 0 || bs[0].BaseOffset != off || bs[len(bs)-1].LastOffset+1 != rr.Next {
+			if bs := readtest.Batches(t, rr.Records); len(bs) == 0 || bs[0].BaseOffset != off || bs[len(bs)-1].LastOffset+1 != rr.Next {
 				t.Fatalf("ReadRemote(%d, %d): batches %+v, next %d", off, maxBytes, bs, rr.Next)
 			}
 		}
 	}
-	e.srv.DropCaches(false)
-	before := metricValue(t, reg, "tierd_cache_prefetches_total")
+	e.srv.Engine().DropCaches(false)
+	before := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total")
 	for next := int64(0); next < 200; {
-		rr, err := e.srv.ReadRemote(ctx, e.tp, next, 32<<10)
+		rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, next, 32<<10)
 		if err != nil {
 			t.Fatalf("sequential ReadRemote(%d): %v", next, err)
 		}
 		next = rr.Next
 	}
-	e.srv.Settle()
-	if n := metricValue(t, reg, "tierd_cache_prefetches_total") - before; n == 0 {
+	e.srv.Engine().Settle()
+	if n := readtest.MetricValue(t, reg, "tierd_cache_prefetches_total") - before; n == 0 {
 		t.Fatal("a sequential ReadRemote reader started no prefetch")
 	}
-}
-
-// metricValue returns the value of the counter or gauge name in reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.Metric) == 1 {
-			if c := mf.Metric[0].GetCounter(); c != nil {
-				return c.GetValue()
-			}
-			return mf.Metric[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
 }
 
 // Each error class of the Go API, by errors.Is and errors.As, and the
@@ -98,45 +75,45 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 func TestReadRemoteErrors(t *testing.T) {
 	var mu sync.Mutex
 	var told []remotelog.SegmentMetadata
-	e := newEnv(t, DefaultConfig(), WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
+	e := newEnv(t, DefaultConfig(), WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) {
 		mu.Lock()
 		defer mu.Unlock()
 		told = append(told, m)
-	}))
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp) // [0, 205], [206, 411], [412, 599]
+	})))
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP) // [0, 205], [206, 411], [412, 599]
 	ctx := context.Background()
 	read := func(tp remotelog.TopicPartition, off int64) error {
-		_, err := e.srv.ReadRemote(ctx, tp, off, 1)
+		_, err := e.srv.Engine().ReadRemote(ctx, tp, off, 1)
 		return err
 	}
-	if err := read(remotelog.TopicPartition{Topic: "t", Partition: 9}, 0); !errors.Is(err, ErrNotTiered) {
+	if err := read(remotelog.TopicPartition{Topic: "t", Partition: 9}, 0); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("nothing tiered: %v", err)
 	}
 	for _, tc := range []struct {
 		tp  remotelog.TopicPartition
 		off int64
-	}{{e.tp, -1}, {remotelog.TopicPartition{Partition: 0}, 0}, {remotelog.TopicPartition{Topic: "t", Partition: -1}, 0}} {
-		if err := read(tc.tp, tc.off); !errors.Is(err, ErrInvalidArgument) {
-			t.Errorf("ReadRemote(%v, %d): %v, want ErrInvalidArgument", tc.tp, tc.off, err)
+	}{{e.TP, -1}, {remotelog.TopicPartition{Partition: 0}, 0}, {remotelog.TopicPartition{Topic: "t", Partition: -1}, 0}} {
+		if err := read(tc.tp, tc.off); !errors.Is(err, remoteread.ErrInvalidArgument) {
+			t.Errorf("ReadRemote(%v, %d): %v, want remoteread.ErrInvalidArgument", tc.tp, tc.off, err)
 		}
 	}
-	if _, err := e.store.AdvanceOffsets(e.tp, 100, -1); err != nil {
+	if _, err := e.Store.AdvanceOffsets(e.TP, 100, -1); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{50, 600} {
-		var re *RangeError
-		if err := read(e.tp, off); !errors.As(err, &re) || *re != (RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
-			t.Errorf("ReadRemote(%d): %v, want a RangeError of [100, 599]", off, err)
+		var re *remoteread.RangeError
+		if err := read(e.TP, off); !errors.As(err, &re) || *re != (remoteread.RangeError{Offset: off, LogStartOffset: 100, HighestTieredOffset: 599}) {
+			t.Errorf("ReadRemote(%d): %v, want a remoteread.RangeError of [100, 599]", off, err)
 		}
 	}
-	// A finished copy's .log gone: ErrDataLoss over rsm.ErrNotFound, the
+	// A finished copy's .log gone: remoteread.ErrDataLoss over rsm.ErrNotFound, the
 	// copy named, the hook told.
-	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[2], ".log")); err != nil {
+	if err := e.Bucket.Delete(ctx, e.Mgr.Key(fin[2], ".log")); err != nil {
 		t.Fatal(err)
 	}
-	err := read(e.tp, 500)
-	if !errors.Is(err, ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) || !strings.Contains(err.Error(), fin[2].ID.String()) {
+	err := read(e.TP, 500)
+	if !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) || !strings.Contains(err.Error(), fin[2].ID.String()) {
 		t.Errorf("missing .log: %v", err)
 	}
 	mu.Lock()
@@ -144,22 +121,22 @@ func TestReadRemoteErrors(t *testing.T) {
 		t.Errorf("hook told %+v, want copy %s", told, fin[2].ID)
 	}
 	mu.Unlock()
-	// A corrupt offset index (7 bytes): ErrDataLoss over ErrCorrupt, and
+	// A corrupt offset index (7 bytes): remoteread.ErrDataLoss over ErrCorrupt, and
 	// DATA_LOSS over gRPC; no hook.
-	if err := e.bucket.Upload(ctx, e.mgr.Key(fin[0], kafkalog.IndexSuffix), bytes.NewReader(make([]byte, 7)), 7); err != nil {
+	if err := e.Bucket.Upload(ctx, e.Mgr.Key(fin[0], kafkalog.IndexSuffix), bytes.NewReader(make([]byte, 7)), 7); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 150); !errors.Is(err, ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
+	if err := read(e.TP, 150); !errors.Is(err, remoteread.ErrDataLoss) || !errors.Is(err, kafkalog.ErrCorrupt) {
 		t.Errorf("corrupt offset index: %v", err)
 	}
 	if _, err := e.fetch(150, 1); status.Code(err) != codes.DataLoss {
 		t.Errorf("corrupt offset index over gRPC: %v", err)
 	}
 	// Offsets no copy covers.
-	if _, err := e.store.UpdateState(e.tp, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted); err != nil {
+	if _, err := e.Store.UpdateState(e.TP, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted); err != nil {
 		t.Fatal(err)
 	}
-	if err := read(e.tp, 300); !errors.Is(err, ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
+	if err := read(e.TP, 300); !errors.Is(err, remoteread.ErrDataLoss) || !strings.Contains(err.Error(), "offsets 300 to 411 have no tiered copy") {
 		t.Errorf("hole: %v", err)
 	}
 	mu.Lock()
@@ -169,264 +146,12 @@ func TestReadRemoteErrors(t *testing.T) {
 	}
 }
 
-// Past remote.fetch.max.wait.ms without the first batch: ErrStillLoading.
-func TestReadRemoteStillLoading(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.MaxWaitMs = 50
-	cfg.PrefetchBytes = 0
-	e := newEnv(t, cfg)
-	referenceLog(t, e)
-	gate := make(chan struct{})
-	e.bucket.gate.Store(&gate)
-	t.Cleanup(func() { close(gate) })
-	if _, err := e.srv.ReadRemote(context.Background(), e.tp, 500, 1); !errors.Is(err, ErrStillLoading) {
-		t.Fatalf("read of a held object: %v, want ErrStillLoading", err)
-	}
-}
-
-// Partitions and offsets come from the metadata store: a partition
-// recorded with nothing tiered is not listed.
-func TestRemotePartitionsAndOffsets(t *testing.T) {
-	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	if err := e.store.SetTopicID(e.tp, "AAAAAAAAAAAAAAAAAAAAAQ"); err != nil {
-		t.Fatal(err)
-	}
-	empty := remotelog.TopicPartition{Topic: "u", Partition: 3}
-	if err := e.store.EnsurePartition(empty, 42); err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	ps, err := e.srv.RemotePartitions(ctx)
-	if err != nil || len(ps) != 1 || ps[0] != (RemotePartition{TopicPartition: e.tp, TopicID: "AAAAAAAAAAAAAAAAAAAAAQ"}) {
-		t.Fatalf("RemotePartitions: %+v %v", ps, err)
-	}
-	for _, tc := range []struct {
-		tp           remotelog.TopicPartition
-		ok           bool
-		lso, highest int64
-	}{{e.tp, true, 0, 599}, {empty, true, 42, -1}, {remotelog.TopicPartition{Topic: "v"}, false, 0, -1}} {
-		offs, ok, err := e.srv.RemoteOffsets(ctx, tc.tp)
-		if err != nil || ok != tc.ok || offs.LogStartOffset != tc.lso || offs.HighestTieredOffset != tc.highest {
-			t.Errorf("RemoteOffsets(%v) = %+v %v %v", tc.tp, offs, ok, err)
-		}
-	}
-}
-
-// txnIndexBytes encodes .txnindex entries in Kafka's format: 34 bytes of
-// version (int16), producer id, first offset, last offset and last stable
-// offset (int64 each), big-endian.
-func txnIndexBytes(txns ...index.AbortedTxn) []byte {
-	var out []byte
-	for _, x := range txns {
-		out = binary.BigEndian.AppendUint16(out, uint16(x.Version))
-		for _, v := range []int64{x.ProducerID, x.FirstOffset, x.LastOffset, x.LastStableOffset} {
-			out = binary.BigEndian.AppendUint64(out, uint64(v))
-		}
-	}
-	return out
-}
-
-// writeSegment writes a segment's .log from whole entries, with the
-// offset and time indexes a broker writes (an entry per batch after the
-// first), and its .txnindex when txns are given.
-func writeSegment(t *testing.T, dir string, base int64, txns []index.AbortedTxn, entries ...[]byte) {
-	t.Helper()
-	var log []byte
-	ib := index.NewBuilder(base, 0)
-	for _, en := range entries {
-		h, err := batch.ParseHeader(en, int64(len(log)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ib.Add(h.LastOffset, h.MaxTimestamp, h.Position, h.Size)
-		log = append(log, en...)
-	}
-	if len(entries) > 0 {
-		ib.Seal()
-	}
-	offs, err := index.EncodeOffsets(base, ib.Offsets)
-	if err != nil {
-		t.Fatal(err)
-	}
-	times, err := index.EncodeTimes(base, ib.Times)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files := map[string][]byte{kafkalog.LogSuffix: log, kafkalog.IndexSuffix: offs, kafkalog.TimeIndexSuffix: times}
-	if txns != nil {
-		files[kafkalog.TxnIndexSuffix] = txnIndexBytes(txns...)
-	}
-	for suffix, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, kafkalog.FileName(base, suffix)), data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
-// entry builds one v2 batch of n records from base, 5000-byte values and
-// timestamps ts(offset); pid >= 0 makes it transactional.
-func entry(t *testing.T, base int64, n int, pid int64, ts func(int64) int64) []byte {
-	t.Helper()
-	p := batch.NewParams(base, 0)
-	if pid >= 0 {
-		p.Transactional, p.ProducerID, p.ProducerEpoch, p.BaseSequence = true, pid, 0, 0
-	}
-	recs := make([]batch.Record, n)
-	for i := range recs {
-		off := base + int64(i)
-		recs[i] = batch.Record{Timestamp: ts(off), Value: bytes.Repeat([]byte{byte(off)}, 5000)}
-	}
-	b, err := batch.AppendBatch(nil, p, recs, codec.Kafka)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// marker builds a transaction's control batch (Kafka's EndTxnMarker: key
-// version and type, 0 abort / 1 commit; value version and coordinator
-// epoch).
-func marker(t *testing.T, off, pid int64, commit bool) []byte {
-	t.Helper()
-	p := batch.NewParams(off, 0)
-	p.Transactional, p.Control, p.ProducerID, p.ProducerEpoch, p.BaseSequence = true, true, pid, 0, -1
-	typ := uint16(0)
-	if commit {
-		typ = 1
-	}
-	key := binary.BigEndian.AppendUint16(binary.BigEndian.AppendUint16(nil, 0), typ)
-	val := binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint16(nil, 0), 0)
-	b, err := batch.AppendBatch(nil, p, []batch.Record{{Timestamp: 1000 + off, Key: key, Value: val}}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// txnLog writes and tiers four segments with transactions, as a broker
-// lays them out (an aborted transaction's .txnindex entry goes with the
-// segment holding its abort marker):
-//
-//	[0, 9]    0-1, pid 7 2-4, 5, abort 7 at 6, pid 8 7, 8-9  .txnindex {7: 2-6, LSO 7}
-//	[10, 19]  pid 8 10-11, abort 8 at 12, pid 9 13-14, commit 9 at 15, 16-19
-//	                                                          .txnindex {8: 7-12, LSO 13}
-//	[20, 29]  20-29                                           no .txnindex
-//	[30, 39]  pid 10 30-31, abort 10 at 32, 33-39             .txnindex {10: 30-32, LSO 33}
-func txnLog(t *testing.T, e *env) {
-	dir := filepath.Join(t.TempDir(), "t-0")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ts := func(off int64) int64 { return 1000 + off }
-	none := int64(-1)
-	writeSegment(t, dir, 0, []index.AbortedTxn{{ProducerID: 7, FirstOffset: 2, LastOffset: 6, LastStableOffset: 7}},
-		entry(t, 0, 2, none, ts), entry(t, 2, 3, 7, ts), entry(t, 5, 1, none, ts), marker(t, 6, 7, false),
-		entry(t, 7, 1, 8, ts), entry(t, 8, 2, none, ts))
-	writeSegment(t, dir, 10, []index.AbortedTxn{{ProducerID: 8, FirstOffset: 7, LastOffset: 12, LastStableOffset: 13}},
-		entry(t, 10, 2, 8, ts), marker(t, 12, 8, false), entry(t, 13, 2, 9, ts), marker(t, 15, 9, true), entry(t, 16, 4, none, ts))
-	writeSegment(t, dir, 20, nil, entry(t, 20, 10, none, ts))
-	writeSegment(t, dir, 30, []index.AbortedTxn{{ProducerID: 10, FirstOffset: 30, LastOffset: 32, LastStableOffset: 33}},
-		entry(t, 30, 2, 10, ts), marker(t, 32, 10, false), entry(t, 33, 7, none, ts))
-	writeSegment(t, dir, 40, nil)
-	e.tierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
-		p := filepath.Join(dir, kafkalog.FileName(meta.StartOffset, kafkalog.TxnIndexSuffix))
-		if _, err := os.Stat(p); err == nil {
-			files.TxnIndex = p
-			meta.TxnIndexPresent = true
-		}
-	})
-}
-
-func pairs(txns []index.AbortedTxn) [][2]int64 {
-	out := [][2]int64{}
-	for _, x := range txns {
-		out = append(out, [2]int64{x.ProducerID, x.FirstOffset})
-	}
-	return out
-}
-
-// Aborted transactions come from the copies' transaction indexes: those
-// overlapping [from, to), found in the copy holding from and the copies
-// after it until an entry's last stable offset reaches to; a copy without
-// a transaction index makes no GET; parsed indexes are cached.
-func TestRemoteAbortedTxns(t *testing.T) {
-	e := newEnv(t, DefaultConfig())
-	txnLog(t, e)
-	ctx := context.Background()
-	txnGets := func() int64 { return e.bucket.txnGets.Load() }
-	indexGets := func() float64 {
-		var m dto.Metric
-		if err := e.srv.m.indexGets.Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue()
-	}
-	for _, tc := range []struct {
-		from, to  int64
-		want      [][2]int64 // producer id, first offset
-		gets      int64      // .txnindex GETs, cold
-		indexGets float64
-	}{
-		// Copy [20, 29] has no transaction index: only [30, 39]'s is read.
-		{20, 35, [][2]int64{{10, 30}}, 1, 1},
-		// pid 8's abort marker is in the next copy: it is read too, and
-		// its entry's LSO 13 >= 10 ends the search.
-		{0, 10, [][2]int64{{7, 2}, {8, 7}}, 2, 2},
-		{7, 8, [][2]int64{{8, 7}}, 0, 0},
-		{12, 13, [][2]int64{{8, 7}}, 0, 0},
-		{16, 30, [][2]int64{}, 0, 0},
-		{0, 40, [][2]int64{{7, 2}, {8, 7}, {10, 30}}, 0, 0},
-		{40, 50, [][2]int64{}, 0, 0},
-		{5, 5, [][2]int64{}, 0, 0},
-	} {
-		g, ig := txnGets(), indexGets()
-		txns, err := e.srv.RemoteAbortedTxns(ctx, e.tp, tc.from, tc.to)
-		if err != nil {
-			t.Fatalf("RemoteAbortedTxns(%d, %d): %v", tc.from, tc.to, err)
-		}
-		if got := pairs(txns); len(got) != len(tc.want) || (len(got) > 0 && !equalPairs(got, tc.want)) {
-			t.Errorf("RemoteAbortedTxns(%d, %d) = %v, want %v", tc.from, tc.to, got, tc.want)
-		}
-		if n, in := txnGets()-g, indexGets()-ig; n != tc.gets || in != tc.indexGets {
-			t.Errorf("RemoteAbortedTxns(%d, %d): %d .txnindex GETs, %v index loads; want %d, %v", tc.from, tc.to, n, in, tc.gets, tc.indexGets)
-		}
-	}
-	fin, _ := e.store.FinishedSegments(e.tp)
-	if txns, _ := e.srv.RemoteAbortedTxns(ctx, e.tp, 0, 10); txns[0].LastOffset != 6 || txns[1].LastOffset != 12 || txns[1].LastStableOffset != 13 {
-		t.Errorf("entries %+v", txns)
-	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, e.tp, -1, 10); !errors.Is(err, ErrInvalidArgument) {
-		t.Errorf("negative from: %v", err)
-	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, remotelog.TopicPartition{Topic: "x"}, 0, 10); !errors.Is(err, ErrNotTiered) {
-		t.Errorf("unknown partition: %v", err)
-	}
-	// A finished copy's transaction index gone: data loss.
-	e.srv.DropCaches(true)
-	if err := e.bucket.Delete(ctx, e.mgr.Key(fin[3], kafkalog.TxnIndexSuffix)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.srv.RemoteAbortedTxns(ctx, e.tp, 30, 31); !errors.Is(err, ErrDataLoss) || !errors.Is(err, rsm.ErrNotFound) {
-		t.Errorf("missing .txnindex: %v", err)
-	}
-}
-
-func equalPairs(a, b [][2]int64) bool {
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Over gRPC, READ_COMMITTED lists the aborted transactions overlapping the
 // records returned (through the zero-copy codec: more than 32 KiB of
 // records), READ_UNCOMMITTED none; the records are the same.
 func TestFetchIsolation(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	txnLog(t, e)
+	readtest.TxnLog(t, e.Rig)
 	ctx := context.Background()
 	get := func(off int64, iso tierdpb.IsolationLevel) *tierdpb.FetchResponse {
 		t.Helper()
@@ -444,7 +169,7 @@ func TestFetchIsolation(t *testing.T) {
 	for _, a := range rc.AbortedTransactions {
 		got = append(got, [2]int64{a.ProducerId, a.FirstOffset})
 	}
-	if want := [][2]int64{{7, 2}, {8, 7}}; len(got) != 2 || !equalPairs(got, want) {
+	if want := [][2]int64{{7, 2}, {8, 7}}; len(got) != 2 || !slices.Equal(got, want) {
 		t.Errorf("READ_COMMITTED aborted transactions %v, want %v", got, want)
 	}
 	if len(ru.AbortedTransactions) != 0 {

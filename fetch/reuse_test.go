@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -70,11 +71,11 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 				off := rng.Int63n(hto + 1)
 				for i := 0; i < rounds && !t.Failed(); i++ {
 					mb := 1 + rng.Intn(200<<10)
-					req := &tierdpb.FetchRequest{Topic: e.tp.Topic, Partition: e.tp.Partition, Offset: off, MaxBytes: int32(mb)}
+					req := &tierdpb.FetchRequest{Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: off, MaxBytes: int32(mb)}
 					var next int64
 					switch {
 					case keep && i%2 == 0:
-						rr, err := e.srv.ReadRemote(ctx, e.tp, off, mb)
+						rr, err := e.srv.Engine().ReadRemote(ctx, e.TP, off, mb)
 						if err != nil {
 							t.Errorf("ReadRemote %d/%d: %v", off, mb, err)
 							return
@@ -113,16 +114,16 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 
 	run(false)
 	waitUnpinned(t, e)
-	reused := metricValue(t, reg, "tierd_cache_buffer_reuses_total")
+	reused := readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total")
 	if reused == 0 {
 		t.Fatal("no chunk buffer was reused after unary Fetches and FetchStreams")
 	}
-	if loaded := metricValue(t, reg, "tierd_cache_loaded_bytes_total"); loaded <= float64(6*cfg.Cache.ChunkBytes) {
+	if loaded := readtest.MetricValue(t, reg, "tierd_cache_loaded_bytes_total"); loaded <= float64(6*cfg.Cache.ChunkBytes) {
 		t.Fatalf("%v bytes loaded: the test does not make the cache evict", loaded)
 	}
 
 	kept := run(true)
-	e.srv.Settle()
+	e.srv.Engine().Settle()
 	if len(kept) == 0 {
 		t.Fatal("no ReadRemote answer kept")
 	}
@@ -130,8 +131,8 @@ func TestBufferReuseOnServingPaths(t *testing.T) {
 		check("kept ReadRemote", a.off, int(a.mb), a.got)
 	}
 	waitUnpinned(t, e)
-	if metricValue(t, reg, "tierd_cache_buffer_reuses_total") <= reused {
+	if readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total") <= reused {
 		t.Fatal("no chunk buffer reused while ReadRemote answers were kept")
 	}
-	t.Logf("%v buffer reuses", metricValue(t, reg, "tierd_cache_buffer_reuses_total"))
+	t.Logf("%v buffer reuses", readtest.MetricValue(t, reg, "tierd_cache_buffer_reuses_total"))
 }

@@ -5,176 +5,103 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"google.golang.org/grpc"
 
-	"github.com/tierd/tierd/fetch/cache"
-	"github.com/tierd/tierd/internal/partlabels"
-	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
-
-// Metadata is what the server needs from rlmm.Store.
-type Metadata interface {
-	// Partitions lists the partitions that have offsets recorded.
-	Partitions() ([]remotelog.TopicPartition, error)
-	Segments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
-	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
-	// PartitionVersion, ChangesSince and FinishedSnapshot keep the
-	// per-partition snapshots of reads (metasnap.go) up to date.
-	PartitionVersion(tp remotelog.TopicPartition) remotelog.Version
-	ChangesSince(tp remotelog.TopicPartition, since remotelog.Version) ([]remotelog.Change, remotelog.Version, bool)
-	FinishedSnapshot(tp remotelog.TopicPartition) (remotelog.Version, remotelog.PartitionOffsets, bool, []remotelog.SegmentMetadata, error)
-}
-
-// Remote is what the server needs from rsm.Manager.
-type Remote interface {
-	FetchLogSegment(ctx context.Context, meta remotelog.SegmentMetadata, start, end int64) (io.ReadCloser, error)
-	FetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error)
-}
 
 // Option sets an optional collaborator.
 type Option func(*Server)
 
-// WithLogger sets the logger (default: discard).
-func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+// WithLogger sets the logger of the server and its engine (default:
+// discard).
+func WithLogger(l *slog.Logger) Option {
+	return func(s *Server) { s.log = l; s.eopts = append(s.eopts, remoteread.WithLogger(l)) }
+}
 
-// WithRegisterer registers the server's metrics.
-func WithRegisterer(r prometheus.Registerer) Option { return func(s *Server) { s.reg = r } }
+// WithRegisterer registers the metrics of the server and its engine.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(s *Server) { s.reg = r; s.eopts = append(s.eopts, remoteread.WithRegisterer(r)) }
+}
 
-// Server implements tierdpb.RemoteFetchServer over remote metadata and
-// remote storage, reading through a chunk cache; its Remote* methods and
-// ReadRemote are the same reads for callers in process.
+// WithEngine passes options to the read engine NewServer builds
+// (remoteread.WithStoreHealth, WithPartitionLabels, WithMissingCopyHook).
+// It acts inside NewServer only (not in Configure).
+func WithEngine(opts ...remoteread.Option) Option {
+	return func(s *Server) { s.eopts = append(s.eopts, opts...) }
+}
+
+// Server is the gRPC edge of the remote read engine: it implements
+// tierdpb.RemoteFetchServer over a *remoteread.Engine, maps the engine's
+// errors to gRPC codes (toStatus), and serves the Admin and health
+// services beside it. Callers in process read through Engine.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
-	cfg    Config
-	md     Metadata
-	rs     Remote
-	cache  *cache.Cache
-	idx    *indexCache
-	meta   *metaCache // per-partition metadata snapshots (metasnap.go)
-	seq    *seqTracker
-	ranges *rangeTracker // WriteLogRange's sequential readers (lograngetrack.go)
-	log    *slog.Logger
-	reg    prometheus.Registerer
-	m      serverMetrics
+	cfg   Config
+	e     *remoteread.Engine
+	eopts []remoteread.Option // for NewServer's engine
+	log   *slog.Logger
+	reg   prometheus.Registerer
+	reqs  *prometheus.CounterVec // RPCs by method and code
 
-	admin     *adminServer                    // nil: no Admin service
-	onMissing func(remotelog.SegmentMetadata) // told of copies with a missing object
-	losses    lossLog                         // data-loss answers logged
-	labels    *partlabels.Set                 // per-partition metric labels, bounded
-	km        kafkaMetrics                    // metrics named after Kafka's (kafkametrics.go)
-	pm        prefetchMetrics                 // bytes served (prefetch.go)
-	storeDown func() error                    // nil: reads do not ask (see WithStoreHealth)
-	ready     func() (bool, string)           // the health service's readiness; nil: always
-	tls       *tls.Config                     // nil: plaintext
-	auth      Auth                            // who may call (auth.go)
-	socket    string                          // the admin socket's path; "": none
-
-	bg       context.Context // background loads; ends at Close
-	bgCancel context.CancelFunc
-
-	dyn        atomic.Pointer[Config] // cfg with the dynamic settings of the last Reconfigure
-	fetchQuota *quota.Limiter
+	admin  *adminServer          // nil: no Admin service
+	ready  func() (bool, string) // the health service's readiness; nil: always
+	tls    *tls.Config           // nil: plaintext
+	auth   Auth                  // who may call (auth.go)
+	socket string                // the admin socket's path; "": none
 }
 
-type serverMetrics struct {
-	gets, bytes, indexGets, indexBytes prometheus.Counter
-	reqs                               *prometheus.CounterVec
-	short                              *prometheus.CounterVec // answers cut short, by reason
-}
-
-// NewServer returns a server. It opens the cache (scanning its disk tier,
-// if any) and does no other I/O. Close releases the cache.
-func NewServer(cfg Config, md Metadata, rs Remote, opts ...Option) (*Server, error) {
+// NewServer returns a server over a read engine of cfg's settings on md
+// and rs (remoteread.New: it opens the cache, scanning its disk tier, if
+// any, and does no other I/O). Close releases the engine. Errors: cfg's
+// (Validate), the engine's.
+func NewServer(cfg Config, md remoteread.Metadata, rs remoteread.Remote, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, md: md, rs: rs, idx: newIndexCache(cfg.IndexCacheBytes), seq: newSeqTracker(), ranges: newRangeTracker(), log: slog.New(slog.DiscardHandler)}
+	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()
+		s.eopts = append(s.eopts, remoteread.WithRegisterer(s.reg))
 	}
-	s.initDynamic()
-	f := promauto.With(s.reg)
-	s.m = serverMetrics{
-		gets:       f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_gets_total", Help: "Ranged GETs of remote .log objects (reads and prefetch)."}),
-		bytes:      f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_log_bytes_total", Help: "Bytes asked of remote .log objects by ranged GETs."}),
-		indexGets:  f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_gets_total", Help: "GETs of remote index objects."}),
-		indexBytes: f.NewCounter(prometheus.CounterOpts{Name: "tierd_fetch_index_bytes_total", Help: "Bytes of remote index objects read."}),
-		reqs:       f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"}),
-		short: f.NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_short_answers_total",
-			Help: "Reads answered with the whole batches that arrived, fewer than max_bytes allowed, by reason: max_wait (remote.fetch.max.wait.ms ended), load_failed (a load failed mid-body)."}, []string{"reason"}),
-	}
-	for _, r := range []string{"max_wait", "load_failed"} {
-		s.m.short.WithLabelValues(r)
-	}
-	s.km = newKafkaMetrics(f)
-	s.meta = newMetaCache(md, f)
-	s.pm = newPrefetchMetrics(f)
-	if s.labels == nil {
-		s.labels = partlabels.New(partlabels.DefaultMax)
-	}
-	s.labels.OnAdmit(s.km.zero) // series from the start, for alerts and absent()
 	var err error
-	if s.cache, err = cache.New(cfg.Cache, s.reg); err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
+	if s.e, err = remoteread.New(cfg.Config, md, rs, s.eopts...); err != nil {
+		return nil, err
 	}
-	s.bg, s.bgCancel = context.WithCancel(context.Background())
+	s.eopts = nil
+	s.reqs = promauto.With(s.reg).NewCounterVec(prometheus.CounterOpts{Name: "tierd_fetch_requests_total", Help: "RPCs by method and status code."}, []string{"method", "code"})
 	return s, nil
 }
 
-// Close stops background loads. Serve calls it when it returns.
-func (s *Server) Close() {
-	s.bgCancel()
-	s.cache.Close()
-}
+// Engine is the read engine the server serves: the Go read API
+// (ReadRemote and the Remote* methods, WriteLogRange) for callers in
+// process.
+func (s *Server) Engine() *remoteread.Engine { return s.e }
 
-// DropCaches empties the chunk cache (after the loads in flight end) and
-// forgets where fetches ended (so none looks sequential); with indexes,
-// the index cache too: the state of a server that has read nothing. For
-// benchmarks of cold reads.
-func (s *Server) DropCaches(indexes bool) {
-	s.cache.Drop()
-	s.seq.clear()
-	s.ranges.clear()
-	if indexes {
-		s.idx.clear()
-	}
-}
+// Close stops the engine's background loads and releases its cache.
+// Serve calls it when it returns.
+func (s *Server) Close() { s.e.Close() }
 
-// Settle waits until the cache has no load in flight (see cache.Settle).
-func (s *Server) Settle() { s.cache.Settle() }
-
-// object is a copy's .log as the cache reads it.
-func (s *Server) object(meta remotelog.SegmentMetadata) cache.Object {
-	return cache.Object{Key: meta.ID.String() + ".log", Size: meta.SizeInBytes,
-		Open: func(ctx context.Context, start, end int64) (io.ReadCloser, error) {
-			s.m.gets.Inc()
-			s.m.bytes.Add(float64(end - start))
-			rc, err := s.rs.FetchLogSegment(ctx, meta, start, end)
-			if err != nil {
-				return nil, err
-			}
-			return s.throttled(ctx, rc), nil
-		}}
-}
+// Reconfigure applies next's dynamic settings to the engine (see
+// remoteread.Engine.Reconfigure); the listen address is static.
+func (s *Server) Reconfigure(next Config) error { return s.e.Reconfigure(next.Config) }
 
 // Run listens on cfg.Listen and, with WithAdminSocket, on the admin
 // socket, and serves until ctx is done, then stops gracefully.
 func (s *Server) Run(ctx context.Context) error {
-	lis, err := net.Listen("tcp", s.conf().Listen)
+	lis, err := net.Listen("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("fetch: listen: %w", err)
 	}
@@ -262,17 +189,17 @@ func (s *Server) serveGRPC(ctx context.Context, lis net.Listener, local bool) er
 
 func (s *Server) observe(method string, err error) error {
 	st := toStatus(err)
-	s.m.reqs.WithLabelValues(method, st.Code().String()).Inc()
+	s.reqs.WithLabelValues(method, st.Code().String()).Inc()
 	if st == nil {
 		return nil
 	}
 	return st.Err()
 }
 
-// ListOffsets implements tierdpb.RemoteFetchServer over the partition's
-// offsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
+// ListOffsets implements tierdpb.RemoteFetchServer over the engine's
+// TieredOffsets, RemoteOffsetForTimestamp and RemoteMaxTimestamp.
 func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.e.RequestTimeout())
 	defer cancel()
 	resp, err := s.listOffsets(ctx, req)
 	return resp, s.observe("ListOffsets", err)
@@ -280,11 +207,12 @@ func (s *Server) ListOffsets(ctx context.Context, req *tierdpb.ListOffsetsReques
 
 func (s *Server) listOffsets(ctx context.Context, req *tierdpb.ListOffsetsRequest) (*tierdpb.ListOffsetsResponse, error) {
 	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
-	var r tsOffset
+	var offset, ts int64
+	var found bool
 	var err error
 	switch req.Spec {
 	case tierdpb.OffsetSpec_EARLIEST, tierdpb.OffsetSpec_LATEST_TIERED:
-		offs, _, err := s.partitionState(tp)
+		offs, err := s.e.TieredOffsets(tp)
 		if err != nil {
 			return nil, err
 		}
@@ -293,19 +221,19 @@ func (s *Server) listOffsets(ctx context.Context, req *tierdpb.ListOffsetsReques
 		}
 		return &tierdpb.ListOffsetsResponse{Offset: offs.HighestTieredOffset, Timestamp: -1}, nil
 	case tierdpb.OffsetSpec_TIMESTAMP:
-		r, err = s.timestampLookup(ctx, tp, req.Timestamp)
+		offset, ts, found, err = s.e.RemoteOffsetForTimestamp(ctx, tp, req.Timestamp)
 	case tierdpb.OffsetSpec_MAX_TIMESTAMP:
-		r, err = s.maxTimestamp(ctx, tp)
+		offset, ts, found, err = s.e.RemoteMaxTimestamp(ctx, tp)
 	default:
 		return nil, invalidf("unknown offset spec %v", req.Spec)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if !r.found {
+	if !found {
 		return &tierdpb.ListOffsetsResponse{Offset: -1, Timestamp: -1}, nil // Kafka's "no such offset"
 	}
-	return &tierdpb.ListOffsetsResponse{Offset: r.offset, Timestamp: r.timestamp}, nil
+	return &tierdpb.ListOffsetsResponse{Offset: offset, Timestamp: ts}, nil
 }
 
 // ListSegments implements tierdpb.RemoteFetchServer.
@@ -316,17 +244,7 @@ func (s *Server) ListSegments(_ context.Context, req *tierdpb.ListSegmentsReques
 
 func (s *Server) listSegments(req *tierdpb.ListSegmentsRequest) (*tierdpb.ListSegmentsResponse, error) {
 	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
-	if req.Topic == "" || req.Partition < 0 {
-		return nil, invalidf("topic must be set and partition must be >= 0 (got %q, %d)", req.Topic, req.Partition)
-	}
-	offs, ok, err := s.md.Offsets(tp)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("%w: %s", ErrNotTiered, tp)
-	}
-	rows, err := s.md.Segments(tp)
+	offs, rows, err := s.e.RemoteSegments(tp)
 	if err != nil {
 		return nil, err
 	}

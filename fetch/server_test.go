@@ -4,116 +4,48 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/rlmm"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/rsm/filesystem"
-	"github.com/tierd/tierd/seglog"
 )
 
-// countingBucket counts the GETs and bytes read from the bucket, and the
-// GETs of .log and .txnindex objects. With a gate set, every GET waits for
-// it (or its ctx).
-type countingBucket struct {
-	rsm.Bucket
-	read, gets, logGets, txnGets atomic.Int64
-	gate                         atomic.Pointer[chan struct{}]
-	pace                         atomic.Int64 // > 0: bodies deliver 16 KiB per Read, sleeping this many ns before each
-}
-
-// pacedReader delivers its bytes 16 KiB per Read, sleeping before each.
-type pacedReader struct {
-	r     io.Reader
-	sleep time.Duration
-}
-
-func (p pacedReader) Read(b []byte) (int, error) {
-	time.Sleep(p.sleep)
-	return p.r.Read(b[:min(len(b), 16<<10)])
-}
-
-func (c *countingBucket) GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error) {
-	c.gets.Add(1)
-	if strings.HasSuffix(key, ".log") {
-		c.logGets.Add(1)
-	}
-	if strings.HasSuffix(key, kafkalog.TxnIndexSuffix) {
-		c.txnGets.Add(1)
-	}
-	if g := c.gate.Load(); g != nil {
-		select {
-		case <-*g:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	rc, err := c.Bucket.GetRange(ctx, key, off, length)
-	if err != nil {
-		return nil, err
-	}
-	data, err := io.ReadAll(rc)
-	rc.Close()
-	c.read.Add(int64(len(data)))
-	if p := c.pace.Load(); p > 0 {
-		return io.NopCloser(pacedReader{bytes.NewReader(data), time.Duration(p)}), err
-	}
-	return io.NopCloser(bytes.NewReader(data)), err
-}
-
+// env is a server over a readtest.Rig (its Store, Mgr, Bucket and TP),
+// with clients.
 type env struct {
+	*readtest.Rig
 	t      testing.TB
-	store  *rlmm.Store
-	mgr    *rsm.Manager
 	srv    *Server
-	bucket *countingBucket
 	api    tierdpb.RemoteFetchClient
 	client *Client
 	local  *Client // on the admin socket
 	addr   string  // the server's host:port
-	tp     remotelog.TopicPartition
 }
 
 // newEnv starts a server on a real socket over a filesystem bucket and
 // Pebble.
 func newEnv(t testing.TB, cfg Config, opts ...Option) *env {
 	t.Helper()
-	fsb, err := filesystem.New(filesystem.Config{Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newEnvOn(t, fsb, cfg, opts...)
+	return newEnvOn(t, readtest.FSBucket(t), cfg, opts...)
 }
 
 // newEnvOn is newEnv over bucket b.
 func newEnvOn(t testing.TB, b rsm.Bucket, cfg Config, opts ...Option) *env {
 	t.Helper()
-	var err error
-	e := &env{t: t, bucket: &countingBucket{Bucket: b}, tp: remotelog.TopicPartition{Topic: "t", Partition: 0}}
-	if e.store, err = rlmm.Open(rlmm.Config{Dir: "db"}, rlmm.WithFS(vfs.NewMem())); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.store.Close() })
-	if e.mgr, err = rsm.NewManager(e.bucket, rsm.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	e.serve(cfg, e.mgr, opts...)
+	e := &env{Rig: readtest.NewRig(t, b), t: t}
+	e.serve(cfg, e.Mgr, opts...)
 	return e
 }
 
@@ -122,7 +54,7 @@ func newEnvOn(t testing.TB, b rsm.Bucket, cfg Config, opts ...Option) *env {
 func (e *env) serve(cfg Config, mgr *rsm.Manager, opts ...Option) {
 	t := e.t
 	t.Helper()
-	srv, err := NewServer(cfg, e.store, mgr, opts...)
+	srv, err := NewServer(cfg, e.Store, mgr, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,97 +85,8 @@ func (e *env) serve(cfg Config, mgr *rsm.Manager, opts ...Option) {
 	t.Cleanup(func() { e.local.Close() })
 }
 
-// tier copies every rolled segment of a partition directory as the copier
-// would: a COPY_SEGMENT_STARTED row, the objects, COPY_SEGMENT_FINISHED.
-func (e *env) tier(dir string) { e.tierEach(dir, nil) }
-
-// tierEach is tier with each, when set, adjusting every copy's row and
-// files before the copy.
-func (e *env) tierEach(dir string, each func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles)) {
-	e.t.Helper()
-	ents, _ := os.ReadDir(dir)
-	var bases []int64
-	sizes := map[int64]int64{}
-	for _, en := range ents {
-		if f, ok := kafkalog.ParseFileName(en.Name()); ok && f.Live && f.Suffix == kafkalog.LogSuffix {
-			bases = append(bases, f.BaseOffset)
-			info, _ := en.Info()
-			sizes[f.BaseOffset] = info.Size()
-		}
-	}
-	for i := 0; i+1 < len(bases); i++ {
-		base, end := bases[i], bases[i+1]-1
-		p := func(s string) string { return filepath.Join(dir, kafkalog.FileName(base, s)) }
-		meta := remotelog.SegmentMetadata{TopicPartition: e.tp, ID: remotelog.NewSegmentID(), StartOffset: base, EndOffset: end,
-			SizeInBytes: sizes[base], State: remotelog.CopySegmentStarted, MaxTimestampMs: maxTimestamp(e.t, p(kafkalog.LogSuffix))}
-		files := rsm.SegmentFiles{Log: p(kafkalog.LogSuffix), OffsetIndex: p(kafkalog.IndexSuffix), TimeIndex: p(kafkalog.TimeIndexSuffix)}
-		if each != nil {
-			each(&meta, &files)
-		}
-		if err := e.store.AddSegment(meta); err != nil {
-			e.t.Fatal(err)
-		}
-		if _, err := e.mgr.CopySegment(context.Background(), meta, files); err != nil {
-			e.t.Fatal(err)
-		}
-		if _, err := e.store.UpdateState(e.tp, base, meta.ID, remotelog.CopySegmentFinished); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-}
-
-func maxTimestamp(t testing.TB, p string) int64 {
-	data, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{})
-	ts := int64(-1)
-	for s.Next() {
-		ts = max(ts, s.Batch().MaxTimestamp)
-	}
-	return ts
-}
-
 func (e *env) fetch(offset int64, maxBytes int32) (*tierdpb.FetchResponse, error) {
-	return e.api.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: e.tp.Topic, Partition: e.tp.Partition, Offset: offset, MaxBytes: maxBytes})
-}
-
-// batches splits fetched bytes into entries.
-func batches(t testing.TB, data []byte) []batch.Batch {
-	t.Helper()
-	var out []batch.Batch
-	s := batch.NewScanner(bytes.NewReader(data), int64(len(data)), batch.ScanOptions{VerifyCRC: true})
-	for s.Next() {
-		if !s.CRCValid() {
-			t.Fatalf("CRC mismatch in fetched batch at %d", s.Batch().Position)
-		}
-		out = append(out, s.Batch())
-	}
-	if s.Err() != nil {
-		t.Fatalf("fetched bytes: %v", s.Err())
-	}
-	return out
-}
-
-// referenceLog writes the 600-record reference scenario and tiers it.
-func referenceLog(t testing.TB, e *env) string {
-	dir := filepath.Join(t.TempDir(), "t-0")
-	cfg := seglog.DefaultConfig()
-	cfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(dir, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := int64(0); i < 600; i++ {
-		if _, err := l.Append(seglog.Record{Value: bytes.Repeat([]byte{byte(i)}, 5000), Timestamp: 1_000_000 + i*10}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	l.Roll()
-	l.Close()
-	e.tier(dir)
-	return dir
+	return e.api.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: offset, MaxBytes: maxBytes})
 }
 
 func TestFetchReference(t *testing.T) {
@@ -251,20 +94,20 @@ func TestFetchReference(t *testing.T) {
 	cfg.Cache.ChunkBytes = 64 << 10
 	cfg.PrefetchBytes = 0 // so that each fetch's own reads can be measured
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	for off := int64(0); off < 600; off++ {
-		before := e.bucket.read.Load()
+		before := e.Bucket.Read.Load()
 		resp, err := e.fetch(off, 1)
 		if err != nil {
 			t.Fatalf("fetch %d: %v", off, err)
 		}
-		bs := batches(t, resp.Records)
+		bs := readtest.Batches(t, resp.Records)
 		if len(bs) != 1 || bs[0].BaseOffset != off || resp.NextOffset != off+1 || resp.HighestTieredOffset != 599 {
 			t.Fatalf("fetch %d: %d batches from %d, next %d", off, len(bs), bs[0].BaseOffset, resp.NextOffset)
 		}
 		// Ranged reads of a chunk or two, never the whole ~1 MiB segment
 		// (indexes are cached after the first fetch of a segment).
-		if read := e.bucket.read.Load() - before; read > 140<<10 {
+		if read := e.Bucket.Read.Load() - before; read > 140<<10 {
 			t.Fatalf("fetch %d read %d bytes from the bucket", off, read)
 		}
 		recs, err := batch.Records(resp.Records, nil)
@@ -274,11 +117,11 @@ func TestFetchReference(t *testing.T) {
 	}
 	// max_bytes: whole batches within the limit, in one segment.
 	resp, err := e.fetch(10, 3*5070+100)
-	if err != nil || len(batches(t, resp.Records)) != 3 || resp.NextOffset != 13 {
+	if err != nil || len(readtest.Batches(t, resp.Records)) != 3 || resp.NextOffset != 13 {
 		t.Fatalf("3 batches: %v %v", resp.GetNextOffset(), err)
 	}
 	resp, _ = e.fetch(200, 1<<20)
-	if bs := batches(t, resp.Records); bs[len(bs)-1].LastOffset != 205 {
+	if bs := readtest.Batches(t, resp.Records); bs[len(bs)-1].LastOffset != 205 {
 		t.Fatalf("a fetch crossed a segment end: last %d", bs[len(bs)-1].LastOffset)
 	}
 	// ListOffsets.
@@ -304,8 +147,8 @@ func TestFetchReference(t *testing.T) {
 
 func TestFetchErrors(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	if _, err := e.store.AdvanceOffsets(e.tp, 206, -1); err != nil {
+	readtest.ReferenceLog(t, e.Rig)
+	if _, err := e.Store.AdvanceOffsets(e.TP, 206, -1); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -380,13 +223,13 @@ func TestFetchGapsAndCompression(t *testing.T) {
 	write(0, one(3, batch.CodecNone, 1), one(50, batch.CodecNone, 1), one(97, batch.CodecNone, 1))
 	write(100, one(100, batch.CodecZstd, 10), one(110, batch.CodecGzip, 10))
 	write(120)
-	e.tier(dir)
+	e.Tier(dir)
 	for _, tc := range []struct{ offset, want int64 }{{0, 3}, {3, 3}, {10, 50}, {51, 97}, {98, 100}, {99, 100}, {105, 100}, {119, 110}} {
 		resp, err := e.fetch(tc.offset, 1)
 		if err != nil {
 			t.Fatalf("fetch %d: %v", tc.offset, err)
 		}
-		if bs := batches(t, resp.Records); len(bs) != 1 || bs[0].BaseOffset != tc.want {
+		if bs := readtest.Batches(t, resp.Records); len(bs) != 1 || bs[0].BaseOffset != tc.want {
 			t.Errorf("fetch %d starts at %d, want %d", tc.offset, bs[0].BaseOffset, tc.want)
 		}
 	}
@@ -402,7 +245,7 @@ func TestFetchGapsAndCompression(t *testing.T) {
 
 // hookRemote runs a hook before the first index read (once).
 type hookRemote struct {
-	Remote
+	remoteread.Remote
 	once func()
 }
 
@@ -420,17 +263,17 @@ func (h *hookRemote) FetchIndex(ctx context.Context, meta remotelog.SegmentMetad
 // the partition answers OUT_OF_RANGE and EARLIEST, not NOT_FOUND.
 func TestFetchRacingRetention(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp)
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP)
 	retain := func(r remotelog.SegmentMetadata) {
-		if _, err := e.store.AdvanceOffsets(e.tp, r.EndOffset+1, -1); err != nil {
+		if _, err := e.Store.AdvanceOffsets(e.TP, r.EndOffset+1, -1); err != nil {
 			t.Fatal(err)
 		}
-		e.store.UpdateState(e.tp, r.StartOffset, r.ID, remotelog.DeleteSegmentStarted)
-		e.mgr.DeleteSegment(context.Background(), r)
-		e.store.UpdateState(e.tp, r.StartOffset, r.ID, remotelog.DeleteSegmentFinished)
+		e.Store.UpdateState(e.TP, r.StartOffset, r.ID, remotelog.DeleteSegmentStarted)
+		e.Mgr.DeleteSegment(context.Background(), r)
+		e.Store.UpdateState(e.TP, r.StartOffset, r.ID, remotelog.DeleteSegmentFinished)
 	}
-	srv, err := NewServer(DefaultConfig(), e.store, &hookRemote{Remote: e.mgr, once: func() { retain(fin[0]) }})
+	srv, err := NewServer(DefaultConfig(), e.Store, &hookRemote{Remote: e.Mgr, once: func() { retain(fin[0]) }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -461,7 +304,7 @@ func TestIndexCacheChurn(t *testing.T) {
 	// (retry) by design.
 	cfg.MaxWaitMs = 30000
 	e := newEnv(t, cfg)
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	const workers, perWorker = 8, 1250
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -492,9 +335,9 @@ func TestIndexCacheChurn(t *testing.T) {
 // copied) answer DATA_LOSS, not the next batch.
 func TestFetchHole(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
-	fin, _ := e.store.FinishedSegments(e.tp)
-	e.store.UpdateState(e.tp, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted) // [206, 411] gone, LSO untouched
+	readtest.ReferenceLog(t, e.Rig)
+	fin, _ := e.Store.FinishedSegments(e.TP)
+	e.Store.UpdateState(e.TP, fin[1].StartOffset, fin[1].ID, remotelog.DeleteSegmentStarted) // [206, 411] gone, LSO untouched
 	if _, err := e.fetch(300, 1); status.Code(err) != codes.DataLoss {
 		t.Fatalf("fetch in a hole: %v", err)
 	}

@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // statusOperator is an Operator that also reports a status.
@@ -92,14 +93,14 @@ func TestDataLossLogged(t *testing.T) {
 	var logs bytes.Buffer
 	reg := prometheus.NewRegistry()
 	e := newEnv(t, DefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), WithRegisterer(reg),
-		WithPartitionLabels(partlabels.New(10)))
-	referenceLog(t, e)
+		WithEngine(remoteread.WithPartitionLabels(partlabels.New(10))))
+	readtest.ReferenceLog(t, e.Rig)
 	good, err := e.fetch(0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin, _ := e.store.FinishedSegments(e.tp)
-	if err := e.bucket.Delete(context.Background(), e.mgr.Key(fin[1], ".log")); err != nil {
+	fin, _ := e.Store.FinishedSegments(e.TP)
+	if err := e.Bucket.Delete(context.Background(), e.Mgr.Key(fin[1], ".log")); err != nil {
 		t.Fatal(err)
 	}
 	for _, off := range []int64{300, 300, 301} {
@@ -109,7 +110,7 @@ func TestDataLossLogged(t *testing.T) {
 	}
 	// One ReadRemote of the Go API, the way logview (and so the Kafka
 	// listener) reads.
-	if _, err := e.srv.ReadRemote(context.Background(), e.tp, 302, 1); err == nil {
+	if _, err := e.srv.Engine().ReadRemote(context.Background(), e.TP, 302, 1); err == nil {
 		t.Fatal("ReadRemote of a missing copy succeeded")
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -127,14 +128,14 @@ func TestDataLossLogged(t *testing.T) {
 			t.Errorf("line %q lacks the partition, %s or the segment", loss[i], off)
 		}
 	}
-	own := []string{"t", "0"}
-	if got := testutil.ToFloat64(e.srv.km.requests.WithLabelValues(own...)); got != 5 {
+	own := []string{"topic", "t", "partition", "0"}
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_requests_total", own...); got != 5 {
 		t.Errorf("requests %v, want 5", got)
 	}
-	if got := testutil.ToFloat64(e.srv.km.errors.WithLabelValues(own...)); got != 4 {
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_errors_total", own...); got != 4 {
 		t.Errorf("errors %v, want 4", got)
 	}
-	if got := testutil.ToFloat64(e.srv.km.bytes.WithLabelValues(own...)); got != float64(len(good.Records)) {
+	if got := readtest.SeriesValue(t, reg, "tierd_remote_fetch_bytes_total", own...); got != float64(len(good.Records)) {
 		t.Errorf("bytes %v, want %d", got, len(good.Records))
 	}
 }

@@ -10,23 +10,12 @@ import (
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // This file answers Fetch and FetchStream without copying records: the
 // answers are views of cached chunks (fetchReply), which the codec hands
 // to the transport as they are.
-
-// run is a run of whole entries of a streamed read (see emitFunc), with
-// the offsets of the metadata snapshot the read used.
-type run struct {
-	parts [][]byte
-	next  int64
-	offs  remotelog.PartitionOffsets
-	hold  *hold
-}
-
-// streamFunc receives a streamed read's runs, in order.
-type streamFunc func(run) error
 
 // Fetch implements tierdpb.RemoteFetchServer for callers in process: the
 // answer's records are a copy. Over gRPC, fetchHandler answers instead,
@@ -42,7 +31,7 @@ func (s *Server) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb
 // fetchUnary answers a Fetch as views of cached chunks: the caller
 // releases the reply (the codec does, once gRPC has written it).
 func (s *Server) fetchUnary(ctx context.Context, req *tierdpb.FetchRequest) (*fetchReply, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.e.RequestTimeout())
 	defer cancel()
 	r, err := s.fetch(ctx, req)
 	return r, s.observe("Fetch", err)
@@ -54,11 +43,11 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*fetchRe
 		return nil, invalidf("unknown isolation level %v", iso)
 	}
 	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
-	rr, err := s.readRemote(ctx, tp, req.Offset, int64(req.MaxBytes), nil)
+	rr, err := s.e.ReadViews(ctx, tp, req.Offset, int64(req.MaxBytes), nil)
 	if err != nil {
 		return nil, err
 	}
-	r := &fetchReply{parts: rr.parts, n: rr.n, hold: rr.hold, logStart: rr.Offsets.LogStartOffset,
+	r := &fetchReply{parts: rr.Parts, n: rr.Bytes, hold: rr.Hold, logStart: rr.Offsets.LogStartOffset,
 		highest: rr.Offsets.HighestTieredOffset, next: rr.Next}
 	if r.aborted, err = s.abortedForReply(ctx, iso, tp, req.Offset, rr); err != nil {
 		r.release()
@@ -69,11 +58,11 @@ func (s *Server) fetch(ctx context.Context, req *tierdpb.FetchRequest) (*fetchRe
 
 // abortedForReply lists, with READ_COMMITTED and records, the aborted
 // transactions overlapping [offset, rr.Next).
-func (s *Server) abortedForReply(ctx context.Context, iso tierdpb.IsolationLevel, tp remotelog.TopicPartition, offset int64, rr RemoteRead) ([]*tierdpb.AbortedTransaction, error) {
-	if iso != tierdpb.IsolationLevel_READ_COMMITTED || rr.n == 0 {
+func (s *Server) abortedForReply(ctx context.Context, iso tierdpb.IsolationLevel, tp remotelog.TopicPartition, offset int64, rr remoteread.Views) ([]*tierdpb.AbortedTransaction, error) {
+	if iso != tierdpb.IsolationLevel_READ_COMMITTED || rr.Bytes == 0 {
 		return nil, nil
 	}
-	txns, err := s.abortedTxns(ctx, tp, offset, rr.Next)
+	txns, err := s.e.RemoteAbortedTxns(ctx, tp, offset, rr.Next)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +110,7 @@ func remoteFetchDesc() *grpc.ServiceDesc {
 }
 
 // FetchStream implements tierdpb.RemoteFetchServer: the answer of Fetch
-// as parts sent as their bytes arrive (see readFrom), each a fetchReply.
+// as parts sent as their bytes arrive (see remoteread.Run), each a fetchReply.
 //
 // Behavior:
 //   - Arguments, limits and errors are Fetch's; an error before the first
@@ -137,12 +126,12 @@ func remoteFetchDesc() *grpc.ServiceDesc {
 //     records (its next_offset says where the tiered log ends) or when it
 //     lists aborted transactions (READ_COMMITTED).
 func (s *Server) FetchStream(req *tierdpb.FetchRequest, stream grpc.ServerStreamingServer[tierdpb.FetchResponse]) error {
-	ctx, cancel := context.WithTimeout(stream.Context(), s.conf().RequestTimeout)
+	ctx, cancel := context.WithTimeout(stream.Context(), s.e.RequestTimeout())
 	defer cancel()
 	err := s.fetchStream(ctx, req, stream)
 	var se sendError
 	if errors.As(err, &se) { // the stream broke: its status is gRPC's
-		s.m.reqs.WithLabelValues("FetchStream", status.Code(se.err).String()).Inc()
+		s.reqs.WithLabelValues("FetchStream", status.Code(se.err).String()).Inc()
 		return se.err
 	}
 	return s.observe("FetchStream", err)
@@ -159,14 +148,14 @@ func (s *Server) fetchStream(ctx context.Context, req *tierdpb.FetchRequest, str
 		return invalidf("unknown isolation level %v", iso)
 	}
 	tp := remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}
-	send := func(rn run) error {
-		r := &fetchReply{parts: rn.parts, next: rn.next, hold: rn.hold, logStart: rn.offs.LogStartOffset,
-			highest: rn.offs.HighestTieredOffset}
-		for _, p := range rn.parts {
+	send := func(rn remoteread.Run) error {
+		r := &fetchReply{parts: rn.Parts, next: rn.Next, hold: rn.Hold, logStart: rn.Offsets.LogStartOffset,
+			highest: rn.Offsets.HighestTieredOffset}
+		for _, p := range rn.Parts {
 			r.n += int64(len(p))
 		}
 		if r.hold != nil {
-			r.hold.add()
+			r.hold.Add()
 		}
 		err := stream.SendMsg(r)
 		r.release() // when the codec did not take the chunks over
@@ -175,7 +164,7 @@ func (s *Server) fetchStream(ctx context.Context, req *tierdpb.FetchRequest, str
 		}
 		return nil
 	}
-	rr, err := s.readRemote(ctx, tp, req.Offset, int64(req.MaxBytes), send)
+	rr, err := s.e.ReadViews(ctx, tp, req.Offset, int64(req.MaxBytes), send)
 	if err != nil {
 		return err
 	}
@@ -183,7 +172,7 @@ func (s *Server) fetchStream(ctx context.Context, req *tierdpb.FetchRequest, str
 	if err != nil {
 		return err
 	}
-	if rr.n == 0 || len(aborted) > 0 {
+	if rr.Bytes == 0 || len(aborted) > 0 {
 		if err := stream.SendMsg(&fetchReply{logStart: rr.Offsets.LogStartOffset, highest: rr.Offsets.HighestTieredOffset,
 			next: rr.Next, aborted: aborted}); err != nil {
 			return sendError{err}

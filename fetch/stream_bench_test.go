@@ -27,7 +27,7 @@ type gatherServer struct {
 }
 
 func (g gatherServer) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierdpb.FetchResponse, error) {
-	rr, err := g.s.ReadRemote(ctx, remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.Offset, int(req.MaxBytes))
+	rr, err := g.s.Engine().ReadRemote(ctx, remotelog.TopicPartition{Topic: req.Topic, Partition: req.Partition}, req.Offset, int(req.MaxBytes))
 	if err != nil {
 		return nil, toStatus(err).Err()
 	}
@@ -81,8 +81,8 @@ func BenchmarkFetchCPU(b *testing.B) {
 	}
 	l.Roll()
 	l.Close()
-	e.tier(dir)
-	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.tp.Topic})
+	e.Tier(dir)
+	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.TP.Topic})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func BenchmarkFetchCPU(b *testing.B) {
 	}
 	defer conn.Close()
 	old := tierdpb.NewRemoteFetchClient(conn)
-	pr := e.client.Partition(e.tp.Topic, e.tp.Partition)
+	pr := e.client.Partition(e.TP.Topic, e.TP.Partition)
 	const maxBytes = 4 << 20
 	ctx := context.Background()
 
@@ -119,7 +119,7 @@ func BenchmarkFetchCPU(b *testing.B) {
 	}
 	unary := func(c tierdpb.RemoteFetchClient) func(int64) (int, int64, error) {
 		return func(off int64) (int, int64, error) {
-			r, err := c.Fetch(ctx, &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: off, MaxBytes: maxBytes})
+			r, err := c.Fetch(ctx, &tierdpb.FetchRequest{Topic: e.TP.Topic, Offset: off, MaxBytes: maxBytes})
 			return len(r.GetRecords()), r.GetNextOffset(), err
 		}
 	}
@@ -135,7 +135,7 @@ func BenchmarkFetchCPU(b *testing.B) {
 			return len(r.Records), r.NextOffset, nil
 		}},
 		{name: "stream_own", read: func(off int64) (int, int64, error) {
-			r, err := e.client.fetch(ctx, &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: off, MaxBytes: maxBytes})
+			r, err := e.client.fetch(ctx, &tierdpb.FetchRequest{Topic: e.TP.Topic, Offset: off, MaxBytes: maxBytes})
 			if err != nil {
 				return 0, 0, err
 			}

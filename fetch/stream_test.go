@@ -16,26 +16,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
 
 // newMinIOEnv is newEnv over a real MinIO on 127.0.0.1.
 func newMinIOEnv(t testing.TB, cfg Config) *env {
 	t.Helper()
-	srv := rsmtest.StartMinIO(t)
-	srv.CreateBucket(t, "tierd")
-	t.Setenv("AWS_ACCESS_KEY_ID", rsmtest.AccessKey) // StartMinIO sets them for a *testing.T only
-	t.Setenv("AWS_SECRET_ACCESS_KEY", rsmtest.SecretKey)
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "tierd", true
-	b, err := minio.New(mcfg, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return newEnvOn(t, b, cfg)
+	return newEnvOn(t, readtest.MinIOBucket(t, "tierd"), cfg)
 }
 
 // variedLog writes n batches of one record each, of random sizes from
@@ -59,8 +48,8 @@ func variedLog(t testing.TB, e *env, rng *rand.Rand, n int) (*seglog.Log, int64)
 		}
 	}
 	l.Roll()
-	e.tier(dir)
-	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.tp.Topic})
+	e.Tier(dir)
+	ls, err := e.api.ListSegments(context.Background(), &tierdpb.ListSegmentsRequest{Topic: e.TP.Topic})
 	if err != nil || len(ls.Segments) < 3 {
 		t.Fatalf("tiered %v segments: %v", len(ls.GetSegments()), err)
 	}
@@ -95,10 +84,10 @@ func (e *env) fetchStream(ctx context.Context, req *tierdpb.FetchRequest) (recor
 // gRPC lets go of a response's buffers just after writing them.
 func waitUnpinned(t *testing.T, e *env) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); e.srv.cache.Pinned() != 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(10 * time.Second); e.srv.Engine().Cache().Pinned() != 0 && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
-	if n := e.srv.cache.Pinned(); n != 0 {
+	if n := e.srv.Engine().Cache().Pinned(); n != 0 {
 		t.Fatalf("%d pins left", n)
 	}
 }
@@ -118,7 +107,7 @@ func TestFetchStreamModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	ref, hto := variedLog(t, e, rng, 260)
 	defer ref.Close()
-	pr := e.client.Partition(e.tp.Topic, e.tp.Partition)
+	pr := e.client.Partition(e.TP.Topic, e.TP.Partition)
 	ctx := context.Background()
 	multi := 0
 	for i := 0; i < 250; i++ {
@@ -129,20 +118,20 @@ func TestFetchStreamModel(t *testing.T) {
 		iso := tierdpb.IsolationLevel(rng.Intn(2))
 		switch i % 4 {
 		case 0:
-			e.srv.DropCaches(false)
-			e.bucket.pace.Store(0)
+			e.srv.Engine().DropCaches(false)
+			e.Bucket.Pace.Store(0)
 		case 1:
-			e.srv.DropCaches(false)
-			e.bucket.pace.Store(int64(200 * time.Microsecond)) // bodies arrive over several ms
+			e.srv.Engine().DropCaches(false)
+			e.Bucket.Pace.Store(int64(200 * time.Microsecond)) // bodies arrive over several ms
 		default:
-			e.bucket.pace.Store(0)
+			e.Bucket.Pace.Store(0)
 		}
 		want, err := ref.Read(off, mb)
 		if err != nil || len(want) == 0 {
 			t.Fatalf("reference read %d/%d: %d bytes, %v", off, mb, len(want), err)
 		}
-		wantNext := batches(t, want)[len(batches(t, want))-1].LastOffset + 1
-		req := &tierdpb.FetchRequest{Topic: e.tp.Topic, Partition: e.tp.Partition, Offset: off, MaxBytes: int32(mb), IsolationLevel: iso}
+		wantNext := readtest.Batches(t, want)[len(readtest.Batches(t, want))-1].LastOffset + 1
+		req := &tierdpb.FetchRequest{Topic: e.TP.Topic, Partition: e.TP.Partition, Offset: off, MaxBytes: int32(mb), IsolationLevel: iso}
 		recs, next, parts, err := e.fetchStream(ctx, req)
 		if err != nil || !bytes.Equal(recs, want) || next != wantNext {
 			t.Fatalf("FetchStream %d/%d: %d bytes next %d (%v); want %d bytes next %d", off, mb, len(recs), next, err, len(want), wantNext)
@@ -151,7 +140,7 @@ func TestFetchStreamModel(t *testing.T) {
 			multi++
 		}
 		if i%4 == 1 {
-			e.srv.DropCaches(false) // the unary read cold and slow too
+			e.srv.Engine().DropCaches(false) // the unary read cold and slow too
 		}
 		u, err := e.api.Fetch(ctx, req)
 		if err != nil || !bytes.Equal(u.Records, want) || u.NextOffset != wantNext || u.HighestTieredOffset != hto {
@@ -188,7 +177,7 @@ func TestClientAliasingConcurrent(t *testing.T) {
 	e := newMinIOEnv(t, cfg)
 	ref, hto := variedLog(t, e, rand.New(rand.NewSource(2)), 200)
 	defer ref.Close()
-	pr := e.client.Partition(e.tp.Topic, e.tp.Partition)
+	pr := e.client.Partition(e.TP.Topic, e.TP.Partition)
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	var kept [][]byte // owned answers, checked again at the end
@@ -223,7 +212,7 @@ func TestClientAliasingConcurrent(t *testing.T) {
 					errs <- err
 					return
 				}
-				u, err := e.api.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: off, MaxBytes: int32(mb)})
+				u, err := e.api.Fetch(context.Background(), &tierdpb.FetchRequest{Topic: e.TP.Topic, Offset: off, MaxBytes: int32(mb)})
 				if err != nil {
 					errs <- err
 					return
@@ -257,10 +246,10 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 	e := newMinIOEnv(t, cfg)
 	_, hto := variedLog(t, e, rand.New(rand.NewSource(3)), 100)
 	for _, cancelAfter := range []int{0, 1} {
-		e.srv.DropCaches(false)
-		e.bucket.pace.Store(int64(5 * time.Millisecond)) // 16 KiB per 5 ms
+		e.srv.Engine().DropCaches(false)
+		e.Bucket.Pace.Store(int64(5 * time.Millisecond)) // 16 KiB per 5 ms
 		ctx, cancel := context.WithCancel(context.Background())
-		st, err := e.api.FetchStream(ctx, &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: 0, MaxBytes: 1 << 20})
+		st, err := e.api.FetchStream(ctx, &tierdpb.FetchRequest{Topic: e.TP.Topic, Offset: 0, MaxBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +258,7 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 				t.Fatalf("first part: %v", err)
 			}
 		}
-		if e.srv.cache.Pinned() == 0 && cancelAfter > 0 {
+		if e.srv.Engine().Cache().Pinned() == 0 && cancelAfter > 0 {
 			t.Fatal("no pin while the stream is loading")
 		}
 		cancel()
@@ -278,10 +267,10 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 		}
 		waitUnpinned(t, e)
 	}
-	e.bucket.pace.Store(0)
-	e.srv.Settle()
+	e.Bucket.Pace.Store(0)
+	e.srv.Engine().Settle()
 	// The server still answers, whole.
-	if recs, next, _, err := e.fetchStream(context.Background(), &tierdpb.FetchRequest{Topic: e.tp.Topic, Offset: hto, MaxBytes: 1}); err != nil || len(recs) == 0 || next != hto+1 {
+	if recs, next, _, err := e.fetchStream(context.Background(), &tierdpb.FetchRequest{Topic: e.TP.Topic, Offset: hto, MaxBytes: 1}); err != nil || len(recs) == 0 || next != hto+1 {
 		t.Fatalf("after cancels: %d bytes next %d: %v", len(recs), next, err)
 	}
 }
@@ -290,7 +279,7 @@ func TestFetchStreamCancelReleasesPins(t *testing.T) {
 // FetchStream, Fetch and the client, with nothing sent before.
 func TestFetchStreamInvalidArgument(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	for _, req := range []*tierdpb.FetchRequest{
 		{Topic: "", Offset: 0, MaxBytes: 10},
 		{Topic: "t", Partition: -1, MaxBytes: 10},
@@ -331,7 +320,7 @@ func (u unaryOnly) Fetch(ctx context.Context, req *tierdpb.FetchRequest) (*tierd
 // client reads with Fetch, the same answers.
 func TestClientFallsBackToUnary(t *testing.T) {
 	e := newEnv(t, DefaultConfig())
-	referenceLog(t, e)
+	readtest.ReferenceLog(t, e.Rig)
 	gs := grpc.NewServer()
 	tierdpb.RegisterRemoteFetchServer(gs, unaryOnly{s: e.srv})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/kafkalog/epoch"
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // maxTSLog writes and tiers four segments of 12 records in batches of 3,
@@ -32,7 +32,7 @@ func maxTSLog(t *testing.T, e *env) []batch.Record {
 	for base := int64(0); base < 48; base += 12 {
 		var entries [][]byte
 		for b := base; b < base+12; b += 3 {
-			en := entry(t, b, 3, -1, ts)
+			en := readtest.Entry(t, b, 3, -1, ts)
 			recs, err := batch.Records(en, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -40,10 +40,10 @@ func maxTSLog(t *testing.T, e *env) []batch.Record {
 			all = append(all, recs...)
 			entries = append(entries, en)
 		}
-		writeSegment(t, dir, base, nil, entries...)
+		readtest.WriteSegment(t, dir, base, nil, entries...)
 	}
-	writeSegment(t, dir, 48, nil)
-	e.tier(dir)
+	readtest.WriteSegment(t, dir, 48, nil)
+	e.Tier(dir)
 	return all
 }
 
@@ -67,11 +67,11 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 	recs := maxTSLog(t, e)
 	ctx := context.Background()
 	for lso := int64(0); lso < 48; lso++ {
-		if _, err := e.store.AdvanceOffsets(e.tp, lso, -1); err != nil {
+		if _, err := e.Store.AdvanceOffsets(e.TP, lso, -1); err != nil {
 			t.Fatal(err)
 		}
 		wantOff, wantTS := firstMax(recs, lso)
-		off, ts, found, err := e.srv.RemoteMaxTimestamp(ctx, e.tp)
+		off, ts, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.TP)
 		if err != nil || !found || off != wantOff || ts != wantTS {
 			t.Fatalf("log start %d: RemoteMaxTimestamp = %d at %d (%v, %v), want %d at %d", lso, ts, off, found, err, wantTS, wantOff)
 		}
@@ -84,13 +84,13 @@ func TestRemoteMaxTimestamp(t *testing.T) {
 		}
 	}
 	// Every copy gone to retention: nothing found.
-	if _, err := e.store.AdvanceOffsets(e.tp, 48, -1); err != nil {
+	if _, err := e.Store.AdvanceOffsets(e.TP, 48, -1); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, found, err := e.srv.RemoteMaxTimestamp(ctx, e.tp); found || err != nil {
+	if _, _, found, err := e.srv.Engine().RemoteMaxTimestamp(ctx, e.TP); found || err != nil {
 		t.Errorf("past every copy: found %v, %v", found, err)
 	}
-	if _, _, _, err := e.srv.RemoteMaxTimestamp(ctx, remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, ErrNotTiered) {
+	if _, _, _, err := e.srv.Engine().RemoteMaxTimestamp(ctx, remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, remoteread.ErrNotTiered) {
 		t.Errorf("unknown partition: %v", err)
 	}
 }
@@ -108,7 +108,7 @@ func TestRemoteOffsetForTimestamp(t *testing.T) {
 				break
 			}
 		}
-		off, ts, found, err := e.srv.RemoteOffsetForTimestamp(ctx, e.tp, target)
+		off, ts, found, err := e.srv.Engine().RemoteOffsetForTimestamp(ctx, e.TP, target)
 		if err != nil || found != (want >= 0) || (found && (off != want || ts < target)) {
 			t.Errorf("RemoteOffsetForTimestamp(%d) = %d at %d (%v, %v), want offset %d", target, ts, off, found, err, want)
 		}
@@ -116,45 +116,5 @@ func TestRemoteOffsetForTimestamp(t *testing.T) {
 		if err != nil || r.Offset != want || (found && r.Timestamp != ts) {
 			t.Errorf("ListOffsets(TIMESTAMP %d) = %v %v, want offset %d", target, r, err, want)
 		}
-	}
-}
-
-// The lineage merges the copies' epochs: ascending, each epoch once at
-// the smallest start offset seen.
-func TestRemoteLeaderEpochs(t *testing.T) {
-	e := newEnv(t, DefaultConfig())
-	dir := filepath.Join(t.TempDir(), "t-0")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	ts := func(off int64) int64 { return off }
-	for base := int64(0); base <= 30; base += 10 {
-		if base == 30 {
-			writeSegment(t, dir, base, nil)
-			break
-		}
-		writeSegment(t, dir, base, nil, entry(t, base, 10, -1, ts))
-	}
-	epochs := map[int64][]epoch.Entry{
-		0:  {{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 4}},
-		10: {{Epoch: 1, StartOffset: 10}, {Epoch: 3, StartOffset: 15}},
-		20: {{Epoch: 3, StartOffset: 20}, {Epoch: 5, StartOffset: 27}},
-	}
-	e.tierEach(dir, func(meta *remotelog.SegmentMetadata, files *rsm.SegmentFiles) {
-		meta.SegmentLeaderEpochs = epochs[meta.StartOffset]
-		files.LeaderEpochs = epochs[meta.StartOffset]
-	})
-	got, err := e.srv.RemoteLeaderEpochs(context.Background(), e.tp)
-	want := []epoch.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 1, StartOffset: 4}, {Epoch: 3, StartOffset: 15}, {Epoch: 5, StartOffset: 27}}
-	if err != nil || len(got) != len(want) {
-		t.Fatalf("RemoteLeaderEpochs = %v %v, want %v", got, err, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("RemoteLeaderEpochs = %v, want %v", got, want)
-		}
-	}
-	if _, err := e.srv.RemoteLeaderEpochs(context.Background(), remotelog.TopicPartition{Topic: "x"}); !errors.Is(err, ErrNotTiered) {
-		t.Errorf("unknown partition: %v", err)
 	}
 }

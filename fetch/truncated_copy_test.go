@@ -10,8 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // A finished copy whose .log object in the bucket is shorter than its row
@@ -25,22 +27,22 @@ func TestTruncatedCopyNotShortAnswer(t *testing.T) {
 	cfg.PrefetchBytes = 0
 	var mu sync.Mutex
 	var told []remotelog.SegmentID
-	e := newEnv(t, cfg, WithMissingCopyHook(func(m remotelog.SegmentMetadata) { mu.Lock(); told = append(told, m.ID); mu.Unlock() }))
-	referenceLog(t, e)
-	fin, err := e.store.FinishedSegments(e.tp)
+	e := newEnv(t, cfg, WithEngine(remoteread.WithMissingCopyHook(func(m remotelog.SegmentMetadata) { mu.Lock(); told = append(told, m.ID); mu.Unlock() })))
+	readtest.ReferenceLog(t, e.Rig)
+	fin, err := e.Store.FinishedSegments(e.TP)
 	if err != nil || len(fin) == 0 {
 		t.Fatal(len(fin), err)
 	}
-	key := e.mgr.Key(fin[0], ".log")
+	key := e.Mgr.Key(fin[0], ".log")
 	ctx := context.Background()
-	rc, err := e.bucket.GetRange(ctx, key, 0, -1)
+	rc, err := e.Bucket.GetRange(ctx, key, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	data, _ := io.ReadAll(rc)
 	rc.Close()
 	cut := data[:20000]
-	if err := e.bucket.Upload(ctx, key, bytes.NewReader(cut), int64(len(cut))); err != nil {
+	if err := e.Bucket.Upload(ctx, key, bytes.NewReader(cut), int64(len(cut))); err != nil {
 		t.Fatal(err)
 	}
 	var code [2]codes.Code

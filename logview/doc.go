@@ -1,7 +1,8 @@
 // Package logview joins tierd's two tiers into the one log per partition
 // that the Kafka listener serves (it implements listener.Log): the remote
-// tier through package fetch's in-process read API (the same chunk cache,
-// prefetch and index cache as the gRPC API), the local tier through
+// tier through the remote read engine's Go read API (package remoteread:
+// the same chunk cache, prefetch and index cache as the gRPC API, package
+// fetch, serves from), the local tier through
 // package locallog's read-only view of the Kafka log dirs.
 //
 // # Which partitions

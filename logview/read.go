@@ -7,13 +7,13 @@ import (
 	"math"
 	"sort"
 
-	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/locallog"
+	"github.com/tierd/tierd/remoteread"
 )
 
 // state is one partition's two tiers as of one call.
@@ -272,7 +272,7 @@ func (v *View) abortedTxns(ctx context.Context, st *state, from, upper int64) ([
 
 // remoteError maps the remote tier's error classes to the listener's.
 func remoteError(tp kafkalog.TopicPartition, offset int64, err error) error {
-	var re *fetch.RangeError
+	var re *remoteread.RangeError
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return err
@@ -280,9 +280,9 @@ func remoteError(tp kafkalog.TopicPartition, offset int64, err error) error {
 		// Retention moved the log start offset after the offsets were
 		// read: answer with the new range.
 		return &listener.OffsetOutOfRangeError{Offset: offset, LogStartOffset: re.LogStartOffset, HighWatermark: re.HighestTieredOffset + 1}
-	case errors.Is(err, fetch.ErrNotTiered):
+	case errors.Is(err, remoteread.ErrNotTiered):
 		return fmt.Errorf("%w: %s: %v", listener.ErrUnknownPartition, tp, err)
-	case errors.Is(err, fetch.ErrDataLoss):
+	case errors.Is(err, remoteread.ErrDataLoss):
 		return fmt.Errorf("%w: %s offset %d: %v", listener.ErrDataLoss, tp, offset, err)
 	}
 	return fmt.Errorf("%w: %s offset %d: object store: %v", listener.ErrUnavailable, tp, offset, err)

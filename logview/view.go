@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
@@ -22,13 +21,14 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/locallog"
+	"github.com/tierd/tierd/remoteread"
 )
 
-// Remote is the remote tier's read API (*fetch.Server).
+// Remote is the remote tier's Go read API (*remoteread.Engine).
 type Remote interface {
-	RemotePartitions(ctx context.Context) ([]fetch.RemotePartition, error)
+	RemotePartitions(ctx context.Context) ([]remoteread.RemotePartition, error)
 	RemoteOffsets(ctx context.Context, tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
-	ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (fetch.RemoteRead, error)
+	ReadRemote(ctx context.Context, tp remotelog.TopicPartition, offset int64, maxBytes int) (remoteread.RemoteRead, error)
 	RemoteAbortedTxns(ctx context.Context, tp remotelog.TopicPartition, from, to int64) ([]index.AbortedTxn, error)
 	RemoteOffsetForTimestamp(ctx context.Context, tp remotelog.TopicPartition, ts int64) (offset, timestamp int64, found bool, err error)
 	RemoteMaxTimestamp(ctx context.Context, tp remotelog.TopicPartition) (offset, timestamp int64, found bool, err error)

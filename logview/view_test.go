@@ -13,9 +13,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
@@ -23,14 +23,14 @@ import (
 )
 
 // rig is one log dir tiered by a real copier into a filesystem bucket,
-// with real Pebble metadata and the in-process fetch server, joined by a
+// with real Pebble metadata and the in-process read engine, joined by a
 // View.
 type rig struct {
 	t      *testing.T
 	logDir string
 	store  *rlmm.Store
 	mgr    *rsm.Manager
-	srv    *fetch.Server
+	srv    *remoteread.Engine
 	view   *View
 }
 
@@ -48,7 +48,7 @@ func newRig(t *testing.T) *rig {
 	if r.mgr, err = rsm.NewManager(b, rsm.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if r.srv, err = fetch.NewServer(fetch.DefaultConfig(), r.store, r.mgr); err != nil {
+	if r.srv, err = remoteread.New(remoteread.DefaultConfig(), r.store, r.mgr); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(r.srv.Close)

@@ -14,7 +14,7 @@ import (
 // next number of a store-wide write clock as the partition's generation,
 // and leaves its effect on the finished rows and offsets (a
 // remotelog.Change, the values written) in an in-memory log. A reader
-// that keeps a copy of a partition's finished rows (the fetch server's
+// that keeps a copy of a partition's finished rows (the remote read engine's
 // per-partition snapshots) asks PartitionVersion whether the partition
 // changed, which costs one map look-up, and ChangesSince for the changes
 // to apply, so that it never decodes rows it already has. The log keeps
@@ -23,7 +23,7 @@ import (
 // changed too many rows to keep (a scheduled or cancelled partition
 // deletion) makes the reader reload the partition (FinishedSnapshot).
 //
-// The log lives in this process only: tierd's fetch server reads the
+// The log lives in this process only: tierd's remote read engine reads the
 // store it shares the process with (Pebble's lock keeps other processes
 // out of the directory), so no other reader needs it.
 

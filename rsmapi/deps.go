@@ -69,7 +69,7 @@ type Storage interface {
 	Key(meta remotelog.SegmentMetadata, suffix string) string
 }
 
-// LogReader reads a copy's .log for GET C/log: fetch.Server.WriteLogRange
+// LogReader reads a copy's .log for GET C/log: remoteread.Engine.WriteLogRange
 // over the broker copies' rsm.Manager, through tierd's chunk cache with
 // read-ahead for sequential windows. WriteLogRange writes bytes [start,
 // start+n) of the copy's .log to w (meta.SizeInBytes is the object's

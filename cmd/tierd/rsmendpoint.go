@@ -13,10 +13,10 @@ import (
 	"strings"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/fetch/cache"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/remoteread"
+	"github.com/tierd/tierd/remoteread/cache"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsmapi"
@@ -45,19 +45,19 @@ func (d *tierdParts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Co
 	rc.StagingDir = cfg.RSMStagingDir()
 	opts := []rsmapi.Option{rsmapi.WithLogger(log.With("component", "rsm")), rsmapi.WithRegisterer(d.reg),
 		rsmapi.WithPartitionLabels(d.labels), rsmapi.WithReadiness(d.readiness), rsmapi.WithTLS(tc),
-		rsmapi.WithSidecarTopics(sidecarTopics(d.store, cfg.Copier.LogDirs)), rsmapi.WithLogReader(logRange{s: d.fetch, src: mgr})}
+		rsmapi.WithSidecarTopics(sidecarTopics(d.store, cfg.Copier.LogDirs)), rsmapi.WithLogReader(logRange{s: d.fetch.Engine(), src: mgr})}
 	return rsmapi.New(rc, d.store, rsmapi.NewStorage(mgr), opts...)
 }
 
-// logRange reads the broker-owned copies' .log through the fetch
-// server's chunk cache and read-ahead (one memory budget with tierd's own
+// logRange reads the broker-owned copies' .log through the read
+// engine's chunk cache and read-ahead (one memory budget with tierd's own
 // reads), from the broker copies' rsm.Manager: rsmapi.LogReader.
 type logRange struct {
-	s   *fetch.Server
-	src fetch.LogSource
+	s   *remoteread.Engine
+	src remoteread.LogSource
 }
 
-// WriteLogRange implements rsmapi.LogReader. fetch's error classes
+// WriteLogRange implements rsmapi.LogReader. The engine's error classes
 // become the endpoint's: an object shorter than its size is damaged
 // data (500), a start past the end 416; missing objects and store
 // failures keep their causes (404, 503).
@@ -67,7 +67,7 @@ func (l logRange) WriteLogRange(ctx context.Context, meta remotelog.SegmentMetad
 	case err == nil:
 	case errors.Is(err, cache.ErrShortObject):
 		err = fmt.Errorf("%w: %w", rsmapi.ErrDataLoss, err)
-	case errors.Is(err, fetch.ErrPastEnd):
+	case errors.Is(err, remoteread.ErrPastEnd):
 		err = fmt.Errorf("%w: %w", rsmapi.ErrRangeNotSatisfiable, err)
 	}
 	return written, err

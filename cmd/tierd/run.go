@@ -31,6 +31,7 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/logview"
+	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsmapi"
@@ -140,14 +141,15 @@ func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *
 		return nil, err
 	}
 	if d.fetch, err = fetch.NewServer(cfg.Fetch.Config, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
-		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)), fetch.WithMissingCopyHook(d.copier.SuspectCopy),
-		fetch.WithPartitionLabels(labels), fetch.WithStoreHealth(d.watch.Err)); err != nil {
+		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)),
+		fetch.WithEngine(remoteread.WithMissingCopyHook(d.copier.SuspectCopy), remoteread.WithPartitionLabels(labels),
+			remoteread.WithStoreHealth(d.watch.Err))); err != nil {
 		d.Close()
 		return nil, err
 	}
 	vcfg := logview.DefaultConfig()
 	vcfg.LogDirs, vcfg.BrokerOwned = cfg.Copier.LogDirs, viewBrokerOwned(cfg.Copier)
-	if d.view, err = logview.New(vcfg, d.fetch, logview.WithLogger(log.With("component", "logview"))); err != nil {
+	if d.view, err = logview.New(vcfg, d.fetch.Engine(), logview.WithLogger(log.With("component", "logview"))); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -42,11 +42,12 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // Kafka's ACL rules, internal/kafkaacl) imports only the standard library
 // and itself; authz (the ACLs in force) imports none of the parts that
 // may feed it; rsm, rlmm and cluster never import each
-// other; copier, fetch and the RSM endpoint (rsmapi) never import each
-// other; the Kafka listener
-// imports none of the parts it serves from (it owns its Log interface);
-// config (tierd.yaml) sits above the packages whose Config it holds and
-// below cmd/; nothing imports cmd/;
+// other; the remote read engine (remoteread) sits below its gRPC edge
+// (fetch) and imports no gRPC; copier, fetch and the RSM endpoint
+// (rsmapi) never import each other, and the copier not the read engine;
+// the Kafka listener imports none of the parts it serves from (it owns
+// its Log interface); config (tierd.yaml) sits above the packages whose
+// Config it holds and below cmd/; nothing imports cmd/;
 // the copier's pure planners (copier/retention) import only the standard
 // library and the shared types and helpers, so they stay free of stores
 // and buckets, and its deleter (copier/deleter) reaches the store and the
@@ -56,12 +57,14 @@ func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
 		switch r := rel(p); {
 		case strings.HasPrefix(r, "cmd/"), r == "bench", r == "logview", r == "statuspage", r == "daemon":
-			return 6 // bench, logview, statuspage and daemon are parts of cmd/tierd kept in their own packages
+			return 7 // bench, logview, statuspage and daemon are parts of cmd/tierd kept in their own packages
 		case r == "config":
-			return 5 // tierd.yaml: the sections are the Config types of the layers below
+			return 6 // tierd.yaml: the sections are the Config types of the layers below
 		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),
 			r == "listener" || strings.HasPrefix(r, "listener/"), r == "rsmapi":
-			return 4
+			return 5
+		case r == "remoteread" || strings.HasPrefix(r, "remoteread/"):
+			return 4 // the read engine, below its edges (fetch's gRPC, logview's Kafka)
 		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"),
 			r == "cluster" || strings.HasPrefix(r, "cluster/"), r == "authz":
 			return 3
@@ -76,9 +79,10 @@ func TestImportLayers(t *testing.T) {
 	}
 	forbidden := map[string][]string{
 		"rsm": {"rlmm", "cluster"}, "rlmm": {"rsm", "cluster"}, "cluster": {"rsm", "rlmm"},
-		"copier": {"fetch", "listener", "rsmapi"}, "fetch": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "fetch", "listener"},
-		"listener": {"copier", "fetch", "rsm", "rlmm", "cluster", "seglog", "locallog"},
-		"authz":    {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
+		"copier": {"fetch", "listener", "rsmapi", "remoteread"}, "fetch": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "fetch", "listener"},
+		"remoteread": {"copier", "fetch", "listener", "rsmapi", "rlmm", "cluster"}, // rows come through its Metadata interface
+		"listener":   {"copier", "fetch", "remoteread", "rsm", "rlmm", "cluster", "seglog", "locallog"},
+		"authz":      {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
 	}
 	only := map[string][]string{ // besides the standard library
 		"copier/retention": {"internal/remotelog", "internal/saturate"},
@@ -93,6 +97,9 @@ func TestImportLayers(t *testing.T) {
 			if !strings.HasPrefix(imp, module) {
 				if (strings.HasPrefix(r, "internal/kafkalog") || r == "internal/kafkaacl") && !isStdlib(imp) {
 					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
+				}
+				if (r == "remoteread" || strings.HasPrefix(r, "remoteread/")) && (imp == "google.golang.org/grpc" || strings.HasPrefix(imp, "google.golang.org/grpc/")) {
+					t.Errorf("%s imports %s: the read engine speaks no gRPC; its gRPC edge is fetch", r, imp)
 				}
 				continue
 			}

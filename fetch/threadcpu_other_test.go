@@ -1,8 +1,0 @@
-//go:build !linux
-
-package fetch
-
-import "time"
-
-// threadCPU is Linux's only; elsewhere CPU times report as 0.
-func threadCPU() time.Duration { return 0 }
