@@ -41,7 +41,7 @@ type Config struct {
 	// the partitions' offsets, in Pebble.
 	Metadata rlmm.Config `yaml:"metadata"`
 	// Fetch is the remote read engine and the gRPC API on fetch.listen
-	// (package fetch), and who may call it.
+	// (packages remoteread and fetch), and who may call it.
 	Fetch Fetch `yaml:"fetch"`
 	// HTTP is the HTTP endpoint: metrics, health, readiness, the status
 	// page and, when asked for, Go's profiles.
