@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tierd/tierd/bench"
+	"github.com/tierd/tierd/cmd/tierd/internal/bench"
 )
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
