@@ -58,7 +58,7 @@ config-reference:
 # unit: every test with the race detector, but the harness (whose
 # concurrency test also runs here, at 150 rounds). Tests skipped for a
 # missing outside client (kcat, the Python Kafka clients) append a line
-# to $(SKIPS) (internal/testtools.Skip), printed once each after the run:
+# to $(SKIPS) (internal/testutil/tools.Skip), printed once each after the run:
 # "go test" shows nothing but "ok" for a passing package.
 SKIPS := $(CURDIR)/.unit-skips
 unit:

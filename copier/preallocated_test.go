@@ -22,7 +22,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // tenBatches writes a rolled segment at 0 of ten one-record batches of 78

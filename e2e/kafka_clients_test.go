@@ -22,7 +22,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 )
 
 // Real Kafka clients reading through tierd's listener, each with its own

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // deriveFixtures writes, into a log dir of its own, the cases the real

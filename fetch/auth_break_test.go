@@ -13,8 +13,8 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 

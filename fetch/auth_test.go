@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/kafkaacl"
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testcerts"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/proto/tierdpb"
 )

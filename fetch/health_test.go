@@ -19,8 +19,8 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/internal/readtest"
-	"github.com/tierd/tierd/internal/testtools"
+	"github.com/tierd/tierd/internal/testutil/readtest"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )

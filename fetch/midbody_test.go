@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/readtest"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"

@@ -20,8 +20,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"

@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"

@@ -8,8 +8,8 @@ import (
 
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/tierd/tierd/internal/testcerts"
-	"github.com/tierd/tierd/internal/testtools"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/internal/tlsreload"
 )
 

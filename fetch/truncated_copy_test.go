@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
 )

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/internal/readtest"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
 )

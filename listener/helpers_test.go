@@ -21,7 +21,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // testServer is a listener on 127.0.0.1 serving a fake Log.

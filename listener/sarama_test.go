@@ -7,7 +7,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // TestSaramaReadsFromOldest: sarama's partition consumer, with its own

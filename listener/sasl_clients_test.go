@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/internal/testcerts"
-	"github.com/tierd/tierd/internal/testtools"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/internal/tlsreload"
 )
 

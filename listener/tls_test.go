@@ -10,7 +10,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testcerts"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	"github.com/tierd/tierd/internal/tlsreload"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // fixtureDirs returns every directory of the real fixtures holding segment

@@ -3,7 +3,7 @@ package remoteread
 import (
 	"testing"
 
-	"github.com/tierd/tierd/internal/readtest"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 )
 
 // env is an engine of a test over a readtest.Rig (its Store, Mgr, Bucket

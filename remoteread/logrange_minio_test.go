@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/rsm"
 )
 

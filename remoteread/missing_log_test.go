@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 )
 
 type lockedBuf struct {

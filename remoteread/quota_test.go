@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/internal/readtest"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 )
 
 // TestFetchQuota reads the 3 MiB reference log from the store under a

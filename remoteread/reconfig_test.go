@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/tierd/tierd/internal/readtest"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 )
 
 // TestReconfigureChunkCache: a reload's chunk cache budgets apply at once

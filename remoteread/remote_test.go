@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog/index"
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 )
 
 // upfrontEnd: the segment's end when within max_bytes, else the last

@@ -12,8 +12,8 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
-	"github.com/tierd/tierd/internal/readtest"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/internal/testutil/readtest"
 	"github.com/tierd/tierd/rsm"
 )
 

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/tierd/tierd/internal/tmpfs"
+	"github.com/tierd/tierd/internal/testutil/tmpfs"
 )
 
 // A dir with room for the probe and for opening Pebble but not for its

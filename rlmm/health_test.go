@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/tmpfs"
+	"github.com/tierd/tierd/internal/testutil/tmpfs"
 )
 
 // logBuf collects log lines, safe for Pebble's goroutines.

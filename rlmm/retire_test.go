@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/tmpfs"
+	"github.com/tierd/tierd/internal/testutil/tmpfs"
 )
 
 // Each Pebble instance runs about six goroutines (WAL writer, cleaner,

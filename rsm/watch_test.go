@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/memory"
 )

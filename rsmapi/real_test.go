@@ -18,7 +18,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"

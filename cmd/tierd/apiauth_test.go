@@ -15,8 +15,8 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/testcerts"
-	"github.com/tierd/tierd/internal/testtools"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 	"github.com/tierd/tierd/rsm"
 )
 

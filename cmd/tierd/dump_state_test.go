@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog/snapshot"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // TestDumpCheckpoints dumps a real broker's offset checkpoints: the high

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 func runCmd(args ...string) (code int, stdout, stderr string) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/tmpfs"
+	"github.com/tierd/tierd/internal/testutil/tmpfs"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/minio"

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/seglog"
 )
 

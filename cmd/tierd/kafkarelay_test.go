@@ -18,7 +18,7 @@ import (
 	saslplain "github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 )
 
 // TestKafkaListenerLoginsByCluster: with kafka.bootstrap_servers and no

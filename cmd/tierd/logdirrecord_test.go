@@ -9,7 +9,7 @@ import (
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/seglog"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/seglog"
 )
 

@@ -17,7 +17,7 @@ import (
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
-	"github.com/tierd/tierd/internal/testtools"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
 )

@@ -21,9 +21,9 @@ import (
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/internal/testcerts"
-	"github.com/tierd/tierd/internal/testfixtures"
-	"github.com/tierd/tierd/internal/testtools"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )

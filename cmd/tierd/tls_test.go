@@ -17,8 +17,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tierd/tierd/internal/testcerts"
-	"github.com/tierd/tierd/internal/testtools"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 )
 
 // tlsDaemon starts "tierd run" over a filesystem bucket with the tls:

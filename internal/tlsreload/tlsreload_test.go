@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierd/tierd/internal/testcerts"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	"github.com/tierd/tierd/internal/tlsreload"
 )
 

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tierd/tierd/internal/testcerts"
+	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 )
 
 // TestCert is a server certificate for 127.0.0.1 and localhost, made for

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // logSummary is what a whole .log decodes to.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // compareWithKmsg decodes one whole entry with both our code and franz-go's

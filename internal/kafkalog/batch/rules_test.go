@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // rawBatch builds an uncompressed v2 batch whose header and record offset

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 func TestReal(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 func TestParseReal(t *testing.T) {

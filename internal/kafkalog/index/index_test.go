@@ -11,7 +11,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 func encodeOffsets(t testing.TB, base int64, es []index.OffsetEntry) []byte {

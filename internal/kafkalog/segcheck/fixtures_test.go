@@ -12,7 +12,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // fixtureSegment is one real broker segment of ../shared/fixtures/real.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
-	"github.com/tierd/tierd/internal/testfixtures"
+	testfixtures "github.com/tierd/tierd/internal/testutil/fixtures"
 )
 
 // fixCRCs recomputes the CRC of every v2 batch it can walk to from byte
