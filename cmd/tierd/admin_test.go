@@ -15,7 +15,6 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/seglog"
 )
 
 // The operator commands against a running tierd (over its Admin service)
@@ -25,16 +24,7 @@ import (
 // is in "journal".
 func TestOperatorCommands(t *testing.T) {
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-0"), 600, 0)
 	fetchAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
 	stop := startServe(t, cfgPath)

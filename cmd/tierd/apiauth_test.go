@@ -18,7 +18,6 @@ import (
 	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/seglog"
 )
 
 // The Admin service on fetch.listen with tokens: a tool with no token or
@@ -30,16 +29,7 @@ import (
 // printed; they travel only over TLS.
 func TestAPITokensEndToEnd(t *testing.T) {
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-0"), 600, 0)
 
 	token := func(principal string) (file, line string) {
 		file = filepath.Join(root, strings.TrimPrefix(principal, "User:")+".token")
@@ -226,17 +216,8 @@ func TestAdminSocketPathTooLong(t *testing.T) {
 // printed.
 func TestSegmentsHidesDeniedTopics(t *testing.T) {
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
 	for _, topic := range []string{"orders", "secret"} {
-		l, err := seglog.Open(filepath.Join(root, "logs", topic+"-0"), scfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 600; i++ {
-			l.Append(seglog.Record{Value: demoValue(int64(i))})
-		}
-		l.Close()
+		writePartition(t, filepath.Join(root, "logs", topic+"-0"), 600, 0)
 	}
 	tokens, eveFile := filepath.Join(root, "tokens"), filepath.Join(root, "eve.token")
 	os.WriteFile(eveFile, []byte("eve-secret\n"), 0o600)

@@ -18,7 +18,6 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
-	"github.com/tierd/tierd/seglog"
 )
 
 func TestDemoEmbedded(t *testing.T) {
@@ -138,16 +137,7 @@ func TestDaemonOverMinIO(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "daemon")
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-2"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))}) // now: within retention.ms
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-2"), 600, 0)
 	fetchAddr, httpAddr := freeAddr(t), freeAddr(t)
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: daemon", srv.Endpoint), fetchAddr, httpAddr)
 	stop := startServe(t, cfgPath)

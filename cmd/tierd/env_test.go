@@ -24,7 +24,6 @@ import (
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
-	"github.com/tierd/tierd/seglog"
 )
 
 // envConfig writes a tierd.yaml over a filesystem bucket with metadata in
@@ -140,16 +139,7 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(cfg.Copier.LogDirs[0], "orders-0"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 100; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(cfg.Copier.LogDirs[0], "orders-0"), 100, 0)
 	startServe(t, cfgPath)
 	url := "http://" + cfg.HTTP.Listen + "/-/ready"
 	waitReady(t, url, http.StatusOK, "")
@@ -220,16 +210,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	srv.CreateBucket(t, "outage")
 	proxy := rsmtest.StartFaultProxy(t, srv.Endpoint)
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-2"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-2"), 600, 0)
 	fetchAddr, httpAddr, kafkaAddr := freeAddr(t), freeAddr(t), freeAddr(t)
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: outage\n    max_retries: 1", proxy.Endpoint), fetchAddr, httpAddr)
 	appendFile(t, cfgPath, "kafka:\n  listen: "+kafkaAddr+"\n")

@@ -13,7 +13,6 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
-	"github.com/tierd/tierd/seglog"
 )
 
 // readyAnswer returns /-/ready's status code and body.
@@ -66,16 +65,7 @@ func statusJSON(t *testing.T, cfgPath string) remotelog.TieringStatus {
 // still with no copy marked damaged.
 func TestFilesystemBucketGoneWhileRunning(t *testing.T) {
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-0"), 600, 0)
 	if err := os.WriteFile(filepath.Join(root, "logs", kafkalog.ReplicationOffsetCheckpointFile), []byte("0\n1\norders 0 600\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}

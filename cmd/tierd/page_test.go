@@ -20,7 +20,6 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
-	"github.com/tierd/tierd/seglog"
 )
 
 // needChromium returns Debian's chromium, or skips the test.
@@ -96,17 +95,8 @@ func TestStatusPageInChromium(t *testing.T) {
 	browser := needChromium(t)
 	root := t.TempDir()
 	logs := filepath.Join(root, "logs")
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
 	for _, p := range []string{"events-0", "audit-0", "payments-0", "gone-0"} {
-		l, err := seglog.Open(filepath.Join(logs, p), scfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 600; i++ {
-			l.Append(seglog.Record{Value: demoValue(int64(i))})
-		}
-		l.Close()
+		writePartition(t, filepath.Join(logs, p), 600, 0)
 	}
 	// payments-0's second segment fails its CRC check.
 	segs, _ := filepath.Glob(filepath.Join(logs, "payments-0", "*"+kafkalog.LogSuffix))

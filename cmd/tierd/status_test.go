@@ -12,7 +12,6 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
-	"github.com/tierd/tierd/seglog"
 )
 
 // TestStatusCommand: a partition missing from the broker's
@@ -22,17 +21,8 @@ import (
 // still says why.
 func TestStatusCommand(t *testing.T) {
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
 	for _, p := range []string{"orders-0", "orders-1"} {
-		l, err := seglog.Open(filepath.Join(root, "logs", p), scfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < 600; i++ {
-			l.Append(seglog.Record{Value: demoValue(int64(i))})
-		}
-		l.Close()
+		writePartition(t, filepath.Join(root, "logs", p), 600, 0)
 	}
 	if err := os.WriteFile(filepath.Join(root, "logs", kafkalog.ReplicationOffsetCheckpointFile), []byte("0\n1\norders 0 600\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -12,7 +12,6 @@ import (
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
-	"github.com/tierd/tierd/seglog"
 )
 
 // TestToolsCheckTheBucketFirst: "tierd verify" and "tierd rlmm rebuild"
@@ -25,16 +24,7 @@ func TestToolsCheckTheBucketFirst(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "tools")
 	root := t.TempDir()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = seglog.MinSegmentBytes
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 600; i++ {
-		l.Append(seglog.Record{Value: demoValue(int64(i))})
-	}
-	l.Close()
+	writePartition(t, filepath.Join(root, "logs", "orders-0"), 600, 0)
 	fetchAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: tools\n    max_retries: 1", srv.Endpoint), fetchAddr, freeAddr(t))
 	stop := startServe(t, cfgPath)
