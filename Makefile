@@ -21,7 +21,7 @@ demo:
 bench: tools
 	$(GO) run ./cmd/tierd bench --json docs/bench.json --plot docs/bench.png
 
-# bench-full: the growth cases at the issue's sizes (100-10,000 partitions,
+# bench-full: the growth cases at full size (100-10,000 partitions,
 # 1,000-100,000 copies, 1-64 readers); hours, each size bounded by
 # --case-timeout (30m).
 bench-full: tools

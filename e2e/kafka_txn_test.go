@@ -194,8 +194,7 @@ func TestKafkaReadCommittedAcrossTiers(t *testing.T) {
 	}
 }
 
-// TestKafkaCompactedScanAcrossTiers: the scan pattern of the Kafka
-// storage articles. A franz-go consumer without a group
+// TestKafkaCompactedScanAcrossTiers: the plain scan pattern. A franz-go consumer without a group
 // (kgo.ConsumePartitions from AtStart) reads a compacted topic (keys
 // updated many times, tombstones, offset gaps between and inside batches
 // where the cleaner removed records, the cleaned part tiered and deleted

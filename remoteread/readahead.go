@@ -31,7 +31,7 @@ import (
 // aheadShare bounds a chain's read-ahead to this fraction of what it has
 // taken: 1/8, so that with a fetch's own overshoot (the bytes to the next
 // offset index entry) and the copies' offset indexes the bytes fetched
-// stay under 1.2 per byte served, the bound for 8 concurrent
+// stay under 1.2 per byte served, the bound set for 8 concurrent
 // readers.
 const aheadShare = 8
 

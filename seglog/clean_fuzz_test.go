@@ -75,7 +75,7 @@ func FuzzClean(f *testing.F) {
 }
 
 // TestCleanWhileReading runs cleanings while readers scan the whole log
-// again and again, as the articles' consumer does: every scan must end
+// again and again, as the reference scan consumer does: every scan must end
 // with the latest value of every key, and see offsets only ascend.
 func TestCleanWhileReading(t *testing.T) {
 	clock := newFakeClock()
@@ -87,7 +87,7 @@ func TestCleanWhileReading(t *testing.T) {
 	write := func(n int) {
 		for i := 0; i < n; i++ {
 			key := fmt.Sprintf("k%d", i%40)
-			v := articleValue(fmt.Sprintf("%s-%d", key, l.HighWatermark()))
+			v := paddedValue(fmt.Sprintf("%s-%d", key, l.HighWatermark()))
 			appendKV(t, l, key, v)
 			want[key] = string(v)
 		}

@@ -31,7 +31,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// compactConfig is the articles' topic: segment.ms=3600000,
+// compactConfig is the reference compacted topic: segment.ms=3600000,
 // min.cleanable.dirty.ratio=0.01, delete.retention.ms=100,
 // min.compaction.lag.ms=0, max.compaction.lag.ms=8000, with the smallest
 // segment.bytes.
@@ -106,7 +106,7 @@ func scanRecords(l *Log) ([]Record, error) {
 	return out, nil
 }
 
-// latestByKey is the articles' scan consumer: key -> latest value (nil for
+// latestByKey is the reference scan consumer: key -> latest value (nil for
 // a tombstone), and how many records each key has.
 func latestByKey(recs []Record) (map[string][]byte, map[string]int) {
 	latest, count := map[string][]byte{}, map[string]int{}

@@ -18,8 +18,8 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/compact"
 )
 
-// articleValue is the articles' value: a label padded to 5000 bytes.
-func articleValue(label string) []byte {
+// paddedValue is the reference run's value: a label padded to 5000 bytes.
+func paddedValue(label string) []byte {
 	v := bytes.Repeat([]byte{'.'}, 5000)
 	copy(v, label)
 	return v
@@ -34,22 +34,22 @@ func appendKV(t *testing.T, l *Log, key string, value []byte) int64 {
 	return off
 }
 
-// TestArticlesRun reproduces the articles' compaction run with exact
+// TestReferenceCompactionRun reproduces the reference compaction run with exact
 // counts: 8 keys x 4 updates + 2 tombstones read back as 34 records while
 // the segment is active; 250 fillers roll it and the first pass leaves 258
 // records with the tombstones still at offsets 32 and 33; 250 more fillers
 // and a pass after delete.retention.ms leave 506 = 500 + 6 live keys, each
 // once with its last value, the tombstoned keys gone.
-func TestArticlesRun(t *testing.T) {
+func TestReferenceCompactionRun(t *testing.T) {
 	clock := newFakeClock()
-	dir := partitionDir(t, "articles-0")
+	dir := partitionDir(t, "reference-0")
 	l := mustOpen(t, dir, compactConfig(), WithClock(clock.Now))
 	defer l.Close()
 	want := map[string][]byte{}
 	for u := 1; u <= 4; u++ {
 		for k := 1; k <= 8; k++ {
 			key := fmt.Sprintf("key-%d", k)
-			want[key] = articleValue(fmt.Sprintf("%s-update-%d", key, u))
+			want[key] = paddedValue(fmt.Sprintf("%s-update-%d", key, u))
 			appendKV(t, l, key, want[key])
 		}
 	}
@@ -65,7 +65,7 @@ func TestArticlesRun(t *testing.T) {
 	}
 	filler := func(from, to int) {
 		for i := from; i < to; i++ {
-			appendKV(t, l, fmt.Sprintf("filler-%d", i), articleValue(fmt.Sprintf("filler-%d", i)))
+			appendKV(t, l, fmt.Sprintf("filler-%d", i), paddedValue(fmt.Sprintf("filler-%d", i)))
 		}
 	}
 	filler(0, 250)
@@ -146,7 +146,7 @@ func TestCleanPolicyAndRatio(t *testing.T) {
 	dir := partitionDir(t, "p-0")
 	l := mustOpen(t, dir, cfg, WithClock(clock.Now))
 	for i := 0; i < 300; i++ {
-		appendKV(t, l, "same", articleValue(fmt.Sprint(i)))
+		appendKV(t, l, "same", paddedValue(fmt.Sprint(i)))
 	}
 	if st, err := l.Clean(); err != nil || st.Cleaned {
 		t.Fatalf("delete policy cleaned: %+v %v", st, err)
@@ -177,7 +177,7 @@ func TestMinCompactionLagHoldsRecentSegments(t *testing.T) {
 	l := mustOpen(t, partitionDir(t, "lag-0"), cfg, WithClock(clock.Now))
 	defer l.Close()
 	for i := 0; i < 300; i++ {
-		appendKV(t, l, "same", articleValue(fmt.Sprint(i)))
+		appendKV(t, l, "same", paddedValue(fmt.Sprint(i)))
 	}
 	if st, err := l.Clean(); err != nil || st.Cleaned {
 		t.Fatalf("cleaned within min.compaction.lag.ms: %+v %v", st, err)
@@ -192,12 +192,12 @@ func TestCleanOpenTransactionBoundsTheRange(t *testing.T) {
 	clock := newFakeClock()
 	l := mustOpen(t, partitionDir(t, "txn-0"), compactConfig(), WithClock(clock.Now))
 	defer l.Close()
-	appendKV(t, l, "a", articleValue("a0"))
-	if _, err := l.AppendTransactional(5, 0, Record{Key: []byte("a"), Value: articleValue("open")}); err != nil {
+	appendKV(t, l, "a", paddedValue("a0"))
+	if _, err := l.AppendTransactional(5, 0, Record{Key: []byte("a"), Value: paddedValue("open")}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < 300; i++ {
-		appendKV(t, l, "b", articleValue(fmt.Sprint(i)))
+		appendKV(t, l, "b", paddedValue(fmt.Sprint(i)))
 	}
 	// The open transaction starts in the first segment: nothing is
 	// cleanable.
@@ -311,7 +311,7 @@ func TestCleanCheckpointKeepsOtherPartitions(t *testing.T) {
 	l := mustOpen(t, dir, compactConfig(), WithClock(newFakeClock().Now))
 	defer l.Close()
 	for i := 0; i < 300; i++ {
-		appendKV(t, l, fmt.Sprint(i%5), articleValue(fmt.Sprint(i)))
+		appendKV(t, l, fmt.Sprint(i%5), paddedValue(fmt.Sprint(i)))
 	}
 	st, err := l.Clean()
 	if err != nil || !st.Cleaned {
@@ -357,12 +357,12 @@ func TestCleanKeepsCodecAndProducerFields(t *testing.T) {
 	defer l.Close()
 	for _, c := range []batch.Codec{batch.CodecGzip, batch.CodecSnappy, batch.CodecLZ4, batch.CodecZstd} {
 		if _, err := l.AppendBatch(c, Record{Key: []byte("a"), Value: []byte("old-" + c.String())},
-			Record{Key: []byte(c.String()), Value: articleValue(c.String())}); err != nil {
+			Record{Key: []byte(c.String()), Value: paddedValue(c.String())}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 250; i++ {
-		appendKV(t, l, fmt.Sprint(i), articleValue("x"))
+		appendKV(t, l, fmt.Sprint(i), paddedValue("x"))
 	}
 	if st, err := l.Clean(); err != nil || !st.Cleaned {
 		t.Fatal(st, err)

@@ -44,7 +44,7 @@ func TestBenchFlags(t *testing.T) {
 	}
 }
 
-// --scale full sets the sizes, and an explicit size flag wins
+// --scale full sets the full sizes, and an explicit size flag wins
 // over the scale's.
 func TestBenchScaleFlags(t *testing.T) {
 	cfg, code := benchConfig([]string{"--scale", "full", "--copies", "50,500"}, &bytes.Buffer{})

@@ -252,7 +252,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	cfg, d, log := e.cfg, e.d, e.log
 	tp := remotelog.TopicPartition{Topic: demoTopic, Partition: 0}
 
-	// 1. Write the scenario with the embedded segment log: the article's
+	// 1. Write the scenario with the embedded segment log: the reference run's
 	// records on demo, and keyed records with headers on demo-keyed.
 	logDir := cfg.Copier.LogDirs[0]
 	partDir := filepath.Join(logDir, demoTopic+"-0")

@@ -20,7 +20,7 @@ import (
 	"github.com/tierd/tierd/seglog"
 )
 
-// The compaction scenario of the Kafka storage articles: 8 keys updated 4
+// The reference compaction scenario: 8 keys updated 4
 // times, 2 of them then tombstoned, in a topic with these settings; 250
 // filler records with keys of their own roll the segment, twice.
 const (
@@ -44,7 +44,7 @@ func compactValue(label string) []byte {
 	return v
 }
 
-// compactLogConfig is the articles' topic: cleanup.policy=compact with
+// compactLogConfig is the reference compacted topic: cleanup.policy=compact with
 // their settings, and Kafka's smallest segment.bytes, which the 5000-byte
 // values fill within the 250 fillers.
 func compactLogConfig() seglog.Config {
@@ -67,7 +67,7 @@ type compactExpect struct {
 	latest     map[string][]byte
 }
 
-// demoCompact runs the articles' compaction scenario on the embedded log,
+// demoCompact runs the reference compaction scenario on the embedded log,
 // reading the partition with a scan consumer (franz-go, through tierd's
 // Kafka listener) before and after each cleaner pass, then lets tierd tier
 // the cleaned segments and scans once more across both tiers. Every scan

@@ -12,7 +12,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 )
 
-// TestDemoCompact runs "tierd demo --compact", the articles' compaction
+// TestDemoCompact runs "tierd demo --compact", the reference compaction
 // run, and checks its counts (34, 258 with tombstones at 32 and 33, 506)
 // as the scans through the Kafka listener found them, the tiered copies
 // marked compacted, the final scan across both tiers, and the kept

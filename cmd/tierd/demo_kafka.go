@@ -22,9 +22,9 @@ const (
 )
 
 // demoRecord is the record the demo writes at offset of the topic demo:
-// the storage article's record, a 5000-byte value and a timestamp
+// the reference run's record, a 5000-byte value and a timestamp
 // baseMs + offset, with no key and no headers, so that each one-record
-// batch is 5070 bytes and the segments are exactly the article's.
+// batch is 5070 bytes and the segments are exactly those a broker writes for them.
 func demoRecord(offset, baseMs int64) seglog.Record {
 	return seglog.Record{Value: demoValue(offset), Timestamp: baseMs + offset}
 }

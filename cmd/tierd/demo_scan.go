@@ -30,7 +30,7 @@ type scanResult struct {
 }
 
 // scanPartition reads partition 0 of topic through the Kafka listener at
-// addr the way the articles' scan consumer does (franz-go, no group, from
+// addr the way a plain scan consumer does (franz-go, no group, from
 // the start, up to the high watermark read first) and returns the records
 // and the key -> latest value map. Errors: the listener's fetch or
 // ListOffsets errors, an offset that goes backwards, or ctx's error (the

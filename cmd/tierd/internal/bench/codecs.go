@@ -21,7 +21,7 @@ import (
 // segment's size on disk and the CPU seconds to write and to read it.
 
 // codecValueBytes is the value size of the codecs case's records, bytes:
-// the articles' 5000-byte records.
+// the reference run's 5000-byte records.
 const codecValueBytes = 5000
 
 // codecsBatch is how many records the codecs case puts in a batch. Each
@@ -78,12 +78,12 @@ func codecText(rng *rand.Rand, zipf *rand.Zipf, words []string, n int) []byte {
 	return b.Bytes()[:n]
 }
 
-// codecShapes are the codecs case's data shapes: "articles", the Kafka
-// storage articles' records (a short label padded to 5000 bytes with one
-// repeated character, as their producer writes), on which the issue's
+// codecShapes are the codecs case's data shapes: "padded", the reference
+// run's records (a short label padded to 5000 bytes with one
+// repeated character, as its producer writes), on which the
 // order is asserted; and "text", 5000 bytes of English-like text
 // (codecText), closer to real payloads.
-var codecShapes = []string{"articles", "text"}
+var codecShapes = []string{"padded", "text"}
 
 // codecShapeRecords returns n records of the named shape (codecShapes).
 func codecShapeRecords(shape string, n int, seed uint64, ts int64) []seglog.Record {
@@ -236,9 +236,9 @@ func (e *env) codecsCase(ctx context.Context) ([]*Series, error) {
 	return out, nil
 }
 
-// codecTargets checks the order of the codecs' segment sizes,
-// zstd < gzip < lz4 < none, on the median sizes of the articles' data
-// shape (the target), and reports the text shape's order beside
+// codecTargets checks the target order of the codecs' segment sizes,
+// zstd < gzip < lz4 < none, on the median sizes of the padded data
+// shape (the target), and reports the text shape's order beside
 // it (a line that is met when the same order holds there). Each line
 // gives each size and each codec's ratio to none.
 func (rep *Report) codecTargets() []Target {
@@ -264,7 +264,7 @@ func (rep *Report) codecTargets() []Target {
 			parts = append(parts, fmt.Sprintf("%s %s (%.2fx)", name, fmtNum(vals[i]), vals[len(vals)-1]/vals[i]))
 		}
 		text := "codecs segment bytes zstd < gzip < lz4 < none, " + shape + " shape: " + strings.Join(parts, ", ")
-		if shape != "articles" {
+		if shape != "padded" {
 			text += " (informational: real payloads vary)"
 		}
 		out = append(out, Target{Text: text, Met: met})

@@ -8,9 +8,9 @@ import (
 	"testing"
 )
 
-// TestCodecsOrder: on the articles' shape (a label padded to 5000 bytes)
+// TestCodecsOrder: on the padded shape (a label padded to 5000 bytes)
 // one segment of the same records is smallest with zstd, then gzip, then
-// lz4, then uncompressed, as the issue asks. On the text shape ("key-N"
+// lz4, then uncompressed, as targeted. On the text shape ("key-N"
 // keys, 5000-byte values of English-like text) it is smaller with gzip and
 // zstd than with lz4, smaller with lz4 and snappy than uncompressed, and
 // every record reads back (codecSegment checks each). On text the order
@@ -46,17 +46,17 @@ func TestCodecsOrder(t *testing.T) {
 		t.Fatalf("zstd %.0f more than 5%% above gzip %.0f, or gzip only %.2fx smaller than none", zstd, gzip, none/gzip)
 	}
 	art := func(name string) float64 {
-		s := rep.series("codecs", "articles/"+name, "segment_bytes")
+		s := rep.series("codecs", "padded/"+name, "segment_bytes")
 		if s == nil || len(s.at(0)) != 1 {
-			t.Fatalf("no articles segment size for %s", name)
+			t.Fatalf("no padded segment size for %s", name)
 		}
 		return s.at(0)[0]
 	}
 	if az, ag, al, an := art("zstd"), art("gzip"), art("lz4"), art("none"); !(az < ag && ag < al && al < an) {
-		t.Fatalf("articles shape: segment bytes zstd %.0f, gzip %.0f, lz4 %.0f, none %.0f: want zstd < gzip < lz4 < none", az, ag, al, an)
+		t.Fatalf("padded shape: segment bytes zstd %.0f, gzip %.0f, lz4 %.0f, none %.0f: want zstd < gzip < lz4 < none", az, ag, al, an)
 	}
 	ts := rep.codecTargets()
-	if len(ts) != 2 || !ts[0].Met || !strings.Contains(ts[0].Text, "articles shape") ||
+	if len(ts) != 2 || !ts[0].Met || !strings.Contains(ts[0].Text, "padded shape") ||
 		ts[1].Met != (zstd < gzip) || !strings.Contains(ts[1].Text, "text shape") {
 		t.Fatalf("targets %+v", ts)
 	}

@@ -180,7 +180,7 @@ const (
 	// ScaleSmall is the default: each growth case finishes in seconds to
 	// a minute, one tenfold step each.
 	ScaleSmall = "small"
-	// ScaleFull is the sizes: 100 to 10,000 partitions, 1,000 to
+	// ScaleFull is the full sizes: 100 to 10,000 partitions, 1,000 to
 	// 100,000 copies, 1 to 64 readers. On a 2-core machine it takes hours
 	// before the growth is made linear.
 	ScaleFull = "full"

@@ -112,12 +112,12 @@
 // The codecs case writes the same records (keys "key-N", 5000-byte
 // values, 16 to a batch) into one segment of the embedded log under each
 // compression.type (none, gzip, snappy, lz4, zstd), for two value shapes:
-// "articles" (a label padded with one repeated character, the Kafka
-// storage articles' records) and "text" (English-like text). It reports,
+// "padded" (a label padded with one repeated character, the reference
+// run's records) and "text" (English-like text). It reports,
 // as series "codecs/<shape>/<codec>", the segment's size on disk
 // (segment_bytes), and the CPU seconds to write it (write_cpu_s) and to
 // read and decode every record (read_cpu_s); its target checks the
-// issue's order zstd < gzip < lz4 < none on the articles shape, and a
+// target order zstd < gzip < lz4 < none on the padded shape, and a
 // second, informational line the same order on the text shape.
 //
 // A size of a scale case that takes longer than CaseTimeout is reported

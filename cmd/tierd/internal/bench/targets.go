@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// This file holds the targets for cost that grows with the
+// This file holds the targets for cost that grows with the
 // amount of work, and for CPU per byte: ratios within one run, each with
 // its spread over the rounds.
 
