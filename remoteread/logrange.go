@@ -74,6 +74,9 @@ func (s *Engine) WriteLogRange(ctx context.Context, src LogSource, meta remotelo
 	if end == start {
 		return 0, nil
 	}
+	if err := ctx.Err(); err != nil { // a chunk already cached would otherwise be served to a caller that gave up
+		return 0, fmt.Errorf("fetch: %s.log: %w", meta.ID, err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.conf().RequestTimeout)
 	defer cancel()
 	obj := s.sourceObject(src, meta)
