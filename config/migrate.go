@@ -36,7 +36,7 @@ var hoisted = map[string]string{
 	"local.retention.ms": "log.local.retention.ms", "local.retention.bytes": "log.local.retention.bytes",
 }
 
-const untilNext = "the old spelling is accepted until the next release"
+const untilNext = "the old spelling still loads, with this warning"
 
 // migrate rewrites old spellings in a parsed tierd.yaml (a document node)
 // to the current ones and returns a warning for each. renamed, when not
