@@ -127,6 +127,7 @@ func kcatConsume(kcat, addr string, tp TopicPartition, extra ...string) ([]clien
 // from the beginning to the end exactly as stored; read_committed skips
 // the aborted transaction; producing fails at once with a clear error.
 func TestKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	l, parts := clientsLog(t)
 	ts := startServer(t, l, nil)
@@ -287,6 +288,7 @@ func runPython(t *testing.T, client, addr, iso string, want map[TopicPartition]i
 // only: kafka-python 2.0.2 has no read_committed and returns control
 // records).
 func TestPythonClients(t *testing.T) {
+	t.Parallel()
 	l, parts := clientsLog(t)
 	ho, hoWant := offsetsTopicLog(t)
 	l.topics["__consumer_offsets"] = ho.topics["__consumer_offsets"]
@@ -349,6 +351,7 @@ func TestPythonClients(t *testing.T) {
 // TestKcatRetriesUnavailable: librdkafka retries a partition whose storage
 // does not answer (KAFKA_STORAGE_ERROR) and reads it once it does.
 func TestKcatRetriesUnavailable(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	l := smallLog(t)
 	l.set("t", 0, func(p *fakePart) { p.err = fmt.Errorf("bucket timeout: %w", ErrUnavailable) })

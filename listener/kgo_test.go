@@ -85,6 +85,7 @@ func sameRecord(r *kgo.Record, w batch.Record) error {
 // partition through the listener (magic 1 and 2, mixed logs, gzip,
 // control batches, compacted gaps, empty logs), exactly as stored.
 func TestKgoReadsFixtures(t *testing.T) {
+	t.Parallel()
 	l := newFakeLog()
 	fixtures := loadFixtures(t, l)
 	ts := startServer(t, l, nil)
@@ -163,6 +164,7 @@ func txnLog(t testing.TB) *fakeLog {
 // records below the last stable offset; read_uncommitted gives every data
 // record.
 func TestKgoReadCommitted(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, txnLog(t), nil)
 	tp := TopicPartition{"txn", 0}
 	for _, tc := range []struct {
@@ -199,6 +201,7 @@ func TestKgoReadCommitted(t *testing.T) {
 // TestKgoLongPoll: a consumer at the end of the log receives a record
 // appended while it waits.
 func TestKgoLongPoll(t *testing.T) {
+	t.Parallel()
 	l := smallLog(t)
 	ts := startServer(t, l, nil)
 	cl := newKgo(t, ts.addr, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"t": {0: kgo.NewOffset().AtEnd()}}),
@@ -246,6 +249,7 @@ func TestKgoLongPoll(t *testing.T) {
 // TestKgoProduceFails: a producer gets TOPIC_AUTHORIZATION_FAILED at once
 // (no retries), and nothing is written.
 func TestKgoProduceFails(t *testing.T) {
+	t.Parallel()
 	l := smallLog(t)
 	ts := startServer(t, l, nil)
 	for _, opts := range [][]kgo.Opt{nil, {kgo.DisableIdempotentWrite()}} {
@@ -266,6 +270,7 @@ func TestKgoProduceFails(t *testing.T) {
 // retried by the consumer without surfacing an error, and read once it
 // recovers; data loss is reported to the application.
 func TestKgoStorageErrors(t *testing.T) {
+	t.Parallel()
 	l := smallLog(t)
 	l.set("t", 0, func(p *fakePart) { p.err = fmt.Errorf("bucket timeout: %w", ErrUnavailable) })
 	ts := startServer(t, l, nil)

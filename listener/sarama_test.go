@@ -14,6 +14,7 @@ import (
 // defaults, reads a gzip fixture partition and __consumer_offsets 8 and 17
 // (the other numbers missing) from the oldest offset, record by record.
 func TestSaramaReadsFromOldest(t *testing.T) {
+	t.Parallel()
 	l, want := offsetsTopicLog(t)
 	gz := TopicPartition{"gzip", 1}
 	gzWant := servePartitionLog(t, l, gz, testfixtures.Path(t, "berkay-kafkajs-gzip", "kafka-data", "topic-logx-001-1", "00000000000000000000.log"))

@@ -19,6 +19,7 @@ import (
 // SCRAM-SHA-512 and PLAIN over SASL_PLAINTEXT and reads what alice may; a
 // wrong password and a topic she may not read fail.
 func TestSASLKcat(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	ts := saslServer(t, nil)
 	login := func(mech, pw string) []string {
@@ -83,6 +84,7 @@ print(n)
 // TestSASLPythonClients: kafka-python and confluent-kafka log in with
 // SCRAM-SHA-512 and PLAIN and read what alice may.
 func TestSASLPythonClients(t *testing.T) {
+	t.Parallel()
 	ts := saslServer(t, nil)
 	script := filepath.Join(t.TempDir(), "sasl.py")
 	os.WriteFile(script, []byte(pySASL), 0o600)
@@ -106,6 +108,7 @@ func TestSASLPythonClients(t *testing.T) {
 // checking the server's certificate against its CA, and read what alice
 // may; a wrong password fails.
 func TestSASLSSLClients(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, dir, "ca")
 	srv := ca.Server(t, "server")

@@ -93,6 +93,7 @@ func TestTLSListener(t *testing.T) {
 // ssl.certificate.location and ssl.key.location; without them under
 // mutual TLS it fails.
 func TestKcatTLS(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	dir := t.TempDir()
 	ca := testcerts.NewCA(t, dir, "ca")
