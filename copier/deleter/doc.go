@@ -15,6 +15,6 @@
 //
 // It works on a 4-method Store and a 4-method Bucket; the copier hands it
 // its copy check, metrics and sweep request. The whole-partition deletion
-// (copier's runDeletion) deletes the objects its journal names on its
+// (copier's partitionDeletions) deletes the objects its journal names on its
 // own.
 package deleter
