@@ -215,9 +215,7 @@ func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.
 	n := 0
 	done := map[remotelog.SegmentID]bool{}
 	for i, r := range d.Segments {
-		err := w.rs.DeleteSegment(ctx, r)
-		w.countDelete(r.TopicPartition, err)
-		if err != nil {
+		if err := w.objects.DeleteObjects(ctx, r.TopicPartition, r); err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", r.ID, err)
 		}
 		if i == 0 {
@@ -225,10 +223,9 @@ func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.
 		}
 		done[r.ID] = true
 		n++
-		w.m.remoteDeleted.Inc()
 	}
 	if d.TopicID == "" {
-		return n, w.abortUploads(ctx, d.TopicPartition, done)
+		return n, w.objects.AbortUploads(ctx, d.TopicPartition, done)
 	}
 	mfs, err := w.rs.Manifests(ctx, d.TopicPartition)
 	if err != nil && len(mfs) == 0 {
@@ -238,16 +235,13 @@ func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.
 		if mf.TopicID != d.TopicID || done[mf.SegmentID] || mf.BrokerOwned { // a broker's copy is the broker's to delete
 			continue
 		}
-		err := w.rs.DeleteSegment(ctx, mf.Metadata())
-		w.countDelete(d.TopicPartition, err)
-		if err != nil {
+		if err := w.objects.DeleteObjects(ctx, d.TopicPartition, mf.Metadata()); err != nil {
 			return n, fmt.Errorf("delete copy %s: %w", mf.SegmentID, err)
 		}
 		done[mf.SegmentID] = true
 		n++
-		w.m.remoteDeleted.Inc()
 	}
-	return n, w.abortUploads(ctx, d.TopicPartition, done)
+	return n, w.objects.AbortUploads(ctx, d.TopicPartition, done)
 }
 
 // pendingIDs returns the segment ids of a partition's scheduled deletions:

@@ -26,9 +26,13 @@ type partitionDeletions struct {
 	say   partitionReporter
 	store deletionStore
 	rs    deletionBucket
-	cl    Cluster      // nil: no Kafka cluster configured
-	views clusterViews // the copier's views of the cluster and its answers
-	dirs  logDirHealth
+	// objects deletes the copies' objects and aborts their incomplete
+	// uploads (the delete protocol's, deletes()), counting each request
+	// and each copy deleted.
+	objects deletionObjects
+	cl      Cluster      // nil: no Kafka cluster configured
+	views   clusterViews // the copier's views of the cluster and its answers
+	dirs    logDirHealth
 	// tiered reports whether tierd tiers a partition at all (not an
 	// internal topic's).
 	tiered func(tp remotelog.TopicPartition) bool
@@ -37,11 +41,6 @@ type partitionDeletions struct {
 	settings func(topic string) topicSettings
 	// needSweep has the partition swept on its next pass.
 	needSweep func(tp remotelog.TopicPartition)
-	// countDelete records one delete request of a partition and its error.
-	countDelete func(tp remotelog.TopicPartition, err error)
-	// abortUploads aborts the incomplete uploads of the deleted copies ids
-	// of tp (deleter.Deleter.AbortUploads).
-	abortUploads func(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) error
 	// noteWait records, for this pass's status, that tp's due deletion
 	// waits and why (detail).
 	noteWait func(tp remotelog.TopicPartition, detail string)
@@ -60,14 +59,21 @@ type deletionStore interface {
 	Deletions(tp *remotelog.TopicPartition) ([]remotelog.PartitionDeletion, error)
 }
 
-// deletionBucket is the bucket as the deletions use it (rsm.Manager): a
-// copy's objects deleted, a partition's manifests listed (the
-// incarnation's copies the store never learned of), and its ownership
-// lease read (an operator's order needs no other tierd to hold it).
+// deletionBucket is the bucket as the deletions read it (rsm.Manager): a
+// partition's manifests (the incarnation's copies the store never learned
+// of) and its ownership lease (an operator's order needs no other tierd
+// to hold it).
 type deletionBucket interface {
-	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
 	Manifests(ctx context.Context, tp remotelog.TopicPartition) ([]*rsm.Manifest, error)
 	ReadLease(ctx context.Context, tp remotelog.TopicPartition) (rsm.Lease, bool, error)
+}
+
+// deletionObjects is how the deletions delete a copy's objects, as a
+// partition's (deleter.Deleter.DeleteObjects), and abort the incomplete
+// uploads of the copies ids of tp deleted (deleter.Deleter.AbortUploads).
+type deletionObjects interface {
+	DeleteObjects(ctx context.Context, tp remotelog.TopicPartition, r remotelog.SegmentMetadata) error
+	AbortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) error
 }
 
 // logDirHealth is the log dirs' last probe (logdir.go): whether a step
@@ -81,10 +87,7 @@ type logDirHealth interface {
 // copier's store, bucket and cluster as they are now.
 func (c *Copier) deletions() *partitionDeletions {
 	return &partitionDeletions{cfg: &c.cfg, now: c.now, log: c.log, m: c.m, say: c, store: c.store, rs: c.rs, cl: c.cl, views: c, dirs: c,
-		tiered: c.tiered, settings: c.settings, needSweep: c.needSweep, countDelete: c.countDelete,
-		abortUploads: func(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) error {
-			return c.deletes().AbortUploads(ctx, tp, ids)
-		},
+		objects: c.deletes(), tiered: c.tiered, settings: c.settings, needSweep: c.needSweep,
 		noteWait: func(tp remotelog.TopicPartition, detail string) {
 			c.st.mu.Lock()
 			c.st.deletionWaits[tp] = detail
