@@ -75,7 +75,7 @@ func (c *Copier) adoptPartition(ctx context.Context, p *partition) (int, error) 
 // the broker's metadata; they live under a prefix of their own, so none
 // should be found here).
 func (c *Copier) adoptable(tp remotelog.TopicPartition, topicID string, mfs []*rsm.Manifest) ([]*rsm.Manifest, error) {
-	pending, _, err := c.pendingIDs(tp)
+	pending, _, err := c.deletions().pendingIDs(tp)
 	if err != nil {
 		return nil, err
 	}

@@ -199,7 +199,7 @@ func (c *Copier) resolveTopicID(ctx context.Context, p *partition, off remotelog
 	if st.State != cluster.IDGone {
 		return c.hold(p.tp, heldTopicIDChanged, fmt.Sprintf("%s; the cluster does not confirm topic id %s gone: %s", detail, off.TopicID, st.Proof))
 	}
-	d, err := c.schedule(p.tp, off.TopicID, remotelog.ReasonTopicDeleted, st.Proof)
+	d, err := c.deletions().schedule(p.tp, off.TopicID, remotelog.ReasonTopicDeleted, st.Proof)
 	if err != nil {
 		return err
 	}
@@ -238,4 +238,17 @@ func (c *Copier) topicConfigs(topic string, t cluster.Topic) map[string]cluster.
 		return t.Configs
 	}
 	return c.configs[topic]
+}
+
+// clusterViews is the Kafka cluster as the copier last saw it, for the
+// whole-partition deletions: this pass's view (currentView: nil when the
+// last Describe failed), the view fresh enough to act on (freshView), and
+// the cluster's answers about topic ids (idStatus, idStatuses), each
+// checked against the recorded cluster id (checkClusterID).
+type clusterViews interface {
+	currentView() *cluster.View
+	freshView() (*cluster.View, error)
+	idStatus(ctx context.Context, id string) (cluster.IDStatus, error)
+	idStatuses(ctx context.Context, ids []string) (map[string]cluster.IDStatus, error)
+	checkClusterID(id string) error
 }

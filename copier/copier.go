@@ -240,7 +240,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	owned := c.owned
 	c.owned = nil
 	c.stateMu.Unlock()
-	for _, err := range []error{c.checkCopies(ctx, owned), c.checkGoneTopics(ctx), c.runDeletions(ctx)} {
+	for _, err := range []error{c.checkCopies(ctx, owned), c.deletions().checkGoneTopics(ctx), c.deletions().runDeletions(ctx)} {
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}
@@ -407,10 +407,10 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	if !st.tiering.Enabled {
-		return 0, c.deleteOnDisable(p, st)
+		return 0, c.deletions().deleteOnDisable(p, st)
 	}
 	c.unwarn("disabled " + p.tp.Topic + "\x00")
-	if err := c.reenabled(p, st); err != nil {
+	if err := c.deletions().reenabled(p, st); err != nil {
 		return 0, err
 	}
 	c.stateMu.Lock()

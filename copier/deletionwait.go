@@ -13,7 +13,7 @@ import (
 // do. Deleting on tierd.yaml alone would be unsafe (the cluster's configs
 // may have ordered the deletion, or may override tierd.yaml), and so
 // would cancelling (the topic may be back with the same configs).
-func (c *Copier) waitForConfigs(d remotelog.PartitionDeletion, err error) {
+func (w *partitionDeletions) waitForConfigs(d remotelog.PartitionDeletion, err error) {
 	tp := d.TopicPartition
 	detail := fmt.Sprintf("a tiering-disabled deletion of %d copies (%d bytes, topic id %q), due since %s, waits: %v. "+
 		"Neither tierd.yaml alone nor the topic's absence proves the configuration still orders it, so it neither runs nor is cancelled "+
@@ -21,11 +21,9 @@ func (c *Copier) waitForConfigs(d remotelog.PartitionDeletion, err error) {
 		"cancels it and keeps the copies; if the topic was deleted, 'tierd topics delete --config <file> --topic-id %s %s' then orders "+
 		"the deletion on the cluster's confirmation",
 		len(d.Segments), d.Bytes(), d.TopicID, remotelog.DueText(d.DueMs), err, tp, d.TopicID, tp.Topic)
-	c.st.mu.Lock()
-	c.st.deletionWaits[tp] = detail
-	c.st.mu.Unlock()
-	if c.once("deletion-waits-configs " + tp.String() + " " + d.TopicID) {
-		c.log.Warn("scheduled deletion waits for the topic's configs: the kafka cluster no longer lists the topic",
+	w.noteWait(tp, detail)
+	if w.say.once("deletion-waits-configs " + tp.String() + " " + d.TopicID) {
+		w.log.Warn("scheduled deletion waits for the topic's configs: the kafka cluster no longer lists the topic",
 			"partition", tp, "topic_id", d.TopicID, "reason", d.Reason, "copies", len(d.Segments), "bytes", d.Bytes(), "detail", detail)
 	}
 }

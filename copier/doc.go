@@ -54,8 +54,8 @@
 //	                                                            partition whose segment id has a dead row, or no
 //	                                                            row and no manifest (an interrupted upload);
 //	                                                            copies with a manifest are kept
-//	remote: every copy of a           runDeletion               journaled with its proof, then a grace period
-//	  partition's incarnation                                   (remote.log.delete.delay.ms) during which
+//	remote: every copy of a           partitionDeletions        journaled with its proof, then a grace period
+//	  partition's incarnation         (runDeletion)             (remote.log.delete.delay.ms) during which
 //	                                                            "tierd partitions restore" cancels it, and then:
 //	                                                            the Kafka cluster answers UNKNOWN_TOPIC_ID for the
 //	                                                            topic id, when scheduled and again when due (a

@@ -24,7 +24,7 @@ func (c *Copier) checkIncarnation(ctx context.Context, p *partition) error {
 		return c.hold(p.tp, heldPartitionMetadata, err.Error())
 	}
 	p.topicID = id
-	_, pending, err := c.pendingIDs(p.tp)
+	_, pending, err := c.deletions().pendingIDs(p.tp)
 	if err != nil {
 		return err
 	}

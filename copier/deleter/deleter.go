@@ -183,6 +183,21 @@ func (d *Deleter) AbortUploads(ctx context.Context, tp remotelog.TopicPartition,
 	return nil
 }
 
+// DeleteObjects deletes one copy's objects (manifest first) outside the
+// row protocol, for a deletion that a journal of its own records (the
+// copier's whole-partition deletion: the rows left the store for its
+// journal when it was scheduled). The request is counted as tp's
+// (Counted) and, when it succeeded, the copy as deleted (Deleted). The
+// bucket's error is returned as it is.
+func (d *Deleter) DeleteObjects(ctx context.Context, tp remotelog.TopicPartition, r remotelog.SegmentMetadata) error {
+	err := d.Bucket.DeleteSegment(ctx, r)
+	d.Counted(tp, err)
+	if err == nil {
+		d.Deleted(1)
+	}
+	return err
+}
+
 // Delete runs the delete protocol for one row: DELETE_SEGMENT_STARTED
 // (synced), delete the objects (manifest first), DELETE_SEGMENT_FINISHED.
 func (d *Deleter) Delete(ctx context.Context, r remotelog.SegmentMetadata) error {

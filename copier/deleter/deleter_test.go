@@ -22,6 +22,7 @@ type fake struct {
 	failDel   map[remotelog.SegmentID]bool // DeleteSegment fails
 	failAbort bool                         // AbortUploads and AbortUploadsOf fail
 	fenced    bool                         // CheckFence says rsm.ErrFenced
+	journaled map[remotelog.SegmentID]bool // copies a journal of their own names: their objects go without a row
 }
 
 var errBucket = errors.New("bucket down")
@@ -66,7 +67,7 @@ func (f *fake) ForgetSegment(_ remotelog.TopicPartition, start int64, id remotel
 }
 
 func (f *fake) DeleteSegment(_ context.Context, m remotelog.SegmentMetadata) error {
-	if f.rows[m.ID].State != remotelog.DeleteSegmentStarted {
+	if !f.journaled[m.ID] && f.rows[m.ID].State != remotelog.DeleteSegmentStarted {
 		return fmt.Errorf("copy %d deleted in state %s", m.StartOffset, f.rows[m.ID].State)
 	}
 	f.calls = append(f.calls, fmt.Sprintf("delete %d", m.StartOffset))
@@ -224,6 +225,35 @@ func TestAbortUploads(t *testing.T) {
 	f.failAbort = true
 	if err := d.AbortUploads(context.Background(), tp, ids); !errors.Is(err, errBucket) || n[2] != 1 {
 		t.Fatalf("err %v, sweeps %d", err, n[2])
+	}
+}
+
+// TestDeleteObjects: the objects of copies a journal names go without a
+// row of theirs, and no row changes; each request is counted as the
+// given partition's, and only a copy whose objects went counts as deleted.
+func TestDeleteObjects(t *testing.T) {
+	a, b := row(0, remotelog.CopySegmentFinished), row(10, remotelog.CopySegmentFinished)
+	f := newFake()
+	f.journaled = map[remotelog.SegmentID]bool{a.ID: true, b.ID: true}
+	f.failDel[b.ID] = true
+	d, n := deleterOf(f)
+	var counted []remotelog.TopicPartition
+	d.Counted = func(p remotelog.TopicPartition, _ error) { counted = append(counted, p); n[0]++ }
+	other := remotelog.TopicPartition{Topic: "t", Partition: 1}
+	if err := d.DeleteObjects(context.Background(), other, a); err != nil {
+		t.Fatalf("delete a: %v", err)
+	}
+	if err := d.DeleteObjects(context.Background(), tp, b); !errors.Is(err, errBucket) {
+		t.Fatalf("delete b: %v, want %v", err, errBucket)
+	}
+	if want := []string{"delete 0", "delete 10"}; !reflect.DeepEqual(f.calls, want) {
+		t.Fatalf("calls %q, want %q", f.calls, want)
+	}
+	if want := []remotelog.TopicPartition{other, tp}; !reflect.DeepEqual(counted, want) {
+		t.Fatalf("counted as %v, want %v", counted, want)
+	}
+	if n[0] != 2 || n[1] != 1 || n[2] != 0 {
+		t.Fatalf("requests %d, deleted %d, sweeps %d; want 2, 1, 0", n[0], n[1], n[2])
 	}
 }
 
