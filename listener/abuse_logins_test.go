@@ -62,13 +62,19 @@ type loginResult struct {
 	ok      bool          // logged in
 	refused bool          // answered SASL_AUTHENTICATION_FAILED (else closed without an answer)
 	waited  time.Duration // from just before the SaslAuthenticate was written to its answer (or the close)
+	// held is what the server held this login against (failures, delay
+	// in ns), read with the connection still open: its address cannot
+	// belong to a later connection yet (client ports are reused).
+	held   [2]int64
+	heldOK bool
 }
 
 // plainLogin logs in to addr with PLAIN over a new connection
 // (SaslHandshake v1, SaslAuthenticate v1) and closes it. A failed login
 // must end with the connection closed by the server; an error says what
-// else happened.
-func plainLogin(addr, user, pass string) (loginResult, error) {
+// else happened. held, when not nil, is asked for what the server held
+// the login against once the answer (or the close) came.
+func plainLogin(addr, user, pass string, held func(local string) ([2]int64, bool)) (loginResult, error) {
 	var res loginResult
 	nc, err := net.DialTimeout("tcp", addr, 20*time.Second)
 	if err != nil {
@@ -98,6 +104,9 @@ func plainLogin(addr, user, pass string) (loginResult, error) {
 	}
 	_, body, err = rc.readFrame()
 	res.waited = time.Since(sent)
+	if held != nil {
+		res.held, res.heldOK = held(res.local)
+	}
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
@@ -128,7 +137,7 @@ func plainLogin(addr, user, pass string) (loginResult, error) {
 
 // loginsFrom runs n logins with pass from goroutines goroutines at once
 // and returns what each saw.
-func loginsFrom(addr, pass string, n, goroutines int) ([]loginResult, []error) {
+func loginsFrom(addr, pass string, n, goroutines int, held func(local string) ([2]int64, bool)) ([]loginResult, []error) {
 	var (
 		mu   sync.Mutex
 		res  []loginResult
@@ -139,7 +148,7 @@ func loginsFrom(addr, pass string, n, goroutines int) ([]loginResult, []error) {
 	for range goroutines {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				r, err := plainLogin(addr, "alice", pass)
+				r, err := plainLogin(addr, "alice", pass, held)
 				mu.Lock()
 				res = append(res, r)
 				if err != nil {
@@ -197,7 +206,12 @@ func TestFailedLoginsFromOneAddress(t *testing.T) {
 		t.Fatalf("sasl.max.inflight.logins.per.ip defaults to %d, this test assumes 4", ts.srv.cfg.SASLMaxInflightLoginsPerIP)
 	}
 
-	res, errs := loginsFrom(ts.addr, "Zq9-not-hers", logins, parallel)
+	res, errs := loginsFrom(ts.addr, "Zq9-not-hers", logins, parallel, func(local string) ([2]int64, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		e, ok := delayed[local]
+		return e, ok
+	})
 	for _, err := range errs[:min(len(errs), 5)] {
 		t.Error(err)
 	}
@@ -220,12 +234,9 @@ func TestFailedLoginsFromOneAddress(t *testing.T) {
 		if r.refused {
 			refused++
 		}
-		mu.Lock()
-		e, ok := delayed[r.local]
-		mu.Unlock()
-		n, d := int(e[0]), time.Duration(e[1])
+		n, d := int(r.held[0]), time.Duration(r.held[1])
 		switch {
-		case !ok:
+		case !r.heldOK:
 			t.Fatalf("the failed login of %s was not held against its address", r.local)
 		case n < 1 || n > logins || seen[n]:
 			t.Fatalf("%s: failure count %d (again, or outside 1 to %d): the count did not grow with every failure", r.local, n, logins)
@@ -311,7 +322,7 @@ func BenchmarkFailedLogins(b *testing.B) {
 			cpu      *time.Duration
 		}{{"alice-pw", 4, &ok}, {"Zq9-not-hers", 50, &failed}} {
 			start := cpuTime(b)
-			res, errs := loginsFrom(ts.addr, run.pass, 1000, run.parallel)
+			res, errs := loginsFrom(ts.addr, run.pass, 1000, run.parallel, nil)
 			*run.cpu += cpuTime(b) - start
 			if len(errs) > 0 {
 				b.Fatal(errs[0])
