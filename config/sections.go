@@ -101,7 +101,7 @@ func (a ACLs) validate(k Kafka) []error {
 // HTTP is the http: section.
 type HTTP struct {
 	// Listen serves /metrics, /-/healthy, /-/ready and the status page
-	// at / (package statuspage). Default
+	// at / (package daemon/statuspage). Default
 	// "127.0.0.1:7451"; "" turns it off.
 	Listen string `yaml:"listen"`
 	// Pprof serves Go's runtime profiles (net/http/pprof: CPU, heap,

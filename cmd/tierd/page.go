@@ -8,7 +8,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/daemon"
-	"github.com/tierd/tierd/statuspage"
+	"github.com/tierd/tierd/daemon/statuspage"
 )
 
 // statusPage is the page served at http.listen "/" (package statuspage):

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon/statuspage"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsmapi"
-	"github.com/tierd/tierd/statuspage"
 )
 
 // rsmClient returns a client of the RSM endpoint at rsm.listen (a

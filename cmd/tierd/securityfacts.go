@@ -7,7 +7,7 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/statuspage"
+	"github.com/tierd/tierd/daemon/statuspage"
 )
 
 // securityFacts are the status page's live facts on who may reach what:

@@ -17,11 +17,11 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon/statuspage"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
-	"github.com/tierd/tierd/statuspage"
 )
 
 func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int {
