@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -116,8 +117,10 @@ func TestParsePartitionMetadata(t *testing.T) {
 }
 
 // TestListSegmentDir: live .log files come back by base offset (not by
-// name order of other files), not-live .log files apart, a .deleted file
-// of any kind is noticed, and other names and directories are ignored.
+// name order of other files), symlinked ones as their targets, not-live
+// .log files apart, a .deleted file of any kind is noticed, other names
+// are ignored, and a live segment name that is not a regular file is an
+// error.
 func TestListSegmentDir(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"00000000000000000412.log", "00000000000000000000.log", "00000000000000000206.log",
@@ -127,7 +130,7 @@ func TestListSegmentDir(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(dir, "00000000000000000500.log"), 0o755); err != nil {
+	if err := os.Symlink(filepath.Join(dir, "00000000000000000412.log"), filepath.Join(dir, "00000000000000000600.log")); err != nil {
 		t.Fatal(err)
 	}
 	d, err := ListSegmentDir(dir)
@@ -141,10 +144,29 @@ func TestListSegmentDir(t *testing.T) {
 			t.Errorf("%s: size %d, path %s", f.Name, f.Info.Size(), f.Path(dir))
 		}
 	}
-	if fmt.Sprint(bases) != "[0 206 412]" || len(d.NotLive) != 1 || d.NotLive[0].Pending != SwapSuffix || !d.Deleted {
+	if last := d.Segments[len(d.Segments)-1]; last.Info.Size() != int64(len("00000000000000000412.log")) {
+		t.Errorf("a symlink to a segment file counts as its target: size %d", last.Info.Size())
+	}
+	if fmt.Sprint(bases) != "[0 206 412 600]" || len(d.NotLive) != 1 || d.NotLive[0].Pending != SwapSuffix || !d.Deleted {
 		t.Fatalf("listing %v, not live %+v, deleted %v", bases, d.NotLive, d.Deleted)
 	}
 	if _, err := ListSegmentDir(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("missing dir: %v", err)
+	}
+	// A live segment name that is not a regular file refuses the whole
+	// directory: it would move the active segment and the rolled ones' ends.
+	for name, make := range map[string]func(string) error{
+		"a directory":              func(p string) error { return os.Mkdir(p, 0o755) },
+		"a dangling symlink":       func(p string) error { return os.Symlink(filepath.Join(dir, "nothing"), p) },
+		"a symlink to a directory": func(p string) error { return os.Symlink(t.TempDir(), p) },
+	} {
+		p := filepath.Join(dir, "00000000000000009999.log")
+		if err := make(p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ListSegmentDir(dir); !errors.Is(err, ErrNotSegmentFile) || !strings.Contains(err.Error(), p) {
+			t.Errorf("%s named like a segment: %v, want ErrNotSegmentFile naming it", name, err)
+		}
+		os.Remove(p)
 	}
 }

@@ -2,6 +2,7 @@ package kafkalog
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,10 +37,19 @@ type SegmentDir struct {
 	Deleted bool
 }
 
-// ListSegmentDir lists a partition directory once. A file that vanishes
-// between the listing and its stat is left out (a broker deleting under
-// us); directories are ignored. Errors: the directory's, from os.ReadDir,
-// and any stat error other than fs.ErrNotExist.
+// ErrNotSegmentFile: a live ".log" name in a partition directory that is
+// not a regular file (a directory, a device, a dangling symlink or one to a
+// directory). Such an entry would shift which segment is the active one
+// and where each rolled segment ends, so the directory is refused rather
+// than listed around it.
+var ErrNotSegmentFile = errors.New("kafkalog: a segment name that is not a regular file")
+
+// ListSegmentDir lists a partition directory once. A symlink to a regular
+// file counts as that file (its size and identity are the target's). A
+// file that vanishes between the listing and its stat is left out (a
+// broker deleting under us). Errors: the directory's, from os.ReadDir;
+// ErrNotSegmentFile (wrapped, naming the entry) for a live ".log" name
+// that is not a regular file; any other stat error but fs.ErrNotExist.
 func ListSegmentDir(dir string) (SegmentDir, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -48,19 +58,30 @@ func ListSegmentDir(dir string) (SegmentDir, error) {
 	var d SegmentDir
 	for _, e := range ents {
 		f, ok := ParseFileName(e.Name())
-		if !ok || e.IsDir() {
+		if !ok {
 			continue
 		}
 		d.Deleted = d.Deleted || f.Pending == DeletedSuffix
-		if f.Suffix != LogSuffix {
+		if f.Suffix != LogSuffix || (!f.Live && e.IsDir()) {
 			continue
 		}
 		info, err := e.Info()
+		if err == nil && info.Mode()&fs.ModeSymlink != 0 {
+			info, err = os.Stat(filepath.Join(dir, e.Name()))
+			if errors.Is(err, fs.ErrNotExist) {
+				if _, lerr := os.Lstat(filepath.Join(dir, e.Name())); lerr == nil {
+					err = fmt.Errorf("%w: %s is a symlink to nothing", ErrNotSegmentFile, filepath.Join(dir, e.Name()))
+				}
+			}
+		}
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
 		}
 		if err != nil {
 			return SegmentDir{}, err
+		}
+		if f.Live && !info.Mode().IsRegular() {
+			return SegmentDir{}, fmt.Errorf("%w: %s (%s)", ErrNotSegmentFile, filepath.Join(dir, e.Name()), info.Mode().Type())
 		}
 		lf := LogFile{SegmentFile: f, Name: e.Name(), Info: info}
 		if f.Live {
