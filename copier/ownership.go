@@ -27,13 +27,13 @@ type owner interface {
 	release(ctx context.Context)
 }
 
-// partitionReporter is how an owner says why a partition waits or is
-// held: the copier's status (wait, hold) and its log-once set (once).
+// partitionReporter is how an owner (and the whole-partition deletions)
+// says why a partition waits or is held: the copier's status (wait, hold)
+// and its log-once set (once).
 type partitionReporter interface {
 	wait(tp remotelog.TopicPartition, reason remotelog.WaitReason, detail string)
 	hold(tp remotelog.TopicPartition, reason, detail string) error
 	once(key string) bool
-	forget(prefix string)
 }
 
 // ownerDeps are what both owners are built from.
