@@ -114,13 +114,14 @@ func (r *crashRig) checkCopy(ctx context.Context, s *tierdpb.SegmentMetadata) (*
 // checkNoOrphans lists the whole bucket and reports (as test errors) every
 // object that belongs to no live copy (live: segment ids, as
 // SegmentMetadata.SegmentId spells them) and is not a partition's
-// ownership lease or an instance heartbeat, and every incomplete
+// ownership lease, its leader-epoch fence or an instance heartbeat, and
+// every incomplete
 // multipart upload. It returns how many it found.
 func (r *crashRig) checkNoOrphans(ctx context.Context, live map[string]bool) int {
 	r.t.Helper()
 	n := 0
 	err := r.direct.Iter(ctx, "", func(k string) error {
-		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
+		if _, id, _, ok := rsm.ParseKey(k); (!ok && path.Base(k) != rsm.OwnerObject && path.Base(k) != rsm.FenceObject && !rsm.IsHeartbeatKey(k)) || (ok && !live[id.String()]) {
 			r.t.Errorf("orphan object %s", k)
 			n++
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/minio"
+	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 	"google.golang.org/protobuf/proto"
 )
@@ -238,4 +239,63 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// newCrashRig starts MinIO with a bucket named topic, builds tierd and
+// writes its config (TestCrash's retention, the rig's partition topic-0
+// under logs/; extra, when not empty, is appended as top-level sections),
+// opens the partition with the embedded log and dials the daemon's read
+// API and admin socket. The test's clean-up closes them.
+func newCrashRig(t *testing.T, topic, extra string) *crashRig {
+	t.Helper()
+	srv := rsmtest.StartMinIO(t)
+	srv.CreateBucket(t, topic)
+	root := t.TempDir()
+	r := &crashRig{t: t, root: root, topic: topic, bin: buildTierd(t, root), addr: freePort(t)}
+	mcfg := minio.DefaultConfig()
+	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure, mcfg.PartSize = srv.Endpoint, topic, true, 5<<20
+	var err error
+	if r.direct, err = minio.New(mcfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r.mgr, err = rsm.NewManager(r.direct, rsm.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	r.cfg = filepath.Join(root, "tierd.yaml")
+	if err := os.WriteFile(r.cfg, []byte(fmt.Sprintf(`copier:
+  log_dirs: [%s]
+  broker_id: 1
+  remote.log.manager.task.interval.ms: 20
+  copy_timeout: 20s
+  file.delete.delay.ms: 0
+  remote.log.delete.delay.ms: 0
+  log.local.retention.ms: 0
+  log.retention.ms: -1
+  log.retention.bytes: %d
+  initial_retention_delay: 0s
+bucket:
+  type: minio
+  minio: {endpoint: http://%s, bucket: %s, part_size: 5242880, part_concurrency: 1}
+metadata: {dir: %s}
+fetch: {listen: %s}
+http: {listen: ""}
+%s`, filepath.Join(root, "logs"), crashRetentionBytes, srv.Endpoint, topic, filepath.Join(root, "meta"), r.addr, extra)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r.client, err = fetch.Dial(r.addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.client.Close() })
+	// The Admin service is on the admin socket (no tokens, no mtls).
+	if r.admin, err = fetch.Dial("unix://" + filepath.Join(root, "meta", "admin", "tierd.sock")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.admin.Close() })
+	scfg := seglog.DefaultConfig()
+	scfg.SegmentBytes = 64 << 20
+	if r.log, err = seglog.Open(filepath.Join(root, "logs", topic+"-0"), scfg, seglog.WithRemote(r.client.Partition(topic, 0))); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.log.Close() })
+	return r
 }

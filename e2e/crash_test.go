@@ -13,12 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
 )
 
@@ -29,7 +26,9 @@ import (
 // gets what makes the step come up first (prepare): copies that breach
 // retention.bytes for remote retention's steps, a partition of its own
 // to delete for a partition deletion's, no lease object for
-// lease.created. Every start copies the segment its round rolled (and
+// lease.created, a lease left to expire by another tierd for the takeover
+// (lease.taken, then lease.reconciled once the taker has brought its rows
+// in line with the bucket). Every start copies the segment its round rolled (and
 // local retention then deletes it locally), writes its instance
 // heartbeat (released by the last clean stop) and renews the lease it
 // finds.
@@ -37,7 +36,7 @@ var crashPoints = []string{
 	"copy.started", "copy.uploaded", "copy.finished",
 	"local.offset-saved", "local.renamed",
 	"remote.offset-saved", "remote.delete-started", "remote.objects-deleted",
-	"lease.created", "lease.renewed", "lease.heartbeat",
+	"lease.created", "lease.renewed", "lease.heartbeat", "lease.taken", "lease.reconciled",
 	"partition-delete.started", "partition-delete.first-copy", "partition-delete.objects-deleted",
 }
 
@@ -54,6 +53,8 @@ func (r *crashRig) prepare(name string, nth, round int) func() {
 		return r.prepareRetention(nth)
 	case strings.HasPrefix(name, "partition-delete."):
 		r.prepareGone(fmt.Sprintf("gone%d", round))
+	case name == "lease.taken" || name == "lease.reconciled":
+		r.prepareTakeover()
 	case name == "lease.created":
 		// The lease object lost (a lifecycle rule, an operator): the
 		// start creates it again.
@@ -63,6 +64,29 @@ func (r *crashRig) prepare(name string, nth, round int) func() {
 		}
 	}
 	return nil
+}
+
+// prepareTakeover leaves the partition's lease as another tierd (broker
+// id 2) that stopped renewing it an hour ago would: with the default
+// ownership lease of 15 minutes, the next start takes it over and
+// reconciles.
+func (r *crashRig) prepareTakeover() {
+	r.t.Helper()
+	ctx := context.Background()
+	tp := remotelog.TopicPartition{Topic: r.topic, Partition: 0}
+	cur, ok, err := r.mgr.ReadLease(ctx, tp)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	other := rsm.Owner{BrokerID: 2, InstanceID: "crash-other", RenewedMs: time.Now().Add(-time.Hour).UnixMilli()}
+	if ok {
+		_, err = r.mgr.ReplaceLease(ctx, tp, cur, other)
+	} else {
+		_, err = r.mgr.CreateLease(ctx, tp, other)
+	}
+	if err != nil {
+		r.t.Fatal(err)
+	}
 }
 
 // prepareRetention makes the next start delete copies by retention.bytes:
@@ -153,53 +177,7 @@ func TestCrash(t *testing.T) {
 	if v := os.Getenv("TIERD_CRASH_ROUNDS"); v != "" {
 		rounds, _ = strconv.Atoi(v)
 	}
-	srv := rsmtest.StartMinIO(t)
-	srv.CreateBucket(t, "crash")
-	root := t.TempDir()
-	r := &crashRig{t: t, root: root, topic: "crash", bin: buildTierd(t, root), addr: freePort(t)}
-	mcfg := minio.DefaultConfig()
-	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure, mcfg.PartSize = srv.Endpoint, "crash", true, 5<<20
-	var err error
-	if r.direct, err = minio.New(mcfg, nil); err != nil {
-		t.Fatal(err)
-	}
-	if r.mgr, err = rsm.NewManager(r.direct, rsm.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	r.cfg = filepath.Join(root, "tierd.yaml")
-	os.WriteFile(r.cfg, []byte(fmt.Sprintf(`copier:
-  log_dirs: [%s]
-  broker_id: 1
-  remote.log.manager.task.interval.ms: 20
-  copy_timeout: 20s
-  file.delete.delay.ms: 0
-  remote.log.delete.delay.ms: 0
-  log.local.retention.ms: 0
-  log.retention.ms: -1
-  log.retention.bytes: %d
-  initial_retention_delay: 0s
-bucket:
-  type: minio
-  minio: {endpoint: http://%s, bucket: crash, part_size: 5242880, part_concurrency: 1}
-metadata: {dir: %s}
-fetch: {listen: %s}
-http: {listen: ""}
-`, filepath.Join(root, "logs"), crashRetentionBytes, srv.Endpoint, filepath.Join(root, "meta"), r.addr)), 0o644)
-	if r.client, err = fetch.Dial(r.addr); err != nil {
-		t.Fatal(err)
-	}
-	defer r.client.Close()
-	// The Admin service is on the admin socket (no tokens, no mtls).
-	if r.admin, err = fetch.Dial("unix://" + filepath.Join(root, "meta", "admin", "tierd.sock")); err != nil {
-		t.Fatal(err)
-	}
-	defer r.admin.Close()
-	scfg := seglog.DefaultConfig()
-	scfg.SegmentBytes = 64 << 20
-	if r.log, err = seglog.Open(filepath.Join(root, "logs", "crash-0"), scfg, seglog.WithRemote(r.client.Partition("crash", 0))); err != nil {
-		t.Fatal(err)
-	}
-	defer r.log.Close()
+	r := newCrashRig(t, "crash", "")
 	rng := rand.New(rand.NewPCG(7, uint64(rounds)))
 	var tally crashTally
 	var last *tierdpb.ListSegmentsResponse
@@ -253,7 +231,7 @@ http: {listen: ""}
 			r.gone = nil
 		}
 		if round == rounds/3 {
-			os.RemoveAll(filepath.Join(root, "meta"))
+			os.RemoveAll(filepath.Join(r.root, "meta"))
 		} else if round == 2*rounds/3 {
 			out, err := exec.Command(r.bin, "rlmm", "rebuild", "--config", r.cfg).CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "restored") {
