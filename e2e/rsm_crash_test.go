@@ -203,6 +203,34 @@ func (r *rsmCrashRig) keysOf(id remotelog.SegmentID) (objects, uploads []string)
 	return objects, uploads
 }
 
+// keptAfterRestart checks, on a restarted tierd, that copy id (finished
+// in its rows before a kill cut the broker's answer off) stays finished,
+// whole and readable once tierd serves (its start-up clean-up has run),
+// and then deletes it as the broker's deleteLogSegmentData would.
+func (r *rsmCrashRig) keptAfterRestart(id remotelog.SegmentID) {
+	r.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if code, _ := r.call(http.MethodGet, "/v1/health", nil); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("restarted tierd not healthy\n%s", r.logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // passes of the start-up clean-up, if it were to take the copy
+	if objects, _ := r.keysOf(id); len(objects) != 5 || r.rowState(id) != "COPY_SEGMENT_FINISHED" {
+		r.t.Fatalf("a copy finished before the kill, after the restart: objects %v, row %s", objects, r.rowState(id))
+	}
+	if code, body := r.call(http.MethodGet, r.copyPath(id)+"/log", nil); code != http.StatusOK || body != string(r.log) {
+		r.t.Fatalf("a copy finished before the kill reads back: %d, %d bytes", code, len(body))
+	}
+	if code, body := r.call(http.MethodDelete, r.copyPath(id), nil); code/100 != 2 {
+		r.t.Fatalf("delete: %d %s", code, body)
+	}
+}
+
 // rowState asks the running tierd for the row of copy id.
 func (r *rsmCrashRig) rowState(id remotelog.SegmentID) string {
 	code, body := r.call(http.MethodGet, "/v1/segments/orders/0", nil)
@@ -224,7 +252,10 @@ func (r *rsmCrashRig) rowState(id remotelog.SegmentID) string {
 // the middle of the .log's multipart upload), leaves objects and an
 // incomplete upload behind; restarted, it deletes them, logging the
 // proof, and marks the row DELETE_SEGMENT_FINISHED, while a copy it
-// finished stays readable.
+// finished stays readable. Killed after the row was marked finished but
+// before the broker had its answer (rsm-copy.finished), it keeps the copy
+// through the restart (the broker's own metadata decides about it: it
+// deletes it with deleteLogSegmentData), readable until then.
 func TestRSMKilledDuringCopy(t *testing.T) {
 	r := newRSMCrashRig(t)
 	r.start("")
@@ -235,7 +266,7 @@ func TestRSMKilledDuringCopy(t *testing.T) {
 	r.proc.Process.Signal(syscall.SIGTERM)
 	<-r.procDone
 
-	for _, kill := range []string{"rsm-copy.started", "rsm-copy.uploaded", "mid-upload"} {
+	for _, kill := range []string{"rsm-copy.started", "rsm-copy.uploaded", "rsm-copy.finished", "mid-upload"} {
 		t.Run(kill, func(t *testing.T) {
 			id := remotelog.NewSegmentID()
 			logKey := fmt.Sprintf("%s/orders-0/%020d-%s.log", r.brokerPrefix, 0, id)
@@ -267,7 +298,7 @@ func TestRSMKilledDuringCopy(t *testing.T) {
 			}
 			objects, uploads := r.keysOf(id)
 			switch kill {
-			case "rsm-copy.uploaded":
+			case "rsm-copy.uploaded", "rsm-copy.finished":
 				if len(objects) != 5 {
 					t.Fatalf("objects left by a kill after the upload: %v; want all five", objects)
 				}
@@ -277,6 +308,9 @@ func TestRSMKilledDuringCopy(t *testing.T) {
 				}
 			}
 			r.start("")
+			if kill == "rsm-copy.finished" {
+				r.keptAfterRestart(id)
+			}
 			deadline := time.Now().Add(60 * time.Second)
 			for {
 				objects, uploads = r.keysOf(id)
@@ -288,7 +322,7 @@ func TestRSMKilledDuringCopy(t *testing.T) {
 				}
 				time.Sleep(50 * time.Millisecond)
 			}
-			if !strings.Contains(r.logs(), "COPY_SEGMENT_STARTED when tierd started") {
+			if kill != "rsm-copy.finished" && !strings.Contains(r.logs(), "COPY_SEGMENT_STARTED when tierd started") {
 				t.Errorf("the delete's proof is not in the log")
 			}
 			if code, body := r.call(http.MethodGet, r.copyPath(kept)+"/log", nil); code != http.StatusOK || body != string(r.log) {
