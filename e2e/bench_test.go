@@ -24,7 +24,7 @@ func TestBench(t *testing.T) {
 		rsmtest.StartMinIO(t) // skips, or fails under CI, with the reason
 	}
 	dir := t.TempDir()
-	bin := buildTierd(t, dir)
+	bin := buildTierd(t)
 	// The plugin cases need a JDK: with one, the plugin and its driver
 	// are built into ../bin and the cases run; without, they are skipped
 	// with a note, and the rest of the run goes on.

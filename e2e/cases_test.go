@@ -104,6 +104,7 @@ func firstBatch(t *testing.T, data []byte) batch.Batch {
 // only the entries go up, and a timestamp between entries scans to the
 // right offset.
 func TestCasePreallocatedTimeIndex(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	os.MkdirAll(w.dir, 0o755)
 	var log []byte
@@ -149,6 +150,7 @@ func TestCasePreallocatedTimeIndex(t *testing.T) {
 // with a compressed 10-record batch; reads inside gaps and inside the
 // compressed batch return whole batches, locally and remotely.
 func TestCaseGapsAndCompressedBothTiers(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	os.MkdirAll(w.dir, 0o755)
 	var seg0 []byte
@@ -270,6 +272,7 @@ func TestCaseFetchDuringLocalDeletion(t *testing.T) {
 // Case 13: an offset-by-timestamp query while the matching segment moves
 // from local to remote gives the right offset at every step.
 func TestCaseTimestampDuringMove(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	l := w.open()
 	for i := int64(0); i < 20; i++ {
@@ -325,6 +328,7 @@ func ptr(v int64) *int64 { return &v }
 // A reader through the embedded log moves past a tiered tail whose last
 // offsets were compacted away: Read returns the next local batch.
 func TestCaseEmptyTieredTail(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	os.MkdirAll(w.dir, 0o755)
 	var seg0 []byte

@@ -162,7 +162,7 @@ func TestCrashRemoteCompaction(t *testing.T) {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "ccrash")
 	root := t.TempDir()
-	r := &compactRig{crashRig: crashRig{t: t, root: root, topic: compactTopic, bin: buildTierd(t, root), addr: freePort(t)},
+	r := &compactRig{crashRig: crashRig{t: t, root: root, topic: compactTopic, bin: buildTierd(t), addr: freePort(t)},
 		written: map[int64][]byte{}, keys: map[int64]string{}, model: map[string][]byte{}}
 	mcfg := minio.DefaultConfig()
 	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure = srv.Endpoint, "ccrash", true

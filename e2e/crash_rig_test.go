@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,16 +23,44 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// buildTierd compiles cmd/tierd into dir.
-func buildTierd(t *testing.T, dir string) string {
+// tierdBuild is the one tierd binary the package's tests run, built on
+// first use into a directory TestMain removes.
+var tierdBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// buildTierd returns the path of tierd built from ./cmd/tierd (once per
+// test process; tests in parallel share it), failing the test when the
+// build fails.
+func buildTierd(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(dir, "tierd")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/tierd")
-	cmd.Dir = ".."
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build tierd: %v\n%s", err, out)
+	b := &tierdBuild
+	b.once.Do(func() {
+		if b.dir, b.err = os.MkdirTemp("", "tierd-e2e-bin-"); b.err != nil {
+			return
+		}
+		b.bin = filepath.Join(b.dir, "tierd")
+		cmd := exec.Command("go", "build", "-o", b.bin, "./cmd/tierd")
+		cmd.Dir = ".."
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("build tierd: %v\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return bin
+	return b.bin
+}
+
+// TestMain runs the tests and removes the tierd binary they built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tierdBuild.dir != "" {
+		os.RemoveAll(tierdBuild.dir)
+	}
+	os.Exit(code)
 }
 
 func freePort(t *testing.T) string {
@@ -251,7 +280,7 @@ func newCrashRig(t *testing.T, topic, extra string) *crashRig {
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, topic)
 	root := t.TempDir()
-	r := &crashRig{t: t, root: root, topic: topic, bin: buildTierd(t, root), addr: freePort(t)}
+	r := &crashRig{t: t, root: root, topic: topic, bin: buildTierd(t), addr: freePort(t)}
 	mcfg := minio.DefaultConfig()
 	mcfg.Endpoint, mcfg.Bucket, mcfg.Insecure, mcfg.PartSize = srv.Endpoint, topic, true, 5<<20
 	var err error

@@ -17,6 +17,7 @@ import (
 // added to the code without a kill aimed at it would otherwise go
 // unproven.
 func TestEveryCrashPointIsAimedAt(t *testing.T) {
+	t.Parallel()
 	hitLit := regexp.MustCompile(`crashpoint\.Hit\("([^"]+)"\)`)
 	hitConst := regexp.MustCompile(`crashpoint\.Hit\((Crash\w+)\)`)
 	constDef := regexp.MustCompile(`(Crash\w+)\s*=\s*"([^"]+)"`)

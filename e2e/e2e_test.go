@@ -103,6 +103,7 @@ func (w *world) checkBucket() {
 }
 
 func TestTieringOverMinIO(t *testing.T) {
+	t.Parallel()
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "tierd-e2e")
 	mcfg := minio.DefaultConfig()

@@ -130,6 +130,7 @@ func (w *faultWorld) checkNoOrphans(tps ...remotelog.TopicPartition) {
 // deadline, the upload is aborted, other partitions keep tiering, and the
 // next attempt succeeds.
 func TestStalledMultipartUpload(t *testing.T) {
+	t.Parallel()
 	w := newFaultWorld(t, "stall", 3)
 	w.writeLog("big-0", 14, 900_000, 14) // one 12.6 MB segment: 3 parts of 5 MiB
 	w.writeLog("small-0", 40, 100, 10)   // four small segments
@@ -180,6 +181,7 @@ func TestStalledMultipartUpload(t *testing.T) {
 // SlowDown on every PUT. Segments 1-5 finish, every object has a row, and
 // the next pass resumes at the 6th.
 func TestSlowDownOnSixthSegment(t *testing.T) {
+	t.Parallel()
 	w := newFaultWorld(t, "slowdown", 2)
 	w.writeLog("ten-0", 100, 200, 10)
 	sixth := fmt.Sprintf("/%020d-", 50)

@@ -18,6 +18,7 @@ import (
 // old offsets keep working over gRPC, tiering continues in the new log
 // dir, and nothing is journaled.
 func TestCaseMoveBetweenLogDirs(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	second := t.TempDir()
 	l := w.open()

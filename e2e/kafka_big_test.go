@@ -63,6 +63,7 @@ func checkBig(c crec, want, base int64) error {
 // s@TS) inside a tiered segment; the last 10 records (-o -10); and from the
 // end (-o end) while new records are appended.
 func TestKafkaKcatBigTieredPartition(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "kafka-big")

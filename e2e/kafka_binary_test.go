@@ -27,9 +27,10 @@ import (
 // remote copies and the active segment; /metrics then shows the
 // listener's per-API metrics for what kcat asked.
 func TestKafkaTierdRunBinary(t *testing.T) {
+	t.Parallel()
 	kcat := needKcat(t)
 	root := t.TempDir()
-	bin := buildTierd(t, root)
+	bin := buildTierd(t)
 	kafkaAddr, httpAddr := freePort(t), freePort(t)
 	cfg := filepath.Join(root, "tierd.yaml")
 	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:

@@ -69,6 +69,7 @@ func codecLog(t *testing.T, dir string, cfg seglog.Config, created int64, now ti
 // record exactly as written, LogAppendTime records with their batch's
 // append time.
 func TestKafkaCodecsThroughListener(t *testing.T) {
+	t.Parallel()
 	w := newKWorld(t)
 	created := time.Now().Add(-time.Hour).UnixMilli()
 	now := time.Now().Add(-30 * time.Minute).Truncate(time.Millisecond)
@@ -126,6 +127,7 @@ func TestKafkaCodecsThroughListener(t *testing.T) {
 // segment) and keeps every segment of the LogAppendTime partition, whose
 // max timestamps (the copier's retention evidence) are the append times.
 func TestLogAppendTimeRetention(t *testing.T) {
+	t.Parallel()
 	w := newKWorld(t)
 	created := time.Now().Add(-30 * 24 * time.Hour).UnixMilli()
 	now := time.Now().Add(-time.Minute)

@@ -366,9 +366,10 @@ func checkDump(d []dumpEntry, entries []fentry) error {
 // the batch scanner decodes the files, whose entries "tierd dump" prints
 // alike; Metadata lists exactly the live partition directories.
 func TestKafkaFixturesThroughTierd(t *testing.T) {
+	t.Parallel()
 	root := testfixtures.Dir(t)
 	start := time.Now()
-	bin := buildTierd(t, t.TempDir())
+	bin := buildTierd(t)
 	t.Logf("built tierd in %v", time.Since(start))
 	sets := loadFixtureSets(t, root)
 	derived, cuts := deriveFixtures(t, root)

@@ -280,6 +280,7 @@ func scanCompacted(t *testing.T, w *kworld, h *cleanedHistory, want []batch.Reco
 // Every scan gets each offset once, in order, and the history's key ->
 // latest value map.
 func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
+	t.Parallel()
 	srv := rsmtest.StartMinIO(t)
 	srv.CreateBucket(t, "tiercompact")
 	mcfg := minio.DefaultConfig()

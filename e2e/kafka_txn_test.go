@@ -125,6 +125,7 @@ func writeTxnLog(t *testing.T, dir string) *txnLog {
 // ReadCommitted) get exactly the plain and committed records, and
 // read_uncommitted clients every data record; none gets a control record.
 func TestKafkaReadCommittedAcrossTiers(t *testing.T) {
+	t.Parallel()
 	w := newKWorld(t)
 	tl := writeTxnLog(t, filepath.Join(w.logDir, "txn-0"))
 	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
@@ -202,6 +203,7 @@ func TestKafkaReadCommittedAcrossTiers(t *testing.T) {
 // stored, and rebuilds the key -> latest value map exactly: tombstoned keys
 // absent.
 func TestKafkaCompactedScanAcrossTiers(t *testing.T) {
+	t.Parallel()
 	w := newKWorld(t)
 	cl := writeCompactedLog(t, filepath.Join(w.logDir, "scan-0"))
 	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
@@ -261,6 +263,7 @@ func TestKafkaCompactedScanAcrossTiers(t *testing.T) {
 // defaults, reads the compacted partition, its cleaned part tiered and
 // deleted locally, from the oldest offset to the end, record by record.
 func TestKafkaSaramaTieredPartition(t *testing.T) {
+	t.Parallel()
 	w := newKWorld(t)
 	cl := writeCompactedLog(t, filepath.Join(w.logDir, "scan-0"))
 	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})

@@ -18,6 +18,7 @@ import (
 // files go by local retention, and the fetch server returns every offset's
 // batch byte for byte and nothing of the zeros.
 func TestCasePreallocatedLogTail(t *testing.T) {
+	t.Parallel()
 	w := newLocal(t)
 	os.MkdirAll(w.dir, 0o755)
 	var log []byte

@@ -73,7 +73,7 @@ func bigLog(t *testing.T, reps int) ([]byte, int64) {
 
 func newRSMCrashRig(t *testing.T, rsmExtra ...string) *rsmCrashRig {
 	root := t.TempDir()
-	r := &rsmCrashRig{t: t, root: root, bin: buildTierd(t, root), rsmAddr: freePort(t), bucket: "rsmcrash", brokerPrefix: "p/_kafka-rsm"}
+	r := &rsmCrashRig{t: t, root: root, bin: buildTierd(t), rsmAddr: freePort(t), bucket: "rsmcrash", brokerPrefix: "p/_kafka-rsm"}
 	r.srv = rsmtest.StartMinIO(t)
 	r.srv.CreateBucket(t, r.bucket)
 	r.proxy = rsmtest.StartFaultProxy(t, r.srv.Endpoint)

@@ -93,6 +93,7 @@ func (r *rsmCrashRig) partition(t *testing.T, fixture, name string) string {
 // copy (retriable, and nothing left after the broker's delete of the
 // attempt); a corrupt segment (an error naming the byte, nothing stored).
 func TestPluginAgainstTierd(t *testing.T) {
+	t.Parallel()
 	buildDriver(t)
 	r := newRSMCrashRig(t, "  max_concurrent_copies: 32\n")
 	consumer := r.partition(t, "ldi-kafka370-kraft/__consumer_offsets-6", "orders-1")

@@ -96,6 +96,7 @@ func (r *rsmCrashRig) txnPartition(t *testing.T, name string) (string, int) {
 // copy the plugin is waiting for: the plugin gets an error, and after the
 // restart the broker's delete of that attempt leaves nothing in the bucket.
 func TestPluginTransactionsAndKill(t *testing.T) {
+	t.Parallel()
 	buildDriver(t)
 	r := newRSMCrashRig(t)
 	txnDir, withTxn := r.txnPartition(t, "orders-5")

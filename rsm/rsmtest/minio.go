@@ -29,8 +29,13 @@ func FindMinIO() string { return minioproc.Find() }
 
 // StartMinIO starts a MinIO server for the test and stops it at cleanup.
 // Without a minio binary the test is skipped, or fails when $CI is set.
-// It sets AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for the test, so the
-// tests using it cannot run in parallel.
+// Every server it starts has the same root credentials (AccessKey,
+// SecretKey), which it sets as AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY
+// in the process's environment, for good, over what the process started
+// with (clients and tierd subprocesses find them there), so tests using it
+// may run in parallel. A test that wants other credentials, or none, sets
+// them with t.Setenv (ClearCredentials, CheckCases): those stay as the
+// test set them, and t.Setenv restores the servers' after it.
 func StartMinIO(t testing.TB) *MinIOServer { return startMinIO(t, nil) }
 
 // StartMinIOTLS is StartMinIO serving HTTPS with a new self-signed
@@ -52,6 +57,24 @@ func skipWithoutMinIO(t testing.TB) {
 	}
 }
 
+// envVar is one environment variable as read: its value, and whether it
+// was set at all.
+type envVar struct {
+	value string
+	set   bool
+}
+
+// startEnv is the credentials' variables as the process started with
+// them: startMinIO replaces them, but not what a test set instead.
+var startEnv = func() map[string]envVar {
+	m := map[string]envVar{}
+	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"} {
+		v, ok := os.LookupEnv(k)
+		m[k] = envVar{v, ok}
+	}
+	return m
+}()
+
 func startMinIO(t testing.TB, cert *TestCert) *MinIOServer {
 	t.Helper()
 	skipWithoutMinIO(t)
@@ -66,9 +89,11 @@ func startMinIO(t testing.TB, cert *TestCert) *MinIOServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	if t, ok := t.(*testing.T); ok {
-		t.Setenv("AWS_ACCESS_KEY_ID", AccessKey)
-		t.Setenv("AWS_SECRET_ACCESS_KEY", SecretKey)
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": AccessKey, "AWS_SECRET_ACCESS_KEY": SecretKey} {
+		cur, set := os.LookupEnv(k)
+		if (envVar{cur, set}) == startEnv[k] {
+			os.Setenv(k, v)
+		}
 	}
 	return &MinIOServer{Endpoint: srv.Endpoint, Cert: cert, srv: srv}
 }
