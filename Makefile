@@ -47,8 +47,7 @@ vet:
 # the import layers, tierd.yaml and its generated reference; no MinIO, no
 # daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/
-	$(GO) test -count=1 -run '^TestPlanCompaction$$' ./copier/
+	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/
 
 # config-reference: rewrite docs/configuration-reference.md from the code
 # (config's TestReference fails while the checked-in file is not current).
