@@ -43,7 +43,7 @@ vet:
 
 # check: the fast path, before "make test": vet, gofmt, and the unit tests
 # of the pure packages (the Kafka formats, the ACL rules, the retention
-# planner, the delete protocol on fakes, the remote compaction planner,
+# planner, the delete protocol and remote compaction on fakes,
 # the import layers, tierd.yaml and its generated reference; no MinIO, no
 # daemon), in a minute or so.
 check: vet
