@@ -43,12 +43,11 @@ vet:
 
 # check: the fast path, before "make test": vet, gofmt, and the unit tests
 # of the pure packages (the Kafka formats, the ACL rules, the retention
-# planner, the delete protocol on fakes, the remote compaction planner,
+# planner, the delete protocol and remote compaction on fakes,
 # the import layers, tierd.yaml and its generated reference; no MinIO, no
 # daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/
-	$(GO) test -count=1 -run '^TestPlanCompaction$$' ./copier/
+	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/
 
 # config-reference: rewrite docs/configuration-reference.md from the code
 # (config's TestReference fails while the checked-in file is not current).

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/tierd/tierd/copier/remotecompact"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -62,7 +63,7 @@ func (c *Copier) coverHolds(ctx context.Context, p *partition, cover []remotelog
 		if err != nil {
 			return false, fmt.Errorf("read copy %s to compare with segment %d: %w", r.ID, s.base, err)
 		}
-		err = eachEntry(d.Log, r, func(raw []byte) error {
+		err = remotecompact.EachEntry(d.Log, r, func(raw []byte) error {
 			recs, err := batch.Records(raw, codec.Kafka)
 			for _, rec := range recs {
 				held[rec.Offset] = digest(rec)
@@ -75,7 +76,7 @@ func (c *Copier) coverHolds(ctx context.Context, p *partition, cover []remotelog
 		}
 	}
 	missing := int64(-1)
-	err := eachEntry(s.path, remotelog.SegmentMetadata{StartOffset: s.base, EndOffset: s.end}, func(raw []byte) error {
+	err := remotecompact.EachEntry(s.path, remotelog.SegmentMetadata{StartOffset: s.base, EndOffset: s.end}, func(raw []byte) error {
 		recs, err := batch.Records(raw, codec.Kafka)
 		for _, rec := range recs {
 			if d, ok := held[rec.Offset]; (!ok || d != digest(rec)) && missing < 0 {
@@ -156,7 +157,7 @@ func (c *Copier) dropsDeletes(ctx context.Context, p *partition, fin []remotelog
 		return 0, false, nil
 	}
 	local := map[int64]bool{}
-	err := eachEntry(s.path, remotelog.SegmentMetadata{StartOffset: s.base, EndOffset: s.end}, func(raw []byte) error {
+	err := remotecompact.EachEntry(s.path, remotelog.SegmentMetadata{StartOffset: s.base, EndOffset: s.end}, func(raw []byte) error {
 		recs, err := batch.Records(raw, codec.Kafka)
 		for _, rec := range recs {
 			local[rec.Offset] = true
@@ -182,7 +183,7 @@ func (c *Copier) dropsDeletes(ctx context.Context, p *partition, fin []remotelog
 		if err != nil {
 			return 0, false, fmt.Errorf("read copy %s to compare with segment %d: %w", r.ID, s.base, err)
 		}
-		err = eachEntry(d.Log, r, func(raw []byte) error {
+		err = remotecompact.EachEntry(d.Log, r, func(raw []byte) error {
 			h, err := batch.ParseHeader(raw, 0)
 			if err != nil {
 				return err

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/remotecompact"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/partlabels"
@@ -98,8 +99,8 @@ type Copier struct {
 	reg   prometheus.Registerer
 	now   func() time.Time
 	m     *metrics
-	rc    *compactMetrics // remote compaction (remotecompact.go)
-	mu    sync.Mutex      // one pass at a time
+	rc    *remotecompact.Compactor // remote compaction (remotecompact.go)
+	mu    sync.Mutex               // one pass at a time
 
 	stateMu     sync.Mutex // guards the maps below
 	warns       map[string]bool
@@ -149,7 +150,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.m.dirAvailable.WithLabelValues(d)
 		c.m.dirBrokerOwned.WithLabelValues(d)
 	}
-	c.rc = newCompactMetrics(c.reg)
+	c.rc = c.newCompactor()
 	c.own = c.newOwner()
 	c.initStatus()
 	c.initDynamic()

@@ -31,15 +31,15 @@
 //	                                                            offset range (so a damaged copy goes once its
 //	                                                            segment was copied again), its objects checked
 //	                                                            present in the bucket right before
-//	remote: a copy merged by remote   deleteMerged              the merged copy naming it (compactionOf) is
-//	  compaction                                                FINISHED, undamaged, newer and covers its whole
+//	remote: a copy merged by remote   remotecompact:            the merged copy naming it (compactionOf) is
+//	  compaction                        deleteMerged            FINISHED, undamaged, newer and covers its whole
 //	                                                            range, so Supersede no longer keeps it, and its
 //	                                                            objects are checked present right before (logged:
 //	                                                            "superseded by copy <id> COPY_SEGMENT_FINISHED
 //	                                                            covering [a, b]"); after a crash, remoteRetention
 //	                                                            deletes it on the same proof
-//	remote: a damaged merged copy     dropLostMerges            finished and marked damaged (objects missing),
-//	                                                            and every copy it names (compactionOf) is
+//	remote: a damaged merged copy     remotecompact:            finished and marked damaged (objects missing),
+//	                                    dropLostMerges          and every copy it names (compactionOf) is
 //	                                                            finished, undamaged and checked present right
 //	                                                            before: it holds nothing they do not
 //	remote: this tierd's failed or    copyOne, upload,          the attempt is this tierd's own (a row it wrote,
@@ -181,7 +181,7 @@
 // the incomplete multipart uploads of the copies it deleted, with one
 // listing of the partition's uploads (rsm.AbortUploads), and only those
 // whose key names one of those copies' segment ids: the copy's own proof
-// covers them. A copy that failed or was cut off (copyOne, failedMerge)
+// covers them. A copy that failed or was cut off (copyOne, remotecompact's failedMerge)
 // and a dead copy (deleter.CleanupUnfinished) have theirs aborted instead by each
 // of the copy's seven keys exactly (rsm.AbortUploadsOf), before the row
 // reaches DELETE_SEGMENT_FINISHED: MinIO's listings of a prefix or of the
@@ -205,8 +205,14 @@
 // partition merges, after retention, one run of adjacent remote copies
 // into one copy re-compacted by Kafka's log cleaner rules (package
 // internal/kafkalog/compact), so that the remote tier does not keep
-// every dead version of a key (remotecompact.go, remotecompact_plan.go,
-// remotecompact_build.go; settings in RemoteCompaction):
+// every dead version of a key. Package remotecompact holds it: the pure
+// planner (Plan, with its table tests), the merge (buildMerged) and the
+// workflow (Compactor, with its metrics), on its own narrow Store,
+// Bucket and Deleter. The copier builds one Compactor in New
+// (newCompactor: its store, bucket, delete protocol and copy upload) and
+// calls it at the end of each partition's pass (remoteCompact, which
+// hands it the partition and the topic's settings: RemoteCompaction, the
+// topic's entry, the cluster's topic configs; remotecompact_config.go):
 //
 //	read the run's copies by key, checked against their manifests
 //	COPY_SEGMENT_STARTED   new segment id, range [first start, last end]   crash point compact.started

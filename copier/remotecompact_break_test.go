@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tierd/tierd/copier/remotecompact"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -42,7 +43,7 @@ func TestRemoteCompactionKeepsOldCopiesWhenTheMergedOneIsLost(t *testing.T) {
 	}
 	r.now = r.now.Add(time.Second)
 	fs.fail = true
-	if _, err := r.c.Sync(context.Background()); !errors.Is(err, errRemoteCompaction) {
+	if _, err := r.c.Sync(context.Background()); !errors.Is(err, remotecompact.ErrCompaction) {
 		t.Fatalf("pass with the injected crash: %v", err)
 	}
 	fs.fail = false

@@ -1,15 +1,15 @@
 package copier
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/remotecompact"
 )
 
-// RemoteCompaction configures remote compaction (remotecompact.go): the
+// RemoteCompaction configures remote compaction (package remotecompact): the
 // merging of adjacent remote copies of a compacted topic's partition into
 // one re-compacted copy. The three settings carry the names of Kafka's
 // topic configs they stand for; a topic's own value, set in the Kafka
@@ -47,11 +47,10 @@ func DefaultRemoteCompaction() RemoteCompaction {
 
 // Kafka's names of the topic configs remote compaction reads.
 const (
-	cfgSegmentBytes        = "segment.bytes"
-	cfgMinCleanableRatio   = "min.cleanable.dirty.ratio"
-	cfgDeleteRetentionMs   = "delete.retention.ms"
-	minSegmentBytes        = 14 // Kafka's smallest segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0)
-	maxRemoteCompactionGap = math.MaxInt32
+	cfgSegmentBytes      = "segment.bytes"
+	cfgMinCleanableRatio = "min.cleanable.dirty.ratio"
+	cfgDeleteRetentionMs = "delete.retention.ms"
+	minSegmentBytes      = 14 // Kafka's smallest segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0)
 )
 
 // validate reports every problem of the settings (none when off).
@@ -72,55 +71,41 @@ func (rc RemoteCompaction) validate() []error {
 	return errs
 }
 
-// compactionSettings are one topic's resolved remote compaction settings.
-type compactionSettings struct {
-	segmentBytes      int64
-	dirtyRatio        float64
-	deleteRetentionMs int64
-}
-
-// compactionFor resolves a topic's settings for a pass (see
-// Config.compaction).
-func (c *Copier) compactionFor(topic string) compactionSettings {
-	s, _ := c.cfg.compaction(topic, c.clusterConfigs(topic))
-	return s
-}
-
 // compaction resolves a topic's remote compaction settings as the other
 // topic settings are: copier.remote_compaction's values, then the topic's
 // entry in copier.topics, then each value the cluster has set for the
 // topic (not Kafka's built-in default), when it parses and is in range.
 // from names each value's source by its topic config name.
-func (c Config) compaction(topic string, configs map[string]cluster.ConfigValue) (s compactionSettings, from map[string]string) {
+func (c Config) compaction(topic string, configs map[string]cluster.ConfigValue) (s remotecompact.Settings, from map[string]string) {
 	rc := c.RemoteCompaction
-	s = compactionSettings{segmentBytes: rc.SegmentBytes, dirtyRatio: rc.MinCleanableDirtyRatio, deleteRetentionMs: rc.DeleteRetentionMs}
+	s = remotecompact.Settings{SegmentBytes: rc.SegmentBytes, DirtyRatio: rc.MinCleanableDirtyRatio, DeleteRetentionMs: rc.DeleteRetentionMs}
 	from = map[string]string{cfgSegmentBytes: "copier.remote_compaction." + cfgSegmentBytes,
 		cfgMinCleanableRatio: "copier.remote_compaction." + cfgMinCleanableRatio, cfgDeleteRetentionMs: "copier.remote_compaction." + cfgDeleteRetentionMs}
 	if tc, ok := c.Topics[topic]; ok {
 		entry := "copier.topics." + topic
 		if v := tc.SegmentBytes; v != nil && *v >= minSegmentBytes && *v <= math.MaxInt32 {
-			s.segmentBytes, from[cfgSegmentBytes] = *v, entry
+			s.SegmentBytes, from[cfgSegmentBytes] = *v, entry
 		}
 		if v := tc.MinCleanableDirtyRatio; v != nil && *v >= 0 && *v <= 1 {
-			s.dirtyRatio, from[cfgMinCleanableRatio] = *v, entry
+			s.DirtyRatio, from[cfgMinCleanableRatio] = *v, entry
 		}
 		if v := tc.DeleteRetentionMs; v != nil && *v >= 0 {
-			s.deleteRetentionMs, from[cfgDeleteRetentionMs] = *v, entry
+			s.DeleteRetentionMs, from[cfgDeleteRetentionMs] = *v, entry
 		}
 	}
 	if cv, ok := setInCluster(configs, cfgSegmentBytes); ok {
 		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= minSegmentBytes && n <= math.MaxInt32 {
-			s.segmentBytes, from[cfgSegmentBytes] = n, "cluster "+cv.Source
+			s.SegmentBytes, from[cfgSegmentBytes] = n, "cluster "+cv.Source
 		}
 	}
 	if cv, ok := setInCluster(configs, cfgMinCleanableRatio); ok {
 		if f, err := strconv.ParseFloat(cv.Value, 64); err == nil && f >= 0 && f <= 1 {
-			s.dirtyRatio, from[cfgMinCleanableRatio] = f, "cluster "+cv.Source
+			s.DirtyRatio, from[cfgMinCleanableRatio] = f, "cluster "+cv.Source
 		}
 	}
 	if cv, ok := setInCluster(configs, cfgDeleteRetentionMs); ok {
 		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= 0 {
-			s.deleteRetentionMs, from[cfgDeleteRetentionMs] = n, "cluster "+cv.Source
+			s.DeleteRetentionMs, from[cfgDeleteRetentionMs] = n, "cluster "+cv.Source
 		}
 	}
 	return s, from
@@ -136,6 +121,3 @@ func (c *Copier) clusterConfigs(topic string) map[string]cluster.ConfigValue {
 	defer c.stateMu.Unlock()
 	return c.configs[topic]
 }
-
-// errRemoteCompaction marks the failures of one merge.
-var errRemoteCompaction = errors.New("copier: remote compaction")

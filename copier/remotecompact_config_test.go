@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/remotecompact"
 )
 
 // TestCompactionResolution: copier.remote_compaction, then the topic's
@@ -16,7 +17,7 @@ func TestCompactionResolution(t *testing.T) {
 	ratio, horizon, tiny := 0.1, int64(60000), int64(10)
 	c.Topics = map[string]TopicConfig{"orders": {MinCleanableDirtyRatio: &ratio, DeleteRetentionMs: &horizon, SegmentBytes: &tiny}}
 	s, from := c.compaction("orders", nil)
-	if s != (compactionSettings{segmentBytes: 2000, dirtyRatio: 0.1, deleteRetentionMs: 60000}) ||
+	if s != (remotecompact.Settings{SegmentBytes: 2000, DirtyRatio: 0.1, DeleteRetentionMs: 60000}) ||
 		from[cfgSegmentBytes] != "copier.remote_compaction.segment.bytes" || from[cfgMinCleanableRatio] != "copier.topics.orders" {
 		t.Fatalf("from the file: %+v %v", s, from)
 	}
@@ -26,11 +27,11 @@ func TestCompactionResolution(t *testing.T) {
 		cfgDeleteRetentionMs: {Value: "soon", Source: "DYNAMIC_TOPIC_CONFIG"},
 	}
 	s, from = c.compaction("orders", configs)
-	if s != (compactionSettings{segmentBytes: 4096, dirtyRatio: 0.1, deleteRetentionMs: 60000}) ||
+	if s != (remotecompact.Settings{SegmentBytes: 4096, DirtyRatio: 0.1, DeleteRetentionMs: 60000}) ||
 		from[cfgSegmentBytes] != "cluster DYNAMIC_TOPIC_CONFIG" || from[cfgDeleteRetentionMs] != "copier.topics.orders" {
 		t.Fatalf("with the cluster: %+v %v", s, from)
 	}
-	if s, _ := c.compaction("other", configs); s.dirtyRatio != 0.5 || s.deleteRetentionMs != DefaultRemoteCompaction().DeleteRetentionMs {
+	if s, _ := c.compaction("other", configs); s.DirtyRatio != 0.5 || s.DeleteRetentionMs != DefaultRemoteCompaction().DeleteRetentionMs {
 		t.Fatalf("a topic without an entry: %+v", s)
 	}
 	if err := c.Validate(); err == nil {

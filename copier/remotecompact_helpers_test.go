@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -20,6 +22,23 @@ import (
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )
+
+// compactCounter reads remote compaction's counter
+// tierd_copier_remote_compaction_<name> from the copier's registry.
+func compactCounter(t *testing.T, c *Copier, name string) float64 {
+	t.Helper()
+	mfs, err := c.reg.(prometheus.Gatherer).Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "tierd_copier_remote_compaction_"+name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric tierd_copier_remote_compaction_%s", name)
+	return 0
+}
 
 // update is one keyed record of a test history; tomb makes it a
 // tombstone.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tierd/tierd/copier/remotecompact"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -97,10 +98,10 @@ func TestRemoteCompactionMerges(t *testing.T) {
 					t.Fatalf("delete logged with proof %q, want %q", d.attrs["proof"], proof)
 				}
 			}
-			if testutilCounter(t, r.c.rc.merges) != 1 || testutilCounter(t, r.c.rc.merged) != 4 ||
-				testutilCounter(t, r.c.rc.reclaimed) != float64(oldBytes-m.SizeInBytes) || testutilCounter(t, r.c.rc.recordsDropped) != 110 {
-				t.Fatalf("metrics: merges %v, merged %v, reclaimed %v (want %d), dropped %v", testutilCounter(t, r.c.rc.merges),
-					testutilCounter(t, r.c.rc.merged), testutilCounter(t, r.c.rc.reclaimed), oldBytes-m.SizeInBytes, testutilCounter(t, r.c.rc.recordsDropped))
+			merges, merged := compactCounter(t, r.c, "merges_total"), compactCounter(t, r.c, "copies_merged_total")
+			reclaimed, dropped := compactCounter(t, r.c, "reclaimed_bytes_total"), compactCounter(t, r.c, "records_dropped_total")
+			if merges != 1 || merged != 4 || reclaimed != float64(oldBytes-m.SizeInBytes) || dropped != 110 {
+				t.Fatalf("metrics: merges %v, merged %v, reclaimed %v (want %d), dropped %v", merges, merged, reclaimed, oldBytes-m.SizeInBytes, dropped)
 			}
 			// Nothing left to merge: the next pass changes nothing.
 			r.now = r.now.Add(time.Second)
@@ -321,7 +322,7 @@ func TestRemoteCompactionCrashSteps(t *testing.T) {
 			old := readRemote(t, r)
 			r.now = r.now.Add(time.Second)
 			fs.fail = true
-			if _, err := r.c.Sync(context.Background()); err == nil || !errors.Is(err, errRemoteCompaction) {
+			if _, err := r.c.Sync(context.Background()); err == nil || !errors.Is(err, remotecompact.ErrCompaction) {
 				t.Fatalf("pass with the injected crash: %v", err)
 			}
 			fs.fail = false

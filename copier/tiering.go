@@ -170,9 +170,9 @@ func (c Config) explainCompaction(topic string, configs map[string]cluster.Confi
 		return nil
 	}
 	s, from := c.compaction(topic, configs)
-	return []TopicValue{{cfgSegmentBytes, strconv.FormatInt(s.segmentBytes, 10), from[cfgSegmentBytes]},
-		{cfgMinCleanableRatio, strconv.FormatFloat(s.dirtyRatio, 'g', -1, 64), from[cfgMinCleanableRatio]},
-		{cfgDeleteRetentionMs, strconv.FormatInt(s.deleteRetentionMs, 10), from[cfgDeleteRetentionMs]}}
+	return []TopicValue{{cfgSegmentBytes, strconv.FormatInt(s.SegmentBytes, 10), from[cfgSegmentBytes]},
+		{cfgMinCleanableRatio, strconv.FormatFloat(s.DirtyRatio, 'g', -1, 64), from[cfgMinCleanableRatio]},
+		{cfgDeleteRetentionMs, strconv.FormatInt(s.DeleteRetentionMs, 10), from[cfgDeleteRetentionMs]}}
 }
 
 // explainOne returns one retention value as text.

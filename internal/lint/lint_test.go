@@ -50,8 +50,9 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // Config it holds and below cmd/; nothing imports cmd/;
 // the copier's pure planners (copier/retention) import only the standard
 // library and the shared types and helpers, so they stay free of stores
-// and buckets, and its deleter (copier/deleter) reaches the store and the
-// bucket only through its own interfaces;
+// and buckets, and its deleter (copier/deleter) and remote compaction
+// (copier/remotecompact) reach the store and the bucket (and remote
+// compaction the delete protocol) only through their own interfaces;
 // lower layers never import higher ones.
 func TestImportLayers(t *testing.T) {
 	layer := func(p string) int {
@@ -87,6 +88,9 @@ func TestImportLayers(t *testing.T) {
 	only := map[string][]string{ // besides the standard library
 		"copier/retention": {"internal/remotelog", "internal/saturate"},
 		"copier/deleter":   {"copier/retention", "internal/crashpoint", "internal/remotelog", "rsm"},
+		"copier/remotecompact": {"copier/deleter", "internal/codec", "internal/crashpoint", "internal/kafkalog", "internal/kafkalog/batch",
+			"internal/kafkalog/compact", "internal/kafkalog/index", "internal/kafkalog/snapshot", "internal/remotelog", "rsm",
+			"github.com/prometheus/client_golang/prometheus", "github.com/prometheus/client_golang/prometheus/promauto"},
 	}
 	for pkg, imps := range packageImports(t) {
 		r := rel(pkg)

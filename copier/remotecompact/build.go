@@ -1,4 +1,4 @@
-package copier
+package remotecompact
 
 import (
 	"bufio"
@@ -36,7 +36,7 @@ type mergeOptions struct {
 }
 
 // buildMerged rewrites the downloaded copies of a run, oldest first, into
-// one segment at run.start() in dir, by the rules of Kafka's log cleaner
+// one segment at run.Start() in dir, by the rules of Kafka's log cleaner
 // (package compact) with the key map built over the whole run:
 //
 //   - .log: each copy's entries, CRC-checked and checked against the
@@ -62,11 +62,11 @@ type mergeOptions struct {
 //
 // Errors: kafkalog.ErrCorrupt (wrapped, naming the copy) for a copy whose
 // bytes break the rules; compact.ErrDecode; disk errors.
-func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o mergeOptions) (*mergedSegment, error) {
-	if len(dl) != len(run.copies) || len(dl) == 0 {
-		return nil, fmt.Errorf("%w: %d copies downloaded for a run of %d", errRemoteCompaction, len(dl), len(run.copies))
+func buildMerged(dir string, run Run, dl []*rsm.DownloadedCopy, o mergeOptions) (*mergedSegment, error) {
+	if len(dl) != len(run.Copies) || len(dl) == 0 {
+		return nil, fmt.Errorf("%w: %d copies downloaded for a run of %d", ErrCompaction, len(dl), len(run.Copies))
 	}
-	base, end := run.start(), run.end()
+	base, end := run.Start(), run.End()
 	var aborted []index.AbortedTxn
 	for i, d := range dl {
 		if d.TxnIndex == nil {
@@ -74,7 +74,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 		}
 		es, err := index.ParseTxnIndex(d.TxnIndex)
 		if err != nil {
-			return nil, fmt.Errorf("transaction index of copy %s: %w", run.copies[i].ID, err)
+			return nil, fmt.Errorf("transaction index of copy %s: %w", run.Copies[i].ID, err)
 		}
 		aborted = append(aborted, es...)
 	}
@@ -83,7 +83,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 	if last.ProducerSnapshot != nil {
 		es, err := snapshot.Parse(last.ProducerSnapshot)
 		if err != nil {
-			return nil, fmt.Errorf("producer snapshot of copy %s: %w", run.copies[len(dl)-1].ID, err)
+			return nil, fmt.Errorf("producer snapshot of copy %s: %w", run.Copies[len(dl)-1].ID, err)
 		}
 		active = map[int64]compact.Producer{}
 		for _, e := range es {
@@ -94,10 +94,10 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 	}
 	m := compact.NewOffsetMap(base, aborted, codec.Kafka)
 	for i, d := range dl {
-		if err := eachEntry(d.Log, run.copies[i], m.Add); err != nil {
+		if err := EachEntry(d.Log, run.Copies[i], m.Add); err != nil {
 			return nil, err
 		}
-		m.Cover(run.copies[i].EndOffset + 1)
+		m.Cover(run.Copies[i].EndOffset + 1)
 	}
 	f := compact.NewFilter(m, compact.Options{NowMs: o.nowMs, DeleteRetentionMs: o.deleteRetentionMs, Aborted: aborted,
 		ActiveProducers: active, UpperBound: end + 1, KeepDeletes: !o.atLogStart, Compressor: codec.Kafka, Decompressor: codec.Kafka})
@@ -114,7 +114,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 	rules := batch.NewChecker(base, end) // the output keeps the rules: a self-check that nothing is reordered
 	var buf []byte
 	for i, d := range dl {
-		err := eachEntry(d.Log, run.copies[i], func(raw []byte) error {
+		err := EachEntry(d.Log, run.Copies[i], func(raw []byte) error {
 			var res compact.Result
 			var err error
 			buf, res, err = f.Batch(buf[:0], raw)
@@ -131,7 +131,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 				return err
 			}
 			if err := rules.Check(h); err != nil {
-				return fmt.Errorf("%w: merged output breaks the log's rules: %w", errRemoteCompaction, err)
+				return fmt.Errorf("%w: merged output breaks the log's rules: %w", ErrCompaction, err)
 			}
 			b.Add(h.LastOffset, h.MaxTimestamp, out.size, int32(len(buf)))
 			if _, err := w.Write(buf); err != nil {
@@ -161,7 +161,7 @@ func buildMerged(dir string, run compactionRun, dl []*rsm.DownloadedCopy, o merg
 // writeMergedFiles writes the indexes, the transaction index and the
 // producer snapshot of a merged segment, and sets their paths and the
 // leader epochs in files.
-func writeMergedFiles(dir string, base int64, b *index.Builder, run compactionRun, dl []*rsm.DownloadedCopy, f *compact.Filter,
+func writeMergedFiles(dir string, base int64, b *index.Builder, run Run, dl []*rsm.DownloadedCopy, f *compact.Filter,
 	o mergeOptions, files *rsm.SegmentFiles) error {
 	offs, times, err := b.Encode(base)
 	if err != nil {
@@ -197,7 +197,7 @@ func writeMergedFiles(dir string, base int64, b *index.Builder, run compactionRu
 			return err
 		}
 	}
-	files.LeaderEpochs = mergeEpochs(run.copies)
+	files.LeaderEpochs = mergeEpochs(run.Copies)
 	return nil
 }
 
@@ -216,10 +216,13 @@ func mergeEpochs(copies []remotelog.SegmentMetadata) []remotelog.EpochEntry {
 	return out
 }
 
-// eachEntry calls fn with every entry of a downloaded copy's .log in
-// order, after checking its CRC and the rules no CRC covers within the
-// copy's offset range. The raw bytes are valid only during the call.
-func eachEntry(path string, meta remotelog.SegmentMetadata, fn func(raw []byte) error) error {
+// EachEntry calls fn with every entry of a .log at path in order (a
+// downloaded copy's, or a local segment's with meta giving its offsets),
+// after checking its CRC and the rules no CRC covers within meta's offset
+// range. The raw bytes are valid only during the call. Errors:
+// kafkalog.ErrCorrupt for a bad CRC or a broken rule, fn's own, disk
+// errors; all but fn's other errors are named "copy " and meta's id.
+func EachEntry(path string, meta remotelog.SegmentMetadata, fn func(raw []byte) error) error {
 	lf, err := os.Open(path)
 	if err != nil {
 		return err

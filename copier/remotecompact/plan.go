@@ -1,4 +1,4 @@
-package copier
+package remotecompact
 
 import (
 	"fmt"
@@ -7,37 +7,49 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// compactionRun is a run of adjacent finished copies that one remote
-// compaction merges into one copy.
-type compactionRun struct {
-	copies []remotelog.SegmentMetadata // oldest first, offsets contiguous
-	// atLogStart: the run starts with the partition's first live copy, so
-	// no record of its keys lies before it and tombstones and transaction
-	// markers past their delete horizon may go.
-	atLogStart bool
-	bytes      int64 // the copies' .log bytes
-	dirty      int64 // the bytes of copies no remote compaction wrote
+// MaxSpan is the most offsets past its first one a run may span: an
+// index entry's relative offset is an int32.
+const MaxSpan = math.MaxInt32
+
+// Settings are one topic's resolved remote compaction settings (the
+// copier resolves them from tierd.yaml and the cluster's topic configs).
+type Settings struct {
+	SegmentBytes      int64   // Kafka's segment.bytes: the most .log bytes one merge reads
+	DirtyRatio        float64 // Kafka's min.cleanable.dirty.ratio, from 0 to 1
+	DeleteRetentionMs int64   // Kafka's delete.retention.ms, ms
 }
 
-// start and end are the run's first and last offsets.
-func (r compactionRun) start() int64 { return r.copies[0].StartOffset }
-func (r compactionRun) end() int64   { return r.copies[len(r.copies)-1].EndOffset }
+// Run is a run of adjacent finished copies that one remote compaction
+// merges into one copy.
+type Run struct {
+	Copies []remotelog.SegmentMetadata // oldest first, offsets contiguous
+	// AtLogStart: the run starts with the partition's first live copy, so
+	// no record of its keys lies before it and tombstones and transaction
+	// markers past their delete horizon may go.
+	AtLogStart bool
+	Bytes      int64 // the copies' .log bytes
+	Dirty      int64 // the bytes of copies no remote compaction wrote
+}
 
-// ids returns the segment ids of the run's copies, oldest first.
-func (r compactionRun) ids() []remotelog.SegmentID {
-	out := make([]remotelog.SegmentID, len(r.copies))
-	for i, m := range r.copies {
+// Start and End are the run's first and last offsets.
+func (r Run) Start() int64 { return r.Copies[0].StartOffset }
+func (r Run) End() int64   { return r.Copies[len(r.Copies)-1].EndOffset }
+
+// IDs returns the segment ids of the run's copies, oldest first.
+func (r Run) IDs() []remotelog.SegmentID {
+	out := make([]remotelog.SegmentID, len(r.Copies))
+	for i, m := range r.Copies {
 		out[i] = m.ID
 	}
 	return out
 }
 
 // String names the run for logs.
-func (r compactionRun) String() string {
-	return fmt.Sprintf("%d copies, offsets %d-%d, %d bytes (%d not compacted remotely)", len(r.copies), r.start(), r.end(), r.bytes, r.dirty)
+func (r Run) String() string {
+	return fmt.Sprintf("%d copies, offsets %d-%d, %d bytes (%d not compacted remotely)", len(r.Copies), r.Start(), r.End(), r.Bytes, r.Dirty)
 }
 
-// planCompaction chooses the run of copies to merge next among a
+// Plan chooses the run of copies to merge next among a
 // partition's finished rows, or reports none.
 //
 // Rules:
@@ -49,7 +61,7 @@ func (r compactionRun) String() string {
 //     merged copy supersedes exactly the copies it merged.
 //   - Only copies wholly below localStart, the first offset still on
 //     local disk: a local segment is deleted on the proof of its exact
-//     copy (copiedExactly), which a merge would replace.
+//     copy (the copier's copiedExactly), which a merge would replace.
 //   - Only copies at or past the log start offset in part: a copy wholly
 //     below it is retention's to delete.
 //   - The copies of a run follow each other with no gap (each starts
@@ -57,7 +69,7 @@ func (r compactionRun) String() string {
 //     were finished before nowMs (so the merged copy, finished later, is
 //     remotelog.Newer than each).
 //   - The .log bytes of a run sum to at most segmentBytes, and its
-//     offsets span at most 2^31-1 (an index entry's relative offset), as
+//     offsets span at most MaxSpan (an index entry's relative offset), as
 //     Kafka's LogCleaner.groupSegmentsBySize groups segments.
 //   - A run is worthwhile when it has two copies or more and the bytes of
 //     its copies that no remote compaction wrote are at least dirtyRatio
@@ -67,7 +79,7 @@ func (r compactionRun) String() string {
 // and when the run it holds is not worthwhile, its first copy leaves. The
 // first worthwhile run wins, so merges start at the log start when they
 // can. It costs O(n) for n rows.
-func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs int64, s compactionSettings) (compactionRun, bool) {
+func Plan(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs int64, s Settings) (Run, bool) {
 	rows := remotelog.Supersede(fin)
 	// overlapped[k]: rows[k] shares offsets with another kept row (an
 	// unclean leader election's diverged copies, or copies of two tierds).
@@ -109,15 +121,15 @@ func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs
 			}
 		}
 		for j < len(rows) && eligibleAt(j) && (j == i || follows(rows[j-1], rows[j])) &&
-			bytes+rows[j].SizeInBytes <= s.segmentBytes && rows[j].EndOffset-rows[i].StartOffset <= maxRemoteCompactionGap {
+			bytes+rows[j].SizeInBytes <= s.SegmentBytes && rows[j].EndOffset-rows[i].StartOffset <= MaxSpan {
 			bytes += rows[j].SizeInBytes
 			if rows[j].CompactionOf == nil {
 				dirty += rows[j].SizeInBytes
 			}
 			j++
 		}
-		if j-i >= 2 && float64(dirty) >= s.dirtyRatio*float64(bytes) {
-			return compactionRun{copies: append([]remotelog.SegmentMetadata(nil), rows[i:j]...), atLogStart: i == first, bytes: bytes, dirty: dirty}, true
+		if j-i >= 2 && float64(dirty) >= s.DirtyRatio*float64(bytes) {
+			return Run{Copies: append([]remotelog.SegmentMetadata(nil), rows[i:j]...), AtLogStart: i == first, Bytes: bytes, Dirty: dirty}, true
 		}
 		if j == i { // rows[i] alone does not fit
 			i++
@@ -129,5 +141,5 @@ func planCompaction(fin []remotelog.SegmentMetadata, localStart, logStart, nowMs
 		}
 		i++
 	}
-	return compactionRun{}, false
+	return Run{}, false
 }

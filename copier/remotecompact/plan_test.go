@@ -1,4 +1,4 @@
-package copier
+package remotecompact
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ func planRow(start, end, size, event int64, merged bool) remotelog.SegmentMetada
 }
 
 func TestPlanCompaction(t *testing.T) {
-	s := compactionSettings{segmentBytes: 1000, dirtyRatio: 0.5}
+	s := Settings{SegmentBytes: 1000, DirtyRatio: 0.5}
 	const now = 100
 	type want struct {
 		ok         bool
@@ -35,7 +35,7 @@ func TestPlanCompaction(t *testing.T) {
 		localStart int64
 		logStart   int64
 		mutate     func([]remotelog.SegmentMetadata)
-		s          compactionSettings
+		s          Settings
 		want       want
 	}{
 		{name: "two adjacent copies from the log start", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false)},
@@ -58,7 +58,7 @@ func TestPlanCompaction(t *testing.T) {
 		{name: "not dirty enough", rows: []remotelog.SegmentMetadata{planRow(0, 9, 400, 1, true), planRow(10, 19, 300, 1, false)},
 			localStart: math.MaxInt64},
 		{name: "dirty ratio 0 merges merged copies", rows: []remotelog.SegmentMetadata{planRow(0, 9, 400, 1, true), planRow(10, 19, 300, 1, true)},
-			localStart: math.MaxInt64, s: compactionSettings{segmentBytes: 1000, dirtyRatio: 0}, want: want{true, 0, 19, true}},
+			localStart: math.MaxInt64, s: Settings{SegmentBytes: 1000, DirtyRatio: 0}, want: want{true, 0, 19, true}},
 		{name: "a damaged copy splits runs", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false), planRow(10, 19, 100, 1, false),
 			planRow(20, 29, 100, 1, false), planRow(30, 39, 100, 1, false)}, localStart: math.MaxInt64,
 			mutate: func(rows []remotelog.SegmentMetadata) { rows[0].Damaged, rows[1].Damaged = ".log", ".log" }, want: want{true, 20, 39, false}},
@@ -70,7 +70,7 @@ func TestPlanCompaction(t *testing.T) {
 			localStart: math.MaxInt64, mutate: func(rows []remotelog.SegmentMetadata) { rows[1].TopicID = "other" }},
 		{name: "an older copy a newer one covers takes no part", rows: []remotelog.SegmentMetadata{planRow(0, 19, 200, 2, true),
 			planRow(0, 9, 100, 1, false), planRow(20, 29, 100, 1, false)}, localStart: math.MaxInt64,
-			s: compactionSettings{segmentBytes: 1000, dirtyRatio: 0.3}, want: want{true, 0, 29, true}},
+			s: Settings{SegmentBytes: 1000, DirtyRatio: 0.3}, want: want{true, 0, 29, true}},
 		{name: "offsets spanning more than an index entry reaches", rows: []remotelog.SegmentMetadata{planRow(0, 9, 100, 1, false),
 			planRow(10, 1<<31+5, 100, 1, false)}, localStart: math.MaxInt64},
 		// An unclean leader election leaves a newer, shorter copy of part
@@ -90,15 +90,15 @@ func TestPlanCompaction(t *testing.T) {
 				tc.mutate(tc.rows)
 			}
 			st := s
-			if tc.s.segmentBytes != 0 {
+			if tc.s.SegmentBytes != 0 {
 				st = tc.s
 			}
-			run, ok := planCompaction(tc.rows, tc.localStart, tc.logStart, now, st)
+			run, ok := Plan(tc.rows, tc.localStart, tc.logStart, now, st)
 			got := want{ok: ok}
 			if ok {
-				got = want{true, run.start(), run.end(), run.atLogStart}
-				for i := 1; i < len(run.copies); i++ {
-					if run.copies[i].StartOffset != run.copies[i-1].EndOffset+1 {
+				got = want{true, run.Start(), run.End(), run.AtLogStart}
+				for i := 1; i < len(run.Copies); i++ {
+					if run.Copies[i].StartOffset != run.Copies[i-1].EndOffset+1 {
 						t.Fatalf("run not contiguous: %v", run)
 					}
 				}
@@ -107,13 +107,13 @@ func TestPlanCompaction(t *testing.T) {
 				// The merged copy must supersede the run's copies and no
 				// other copy a reader sees: any other one would be deleted
 				// as superseded with none of its records in the merge.
-				merged := planRow(run.start(), run.end(), 1, now+1, true)
+				merged := planRow(run.Start(), run.End(), 1, now+1, true)
 				was := map[remotelog.SegmentID]bool{}
 				for _, m := range remotelog.Supersede(tc.rows) {
 					was[m.ID] = true
 				}
 				in := map[remotelog.SegmentID]bool{}
-				for _, m := range run.copies {
+				for _, m := range run.Copies {
 					in[m.ID] = true
 				}
 				still := map[remotelog.SegmentID]bool{}
@@ -133,8 +133,8 @@ func TestPlanCompaction(t *testing.T) {
 	}
 }
 
-func describe(r compactionRun) string {
-	if len(r.copies) == 0 {
+func describe(r Run) string {
+	if len(r.Copies) == 0 {
 		return "nothing"
 	}
 	return fmt.Sprint(r)
