@@ -101,22 +101,18 @@ type Copier struct {
 	rc    *compactMetrics // remote compaction (remotecompact.go)
 	mu    sync.Mutex      // one pass at a time
 
-	stateMu     sync.Mutex // guards the maps below
-	warns       map[string]bool
-	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
-	swept       map[remotelog.TopicPartition]bool
-	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
-	cl          Cluster                                           // nil: no Kafka cluster configured
-	own         owner                                             // the lease, or the cluster's leadership (ownership.go)
-	owned       []remotelog.TopicPartition                        // partitions this pass worked on
-	suspects    map[remotelog.SegmentID]remotelog.SegmentMetadata // copies readers found objects of missing
-	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
-	checkCursor int                                               // next partition to check a copy of
-	lastSample  time.Time                                         // the last round of sampled copy checks (see sampleDue)
-	cs          clusterState
-	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
-	pending     *Config                                   // from Reconfigure, for the next pass
-	copyQuota   *quota.Limiter
+	stateMu   sync.Mutex // guards the maps below
+	warns     map[string]bool
+	times     map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
+	swept     map[remotelog.TopicPartition]bool
+	held      map[remotelog.TopicPartition]string // this pass's held partitions, by reason (Status has the last pass's)
+	cl        Cluster                             // nil: no Kafka cluster configured
+	own       owner                               // the lease, or the cluster's leadership (ownership.go)
+	owned     []remotelog.TopicPartition          // partitions this pass worked on
+	cs        clusterState
+	configs   map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	pending   *Config                                   // from Reconfigure, for the next pass
+	copyQuota *quota.Limiter
 
 	st            *statusState       // per-partition status (status.go)
 	labels        *partlabels.Set    // per-partition metric labels, bounded
@@ -126,6 +122,8 @@ type Copier struct {
 	dirCheck      func(string) error // nil: none (see WithLogDirCheck)
 	dw            dirWatch           // the log dirs' last probe (logdir.go)
 	waited        bool               // retention waited for initial_retention_delay in this process
+
+	audit *auditor // checks of finished copies: reported, sampled, and each proof right before a delete (audit.go)
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -150,6 +148,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.m.dirBrokerOwned.WithLabelValues(d)
 	}
 	c.rc = newCompactMetrics(c.reg)
+	c.audit = newAuditor(&c.cfg, c.now, c.log, c.store, c.rs, func() error { _, err := c.environment(); return err },
+		c.m.copiesChecked, c.m.damaged)
 	c.own = c.newOwner()
 	c.initStatus()
 	c.initDynamic()
@@ -160,8 +160,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		held: map[remotelog.TopicPartition]string{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
+		held: map[remotelog.TopicPartition]string{}, configs: map[string]map[string]cluster.ConfigValue{}}
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
@@ -240,7 +239,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	owned := c.owned
 	c.owned = nil
 	c.stateMu.Unlock()
-	for _, err := range []error{c.checkCopies(ctx, owned), c.deletions().checkGoneTopics(ctx), c.deletions().runDeletions(ctx)} {
+	for _, err := range []error{c.audit.checkCopies(ctx, owned), c.deletions().checkGoneTopics(ctx), c.deletions().runDeletions(ctx)} {
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}

@@ -185,7 +185,7 @@ func (c *Copier) readAndMerge(ctx context.Context, dir string, run compactionRun
 		d, err := c.rs.DownloadCopy(ctx, m, dir)
 		if err != nil {
 			if errors.Is(err, rsm.ErrNotFound) || errors.Is(err, rsm.ErrChecksum) || errors.Is(err, rsm.ErrBadManifest) {
-				c.SuspectCopy(m)
+				c.audit.suspect(m)
 			}
 			return nil, fmt.Errorf("read copy %s: %w", m.ID, err)
 		}

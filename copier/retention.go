@@ -125,7 +125,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 // coverHolds). Errors: the store's and the bucket's.
 func (c *Copier) localProofPresent(ctx context.Context, p *partition, d retention.LocalDelete, s localSegment) (bool, error) {
 	if d.Exact {
-		return c.copyPresent(ctx, d.Copies, s)
+		return c.audit.copyPresent(ctx, d.Copies, s)
 	}
 	if ok, err := c.coverPresent(ctx, d.Copies, s); err != nil || !ok {
 		return ok, err
