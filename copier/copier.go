@@ -114,16 +114,15 @@ type Copier struct {
 	pending   *Config                                   // from Reconfigure, for the next pass
 	copyQuota *quota.Limiter
 
-	st            *statusState       // per-partition status (status.go)
-	labels        *partlabels.Set    // per-partition metric labels, bounded
-	rm            *remoteMetrics     // metrics named after Kafka's (kafkametrics.go)
-	progressEvery time.Duration      // how often a long copy logs its progress
-	gate          func() error       // nil: every pass runs (see WithGate)
-	dirCheck      func(string) error // nil: none (see WithLogDirCheck)
-	dw            dirWatch           // the log dirs' last probe (logdir.go)
-	waited        bool               // retention waited for initial_retention_delay in this process
+	st            *statusState    // per-partition status (status.go)
+	labels        *partlabels.Set // per-partition metric labels, bounded
+	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration   // how often a long copy logs its progress
+	gate          func() error    // nil: every pass runs (see WithGate)
+	waited        bool            // retention waited for initial_retention_delay in this process
 
 	audit *auditor // checks of finished copies: reported, sampled, and each proof right before a delete (audit.go)
+	dirs  *logDirs // the log dirs' probe and watch (logdir.go)
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -143,10 +142,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
-	for _, d := range cfg.LogDirs {
-		c.m.dirAvailable.WithLabelValues(d)
-		c.m.dirBrokerOwned.WithLabelValues(d)
-	}
+	c.dirs.attach(c.log, c.m)
 	c.rc = newCompactMetrics(c.reg)
 	c.audit = newAuditor(&c.cfg, c.now, c.log, c.store, c.rs, func() error { _, err := c.environment(); return err },
 		c.m.copiesChecked, c.m.damaged)
@@ -158,9 +154,19 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 
 // newCopier returns a copier with its defaults and no metrics.
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
-	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+	c := &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
 		held: map[remotelog.TopicPartition]string{}, configs: map[string]map[string]cluster.ConfigValue{}}
+	c.dirs = newLogDirs(&c.cfg, c.once, func(drop func(string) bool) {
+		c.stateMu.Lock()
+		defer c.stateMu.Unlock()
+		for k := range c.warns {
+			if drop(k) {
+				delete(c.warns, k)
+			}
+		}
+	})
+	return c
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
@@ -266,9 +272,9 @@ func (c *Copier) scan() ([]*partition, []error) {
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
 	internal := map[string]bool{}
-	states := c.probeDirs()
+	states := c.dirs.probe()
 	faults := map[string]string{}
-	defer func() { c.setFaults(faults) }()
+	defer func() { c.dirs.setFaults(faults) }()
 	for _, dir := range c.cfg.LogDirs {
 		st := states[dir]
 		if !st.Available {

@@ -15,7 +15,7 @@ const (
 )
 
 // recheckable reports whether a damage reason is one a later check may
-// clear: objects found missing (by checkCopy, or a manifest by the
+// clear: objects found missing (by auditor.checkCopy, or a manifest by the
 // reconciliation of a partition taken over).
 func recheckable(reason string) bool {
 	return strings.HasPrefix(reason, damagedMissing) || strings.HasPrefix(reason, "manifest missing")
