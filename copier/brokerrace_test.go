@@ -46,6 +46,7 @@ func TestBrokerStartsBetweenCheckAndRename(t *testing.T) {
 	r.c.store = &hookStore{MetadataStore: r.store, hook: func() {
 		broker, herr = spawnHolder(javaCmd(t, lock))
 	}}
+	r.c.audit.store = r.c.store
 	t.Cleanup(func() {
 		if broker != nil {
 			broker.release(t)

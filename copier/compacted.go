@@ -209,7 +209,7 @@ func (p *partition) damagedCompacted(fin []remotelog.SegmentMetadata, s localSeg
 // marked damaged when an object is missing.
 func (c *Copier) coverPresent(ctx context.Context, cover []remotelog.SegmentMetadata, s localSegment) (bool, error) {
 	for _, r := range cover {
-		if err := c.checkCopy(ctx, r); err != nil {
+		if err := c.audit.checkCopy(ctx, r); err != nil {
 			return false, fmt.Errorf("check the copy at %d of segment %d before deleting it locally: %w", r.StartOffset, s.base, err)
 		}
 		cur, err := c.store.Segment(r.TopicPartition, r.StartOffset, r.ID)

@@ -185,7 +185,7 @@ func TestCompactedRewrittenAfterCopy(t *testing.T) {
 	if got := testutilCounter(t, r.c.m.mismatch); got != 0 {
 		t.Fatalf("%v mismatches reported for segments the cleaner rewrote", got)
 	}
-	if err := r.c.checkCopies(context.Background(), []remotelog.TopicPartition{r.tp}); err != nil {
+	if err := r.c.audit.checkCopies(context.Background(), []remotelog.TopicPartition{r.tp}); err != nil {
 		t.Fatal(err)
 	}
 	after := r.finished()

@@ -102,31 +102,28 @@ type Copier struct {
 	rc    *remotecompact.Compactor // remote compaction (remotecompact.go)
 	mu    sync.Mutex               // one pass at a time
 
-	stateMu     sync.Mutex // guards the maps below
-	warns       map[string]bool
-	times       map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
-	swept       map[remotelog.TopicPartition]bool
-	held        map[remotelog.TopicPartition]string               // this pass's held partitions, by reason (Status has the last pass's)
-	cl          Cluster                                           // nil: no Kafka cluster configured
-	own         owner                                             // the lease, or the cluster's leadership (ownership.go)
-	owned       []remotelog.TopicPartition                        // partitions this pass worked on
-	suspects    map[remotelog.SegmentID]remotelog.SegmentMetadata // copies readers found objects of missing
-	copyCursor  map[remotelog.TopicPartition]int                  // next copy to check, per partition
-	checkCursor int                                               // next partition to check a copy of
-	lastSample  time.Time                                         // the last round of sampled copy checks (see sampleDue)
-	cs          clusterState
-	configs     map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
-	pending     *Config                                   // from Reconfigure, for the next pass
-	copyQuota   *quota.Limiter
+	stateMu   sync.Mutex // guards the maps below
+	warns     map[string]bool
+	times     map[string]map[string]int64 // max timestamp by partition dir, then segment file (path+size)
+	swept     map[remotelog.TopicPartition]bool
+	held      map[remotelog.TopicPartition]string // this pass's held partitions, by reason (Status has the last pass's)
+	cl        Cluster                             // nil: no Kafka cluster configured
+	own       owner                               // the lease, or the cluster's leadership (ownership.go)
+	owned     []remotelog.TopicPartition          // partitions this pass worked on
+	cs        clusterState
+	configs   map[string]map[string]cluster.ConfigValue // last topic configs read, by topic
+	pending   *Config                                   // from Reconfigure, for the next pass
+	copyQuota *quota.Limiter
 
-	st            *statusState       // per-partition status (status.go)
-	labels        *partlabels.Set    // per-partition metric labels, bounded
-	rm            *remoteMetrics     // metrics named after Kafka's (kafkametrics.go)
-	progressEvery time.Duration      // how often a long copy logs its progress
-	gate          func() error       // nil: every pass runs (see WithGate)
-	dirCheck      func(string) error // nil: none (see WithLogDirCheck)
-	dw            dirWatch           // the log dirs' last probe (logdir.go)
-	waited        bool               // retention waited for initial_retention_delay in this process
+	st            *statusState    // per-partition status (status.go)
+	labels        *partlabels.Set // per-partition metric labels, bounded
+	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
+	progressEvery time.Duration   // how often a long copy logs its progress
+	gate          func() error    // nil: every pass runs (see WithGate)
+	waited        bool            // retention waited for initial_retention_delay in this process
+
+	audit *auditor // checks of finished copies: reported, sampled, and each proof right before a delete (audit.go)
+	dirs  *logDirs // the log dirs' probe and watch (logdir.go)
 }
 
 // New returns a copier. It does no I/O. With OwnershipLease on,
@@ -146,10 +143,9 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.reg = prometheus.NewRegistry()
 	}
 	c.m = newMetrics(c.reg)
-	for _, d := range cfg.LogDirs {
-		c.m.dirAvailable.WithLabelValues(d)
-		c.m.dirBrokerOwned.WithLabelValues(d)
-	}
+	c.dirs.attach(c.log, c.m)
+	c.audit = newAuditor(&c.cfg, c.now, c.log, c.store, c.rs, func() error { _, err := c.environment(); return err },
+		c.m.copiesChecked, c.m.damaged)
 	c.rc = c.newCompactor()
 	c.own = c.newOwner()
 	c.initStatus()
@@ -159,10 +155,19 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 
 // newCopier returns a copier with its defaults and no metrics.
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
-	return &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
+	c := &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		held: map[remotelog.TopicPartition]string{}, suspects: map[remotelog.SegmentID]remotelog.SegmentMetadata{},
-		copyCursor: map[remotelog.TopicPartition]int{}, configs: map[string]map[string]cluster.ConfigValue{}}
+		held: map[remotelog.TopicPartition]string{}, configs: map[string]map[string]cluster.ConfigValue{}}
+	c.dirs = newLogDirs(&c.cfg, c.once, func(drop func(string) bool) {
+		c.stateMu.Lock()
+		defer c.stateMu.Unlock()
+		for k := range c.warns {
+			if drop(k) {
+				delete(c.warns, k)
+			}
+		}
+	})
+	return c
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
@@ -241,7 +246,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	owned := c.owned
 	c.owned = nil
 	c.stateMu.Unlock()
-	for _, err := range []error{c.checkCopies(ctx, owned), c.deletions().checkGoneTopics(ctx), c.deletions().runDeletions(ctx)} {
+	for _, err := range []error{c.audit.checkCopies(ctx, owned), c.deletions().checkGoneTopics(ctx), c.deletions().runDeletions(ctx)} {
 		if err != nil {
 			errs, failed = append(errs, err), true
 		}
@@ -268,9 +273,9 @@ func (c *Copier) scan() ([]*partition, []error) {
 	byTP := map[remotelog.TopicPartition]*partition{}
 	dup := map[remotelog.TopicPartition][]string{}
 	internal := map[string]bool{}
-	states := c.probeDirs()
+	states := c.dirs.probe()
 	faults := map[string]string{}
-	defer func() { c.setFaults(faults) }()
+	defer func() { c.dirs.setFaults(faults) }()
 	for _, dir := range c.cfg.LogDirs {
 		st := states[dir]
 		if !st.Available {

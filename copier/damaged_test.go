@@ -70,7 +70,7 @@ func TestBucketRootGoneMarksNothing(t *testing.T) {
 			t.Errorf("pass %d with the bucket's root gone succeeded", i)
 		}
 		for _, f := range fin {
-			if err := r.c.checkCopy(ctx, f); !errors.Is(err, rsm.ErrUnreachable) {
+			if err := r.c.audit.checkCopy(ctx, f); !errors.Is(err, rsm.ErrUnreachable) {
 				t.Errorf("check of %s with the root gone: %v, want rsm.ErrUnreachable", f.ID, err)
 			}
 		}
@@ -110,7 +110,7 @@ func TestNoDamageWhileStoreCheckFails(t *testing.T) {
 	if r.mgr, err = rsm.NewManager(b, rsm.Config{Prefix: "tierd"}); err != nil {
 		t.Fatal(err)
 	}
-	r.c.rs = r.mgr
+	r.c.rs, r.c.audit.rs = r.mgr, r.mgr
 	tieredTwo(t, r, idA)
 	fin, _ := r.store.FinishedSegments(r.tp)
 	ctx := context.Background()
@@ -118,14 +118,14 @@ func TestNoDamageWhileStoreCheckFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.err = errors.New("the store does not answer")
-	if err := r.c.checkCopy(ctx, fin[0]); err == nil || !strings.Contains(err.Error(), "not marking") {
+	if err := r.c.audit.checkCopy(ctx, fin[0]); err == nil || !strings.Contains(err.Error(), "not marking") {
 		t.Fatalf("check with the store check failing: %v, want a refusal to mark", err)
 	}
 	if d := damagedRows(t, r); len(d) != 0 {
 		t.Fatalf("marked while the store check failed: %+v", d)
 	}
 	b.err = nil
-	if err := r.c.checkCopy(ctx, fin[0]); err != nil {
+	if err := r.c.audit.checkCopy(ctx, fin[0]); err != nil {
 		t.Fatal(err)
 	}
 	if d := damagedRows(t, r); len(d) != 1 || !strings.HasPrefix(d[0].Damaged, damagedMissing) {
@@ -147,7 +147,7 @@ func TestDamageClearedWhenObjectReturns(t *testing.T) {
 		if err := os.Rename(file(m), file(m)+".aside"); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.c.checkCopy(ctx, m); err != nil {
+		if err := r.c.audit.checkCopy(ctx, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -168,7 +168,7 @@ func TestDamageClearedWhenObjectReturns(t *testing.T) {
 	}
 	for round := 0; round < 2; round++ {
 		for _, m := range fin {
-			if err := r.c.checkCopy(ctx, m); err != nil {
+			if err := r.c.audit.checkCopy(ctx, m); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -209,7 +209,7 @@ func TestTruncatedLogMarksCopyDamaged(t *testing.T) {
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.c.checkCopy(context.Background(), m); err != nil {
+	if err := r.c.audit.checkCopy(context.Background(), m); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := r.store.Segment(r.tp, m.StartOffset, m.ID); got.Damaged != "" {

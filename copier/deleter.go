@@ -7,9 +7,9 @@ import "github.com/tierd/tierd/copier/deleter"
 const deleteBatch = deleter.Batch
 
 // deletes returns the remote-delete protocol over the copier's store and
-// bucket as they are now, with its copy check (checkCopy), metrics and
+// bucket as they are now, with its copy check (auditor.checkCopy), metrics and
 // sweep requests (needSweep).
 func (c *Copier) deletes() *deleter.Deleter {
-	return &deleter.Deleter{Store: c.store, Bucket: c.rs, Log: c.log, CheckCopy: c.checkCopy, Counted: c.countDelete,
+	return &deleter.Deleter{Store: c.store, Bucket: c.rs, Log: c.log, CheckCopy: c.audit.checkCopy, Counted: c.countDelete,
 		Deleted: func(n int) { c.m.remoteDeleted.Add(float64(n)) }, NeedSweep: c.needSweep}
 }

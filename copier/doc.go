@@ -169,6 +169,17 @@
 // remote only; no whole-partition deletion is scheduled or run, and
 // DeleteTopic refuses (ErrLogDirUnavailable), until it is back.
 //
+// Two types of their own hold this state for the pass and the delete
+// paths. logDirs (logdir.go) probes the log dirs, keeps the last probe
+// and the pass's faults, and says what must wait for them. auditor
+// (audit.go) checks finished copies in the bucket: those readers
+// reported (SuspectCopy), a few each CopyCheckIntervalMs taken in turn
+// across the partitions a pass worked on (samplePartitions, sampleCopies),
+// and each proof right before a delete (copyPresent for local retention,
+// checkCopy for the delete protocol, compacted covers and remote
+// compaction). It marks a copy with objects missing damaged, only while
+// the store is known to be up, and clears a damaged copy found whole.
+//
 // Which local segments and remote copies retention may delete, and the
 // proof of each (the copy that covers a segment, the limit a copy
 // breaches, the copy that supersedes another), package retention decides

@@ -23,6 +23,7 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 	c := newCopier(cfg, store, nil)
 	c.now = func() time.Time { return now }
 	c.m = newMetrics(prometheus.NewRegistry())
+	c.dirs.attach(c.log, c.m)
 	c.st = newStatusState()
 	parts, errs := c.scan()
 	c.holdUnseen(parts)

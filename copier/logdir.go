@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/internal/remotelog"
 )
@@ -35,7 +38,7 @@ var ErrLogDirUnavailable = fmt.Errorf("copier: a log dir is missing or unreadabl
 // that a disk unmounted under a mount point (an empty directory where
 // the log dir was) is a missing log dir too. fn is called from several
 // goroutines, and must be quick.
-func WithLogDirCheck(fn func(dir string) error) Option { return func(c *Copier) { c.dirCheck = fn } }
+func WithLogDirCheck(fn func(dir string) error) Option { return func(c *Copier) { c.dirs.check = fn } }
 
 // LogDirState is what tierd found about one configured log dir: whether
 // it is there, and whether a broker owns it (then tierd renames and
@@ -160,58 +163,96 @@ func pidText(pid int) string {
 	return "an open file description lock, no pid"
 }
 
-// dirWatch keeps the last probe of each log dir and the last pass's
-// faults.
-type dirWatch struct {
+// logDirs is the watch over the configured log dirs: it probes them
+// (probe: a pass first, tierd run once at start), keeps the last probe
+// and the last pass's faults, logs and counts each change, and answers
+// whether they are available now (LogDirs, ready), what waits for them
+// (waitForDirs, unavailableDirs, passFaults), and the in-process mutex
+// of each one's .lock (exclusion). It is built from narrow dependencies,
+// not the copier: see newCopier and New.
+type logDirs struct {
+	cfg   *Config            // the copier's current config: changed only between passes
+	check func(string) error // nil: none (see WithLogDirCheck)
+	log   *slog.Logger
+	// available and brokerOwned are tierd_copier_log_dir_available and
+	// tierd_copier_log_dir_broker_owned, by log dir.
+	available, brokerOwned *prometheus.GaugeVec
+	// once reports whether a log-once key is seen for the first time;
+	// forget drops the log-once keys drop matches (the copier's notes,
+	// which others keep too).
+	once   func(key string) bool
+	forget func(drop func(key string) bool)
+
 	mu     sync.Mutex
 	states map[string]LogDirState // by log dir; the last probe
 	faults map[string]string      // the last pass's unreadable log dirs, and why
 	excl   map[string]*sync.Mutex // by log dir: held while tierd holds its .lock (withoutBroker)
 }
 
-// exclusion returns the mutex of a log dir's .lock (see withoutBroker).
-func (w *dirWatch) exclusion(dir string) *sync.Mutex {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.excl == nil {
-		w.excl = map[string]*sync.Mutex{}
-	}
-	if w.excl[dir] == nil {
-		w.excl[dir] = &sync.Mutex{}
-	}
-	return w.excl[dir]
+// newLogDirs returns the watch over cfg's log dirs, with no probe made
+// yet, no check, and a discarding logger; once and forget are the log-once
+// notes it shares. attach sets its logger and metrics.
+func newLogDirs(cfg *Config, once func(key string) bool, forget func(drop func(key string) bool)) *logDirs {
+	return &logDirs{cfg: cfg, log: slog.New(slog.DiscardHandler), once: once, forget: forget}
 }
 
-// probeDirs probes every log dir, records the states, sets the metrics
+// attach sets the logger and the metrics d reports to, and creates the
+// metrics' series of every log dir.
+func (d *logDirs) attach(log *slog.Logger, m *metrics) {
+	d.log, d.available, d.brokerOwned = log, m.dirAvailable, m.dirBrokerOwned
+	for _, dir := range d.cfg.LogDirs {
+		d.available.WithLabelValues(dir)
+		d.brokerOwned.WithLabelValues(dir)
+	}
+}
+
+// checkDir returns why dir cannot serve as a log dir now (dirAvailable,
+// with WithLogDirCheck's check), nil when it can.
+func (d *logDirs) checkDir(dir string) error { return dirAvailable(dir, d.check) }
+
+// exclusion returns the mutex of a log dir's .lock (see withoutBroker).
+func (d *logDirs) exclusion(dir string) *sync.Mutex {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.excl == nil {
+		d.excl = map[string]*sync.Mutex{}
+	}
+	if d.excl[dir] == nil {
+		d.excl[dir] = &sync.Mutex{}
+	}
+	return d.excl[dir]
+}
+
+// probe probes every log dir, records the states, sets the metrics
 // and logs each log dir whose state changed (at the first probe, every
 // one). A pass calls it first, and tierd run once at start.
-func (c *Copier) probeDirs() map[string]LogDirState {
-	out := make(map[string]LogDirState, len(c.cfg.LogDirs))
-	for _, d := range c.cfg.LogDirs {
-		out[d] = probeLogDir(d, c.cfg.BrokerOwned, c.dirCheck)
+func (d *logDirs) probe() map[string]LogDirState {
+	out := make(map[string]LogDirState, len(d.cfg.LogDirs))
+	for _, dir := range d.cfg.LogDirs {
+		out[dir] = probeLogDir(dir, d.cfg.BrokerOwned, d.check)
 	}
-	c.dw.mu.Lock()
-	prev := c.dw.states
-	c.dw.states = out
-	c.dw.mu.Unlock()
-	for _, d := range c.cfg.LogDirs {
-		st, was := out[d], prev[d]
-		c.m.dirAvailable.WithLabelValues(d).Set(boolGauge(st.Available))
-		c.m.dirBrokerOwned.WithLabelValues(d).Set(boolGauge(st.BrokerOwned))
+	d.mu.Lock()
+	prev := d.states
+	d.states = out
+	d.mu.Unlock()
+	for _, dir := range d.cfg.LogDirs {
+		st, was := out[dir], prev[dir]
+		d.available.WithLabelValues(dir).Set(boolGauge(st.Available))
+		d.brokerOwned.WithLabelValues(dir).Set(boolGauge(st.BrokerOwned))
 		if prev != nil && st.Available == was.Available && st.BrokerOwned == was.BrokerOwned && st.Why == was.Why {
 			continue
 		}
 		switch {
 		case !st.Available:
-			c.log.Error("log dir unavailable: tierd is not ready; it deletes nothing, locally or remotely, of the partitions it may hold, "+
-				"and refuses operator deletions, until it is back", "dir", d, "err", st.Err)
+			d.log.Error("log dir unavailable: tierd is not ready; it deletes nothing, locally or remotely, of the partitions it may hold, "+
+				"and refuses operator deletions, until it is back", "dir", dir, "err", st.Err)
 		case prev != nil && !was.Available:
-			c.log.Info("log dir available again", "dir", d, "broker_owned", st.BrokerOwned, "why", st.Why)
-		case st.Locked && c.cfg.BrokerOwned != nil && !*c.cfg.BrokerOwned:
-			c.log.Warn("a broker runs on the log dir: tierd deletes no local file in it, whatever broker_owned says", "dir", d,
+			d.log.Info("log dir available again", "dir", dir, "broker_owned", st.BrokerOwned, "why", st.Why)
+		case st.Locked && d.cfg.BrokerOwned != nil && !*d.cfg.BrokerOwned:
+			d.log.Warn("a broker runs on the log dir: tierd deletes no local file in it, whatever broker_owned says", "dir", dir,
 				"broker_owned", false, "why", st.Why)
 		default:
-			c.log.Info("log dir ownership", "dir", d, "broker_owned", st.BrokerOwned, "why", st.Why)
+			d.log.Info("log dir ownership", "dir", dir, "broker_owned", st.BrokerOwned, "why", st.Why)
 		}
 	}
 	return out
@@ -227,7 +268,7 @@ func boolGauge(b bool) float64 {
 // ProbeLogDirs probes every log dir now, records and logs what it finds
 // (as the next pass would), and returns it, in the order of log_dirs.
 func (c *Copier) ProbeLogDirs() []LogDirState {
-	m := c.probeDirs()
+	m := c.dirs.probe()
 	out := make([]LogDirState, 0, len(m))
 	for _, d := range c.cfg.LogDirs {
 		out = append(out, m[d])
@@ -237,37 +278,35 @@ func (c *Copier) ProbeLogDirs() []LogDirState {
 
 // setFaults records the log dirs this pass could not read. Once none is
 // left, the notes logged once for the last ones may be logged again.
-func (c *Copier) setFaults(f map[string]string) {
-	c.dw.mu.Lock()
-	had := len(c.dw.faults) > 0
-	c.dw.faults = f
-	c.dw.mu.Unlock()
+func (d *logDirs) setFaults(f map[string]string) {
+	d.mu.Lock()
+	had := len(d.faults) > 0
+	d.faults = f
+	d.mu.Unlock()
 	if had && len(f) == 0 {
-		c.stateMu.Lock()
-		for k := range c.warns {
-			if strings.HasPrefix(k, "unseen ") || strings.Contains(k, " waits for ") {
-				delete(c.warns, k)
-			}
-		}
-		c.stateMu.Unlock()
+		d.forget(func(k string) bool { return strings.HasPrefix(k, "unseen ") || strings.Contains(k, " waits for ") })
 	}
 }
 
 // LogDirs returns the state of every log dir, in the order of log_dirs:
 // ownership as the last pass (or ProbeLogDirs) found it; availability
 // checked now, and false too for a log dir the last pass could not read.
-func (c *Copier) LogDirs() []LogDirState {
-	c.dw.mu.Lock()
-	states, faults := c.dw.states, c.dw.faults
-	c.dw.mu.Unlock()
-	out := make([]LogDirState, 0, len(c.cfg.LogDirs))
-	for _, d := range c.cfg.LogDirs {
-		st, ok := states[d]
+func (c *Copier) LogDirs() []LogDirState { return c.dirs.now() }
+
+// now returns the state of every log dir, in the order of log_dirs (see
+// Copier.LogDirs).
+func (d *logDirs) now() []LogDirState {
+	d.mu.Lock()
+	states, faults := d.states, d.faults
+	d.mu.Unlock()
+	out := make([]LogDirState, 0, len(d.cfg.LogDirs))
+	for _, dir := range d.cfg.LogDirs {
+		st, ok := states[dir]
 		if !ok {
-			st = LogDirState{Dir: d, LockPID: -1, BrokerOwned: true, Why: "not probed yet"}
+			st = LogDirState{Dir: dir, LockPID: -1, BrokerOwned: true, Why: "not probed yet"}
 		}
-		fault, faulted := faults[d]
-		switch err := dirAvailable(d, c.dirCheck); {
+		fault, faulted := faults[dir]
+		switch err := d.checkDir(dir); {
 		case err != nil:
 			st.Available, st.Err = false, err.Error()
 		case faulted:
@@ -282,9 +321,13 @@ func (c *Copier) LogDirs() []LogDirState {
 
 // LogDirsReady reports whether every log dir is available (see LogDirs),
 // and when not, why, naming each one that is not: for /-/ready.
-func (c *Copier) LogDirsReady() (bool, string) {
+func (c *Copier) LogDirsReady() (bool, string) { return c.dirs.ready() }
+
+// ready reports whether every log dir is available, and when not, why
+// (see Copier.LogDirsReady).
+func (d *logDirs) ready() (bool, string) {
 	var bad []string
-	for _, st := range c.LogDirs() {
+	for _, st := range d.now() {
 		if !st.Available {
 			bad = append(bad, fmt.Sprintf("log dir %s is unavailable (%s)", st.Dir, st.Err))
 		}
@@ -298,9 +341,9 @@ func (c *Copier) LogDirsReady() (bool, string) {
 
 // unavailableDirs returns the log dirs unavailable now or in the last
 // pass, sorted, with why: "" when there are none.
-func (c *Copier) unavailableDirs() string {
+func (d *logDirs) unavailableDirs() string {
 	var bad []string
-	for _, st := range c.LogDirs() {
+	for _, st := range d.now() {
 		if !st.Available {
 			bad = append(bad, fmt.Sprintf("%s (%s)", st.Dir, st.Err))
 		}
@@ -311,12 +354,12 @@ func (c *Copier) unavailableDirs() string {
 
 // passFaults returns the log dirs the current pass found unavailable or
 // could not read, with why: "" when there are none.
-func (c *Copier) passFaults() string {
-	c.dw.mu.Lock()
-	defer c.dw.mu.Unlock()
+func (d *logDirs) passFaults() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	var bad []string
-	for d, why := range c.dw.faults {
-		bad = append(bad, fmt.Sprintf("%s (%s)", d, why))
+	for dir, why := range d.faults {
+		bad = append(bad, fmt.Sprintf("%s (%s)", dir, why))
 	}
 	sort.Strings(bad)
 	return strings.Join(bad, ", ")
@@ -327,10 +370,10 @@ func (c *Copier) passFaults() string {
 // it could read: it may be in the missing one. Such a partition is not
 // remote only; none of its remote data is deleted (its copies stay, no
 // whole-partition deletion is scheduled or run) until the log dir is
-// back. One line is logged for the log dir (probeDirs), none per
+// back. One line is logged for the log dir (logDirs.probe), none per
 // partition.
 func (c *Copier) holdUnseen(parts []*partition) {
-	faults := c.passFaults()
+	faults := c.dirs.passFaults()
 	if faults == "" {
 		return
 	}
@@ -363,13 +406,13 @@ func (c *Copier) holdUnseen(parts []*partition) {
 
 // waitForDirs says whether whole-partition deletions must wait this pass
 // because a log dir is unavailable, and logs it once per set of log dirs.
-func (c *Copier) waitForDirs(what string) bool {
-	faults := c.passFaults()
+func (d *logDirs) waitForDirs(what string) bool {
+	faults := d.passFaults()
 	if faults == "" {
 		return false
 	}
-	if c.once(what + " waits for " + faults) {
-		c.log.Warn(what+" wait while a log dir is unavailable: it may hold the partitions", "log_dirs", faults)
+	if d.once(what + " waits for " + faults) {
+		d.log.Warn(what+" wait while a log dir is unavailable: it may hold the partitions", "log_dirs", faults)
 	}
 	return true
 }

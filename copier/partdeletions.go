@@ -86,7 +86,7 @@ type logDirHealth interface {
 // deletions returns the whole-partition deletion workflow over the
 // copier's store, bucket and cluster as they are now.
 func (c *Copier) deletions() *partitionDeletions {
-	return &partitionDeletions{cfg: &c.cfg, now: c.now, log: c.log, m: c.m, say: c, store: c.store, rs: c.rs, cl: c.cl, views: c, dirs: c,
+	return &partitionDeletions{cfg: &c.cfg, now: c.now, log: c.log, m: c.m, say: c, store: c.store, rs: c.rs, cl: c.cl, views: c, dirs: c.dirs,
 		objects: c.deletes(), tiered: c.tiered, settings: c.settings, needSweep: c.needSweep,
 		noteWait: func(tp remotelog.TopicPartition, detail string) {
 			c.st.mu.Lock()

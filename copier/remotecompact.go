@@ -28,7 +28,7 @@ func (c *Copier) newCompactor() *remotecompact.Compactor {
 			files.Throttle = c.throttle
 			return c.upload(ctx, meta, files)
 		},
-		FencedAfterManifest: errFencedAfterManifest, Suspect: c.SuspectCopy, NeedSweep: c.needSweep}, c.reg)
+		FencedAfterManifest: errFencedAfterManifest, Suspect: c.audit.suspect, NeedSweep: c.needSweep}, c.reg)
 }
 
 // remoteCompact runs remote compaction for partition p with this pass's

@@ -125,7 +125,7 @@ func (c *Copier) localRetention(ctx context.Context, p *partition) error {
 // coverHolds). Errors: the store's and the bucket's.
 func (c *Copier) localProofPresent(ctx context.Context, p *partition, d retention.LocalDelete, s localSegment) (bool, error) {
 	if d.Exact {
-		return c.copyPresent(ctx, d.Copies, s)
+		return c.audit.copyPresent(ctx, d.Copies, s)
 	}
 	if ok, err := c.coverPresent(ctx, d.Copies, s); err != nil || !ok {
 		return ok, err
@@ -181,10 +181,10 @@ func (c *Copier) trimLocal(p *partition, last int) error {
 // dir's lock. ran reports whether fn ran; err is fn's, or the release's.
 func (c *Copier) withoutBroker(p *partition, fn func() error) (ran bool, err error) {
 	dir := p.logDir()
-	mu := c.dw.exclusion(dir)
+	mu := c.dirs.exclusion(dir)
 	mu.Lock()
 	defer mu.Unlock()
-	if err := dirAvailable(dir, c.dirCheck); err != nil {
+	if err := c.dirs.checkDir(dir); err != nil {
 		return false, fmt.Errorf("log dir %s is unavailable: %w", dir, err)
 	}
 	lock := filepath.Join(dir, BrokerLockFile)
