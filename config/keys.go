@@ -115,7 +115,7 @@ func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
 		return nil // keeps the default
 	}
 	bad := func() []error {
-		return []error{fmt.Errorf("line %d: %s: %s: want %s%s", v.Line, key, shown(v), valueKind(key, t), hint(key, t, v))}
+		return []error{fmt.Errorf("line %d: %s: %s: want %s%s", v.Line, key, shownFor(key, v), valueKind(key, t), hint(key, t, v))}
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -201,7 +201,7 @@ func inRange(v *yaml.Node, t reflect.Type, key string) []error {
 	if strings.HasPrefix(v.Value, "-") {
 		bound = "at least " + lo
 	}
-	return []error{fmt.Errorf("line %d: %s: %s is out of range (%s%s)", v.Line, key, v.Value, bound, unit)}
+	return []error{fmt.Errorf("line %d: %s: %s is out of range (%s%s)", v.Line, key, strings.Trim(shownFor(key, v), `"`), bound, unit)}
 }
 
 // shown quotes a value node for a message.
@@ -215,10 +215,20 @@ func shown(v *yaml.Node) string {
 	return strconv.Quote(v.Value)
 }
 
+// shownFor is shown(v), but for a secret's value (see Secret): that is
+// never written, the message names the key and the problem only.
+func shownFor(key string, v *yaml.Node) string {
+	if Secret(key) && v.Kind == yaml.ScalarNode {
+		return "the value (not shown)"
+	}
+	return shown(v)
+}
+
 // hint converts a value written in other units, when it can: "10s" for
-// milliseconds, "16MiB" for bytes, "10000" for a duration.
+// milliseconds, "16MiB" for bytes, "10000" for a duration; none for a
+// secret.
 func hint(key string, t reflect.Type, v *yaml.Node) string {
-	if v.Kind != yaml.ScalarNode {
+	if v.Kind != yaml.ScalarNode || Secret(key) {
 		return ""
 	}
 	kind := valueKind(key, t)
