@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -105,7 +106,7 @@ func Default() Config {
 }
 
 // Load reads a YAML file strictly: unknown keys (with the nearest known
-// one suggested), values of the wrong kind, fractional numbers (outside
+// one suggested), keys set twice, values of the wrong kind, fractional numbers (outside
 // the few settings that are fractions, see fractional: truncating a
 // whole-number setting would silently change its meaning) and extra
 // documents are errors, all reported at once, after the file's path, and
@@ -155,7 +156,7 @@ func Load(path string) (Config, error) {
 	strict := yaml.NewDecoder(bytes.NewReader(converted))
 	strict.KnownFields(true)
 	if err := strict.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, unquoted(err))
+		return cfg, fmt.Errorf("%s: %w", path, unquoted(fileLines(err, &root, converted)))
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -257,6 +258,43 @@ func noFloats(n *yaml.Node, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// lineRef is how yaml's decoder names a line: "line 7: ...", "already
+// defined at line 4".
+var lineRef = regexp.MustCompile(`\bline (\d+)`)
+
+// fileLines is a decode error of converted (root marshalled) with its
+// line numbers turned back into root's, the file's: the converted text
+// has lost the file's comments and blank lines, and has its own layout.
+// A line the file does not have (a node the conversion added) is named
+// as such. The error unwraps to err.
+func fileLines(err error, root *yaml.Node, converted []byte) error {
+	var again yaml.Node
+	if yaml.Unmarshal(converted, &again) != nil {
+		return err
+	}
+	lines := map[int]int{}
+	var pair func(a, b *yaml.Node)
+	pair = func(file, conv *yaml.Node) {
+		if file.Line > 0 {
+			if _, ok := lines[conv.Line]; !ok {
+				lines[conv.Line] = file.Line
+			}
+		}
+		for i := 0; i < min(len(file.Content), len(conv.Content)); i++ {
+			pair(file.Content[i], conv.Content[i])
+		}
+	}
+	pair(root, &again)
+	msg := lineRef.ReplaceAllStringFunc(err.Error(), func(ref string) string {
+		n, _ := strconv.Atoi(lineRef.FindStringSubmatch(ref)[1])
+		if l, ok := lines[n]; ok {
+			return "line " + strconv.Itoa(l)
+		}
+		return "a line the file does not have"
+	})
+	return redacted{msg, err}
 }
 
 // quotedValue is how yaml's parser quotes a value in its messages: a

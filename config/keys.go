@@ -93,7 +93,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
 		known[f.key] = f
 		names = append(names, f.key)
 	}
-	var errs []error
+	errs := twice(n, path)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		f, ok := known[k.Value]
@@ -102,6 +102,22 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
 			continue
 		}
 		errs = append(errs, checkValue(v, f.typ, join(path, f.key))...)
+	}
+	return errs
+}
+
+// twice reports each key of mapping n (section path) that an earlier key
+// of n already set, with both lines.
+func twice(n *yaml.Node, path string) []error {
+	var errs []error
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if l, ok := first[k.Value]; ok {
+			errs = append(errs, fmt.Errorf("line %d: %s: %q is set twice (first at line %d)", k.Line, orTop(path), k.Value, l))
+			continue
+		}
+		first[k.Value] = k.Line
 	}
 	return errs
 }
@@ -127,7 +143,7 @@ func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
 		if v.Kind != yaml.MappingNode {
 			return bad()
 		}
-		var errs []error
+		errs := twice(v, key)
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			errs = append(errs, checkValue(v.Content[i+1], t.Elem(), join(key, v.Content[i].Value))...)
 		}
