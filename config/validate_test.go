@@ -270,3 +270,28 @@ func TestBothSpellingsOneError(t *testing.T) {
 		t.Fatalf("both spellings: %v", err)
 	}
 }
+
+// TestTopicNames: a per-topic entry whose name Kafka refuses (Topic.validate)
+// is refused, with the part of the rule it breaks; a legal one loads.
+func TestTopicNames(t *testing.T) {
+	long := strings.Repeat("t", 250)
+	for name, want := range map[string]string{
+		`""`:         `copier: topics: "": topic name is illegal, it can't be empty`,
+		`"."`:        `copier: topics: ".": topic name cannot be "." or ".."`,
+		`".."`:       `copier: topics: "..": topic name cannot be "." or ".."`,
+		long:         "it can't be longer than 249 characters (it has 250)",
+		`"a b"`:      `topic name "a b" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`,
+		`"orders/x"`: "a character other than ASCII alphanumerics",
+		`"ordrés"`:   "a character other than ASCII alphanumerics",
+	} {
+		_, err := loadYAML(t, strings.Replace(base, "broker_id: 1", "broker_id: 1\n  topics:\n    "+name+": {retention.ms: 5}", 1))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Kafka's rule for topic names") {
+			t.Errorf("topic %s: %v, want %q", name, err, want)
+		}
+	}
+	for _, name := range []string{"orders", "a.b_c-D9", strings.Repeat("t", 249), "__consumer_offsets"} {
+		if _, err := loadYAML(t, strings.Replace(base, "broker_id: 1", "broker_id: 1\n  topics:\n    "+name+": {retention.ms: 5}", 1)); err != nil {
+			t.Errorf("topic %s: %v", name, err)
+		}
+	}
+}
