@@ -194,8 +194,7 @@ func TestRunTLSConfig(t *testing.T) {
 	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\ntls:\n"
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"bad mode":         {"  grpc: yes\n", `grpc "yes": want off, tls or mtls`},
-		"no cert":          {"  http: tls\n", "cert_file and key_file are required"},
-		"mtls without CA":  {"  cert_file: c\n  key_file: k\n  kafka: mtls\n", "client_ca_file is required"},
+		"key only":         {"  http: tls\n  key_file: k\n", "cert_file and key_file go together"},
 		"CA without mtls":  {"  cert_file: c\n  key_file: k\n  kafka: tls\n  client_ca_file: ca\n", "no endpoint is mtls"},
 		"cert all off":     {"  cert_file: c\n  key_file: k\n", "all off"},
 		"client cert only": {"  client_cert_file: c\n", "client_cert_file and client_key_file go together"},
@@ -205,6 +204,62 @@ func TestRunTLSConfig(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestServerTLS: what only the server needs is ValidateServe's: a
+// certificate for an endpoint that is on, client_ca_file for an mtls one.
+// A tool's config without them loads.
+func TestServerTLS(t *testing.T) {
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\ntls:\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"no cert":         {"  http: tls\n", "cert_file and key_file are required"},
+		"mtls without CA": {"  cert_file: c\n  key_file: k\n  kafka: mtls\n", "client_ca_file is required"},
+		"a tool's, mtls":  {"  grpc: mtls\n  ca_file: ca\n  client_cert_file: c\n  client_key_file: k\n", "cert_file and key_file are required"},
+	} {
+		cfg, err := loadYAML(t, base+tc.yaml)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if err := cfg.TLS.ValidateServe(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: serve: %v, want %q", name, err, tc.want)
+		}
+	}
+	cfg, err := loadYAML(t, base+"  grpc: mtls\n  cert_file: c\n  key_file: k\n  client_ca_file: ca\n")
+	if err != nil || cfg.TLS.ValidateServe() != nil {
+		t.Errorf("a server's mtls: %v %v", err, cfg.TLS.ValidateServe())
+	}
+}
+
+// TestSecurityDocTLSExamples: each tls: example of docs/security.md loads
+// (over a minimal config), the tool-side one, which names only the CA it
+// trusts, too; the server-side ones pass ValidateServe.
+func TestSecurityDocTLSExamples(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+	tool := 0
+	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "tls:") || !strings.Contains(block, "ca_file") {
+			continue
+		}
+		cfg, err := loadYAML(t, base+block)
+		if err != nil {
+			t.Errorf("the example\n%s\ndoes not load: %v", block, err)
+			continue
+		}
+		if cfg.TLS.CertFile == "" {
+			tool++
+		} else if err := cfg.TLS.ValidateServe(); err != nil {
+			t.Errorf("the server's example\n%s\n%v", block, err)
+		}
+	}
+	if tool == 0 {
+		t.Error("docs/security.md has no tool-side tls: example (ca_file without cert_file)")
 	}
 }
 

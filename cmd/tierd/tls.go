@@ -19,6 +19,9 @@ func tlsHolder(c config.TLS, log *slog.Logger) (*tlsreload.Holder, error) {
 	if !c.AnyOn() {
 		return nil, nil
 	}
+	if err := c.ValidateServe(); err != nil {
+		return nil, err
+	}
 	h, err := tlsreload.New(tlsreload.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, ClientCAFile: c.ClientCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
