@@ -92,8 +92,8 @@ func tlsRefusal(cfg config.Config) error {
 		return fmt.Errorf("a server answers at %s (fetch.listen) but the TLS handshake failed; check tls.ca_file, tls.client_cert_file, tls.client_key_file and tls.server_name: %w",
 			cfg.Fetch.Listen, err)
 	}
-	conn.Close()
-	return nil
+	defer conn.Close()
+	return certificateRefused(conn.(*tls.Conn), cfg.Fetch.Listen, t.ClientCertFile != "")
 }
 
 // dialTierd connects a tool to the gRPC API at cfg.Fetch.Listen, over TLS

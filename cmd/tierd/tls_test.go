@@ -130,6 +130,19 @@ func TestRunTLS(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "but the TLS handshake failed") || !strings.Contains(errOut, "tls.ca_file") {
 		t.Errorf("tierd segments not trusting the CA: exit %d\n%s%s", code, out, errOut)
 	}
+	// A tool without a client certificate says that this tierd requires
+	// one and which settings give it, whether its config says grpc: mtls
+	// or tls, instead of taking tierd for stopped.
+	noClientCert := strings.Replace(readFile(t, cfgPath), "  client_cert_file: "+client.CertFile+"\n  client_key_file: "+client.KeyFile+"\n", "", 1)
+	noClientCert = strings.Replace(noClientCert, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(t.TempDir(), "none.sock")+"\n", 1)
+	for name, file := range map[string]string{"mtls": noClientCert, "tls": strings.Replace(noClientCert, "  grpc: mtls\n", "  grpc: tls\n", 1)} {
+		os.WriteFile(cfgPath+".nocert.yaml", []byte(file), 0o644)
+		code, out, errOut = runCmd("segments", "--config", cfgPath+".nocert.yaml")
+		if code != 1 || !strings.Contains(errOut, "the tierd at "+grpcAddr+" (fetch.listen) requires a client certificate") ||
+			!strings.Contains(errOut, "tls.client_cert_file and tls.client_key_file") || strings.Contains(errOut, "no tierd answers") {
+			t.Errorf("tierd segments without a client certificate, grpc: %s: exit %d\n%s%s", name, code, out, errOut)
+		}
+	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
 	resp, err := hc.Get("https://" + httpAddr + "/-/ready")
 	if err != nil {
