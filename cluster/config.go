@@ -65,7 +65,9 @@ type SASLConfig struct {
 	// Username is the SASL user. Required with a mechanism.
 	Username string `yaml:"username"`
 	// Password is the SASL password. Exactly one of Password and
-	// PasswordFile is required with a mechanism. Never logged.
+	// PasswordFile is required with a mechanism. Never logged, nor shown
+	// in an error. Written unquoted as a number (123456, 1.5, 0123) it
+	// is that text, as in a Kafka properties file.
 	Password string `yaml:"password"`
 	// PasswordFile holds the password (trailing line breaks are
 	// ignored). It is read by New, to fail early, and again at every

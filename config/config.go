@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -104,7 +106,7 @@ func Default() Config {
 }
 
 // Load reads a YAML file strictly: unknown keys (with the nearest known
-// one suggested), values of the wrong kind, fractional numbers (outside
+// one suggested), keys set twice, values of the wrong kind, fractional numbers (outside
 // the few settings that are fractions, see fractional: truncating a
 // whole-number setting would silently change its meaning) and extra
 // documents are errors, all reported at once, after the file's path, and
@@ -126,17 +128,19 @@ func Load(path string) (Config, error) {
 	if err := dec.Decode(&root); errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("%s: the config file holds no settings (see tierd.example.yaml)", path)
 	} else if err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", path, unquoted(err))
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("%s: more than one YAML document; tierd reads one", path)
 	}
-	if err := noFloats(&root); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
-	}
 	renamed := map[string]string{}
 	warnings, errs := migrate(&root, renamed)
+	if len(errs) == 0 && len(root.Content) == 1 {
+		if err := noFloats(root.Content[0], reflect.TypeFor[Config](), ""); err != nil {
+			return cfg, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if len(root.Content) == 1 {
 		errs = append(errs, checkKeys(root.Content[0], reflect.TypeFor[Config](), "")...)
 	}
@@ -147,12 +151,12 @@ func Load(path string) (Config, error) {
 	// for anything checkKeys let through.
 	converted, err := yaml.Marshal(&root)
 	if err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", path, unquoted(err))
 	}
 	strict := yaml.NewDecoder(bytes.NewReader(converted))
 	strict.KnownFields(true)
 	if err := strict.Decode(&cfg); err != nil {
-		return cfg, fmt.Errorf("%s: %w", path, err)
+		return cfg, fmt.Errorf("%s: %w", path, unquoted(fileLines(err, &root, converted)))
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -207,20 +211,115 @@ func (c Config) Source(key string) string {
 	return "default"
 }
 
-func noFloats(n *yaml.Node) error {
+// noFloats refuses a fractional number for a setting of type t (path is
+// its key): truncating a whole-number setting would silently change its
+// meaning. A string setting takes any scalar as the text written, as a
+// Kafka properties file would: password: 1.5 is the password "1.5".
+// Values are not checked under the fractional settings, and are never
+// shown for a secret.
+func noFloats(n *yaml.Node, t reflect.Type, path string) error {
+	if t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && (t.Kind() == reflect.String || t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String) {
+		return nil
+	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!float" && !integral(n) { // too large a whole number: checkValue says so
-		return fmt.Errorf("line %d: %q: settings are whole numbers", n.Line, n.Value)
+		return fmt.Errorf("line %d: %s: %s: settings are whole numbers", n.Line, orTop(path), shownFor(path, n))
+	}
+	known := map[string]reflect.Type{}
+	if t != nil && t.Kind() == reflect.Struct {
+		for _, f := range fields(t) {
+			known[f.key] = f.typ
+		}
 	}
 	for i, c := range n.Content {
-		if n.Kind == yaml.MappingNode && i%2 == 1 && fractional[n.Content[i-1].Value] {
-			continue
+		var ct reflect.Type // nil: an unknown key (checkKeys names it) or a list's entry
+		key := path
+		switch {
+		case n.Kind == yaml.MappingNode && i%2 == 0:
+			continue // a key
+		case n.Kind == yaml.MappingNode:
+			k := n.Content[i-1].Value
+			if fractional[k] {
+				continue
+			}
+			key = join(path, k)
+			if t != nil && t.Kind() == reflect.Map {
+				ct = t.Elem()
+			} else {
+				ct = known[k]
+			}
+		case t != nil && t.Kind() == reflect.Slice:
+			ct = t.Elem()
 		}
-		if err := noFloats(c); err != nil {
+		if err := noFloats(c, ct, key); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// lineRef is how yaml's decoder names a line: "line 7: ...", "already
+// defined at line 4".
+var lineRef = regexp.MustCompile(`\bline (\d+)`)
+
+// fileLines is a decode error of converted (root marshalled) with its
+// line numbers turned back into root's, the file's: the converted text
+// has lost the file's comments and blank lines, and has its own layout.
+// A line the file does not have (a node the conversion added) is named
+// as such. The error unwraps to err.
+func fileLines(err error, root *yaml.Node, converted []byte) error {
+	var again yaml.Node
+	if yaml.Unmarshal(converted, &again) != nil {
+		return err
+	}
+	lines := map[int]int{}
+	var pair func(a, b *yaml.Node)
+	pair = func(file, conv *yaml.Node) {
+		if file.Line > 0 {
+			if _, ok := lines[conv.Line]; !ok {
+				lines[conv.Line] = file.Line
+			}
+		}
+		for i := 0; i < min(len(file.Content), len(conv.Content)); i++ {
+			pair(file.Content[i], conv.Content[i])
+		}
+	}
+	pair(root, &again)
+	msg := lineRef.ReplaceAllStringFunc(err.Error(), func(ref string) string {
+		n, _ := strconv.Atoi(lineRef.FindStringSubmatch(ref)[1])
+		if l, ok := lines[n]; ok {
+			return "line " + strconv.Itoa(l)
+		}
+		return "a line the file does not have"
+	})
+	return redacted{msg, err}
+}
+
+// quotedValue is how yaml's parser quotes a value in its messages: a
+// value it cannot resolve to an explicit tag (password: !!int hunter2).
+var quotedValue = regexp.MustCompile("`[^`]*`")
+
+// unquoted is a parse error whose text has every value it quotes
+// removed: the parser does not say which key a value belongs to, and it
+// may be a secret's. It unwraps to err.
+func unquoted(err error) error {
+	msg := err.Error()
+	if !quotedValue.MatchString(msg) {
+		return err
+	}
+	return redacted{quotedValue.ReplaceAllString(msg, "a value (not shown)"), err}
+}
+
+// redacted is an error shown as msg that unwraps to err.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r redacted) Error() string { return r.msg }
+func (r redacted) Unwrap() error { return r.err }
 
 // fractional names the settings that are fractions, as Kafka's are:
 // min.cleanable.dirty.ratio (copier.remote_compaction).

@@ -93,7 +93,7 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
 		known[f.key] = f
 		names = append(names, f.key)
 	}
-	var errs []error
+	errs := twice(n, path)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		f, ok := known[k.Value]
@@ -102,6 +102,22 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
 			continue
 		}
 		errs = append(errs, checkValue(v, f.typ, join(path, f.key))...)
+	}
+	return errs
+}
+
+// twice reports each key of mapping n (section path) that an earlier key
+// of n already set, with both lines.
+func twice(n *yaml.Node, path string) []error {
+	var errs []error
+	first := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if l, ok := first[k.Value]; ok {
+			errs = append(errs, fmt.Errorf("line %d: %s: %q is set twice (first at line %d)", k.Line, orTop(path), k.Value, l))
+			continue
+		}
+		first[k.Value] = k.Line
 	}
 	return errs
 }
@@ -115,7 +131,7 @@ func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
 		return nil // keeps the default
 	}
 	bad := func() []error {
-		return []error{fmt.Errorf("line %d: %s: %s: want %s%s", v.Line, key, shown(v), valueKind(key, t), hint(key, t, v))}
+		return []error{fmt.Errorf("line %d: %s: %s: want %s%s", v.Line, key, shownFor(key, v), valueKind(key, t), hint(key, t, v))}
 	}
 	if t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -127,7 +143,7 @@ func checkValue(v *yaml.Node, t reflect.Type, key string) []error {
 		if v.Kind != yaml.MappingNode {
 			return bad()
 		}
-		var errs []error
+		errs := twice(v, key)
 		for i := 0; i+1 < len(v.Content); i += 2 {
 			errs = append(errs, checkValue(v.Content[i+1], t.Elem(), join(key, v.Content[i].Value))...)
 		}
@@ -201,7 +217,7 @@ func inRange(v *yaml.Node, t reflect.Type, key string) []error {
 	if strings.HasPrefix(v.Value, "-") {
 		bound = "at least " + lo
 	}
-	return []error{fmt.Errorf("line %d: %s: %s is out of range (%s%s)", v.Line, key, v.Value, bound, unit)}
+	return []error{fmt.Errorf("line %d: %s: %s is out of range (%s%s)", v.Line, key, strings.Trim(shownFor(key, v), `"`), bound, unit)}
 }
 
 // shown quotes a value node for a message.
@@ -215,10 +231,20 @@ func shown(v *yaml.Node) string {
 	return strconv.Quote(v.Value)
 }
 
+// shownFor is shown(v), but for a secret's value (see Secret): that is
+// never written, the message names the key and the problem only.
+func shownFor(key string, v *yaml.Node) string {
+	if Secret(key) && v.Kind == yaml.ScalarNode {
+		return "the value (not shown)"
+	}
+	return shown(v)
+}
+
 // hint converts a value written in other units, when it can: "10s" for
-// milliseconds, "16MiB" for bytes, "10000" for a duration.
+// milliseconds, "16MiB" for bytes, "10000" for a duration; none for a
+// secret.
 func hint(key string, t reflect.Type, v *yaml.Node) string {
-	if v.Kind != yaml.ScalarNode {
+	if v.Kind != yaml.ScalarNode || Secret(key) {
 		return ""
 	}
 	kind := valueKind(key, t)

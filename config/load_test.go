@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,81 @@ func TestConfigOutOfRange(t *testing.T) {
 		if _, err := loadYAML(t, y); err != nil {
 			t.Errorf("%q: %v", y, err)
 		}
+	}
+}
+
+// TestErrorLines: a bad key's error names its line in the file, comments
+// and blank lines counted, at every depth: a key set twice (found by the
+// strict decode of the converted file, whose lines are not the file's)
+// at the top, in a section, in a topic's settings; an unknown one.
+func TestErrorLines(t *testing.T) {
+	_, err := loadYAML(t, `# tierd.yaml
+copier:
+  log_dirs: [/x]
+
+  # the broker
+  broker_id: 1
+  topics:
+    orders:
+      retention.ms: 5
+
+      retention.ms: 6
+metadata: {dir: /m}
+
+
+bucket:
+  filesystem:
+    dir: /b
+    # again
+    dir: /c
+log_level: info
+log_level: debug
+`)
+	if err == nil {
+		t.Fatal("loaded")
+	}
+	for _, want := range []string{
+		`line 11: copier.topics.orders: "retention.ms" is set twice (first at line 9)`,
+		`line 19: bucket.filesystem: "dir" is set twice (first at line 17)`,
+		`line 21: top level: "log_level" is set twice (first at line 20)`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	_, err = loadYAML(t, "copier:\n  log_dirs: [/x]\n\n  broker_id: 1\n  topics:\n\n    orders:\n      # a comment\n      retention.msec: 5\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n")
+	if err == nil || !strings.Contains(err.Error(), `line 9: copier.topics.orders: unknown key "retention.msec"`) {
+		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestFileLines: an error of the strict decode, which reads the converted
+// file, names the file's lines, not the converted text's.
+func TestFileLines(t *testing.T) {
+	file := "# c\ncopier:\n\n  # the broker\n  broker_id: 1\n\n  topics:\n    orders: {retention.ms: 5}\n"
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte(file), &root); err != nil {
+		t.Fatal(err)
+	}
+	converted, err := yaml.Marshal(&root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	convLine := func(s string) int {
+		for i, l := range strings.Split(string(converted), "\n") {
+			if strings.Contains(l, s) {
+				return i + 1
+			}
+		}
+		t.Fatalf("%q not in %s", s, converted)
+		return 0
+	}
+	b, r := convLine("broker_id"), convLine("retention.ms")
+	if b == 5 && r == 8 {
+		t.Fatalf("the converted text keeps the file's lines, nothing to test:\n%s", converted)
+	}
+	got := fileLines(fmt.Errorf("yaml: line %d: x; defined at line %d; line 999: y", r, b), &root, converted).Error()
+	if want := "yaml: line 8: x; defined at line 5; a line the file does not have: y"; got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -22,13 +22,15 @@ const (
 // start and again on SIGHUP.
 type TLS struct {
 	// CertFile is the PEM certificate chain (leaf first) every TLS endpoint
-	// presents. Required when an endpoint is not off. Default "".
+	// presents. Required by tierd run when an endpoint is not off (not by
+	// the tools, which read only ca_file and the client_* files). Default
+	// "".
 	CertFile string `yaml:"cert_file"`
 	// KeyFile is CertFile's PEM private key. Default "".
 	KeyFile string `yaml:"key_file"`
 	// ClientCAFile is a PEM file of the CA certificates client
-	// certificates must chain to on the mtls endpoints; required by them,
-	// and refused when no endpoint is mtls. Default "".
+	// certificates must chain to on the mtls endpoints; required by them
+	// (in tierd run), and refused when no endpoint is mtls. Default "".
 	ClientCAFile string `yaml:"client_ca_file"`
 	// GRPC, HTTP, Kafka and RSM are each endpoint's mode: off
 	// (plaintext), tls, or mtls (Kafka's ssl.client.auth=required). Default
@@ -63,7 +65,13 @@ func (c TLS) AnyOn() bool {
 	return Mode(c.GRPC) != TLSOff || Mode(c.HTTP) != TLSOff || Mode(c.Kafka) != TLSOff || Mode(c.RSM) != TLSOff
 }
 
-// Validate reports every problem at once, joined; it reads no file.
+// Validate reports every problem at once, joined; it reads no file. It
+// checks what both sides of the section need: the modes, the files that
+// go in pairs, and no file that nothing would use. What only the server
+// needs (cert_file and key_file for an endpoint that is not off,
+// client_ca_file for an mtls one) is ValidateServe's: a tool's config
+// (segments, journal, status...) names only the CA it trusts, and its
+// own certificate when the gRPC API is mtls.
 func (c TLS) Validate() error {
 	var errs []error
 	mtls := false
@@ -76,20 +84,34 @@ func (c TLS) Validate() error {
 			errs = append(errs, fmt.Errorf("tls: %s %q: want off, tls or mtls", e.name, e.mode))
 		}
 	}
-	if c.AnyOn() && (c.CertFile == "" || c.KeyFile == "") {
-		errs = append(errs, errors.New("tls: cert_file and key_file are required when grpc, http, kafka or rsm is tls or mtls"))
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
 	}
 	if !c.AnyOn() && (c.CertFile != "" || c.KeyFile != "") {
 		errs = append(errs, errors.New("tls: cert_file or key_file is set but grpc, http, kafka and rsm are all off"))
-	}
-	if mtls && c.ClientCAFile == "" {
-		errs = append(errs, errors.New("tls: client_ca_file is required by an mtls endpoint (the CAs client certificates must chain to)"))
 	}
 	if !mtls && c.ClientCAFile != "" {
 		errs = append(errs, errors.New("tls: client_ca_file is set but no endpoint is mtls, so no client certificate would be checked"))
 	}
 	if (c.ClientCertFile == "") != (c.ClientKeyFile == "") {
 		errs = append(errs, errors.New("tls: client_cert_file and client_key_file go together"))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateServe reports what the server (tierd run) needs beyond
+// Validate: cert_file and key_file when an endpoint is tls or mtls, and
+// client_ca_file when one is mtls; it reads no file.
+func (c TLS) ValidateServe() error {
+	var errs []error
+	if c.AnyOn() && (c.CertFile == "" || c.KeyFile == "") {
+		errs = append(errs, errors.New("tls: cert_file and key_file are required when grpc, http, kafka or rsm is tls or mtls"))
+	}
+	for _, m := range []string{c.GRPC, c.HTTP, c.Kafka, c.RSM} {
+		if Mode(m) == TLSMTLS && c.ClientCAFile == "" {
+			errs = append(errs, errors.New("tls: client_ca_file is required by an mtls endpoint (the CAs client certificates must chain to)"))
+			break
+		}
 	}
 	return errors.Join(errs...)
 }

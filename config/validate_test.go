@@ -194,8 +194,7 @@ func TestRunTLSConfig(t *testing.T) {
 	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\ntls:\n"
 	for name, tc := range map[string]struct{ yaml, want string }{
 		"bad mode":         {"  grpc: yes\n", `grpc "yes": want off, tls or mtls`},
-		"no cert":          {"  http: tls\n", "cert_file and key_file are required"},
-		"mtls without CA":  {"  cert_file: c\n  key_file: k\n  kafka: mtls\n", "client_ca_file is required"},
+		"key only":         {"  http: tls\n  key_file: k\n", "cert_file and key_file go together"},
 		"CA without mtls":  {"  cert_file: c\n  key_file: k\n  kafka: tls\n  client_ca_file: ca\n", "no endpoint is mtls"},
 		"cert all off":     {"  cert_file: c\n  key_file: k\n", "all off"},
 		"client cert only": {"  client_cert_file: c\n", "client_cert_file and client_key_file go together"},
@@ -205,6 +204,62 @@ func TestRunTLSConfig(t *testing.T) {
 		if _, err := Load(p); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestServerTLS: what only the server needs is ValidateServe's: a
+// certificate for an endpoint that is on, client_ca_file for an mtls one.
+// A tool's config without them loads.
+func TestServerTLS(t *testing.T) {
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\ntls:\n"
+	for name, tc := range map[string]struct{ yaml, want string }{
+		"no cert":         {"  http: tls\n", "cert_file and key_file are required"},
+		"mtls without CA": {"  cert_file: c\n  key_file: k\n  kafka: mtls\n", "client_ca_file is required"},
+		"a tool's, mtls":  {"  grpc: mtls\n  ca_file: ca\n  client_cert_file: c\n  client_key_file: k\n", "cert_file and key_file are required"},
+	} {
+		cfg, err := loadYAML(t, base+tc.yaml)
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if err := cfg.TLS.ValidateServe(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: serve: %v, want %q", name, err, tc.want)
+		}
+	}
+	cfg, err := loadYAML(t, base+"  grpc: mtls\n  cert_file: c\n  key_file: k\n  client_ca_file: ca\n")
+	if err != nil || cfg.TLS.ValidateServe() != nil {
+		t.Errorf("a server's mtls: %v %v", err, cfg.TLS.ValidateServe())
+	}
+}
+
+// TestSecurityDocTLSExamples: each tls: example of docs/security.md loads
+// (over a minimal config), the tool-side one, which names only the CA it
+// trusts, too; the server-side ones pass ValidateServe.
+func TestSecurityDocTLSExamples(t *testing.T) {
+	doc, err := os.ReadFile("../docs/security.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "copier:\n  log_dirs: [/x]\n  broker_id: 1\nmetadata: {dir: /m}\nbucket: {filesystem: {dir: /b}}\n"
+	tool := 0
+	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
+		block, _, _ = strings.Cut(block, "```")
+		if !strings.Contains(block, "tls:") || !strings.Contains(block, "ca_file") {
+			continue
+		}
+		cfg, err := loadYAML(t, base+block)
+		if err != nil {
+			t.Errorf("the example\n%s\ndoes not load: %v", block, err)
+			continue
+		}
+		if cfg.TLS.CertFile == "" {
+			tool++
+		} else if err := cfg.TLS.ValidateServe(); err != nil {
+			t.Errorf("the server's example\n%s\n%v", block, err)
+		}
+	}
+	if tool == 0 {
+		t.Error("docs/security.md has no tool-side tls: example (ca_file without cert_file)")
 	}
 }
 
@@ -268,5 +323,30 @@ func TestBothSpellingsOneError(t *testing.T) {
 	_, err := loadYAML(t, strings.Replace(base, "  broker_id: 1\n", "  broker_id: 1\n  interval: 5s\n  remote.log.manager.task.interval.ms: 5000\n", 1))
 	if err == nil || !strings.Contains(err.Error(), "not both") || strings.Contains(err.Error(), "unknown key") {
 		t.Fatalf("both spellings: %v", err)
+	}
+}
+
+// TestTopicNames: a per-topic entry whose name Kafka refuses (Topic.validate)
+// is refused, with the part of the rule it breaks; a legal one loads.
+func TestTopicNames(t *testing.T) {
+	long := strings.Repeat("t", 250)
+	for name, want := range map[string]string{
+		`""`:         `copier: topics: "": topic name is illegal, it can't be empty`,
+		`"."`:        `copier: topics: ".": topic name cannot be "." or ".."`,
+		`".."`:       `copier: topics: "..": topic name cannot be "." or ".."`,
+		long:         "it can't be longer than 249 characters (it has 250)",
+		`"a b"`:      `topic name "a b" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'`,
+		`"orders/x"`: "a character other than ASCII alphanumerics",
+		`"ordrés"`:   "a character other than ASCII alphanumerics",
+	} {
+		_, err := loadYAML(t, strings.Replace(base, "broker_id: 1", "broker_id: 1\n  topics:\n    "+name+": {retention.ms: 5}", 1))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Kafka's rule for topic names") {
+			t.Errorf("topic %s: %v, want %q", name, err, want)
+		}
+	}
+	for _, name := range []string{"orders", "a.b_c-D9", strings.Repeat("t", 249), "__consumer_offsets"} {
+		if _, err := loadYAML(t, strings.Replace(base, "broker_id: 1", "broker_id: 1\n  topics:\n    "+name+": {retention.ms: 5}", 1)); err != nil {
+			t.Errorf("topic %s: %v", name, err)
+		}
 	}
 }

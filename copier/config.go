@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/saturate"
 )
 
@@ -145,7 +146,9 @@ type Config struct {
 	// (see RemoteCompaction for its settings and their defaults).
 	RemoteCompaction RemoteCompaction `yaml:"remote_compaction"`
 	// Topics holds per-topic settings with Kafka's topic-level names:
-	// retention and tiering (see TopicConfig).
+	// retention and tiering (see TopicConfig). Each key is a topic name
+	// Kafka takes (Topic.validate: 1 to 249 of [a-zA-Z0-9._-], not "."
+	// or "..").
 	Topics map[string]TopicConfig `yaml:"topics"`
 	// InitialRetentionDelay is how long retention waits on a new
 	// metadata dir (see MetadataCreatedMs): until MetadataCreatedMs +
@@ -244,6 +247,10 @@ func (c Config) Validate() error {
 	}
 	errs = append(errs, c.RemoteCompaction.validate()...)
 	for topic, tc := range c.Topics {
+		if err := kafkalog.ValidateTopicName(topic); err != nil {
+			errs = append(errs, fmt.Errorf("copier: topics: %q: %w (Kafka's rule for topic names)", topic, err))
+			continue
+		}
 		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}
 	return errors.Join(errs...)

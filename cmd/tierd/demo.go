@@ -48,6 +48,9 @@ type demoOptions struct {
 	kafka      string // the Kafka listener's address
 	grpc       string // the gRPC API's address
 	compact    bool   // run the compaction scenario (demo_compact.go) instead
+	// answerTimeout bounds the bucket's first requests (creating the
+	// bucket, claiming the prefix); 0 = rsm.ProbeTimeout (tests set it).
+	answerTimeout time.Duration
 }
 
 // demoRunPrefix is the key prefix of one demo run: "tierd-demo-<id>",
@@ -183,14 +186,28 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 		e.done = append(e.done, func(*error) { flush() })
 	}
 	d, err := newDaemon(ctx, cfg, startOptions{}, e.log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
+		// A store that takes the connection and never answers would hold
+		// the demo for ever: its first requests are bounded.
+		limit := o.answerTimeout
+		if limit <= 0 {
+			limit = rsm.ProbeTimeout
+		}
+		fctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		silent := func(err error) error {
+			if ctx.Err() == nil && errors.Is(fctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s did not answer within %s: %w", b.Name(), limit, err)
+			}
+			return err
+		}
 		if eb, ok := b.(interface{ EnsureBucket(context.Context) error }); ok {
-			if err := eb.EnsureBucket(ctx); err != nil {
-				return nil, err
+			if err := eb.EnsureBucket(fctx); err != nil {
+				return nil, silent(err)
 			}
 		}
-		r, err := rsm.ClaimPrefix(ctx, b, cfg.Bucket.Prefix)
+		r, err := rsm.ClaimPrefix(fctx, b, cfg.Bucket.Prefix)
 		if err != nil {
-			return nil, fmt.Errorf("the demo writes only under a new prefix of its own: %w", err)
+			return nil, fmt.Errorf("the demo writes only under a new prefix of its own: %w", silent(err))
 		}
 		e.rec = r
 		return r, nil

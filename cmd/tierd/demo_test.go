@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -105,5 +107,45 @@ func TestDemoOwnPrefixOverMinIO(t *testing.T) {
 	code, o, e := runCmd("segments", "--config", keptConfig(t, keep, runPrefix))
 	if code != 0 || !strings.Contains(o, "demo-0: log start offset 0, local log start offset 600, highest tiered offset 599") {
 		t.Fatalf("segments with the kept tierd.yaml: exit %d\n%s\n%s", code, o, e)
+	}
+}
+
+// TestDemoSilentEndpoint: a demo against an S3 endpoint that takes the
+// connection and never answers gives up, saying which endpoint did not
+// answer, instead of hanging.
+func TestDemoSilentEndpoint(t *testing.T) {
+	t.Setenv("AWS_ACCESS_KEY_ID", "demo")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "demo-secret")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() { // takes connections and says nothing
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	endpoint := "http://" + l.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	start := time.Now()
+	err = demo(ctx, demoOptions{s3Endpoint: endpoint, s3Bucket: "tierd", s3Region: "us-east-1", answerTimeout: 300 * time.Millisecond}, &out, &out)
+	if ctx.Err() != nil {
+		t.Fatalf("the demo hung until the test's deadline: %v\n%s", err, out.String())
+	}
+	if err == nil || !strings.Contains(err.Error(), endpoint) || !strings.Contains(err.Error(), "did not answer within 300ms") {
+		t.Fatalf("demo against a silent endpoint: %v (after %s)\n%s", err, time.Since(start), out.String())
 	}
 }

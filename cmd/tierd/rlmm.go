@@ -54,45 +54,92 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// rebuildMetadata moves the metadata dir aside (keeping it as
-// "<dir>.old-<unix seconds>") and rebuilds it from the bucket. The new dir
-// keeps the old one's instance id: it is the same tierd; and its record of
-// when it was created (daemon.CreatedFile), so that initial_retention_delay
-// goes on as it was. A rebuild over a lost metadata dir (or one without
-// an instance id) makes a new metadata dir, recorded as created now: the
-// next tierd run waits out initial_retention_delay, as after any loss of
-// the metadata dir.
+// rebuildMetadata rebuilds the metadata dir from the bucket into a new
+// dir beside it ("<dir>.rebuild-<unix seconds>") and, once that is
+// complete and closed, swaps it in with renames (the old dir kept as
+// "<dir>.old-<unix seconds>"), then syncs the parent dir. A rebuild that
+// fails leaves the metadata dir as it was and removes the new one; the
+// error says so, or where things are when a step of the swap failed.
+// The new dir keeps the old one's instance id: it is the same tierd; and
+// its record of when it was created (daemon.CreatedFile), so that
+// initial_retention_delay goes on as it was. A rebuild over a lost
+// metadata dir (or one without an instance id) makes a new metadata dir,
+// recorded as created now: the next tierd run waits out
+// initial_retention_delay, as after any loss of the metadata dir.
 func rebuildMetadata(ctx context.Context, cfg config.Config, all bool, stdout io.Writer) error {
-	old := ""
+	dir := cfg.Metadata.Dir
+	_, err := os.Stat(dir)
+	exists := err == nil
+	id := ""
 	var created []byte // the old dir's daemon.CreatedFile, nil when it had none
-	if _, err := os.Stat(cfg.Metadata.Dir); err == nil {
-		old = fmt.Sprintf("%s.old-%d", cfg.Metadata.Dir, time.Now().Unix())
-		// A running tierd holds Pebble's lock; renaming under it would be
-		// wrong, so check by opening first.
+	if exists {
+		// A running tierd holds Pebble's lock: check by opening first.
 		if err := probeUnlocked(ctx, cfg); err != nil {
 			return err
 		}
-		id, err := instance.Read(cfg.Metadata.Dir)
-		if err != nil {
+		if id, err = instance.Read(dir); err != nil {
 			return err
 		}
-		if created, err = os.ReadFile(filepath.Join(cfg.Metadata.Dir, daemon.CreatedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if created, err = os.ReadFile(filepath.Join(dir, daemon.CreatedFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
-		if err := os.Rename(cfg.Metadata.Dir, old); err != nil {
-			return err
+	}
+	now := time.Now().Unix()
+	build := fmt.Sprintf("%s.rebuild-%d", dir, now)
+	if err := os.MkdirAll(filepath.Dir(build), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(build, 0o755); err != nil {
+		return fmt.Errorf("nothing moved or rebuilt: %w", err)
+	}
+	nc := cfg
+	nc.Metadata.Dir = build
+	prev := ""
+	if exists {
+		prev = dir
+	}
+	if err := buildMetadata(ctx, nc, id, created, prev, all, stdout); err != nil {
+		left := "removed"
+		if rerr := os.RemoveAll(build); rerr != nil {
+			left = fmt.Sprintf("left at %s (%v)", build, rerr)
 		}
-		fmt.Fprintf(stdout, "moved the old metadata to %s\n", old)
-		if id != "" {
-			if err := instance.Write(cfg.Metadata.Dir, id); err != nil {
-				return err
+		return fmt.Errorf("%w; the metadata dir %s is as it was, the partial rebuild %s", err, dir, left)
+	}
+	old := ""
+	if exists {
+		old = fmt.Sprintf("%s.old-%d", dir, now)
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("the rebuilt metadata is complete at %s, the metadata dir %s is as it was: %w", build, dir, err)
+		}
+	}
+	if err := os.Rename(build, dir); err != nil {
+		if old != "" {
+			if rerr := os.Rename(old, dir); rerr != nil {
+				return fmt.Errorf("the rebuilt metadata is complete at %s, the old metadata at %s, and no metadata dir at %s: %w (moving the old back: %v)", build, old, dir, err, rerr)
 			}
+		}
+		return fmt.Errorf("the rebuilt metadata is complete at %s, the metadata dir %s is as it was: %w", build, dir, err)
+	}
+	if err := kafkalog.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("the rebuilt metadata is at %s: sync its parent dir: %w", dir, err)
+	}
+	if old != "" {
+		fmt.Fprintf(stdout, "moved the old metadata to %s\n", old)
+	}
+	return nil
+}
+
+// buildMetadata fills the new metadata dir of cfg from the bucket, with
+// instance id id ("": none), created as daemon.CreatedFile (nil: a new
+// dir) and the scheduled deletions and journal of the metadata dir prev
+// ("": none). The store is closed when it returns.
+func buildMetadata(ctx context.Context, cfg config.Config, id string, created []byte, prev string, all bool, stdout io.Writer) error {
+	if id != "" {
+		if err := instance.Write(cfg.Metadata.Dir, id); err != nil {
+			return err
 		}
 	}
 	if created != nil {
-		if err := os.MkdirAll(cfg.Metadata.Dir, 0o755); err != nil {
-			return err
-		}
 		if err := kafkalog.WriteFileAtomic(filepath.Join(cfg.Metadata.Dir, daemon.CreatedFile), created); err != nil {
 			return err
 		}
@@ -104,14 +151,14 @@ func rebuildMetadata(ctx context.Context, cfg config.Config, all bool, stdout io
 		return err
 	}
 	defer d.Close()
-	if old != "" {
+	if prev != "" {
 		// Scheduled deletions and the journal are not in the bucket: take
-		// them from the old dir when it still opens.
-		if prev, err := rlmm.Open(rlmm.Config{Dir: old}); err != nil {
+		// them from the old dir when it opens.
+		if from, err := rlmm.Open(rlmm.Config{Dir: prev}); err != nil {
 			fmt.Fprintf(stdout, "the old metadata does not open (%v): scheduled deletions and the deletion journal start afresh\n", err)
 		} else {
-			nd, ne, err := d.store.CarryOver(prev)
-			prev.Close()
+			nd, ne, err := d.store.CarryOver(from)
+			from.Close()
 			if err != nil {
 				return fmt.Errorf("carry over scheduled deletions and the journal: %w", err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/fetch"
 	"github.com/tierd/tierd/internal/privfile"
+	"github.com/tierd/tierd/rlmm"
 )
 
 // dialRunning connects to the tierd running with cfg's metadata dir: at
@@ -51,15 +52,24 @@ func dialRunning(ctx context.Context, cfg config.Config) (c *fetch.Client, where
 	return c, fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen), nil
 }
 
-// metadataPresent returns nil when cfg's metadata dir exists, so that a
-// tool may open the stopped tierd's store; otherwise an error saying that
-// no tierd answered and, when the dir does not exist, that no tierd has
-// run with this configuration yet (the store is created by the first
-// `tierd run`; a tool never creates it).
+// metadataPresent returns nil when cfg's metadata dir holds a store, so
+// that a tool may open the stopped tierd's store; otherwise an error
+// saying that no tierd answered and, when the dir does not exist or holds
+// no store (empty), that no tierd has run with this configuration yet
+// (the store is created by the first `tierd run`; a tool never creates
+// it).
 func metadataPresent(cfg config.Config) error {
 	_, err := os.Stat(cfg.Metadata.Dir)
 	switch {
 	case err == nil:
+		ok, err := rlmm.Exists(cfg.Metadata.Dir)
+		if err != nil {
+			return fmt.Errorf("no tierd answers at %s, and metadata.dir: %w", cfg.Fetch.Listen, err)
+		}
+		if !ok {
+			return fmt.Errorf("no tierd answers at %s, and metadata.dir %s holds no metadata store: no tierd has run with this configuration yet (start one with `tierd run --config FILE`)",
+				cfg.Fetch.Listen, cfg.Metadata.Dir)
+		}
 		return nil
 	case errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("no tierd answers at %s, and metadata.dir %s does not exist: no tierd has run with this configuration yet (start one with `tierd run --config FILE`): %w",

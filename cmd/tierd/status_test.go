@@ -133,22 +133,35 @@ func get(t *testing.T, url string) string {
 	return b.String()
 }
 
-// TestToolsBeforeFirstRun: before any `tierd run`, status, segments and
-// journal say that no tierd has run with this configuration, name the
-// metadata dir, and do not create it.
+// TestToolsBeforeFirstRun: before any `tierd run`, with no metadata dir
+// or an empty one (made by the operator), status, segments and journal
+// say that no tierd has run with this configuration, name the metadata
+// dir, and create nothing there.
 func TestToolsBeforeFirstRun(t *testing.T) {
 	root := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(root, "logs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), freeAddr(t))
-	for _, cmd := range []string{"status", "segments", "journal"} {
-		code, o, e := runCmd(cmd, "--config", cfgPath)
-		if code == 0 || !strings.Contains(e, "no tierd has run with this configuration yet") || !strings.Contains(e, filepath.Join(root, "metadata")) {
-			t.Errorf("%s before the first run: exit %d\nstdout: %s\nstderr: %s", cmd, code, o, e)
+	meta := filepath.Join(root, "metadata")
+	run := func(state string) {
+		t.Helper()
+		for _, cmd := range []string{"status", "segments", "journal"} {
+			code, o, e := runCmd(cmd, "--config", cfgPath)
+			if code == 0 || !strings.Contains(e, "no tierd has run with this configuration yet") || !strings.Contains(e, meta) {
+				t.Errorf("%s before the first run, %s: exit %d\nstdout: %s\nstderr: %s", cmd, state, code, o, e)
+			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(root, "metadata")); !os.IsNotExist(err) {
+	run("no metadata dir")
+	if _, err := os.Stat(meta); !os.IsNotExist(err) {
 		t.Fatalf("a tool created the metadata dir: %v", err)
+	}
+	if err := os.Mkdir(meta, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	run("an empty metadata dir")
+	if ents, err := os.ReadDir(meta); err != nil || len(ents) != 0 {
+		t.Fatalf("a tool wrote in the empty metadata dir: %v %v", ents, err)
 	}
 }

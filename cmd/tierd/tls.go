@@ -19,6 +19,9 @@ func tlsHolder(c config.TLS, log *slog.Logger) (*tlsreload.Holder, error) {
 	if !c.AnyOn() {
 		return nil, nil
 	}
+	if err := c.ValidateServe(); err != nil {
+		return nil, err
+	}
 	h, err := tlsreload.New(tlsreload.Files{CertFile: c.CertFile, KeyFile: c.KeyFile, ClientCAFile: c.ClientCAFile})
 	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
@@ -89,8 +92,8 @@ func tlsRefusal(cfg config.Config) error {
 		return fmt.Errorf("a server answers at %s (fetch.listen) but the TLS handshake failed; check tls.ca_file, tls.client_cert_file, tls.client_key_file and tls.server_name: %w",
 			cfg.Fetch.Listen, err)
 	}
-	conn.Close()
-	return nil
+	defer conn.Close()
+	return certificateRefused(conn.(*tls.Conn), cfg.Fetch.Listen, t.ClientCertFile != "")
 }
 
 // dialTierd connects a tool to the gRPC API at cfg.Fetch.Listen, over TLS

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/tierd/tierd/config"
 	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 )
@@ -127,6 +129,19 @@ func TestRunTLS(t *testing.T) {
 	code, out, errOut = runCmd("segments", "--config", cfgPath+".untrusting.yaml")
 	if code != 1 || !strings.Contains(errOut, "but the TLS handshake failed") || !strings.Contains(errOut, "tls.ca_file") {
 		t.Errorf("tierd segments not trusting the CA: exit %d\n%s%s", code, out, errOut)
+	}
+	// A tool without a client certificate says that this tierd requires
+	// one and which settings give it, whether its config says grpc: mtls
+	// or tls, instead of taking tierd for stopped.
+	noClientCert := strings.Replace(readFile(t, cfgPath), "  client_cert_file: "+client.CertFile+"\n  client_key_file: "+client.KeyFile+"\n", "", 1)
+	noClientCert = strings.Replace(noClientCert, "fetch:\n", "fetch:\n  admin.socket: "+filepath.Join(t.TempDir(), "none.sock")+"\n", 1)
+	for name, file := range map[string]string{"mtls": noClientCert, "tls": strings.Replace(noClientCert, "  grpc: mtls\n", "  grpc: tls\n", 1)} {
+		os.WriteFile(cfgPath+".nocert.yaml", []byte(file), 0o644)
+		code, out, errOut = runCmd("segments", "--config", cfgPath+".nocert.yaml")
+		if code != 1 || !strings.Contains(errOut, "the tierd at "+grpcAddr+" (fetch.listen) requires a client certificate") ||
+			!strings.Contains(errOut, "tls.client_cert_file and tls.client_key_file") || strings.Contains(errOut, "no tierd answers") {
+			t.Errorf("tierd segments without a client certificate, grpc: %s: exit %d\n%s%s", name, code, out, errOut)
+		}
 	}
 	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: withCert}}
 	resp, err := hc.Get("https://" + httpAddr + "/-/ready")
@@ -257,6 +272,21 @@ func TestRunTLSOnly(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "a tierd speaking TLS answers at "+grpcAddr) || !strings.Contains(errOut, "grpc: tls") ||
 			!strings.Contains(errOut, "ca_file") || strings.Contains(errOut, "no tierd answers") {
 			t.Errorf("tierd %s without a tls: section: exit %d\n%s%s", tool, code, out, errOut)
+		}
+	}
+}
+
+// TestRunNeedsServerCertificate: tierd run refuses a TLS endpoint without
+// cert_file and key_file, and an mtls one without client_ca_file, which
+// a tool's config (loaded by the same rules) does not need.
+func TestRunNeedsServerCertificate(t *testing.T) {
+	for c, want := range map[config.TLS]string{
+		{HTTP: "tls", CAFile: "ca"}:                             "cert_file and key_file are required",
+		{GRPC: "mtls", CertFile: "c", KeyFile: "k"}:             "client_ca_file is required",
+		{Kafka: "tls", ClientCertFile: "c", ClientKeyFile: "k"}: "cert_file and key_file are required",
+	} {
+		if _, err := tlsHolder(c, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%+v: %v, want %q", c, err, want)
 		}
 	}
 }

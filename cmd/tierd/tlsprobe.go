@@ -43,3 +43,28 @@ func plainTalksToTLS(addr string) bool {
 	var opErr *net.OpError
 	return errors.As(err, &opErr) && opErr.Op == "remote error" // a TLS alert
 }
+
+// certificateRefused explains a TLS connection to the gRPC API at listen
+// whose handshake completed but that the server then refused with an
+// alert: in TLS 1.3 the client's side of the handshake ends before the
+// server has checked the client's certificate, so a server that requires
+// one (tls.grpc: mtls) and got none, or refused it, says so on the first
+// read. It returns nil when the server says nothing within a second (a
+// gRPC server waits for the client to speak first). hasCert says whether
+// the tool presented a certificate (tls.client_cert_file).
+func certificateRefused(conn *tls.Conn, listen string, hasCert bool) error {
+	if err := conn.SetReadDeadline(time.Now().Add(time.Second)); err != nil {
+		return nil
+	}
+	_, err := conn.Read(make([]byte, 1))
+	var opErr *net.OpError
+	if !errors.As(err, &opErr) || opErr.Op != "remote error" { // a TLS alert
+		return nil
+	}
+	if !hasCert {
+		return fmt.Errorf("the tierd at %s (fetch.listen) requires a client certificate (its tls.grpc is mtls) and this config has none: "+
+			"set tls.grpc: mtls, tls.client_cert_file and tls.client_key_file (a certificate that chains to its tls.client_ca_file) (%w)", listen, err)
+	}
+	return fmt.Errorf("the tierd at %s (fetch.listen) refused this tool's client certificate (tls.client_cert_file, tls.client_key_file): "+
+		"it must chain to that tierd's tls.client_ca_file (%w)", listen, err)
+}

@@ -125,17 +125,31 @@ func ParsePartitionDir(name string) (tp TopicPartition, ok bool) {
 		}
 	}
 	p, err := strconv.ParseInt(num, 10, 32)
-	if err != nil || len(topic) > maxTopicLen || topic == "." || topic == ".." {
+	if err != nil || ValidateTopicName(topic) != nil {
 		return TopicPartition{}, false
 	}
-	for _, c := range topic {
-		legal := c == '.' || c == '_' || c == '-' ||
-			(c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-		if !legal {
-			return TopicPartition{}, false
+	return TopicPartition{Topic: topic, Partition: int32(p)}, true
+}
+
+// ValidateTopicName applies Kafka's rule for a topic name
+// (Topic.validate): 1 to 249 characters, each an ASCII letter or digit,
+// '.', '_' or '-', and not "." or "..". The error says which part of the
+// rule the name breaks, in Kafka's words.
+func ValidateTopicName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("topic name is illegal, it can't be empty")
+	case name == "." || name == "..":
+		return errors.New(`topic name cannot be "." or ".."`)
+	case len(name) > maxTopicLen:
+		return fmt.Errorf("topic name is illegal, it can't be longer than %d characters (it has %d)", maxTopicLen, len(name))
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c == '.' || c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("topic name %q is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'", name)
 		}
 	}
-	return TopicPartition{Topic: topic, Partition: int32(p)}, true
+	return nil
 }
 
 // PartitionMetadataFile is the per-partition file holding the topic id.
