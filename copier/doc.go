@@ -268,6 +268,7 @@
 // when scraped). It reads the metadata store for the remote side of a
 // status, and the gate's verdict, and writes nothing else. A partition's
 // status after a pass is a pure function of what the pass left
-// (partitionStatusOf in status.go); the copier's own counters
-// (tierd_copier_*, metrics.go) stay with the jobs that count them.
+// (partitionStatusOf in status.go). The counters of metrics.go
+// (tierd_copier_passes_total, tierd_copier_segments_copied_total and the
+// rest) stay with the jobs that count them.
 package copier
