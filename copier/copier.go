@@ -18,7 +18,6 @@ import (
 	"github.com/tierd/tierd/copier/remotecompact"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
-	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/quota"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -115,12 +114,9 @@ type Copier struct {
 	pending   *Config                                   // from Reconfigure, for the next pass
 	copyQuota *quota.Limiter
 
-	st            *statusState    // per-partition status (status.go)
-	labels        *partlabels.Set // per-partition metric labels, bounded
-	rm            *remoteMetrics  // metrics named after Kafka's (kafkametrics.go)
-	progressEvery time.Duration   // how often a long copy logs its progress
-	gate          func() error    // nil: every pass runs (see WithGate)
-	waited        bool            // retention waited for initial_retention_delay in this process
+	rep    *reporter    // wait reasons, status, progress logs, Kafka-named metrics (reporter.go)
+	gate   func() error // nil: every pass runs (see WithGate)
+	waited bool         // retention waited for initial_retention_delay in this process
 
 	audit *auditor // checks of finished copies: reported, sampled, and each proof right before a delete (audit.go)
 	dirs  *logDirs // the log dirs' probe and watch (logdir.go)
@@ -148,7 +144,8 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 		c.m.copiesChecked, c.m.damaged)
 	c.rc = c.newCompactor()
 	c.own = c.newOwner()
-	c.initStatus()
+	c.bindReporter()
+	c.rep.register(c.reg)
 	c.initDynamic()
 	return c, nil
 }
@@ -157,7 +154,7 @@ func New(cfg Config, store MetadataStore, rs RemoteStorage, opts ...Option) (*Co
 func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 	c := &Copier{cfg: cfg, base: cfg, store: store, rs: rs, log: slog.New(slog.DiscardHandler), now: time.Now,
 		warns: map[string]bool{}, times: map[string]map[string]int64{}, swept: map[remotelog.TopicPartition]bool{},
-		held: map[remotelog.TopicPartition]string{}, configs: map[string]map[string]cluster.ConfigValue{}}
+		held: map[remotelog.TopicPartition]string{}, configs: map[string]map[string]cluster.ConfigValue{}, rep: newReporter()}
 	c.dirs = newLogDirs(&c.cfg, c.once, func(drop func(string) bool) {
 		c.stateMu.Lock()
 		defer c.stateMu.Unlock()
@@ -168,6 +165,27 @@ func newCopier(cfg Config, store MetadataStore, rs RemoteStorage) *Copier {
 		}
 	})
 	return c
+}
+
+// bindReporter gives the reporter the copier's logger, clock, store and
+// gate as the options left them.
+func (c *Copier) bindReporter() {
+	c.rep.bind(reporterDeps{log: c.log, now: c.now, store: c.store, env: c.environment, tiered: c.tiered})
+}
+
+// Status returns every partition's status as the last pass left it, with
+// the copies in flight now: a value for tools, the status page and
+// metrics. While the gate (see WithGate) says passes must wait, every
+// partition shows as waiting for the gate's reason at once, not only
+// after the next pass: a bucket watch or a metadata store turning down
+// between passes shows in the status as soon as it does in readiness.
+func (c *Copier) Status() remotelog.TieringStatus { return c.rep.status() }
+
+// wait records why a partition is not copied this pass (the first reason
+// given in a pass stands); the owners and the whole-partition deletions
+// say it through this (partitionReporter).
+func (c *Copier) wait(tp remotelog.TopicPartition, reason remotelog.WaitReason, detail string) {
+	c.rep.wait(tp, reason, detail)
 }
 
 // Run calls Sync every Interval until ctx is done; a failed pass is logged
@@ -210,7 +228,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	if err := c.gateErr(); err != nil {
 		return 0, err
 	}
-	c.beginPass()
+	c.rep.beginPass()
 	c.own.beginPass()
 	c.applyPending()
 	c.beginRetentionWait()
@@ -229,7 +247,8 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, st, err := c.syncReported(ctx, p)
+			n, err := c.syncPartition(ctx, p)
+			st := c.rep.partitionDone(p, n, err, c.retentionWaitDetail(p))
 			mu.Lock()
 			defer mu.Unlock()
 			copied += n
@@ -253,7 +272,7 @@ func (c *Copier) Sync(ctx context.Context) (int, error) {
 	}
 	c.pruneTimesOf(parts)
 	c.publishHeld()
-	c.endPass(parts, failed)
+	c.rep.endPass(parts, failed)
 	c.m.passes.Inc()
 	if len(errs) > 0 {
 		c.m.passErrors.Inc()
@@ -341,7 +360,7 @@ func (c *Copier) scan() ([]*partition, []error) {
 		}
 		c.warnEmptyLogDir(dir, found)
 	}
-	c.noteSkipped(internal)
+	c.rep.noteSkipped(internal)
 	parts := make([]*partition, 0, len(byTP))
 	for tp, p := range byTP {
 		if dirs, ok := dup[tp]; ok {

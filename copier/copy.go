@@ -195,14 +195,14 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 		return err
 	}
 	crashpoint.Hit("copy.started")
-	inflight, done := c.startCopy(p.tp, s, in.size)
+	inflight, done := c.rep.startCopy(p.tp, s, in.size)
 	files.Progress = func(n int64) { inflight.sent.Store(n) }
-	stop := c.logProgress(p.tp, s, inflight)
+	stop := c.rep.logProgress(p.tp, s, inflight)
 	started := time.Now()
 	err = c.upload(ctx, meta, files)
 	stop()
 	done()
-	c.countCopy(p.tp, in.size, time.Since(started), err)
+	c.rep.countCopy(p.tp, in.size, time.Since(started), err)
 	if err != nil {
 		c.m.copyFailures.Inc()
 		if ctx.Err() != nil {

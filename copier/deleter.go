@@ -10,6 +10,6 @@ const deleteBatch = deleter.Batch
 // bucket as they are now, with its copy check (auditor.checkCopy), metrics and
 // sweep requests (needSweep).
 func (c *Copier) deletes() *deleter.Deleter {
-	return &deleter.Deleter{Store: c.store, Bucket: c.rs, Log: c.log, CheckCopy: c.audit.checkCopy, Counted: c.countDelete,
+	return &deleter.Deleter{Store: c.store, Bucket: c.rs, Log: c.log, CheckCopy: c.audit.checkCopy, Counted: c.rep.countDelete,
 		Deleted: func(n int) { c.m.remoteDeleted.Add(float64(n)) }, NeedSweep: c.needSweep}
 }

@@ -27,30 +27,3 @@ func (w *partitionDeletions) waitForConfigs(d remotelog.PartitionDeletion, err e
 			"partition", tp, "topic_id", d.TopicID, "reason", d.Reason, "copies", len(d.Segments), "bytes", d.Bytes(), "detail", detail)
 	}
 }
-
-// deletionWaitStatuses returns, for the partitions whose deletion waits
-// this pass (see waitForConfigs), their status: the last pass's, or a
-// fresh one, waiting with tiering_disabled and the reason in the detail.
-// The caller does not hold c.st.mu.
-func (c *Copier) deletionWaitStatuses() map[remotelog.TopicPartition]remotelog.PartitionStatus {
-	c.st.mu.Lock()
-	waits := c.st.deletionWaits
-	prev := map[remotelog.TopicPartition]remotelog.PartitionStatus{}
-	for tp := range waits {
-		if st, ok := c.st.parts[tp]; ok {
-			prev[tp] = st
-		}
-	}
-	c.st.mu.Unlock()
-	out := map[remotelog.TopicPartition]remotelog.PartitionStatus{}
-	for tp, detail := range waits {
-		st, ok := prev[tp]
-		if !ok {
-			st = c.baseStatus(tp, "")
-			c.fillRemote(&st)
-		}
-		st.State, st.Reason, st.Held, st.Detail, st.Copying = remotelog.TierWaiting, remotelog.WaitTieringDisabled, "", detail, nil
-		out[tp] = st
-	}
-	return out
-}

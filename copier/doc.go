@@ -272,4 +272,20 @@
 // unreadable. Each of these holds the
 // partition (errHeld: neither tiered nor trimmed, reported once and in
 // tierd_copier_partitions_held{reason}) or is only logged, and waits.
+//
+// # What it reports
+//
+// One reporter (reporter.go) holds what the copier reports, apart from
+// the passes' work: the first reason each partition waits in a pass
+// (owners, holds and deletions say it through wait), every partition's
+// status as the last pass left it with the copies in flight (Status, the
+// status page, tierd status), the progress log of a long copy, and the
+// metrics named after Kafka's tiered-storage metrics (per partition,
+// bounded by partlabels; the lag and size gauges are computed from Status
+// when scraped). It reads the metadata store for the remote side of a
+// status, and the gate's verdict, and writes nothing else. A partition's
+// status after a pass is a pure function of what the pass left
+// (partitionStatusOf in status.go). The counters of metrics.go
+// (tierd_copier_passes_total, tierd_copier_segments_copied_total and the
+// rest) stay with the jobs that count them.
 package copier

@@ -24,7 +24,7 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 	c.now = func() time.Time { return now }
 	c.m = newMetrics(prometheus.NewRegistry())
 	c.dirs.attach(c.log, c.m)
-	c.st = newStatusState()
+	c.bindReporter()
 	parts, errs := c.scan()
 	c.holdUnseen(parts)
 	for _, p := range parts {
@@ -34,14 +34,14 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 		}
 		p.copyDone = true // nothing stopped it: it did not run
 		p.policy, _ = cfg.cleanupPolicy(p.tp.Topic, nil)
-		st := c.partitionStatus(p, nil)
+		st := c.rep.partitionStatus(p, nil, c.retentionWaitDetail(p))
 		if st.State == remotelog.TierWaiting && st.Reason == remotelog.WaitNextPass {
 			st.Reason = remotelog.WaitNotRunning
 			st.Detail = fmt.Sprintf("no tierd is running: %d rolled segments (%d bytes) wait for it", st.PendingSegments, st.PendingBytes)
 		}
-		c.st.parts[p.tp] = st
+		c.rep.record(p.tp, st)
 	}
-	c.endPass(parts, false)
+	c.rep.endPass(parts, false)
 	out := c.Status()
 	out.Running, out.Passes, out.LastPassMs, out.LastSuccessMs = false, 0, -1, -1
 	return out, errors.Join(errs...)

@@ -35,7 +35,8 @@ func (e *GateError) Unwrap() error { return e.Err }
 func WithGate(fn func() error) Option { return func(c *Copier) { c.gate = fn } }
 
 // gateErr returns why the pass must wait, nil when it may run; a pass
-// that waits marks every known partition waiting for that reason.
+// that waits marks every known partition waiting for that reason (it
+// scans the log dirs: the caller holds c.mu).
 func (c *Copier) gateErr() error {
 	if c.gate == nil {
 		return nil
@@ -46,7 +47,8 @@ func (c *Copier) gateErr() error {
 	}
 	c.m.passes.Inc()
 	c.m.passErrors.Inc()
-	c.gatedStatus(gateReason(err), err)
+	parts, _ := c.scan()
+	c.rep.gated(parts, gateReason(err), err)
 	return fmt.Errorf("copier: pass skipped: %w", err)
 }
 
@@ -83,26 +85,4 @@ func gateDetail(reason remotelog.WaitReason, err error) string {
 		return fmt.Sprintf("the metadata dir takes no writes (%v): no pass runs until it does (tierd retries by itself); pending counts are from the last pass", err)
 	}
 	return fmt.Sprintf("no pass runs: %v; pending counts are from the last pass", err)
-}
-
-// gatedStatus marks every known partition waiting for reason: those the
-// last pass left a status for keep their counts; those only found in
-// the log dirs now get a fresh one. The caller holds c.mu.
-func (c *Copier) gatedStatus(reason remotelog.WaitReason, err error) {
-	parts, _ := c.scan()
-	detail := gateDetail(reason, err)
-	nowMs := c.now().UnixMilli()
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	for _, p := range parts {
-		if _, ok := c.st.parts[p.tp]; !ok {
-			c.st.parts[p.tp] = c.baseStatus(p.tp, p.dir)
-		}
-	}
-	for tp, st := range c.st.parts {
-		st.State, st.Reason, st.Held, st.Detail, st.Error, st.Copying = remotelog.TierWaiting, reason, "", detail, err.Error(), nil
-		st.UpdatedMs = nowMs
-		c.st.parts[tp] = st
-	}
-	c.log.Debug("pass skipped: every partition waits", "reason", reason, "partitions", len(c.st.parts), "err", err)
 }

@@ -54,7 +54,7 @@ func (c *Copier) hold(tp remotelog.TopicPartition, reason, detail string) error 
 	c.stateMu.Lock()
 	c.held[tp] = reason
 	c.stateMu.Unlock()
-	c.waitHeld(tp, remotelog.WaitHeld, reason, "held ("+reason+"): tierd neither tiers it nor deletes any of its remote data until this changes: "+detail)
+	c.rep.waitHeld(tp, remotelog.WaitHeld, reason, "held ("+reason+"): tierd neither tiers it nor deletes any of its remote data until this changes: "+detail)
 	if c.once(fmt.Sprintf("held %s %s %s", tp, reason, detail)) {
 		c.m.heldTotal.WithLabelValues(reason).Inc()
 		c.log.Error("partition held: tierd neither tiers it nor deletes any of its remote data until this changes",

@@ -13,7 +13,7 @@ import (
 // WithPartitionLabels shares the bound on per-partition metric series
 // (metrics.partition.labels.max) with other packages; by default the
 // copier has its own, of partlabels.DefaultMax partitions.
-func WithPartitionLabels(s *partlabels.Set) Option { return func(c *Copier) { c.labels = s } }
+func WithPartitionLabels(s *partlabels.Set) Option { return func(c *Copier) { c.rep.labels = s } }
 
 // defaultProgressEvery is how often a copy still running logs its
 // progress.
@@ -31,18 +31,20 @@ type remoteMetrics struct {
 	copyDuration                        prometheus.Histogram
 }
 
-func (c *Copier) initStatus() {
-	c.st = newStatusState()
-	if c.labels == nil {
-		c.labels = partlabels.New(partlabels.DefaultMax)
+// register registers the reporter's metrics with reg: the counters and
+// the histogram above, the pass timestamps, and the gauges computed from
+// Status. Without labels of its own (WithPartitionLabels) it gets a set
+// of partlabels.DefaultMax partitions.
+func (r *reporter) register(reg prometheus.Registerer) {
+	if r.labels == nil {
+		r.labels = partlabels.New(partlabels.DefaultMax)
 	}
-	c.progressEvery = defaultProgressEvery
-	f := promauto.With(c.reg)
+	f := promauto.With(reg)
 	tp := []string{"topic", "partition"}
 	counter := func(name, help string) *prometheus.CounterVec {
 		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, tp)
 	}
-	c.rm = &remoteMetrics{
+	r.rm = &remoteMetrics{
 		copyBytes:      counter("tierd_remote_copy_bytes_total", "Bytes of .log copied to remote storage by finished copies (Kafka's RemoteCopyBytesPerSec)."),
 		copyRequests:   counter("tierd_remote_copy_requests_total", "Segment copy attempts (Kafka's RemoteCopyRequestsPerSec)."),
 		copyErrors:     counter("tierd_remote_copy_errors_total", "Segment copy attempts that failed (Kafka's RemoteCopyErrorsPerSec)."),
@@ -53,8 +55,8 @@ func (c *Copier) initStatus() {
 	}
 	// Every counter has its series from the start: the aggregate's, and
 	// each partition's as soon as it has labels of its own.
-	c.labels.OnAdmit(func(t, p string) {
-		for _, v := range []*prometheus.CounterVec{c.rm.copyBytes, c.rm.copyRequests, c.rm.copyErrors, c.rm.deleteRequests, c.rm.deleteErrors} {
+	r.labels.OnAdmit(func(t, p string) {
+		for _, v := range []*prometheus.CounterVec{r.rm.copyBytes, r.rm.copyRequests, r.rm.copyErrors, r.rm.deleteRequests, r.rm.deleteErrors} {
 			v.WithLabelValues(t, p)
 		}
 	})
@@ -66,37 +68,37 @@ func (c *Copier) initStatus() {
 	}
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_copier_last_success_timestamp_seconds",
 		Help: "When the last successful sync pass ended: it ran (not skipped for the object store or metadata dir) and no partition failed (partitions waiting on the broker, the cluster, another tierd or an operator do not count), seconds since the Unix epoch (0: none yet)."}, func() float64 {
-		c.st.mu.Lock()
-		defer c.st.mu.Unlock()
-		return stamp(c.st.lastSuccessMs)
+		r.st.mu.Lock()
+		defer r.st.mu.Unlock()
+		return stamp(r.st.lastSuccessMs)
 	})
 	f.NewGaugeFunc(prometheus.GaugeOpts{Name: "tierd_copier_last_pass_timestamp_seconds",
 		Help: "When the last sync pass ended, with or without errors, seconds since the Unix epoch (0: none yet)."}, func() float64 {
-		c.st.mu.Lock()
-		defer c.st.mu.Unlock()
-		return stamp(c.st.lastPassMs)
+		r.st.mu.Lock()
+		defer r.st.mu.Unlock()
+		return stamp(r.st.lastPassMs)
 	})
-	c.reg.MustRegister(&statusCollector{c: c})
+	reg.MustRegister(&statusCollector{r: r})
 }
 
 // countCopy counts one copy attempt of size bytes that took d.
-func (c *Copier) countCopy(tp remotelog.TopicPartition, size int64, d time.Duration, err error) {
-	t, p := c.labels.Labels(tp.Topic, tp.Partition)
-	c.rm.copyRequests.WithLabelValues(t, p).Inc()
-	errs := c.rm.copyErrors.WithLabelValues(t, p) // present from the first request on
+func (r *reporter) countCopy(tp remotelog.TopicPartition, size int64, d time.Duration, err error) {
+	t, p := r.labels.Labels(tp.Topic, tp.Partition)
+	r.rm.copyRequests.WithLabelValues(t, p).Inc()
+	errs := r.rm.copyErrors.WithLabelValues(t, p) // present from the first request on
 	if err != nil {
 		errs.Inc()
 		return
 	}
-	c.rm.copyBytes.WithLabelValues(t, p).Add(float64(size))
-	c.rm.copyDuration.Observe(d.Seconds())
+	r.rm.copyBytes.WithLabelValues(t, p).Add(float64(size))
+	r.rm.copyDuration.Observe(d.Seconds())
 }
 
 // countDelete counts one deletion of a copy's objects.
-func (c *Copier) countDelete(tp remotelog.TopicPartition, err error) {
-	t, p := c.labels.Labels(tp.Topic, tp.Partition)
-	c.rm.deleteRequests.WithLabelValues(t, p).Inc()
-	errs := c.rm.deleteErrors.WithLabelValues(t, p)
+func (r *reporter) countDelete(tp remotelog.TopicPartition, err error) {
+	t, p := r.labels.Labels(tp.Topic, tp.Partition)
+	r.rm.deleteRequests.WithLabelValues(t, p).Inc()
+	errs := r.rm.deleteErrors.WithLabelValues(t, p)
 	if err != nil {
 		errs.Inc()
 	}
@@ -105,7 +107,7 @@ func (c *Copier) countDelete(tp remotelog.TopicPartition, err error) {
 // statusCollector turns Status into gauges when scraped: per partition
 // (bounded) the lag and size gauges, and the partitions by state and by
 // wait reason.
-type statusCollector struct{ c *Copier }
+type statusCollector struct{ r *reporter }
 
 var (
 	tpLabels           = []string{"topic", "partition"}
@@ -129,7 +131,7 @@ func (sc *statusCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (sc *statusCollector) Collect(ch chan<- prometheus.Metric) {
-	s := sc.c.Status()
+	s := sc.r.status()
 	states, reasons := s.Counts()
 	for _, st := range remotelog.TierStates {
 		ch <- prometheus.MustNewConstMetric(descState, prometheus.GaugeValue, float64(states[st]), string(st))
@@ -144,7 +146,7 @@ func (sc *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		if p.State == remotelog.TierWaiting && (p.Reason == remotelog.WaitLeaseHeld || p.Reason == remotelog.WaitNotLeader) {
 			continue // another tierd tiers it and reports it, as Kafka reports only on the leader
 		}
-		t, n := sc.c.labels.Labels(p.Topic, p.Partition)
+		t, n := sc.r.labels.Labels(p.Topic, p.Partition)
 		k := labels{t, n}
 		v := sums[k]
 		if v == nil {

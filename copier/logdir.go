@@ -395,7 +395,7 @@ func (c *Copier) holdUnseen(parts []*partition) {
 		c.stateMu.Lock()
 		c.held[tp] = heldLogDirUnavailable
 		c.stateMu.Unlock()
-		c.waitHeld(tp, remotelog.WaitHeld, heldLogDirUnavailable, "held ("+heldLogDirUnavailable+"): "+detail)
+		c.rep.waitHeld(tp, remotelog.WaitHeld, heldLogDirUnavailable, "held ("+heldLogDirUnavailable+"): "+detail)
 		n++
 	}
 	if n > 0 && c.once("unseen "+faults) {

@@ -2,7 +2,6 @@ package copier
 
 import (
 	"path/filepath"
-	"sort"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 )
@@ -43,23 +42,5 @@ func (c *Copier) warnNotInCheckpoint(p *partition) {
 	if c.once(key) {
 		c.log.Warn("partition is not in the log dir's replication-offset-checkpoint: none of its offsets counts as committed, so nothing of it is copied until the broker checkpoints it",
 			"partition", p.tp, "checkpoint", filepath.Join(p.logDir(), kafkalog.ReplicationOffsetCheckpointFile))
-	}
-}
-
-// noteSkipped logs the Kafka internal topics seen for the first time
-// (once each, listed together): they are never tiered.
-func (c *Copier) noteSkipped(topics map[string]bool) {
-	var fresh []string
-	c.st.mu.Lock()
-	for t := range topics {
-		if !c.st.skipped[t] {
-			c.st.skipped[t] = true
-			fresh = append(fresh, t)
-		}
-	}
-	c.st.mu.Unlock()
-	if len(fresh) > 0 {
-		sort.Strings(fresh)
-		c.log.Info("Kafka internal topics are never tiered; skipping them", "topics", fresh)
 	}
 }

@@ -88,9 +88,5 @@ type logDirHealth interface {
 func (c *Copier) deletions() *partitionDeletions {
 	return &partitionDeletions{cfg: &c.cfg, now: c.now, log: c.log, m: c.m, say: c, store: c.store, rs: c.rs, cl: c.cl, views: c, dirs: c.dirs,
 		objects: c.deletes(), tiered: c.tiered, settings: c.settings, needSweep: c.needSweep,
-		noteWait: func(tp remotelog.TopicPartition, detail string) {
-			c.st.mu.Lock()
-			c.st.deletionWaits[tp] = detail
-			c.st.mu.Unlock()
-		}}
+		noteWait: c.rep.noteDeletionWait}
 }

@@ -48,7 +48,7 @@ func TestCopyProgressAndAbandon(t *testing.T) {
 	r := newRig(t, cfg, b)
 	logs, _ := r.observe()
 	logs.notify = make(chan logRec, 64)
-	r.c.progressEvery = time.Millisecond
+	r.c.rep.progressEvery = time.Millisecond
 	size := writeSegment(t, r.dir(), 0, seq(0, 10), same(r.now.UnixMilli(), 10), 2000)
 	writeSegment(t, r.dir(), 10, nil, nil, 0)
 	ctx, cancel := context.WithCancel(context.Background())

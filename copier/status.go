@@ -48,42 +48,6 @@ type inflightCopy struct {
 	sent atomic.Int64
 }
 
-// wait records why a partition is not copied this pass (the first reason
-// given in a pass stands).
-func (c *Copier) wait(tp remotelog.TopicPartition, reason remotelog.WaitReason, detail string) {
-	c.waitHeld(tp, reason, "", detail)
-}
-
-func (c *Copier) waitHeld(tp remotelog.TopicPartition, reason remotelog.WaitReason, held, detail string) {
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	if _, ok := c.st.waits[tp]; !ok {
-		c.st.waits[tp] = waitNote{reason: reason, held: held, detail: detail}
-	}
-}
-
-// beginPass forgets the last pass's decisions.
-func (c *Copier) beginPass() {
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	c.st.waits = map[remotelog.TopicPartition]waitNote{}
-	c.st.deletionWaits = map[remotelog.TopicPartition]string{}
-}
-
-// syncReported syncs one partition, then records its status and logs, at
-// debug level, what the pass decided for it and why.
-// It returns the status too.
-func (c *Copier) syncReported(ctx context.Context, p *partition) (int, remotelog.PartitionStatus, error) {
-	n, err := c.syncPartition(ctx, p)
-	st := c.partitionStatus(p, err)
-	c.st.mu.Lock()
-	c.st.parts[p.tp] = st
-	c.st.mu.Unlock()
-	c.log.Debug("partition pass decided", "partition", p.tp, "state", st.State, "reason", st.Reason, "detail", st.Detail,
-		"copied", n, "pending_segments", st.PendingSegments, "pending_bytes", st.PendingBytes, "err", err)
-	return n, st, err
-}
-
 // waitsNotFails are the reasons a partition waits that are not failures
 // of the pass: they hold until the broker, the cluster, another tierd, an
 // operator or a configuration changes something, whatever tierd does. A
@@ -111,109 +75,6 @@ func failedPartition(st remotelog.PartitionStatus, err error) bool {
 	return err != nil && !(st.State == remotelog.TierWaiting && waitsNotFails[st.Reason])
 }
 
-// endPass records the statuses of the partitions the pass did not sync
-// (held while scanning, or remote only), forgets partitions that are gone,
-// and counts the pass; failed says the pass is not a success (see
-// failedPartition).
-func (c *Copier) endPass(parts []*partition, failed bool) {
-	seen := map[remotelog.TopicPartition]bool{}
-	for _, p := range parts {
-		seen[p.tp] = true
-	}
-	c.st.mu.Lock()
-	waits := c.st.waits
-	c.st.mu.Unlock()
-	extra := map[remotelog.TopicPartition]remotelog.PartitionStatus{}
-	for tp, w := range waits {
-		if !seen[tp] {
-			st := c.baseStatus(tp, "")
-			c.fillRemote(&st)
-			st.State, st.Reason, st.Held, st.Detail = remotelog.TierWaiting, w.reason, w.held, w.detail
-			extra[tp] = st
-		}
-	}
-	if tps, err := c.store.Partitions(); err == nil {
-		for _, tp := range tps {
-			if seen[tp] || waits[tp].reason != "" || !c.tiered(tp) {
-				continue
-			}
-			st := c.baseStatus(tp, "")
-			c.fillRemote(&st)
-			st.State = remotelog.TierRemoteOnly
-			st.Detail = "no live partition directory in the log dirs: nothing to copy; its remote copies stay as they are"
-			extra[tp] = st
-		}
-	}
-	nowMs := c.now().UnixMilli()
-	dw := c.deletionWaitStatuses()
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	for tp := range c.st.parts {
-		if !seen[tp] {
-			delete(c.st.parts, tp)
-		}
-	}
-	for tp, st := range dw {
-		extra[tp] = st
-	}
-	for tp, st := range extra {
-		c.st.parts[tp] = st
-		c.log.Debug("partition pass decided", "partition", tp, "state", st.State, "reason", st.Reason, "detail", st.Detail)
-	}
-	c.st.passes++
-	c.st.lastPassMs = nowMs
-	if !failed {
-		c.st.lastSuccessMs = nowMs
-	}
-}
-
-// Status returns every partition's status as the last pass left it, with
-// the copies in flight now: a value for tools, the status page and
-// metrics. While the gate (see WithGate) says passes must wait, every
-// partition shows as waiting for the gate's reason at once, not only
-// after the next pass: a bucket watch or a metadata store turning down
-// between passes shows in the status as soon as it does in readiness.
-func (c *Copier) Status() remotelog.TieringStatus {
-	reason, gerr := c.environment()
-	out := c.lastStatus()
-	if gerr != nil {
-		detail := gateDetail(reason, gerr)
-		for i := range out.Partitions {
-			p := &out.Partitions[i]
-			if p.State == remotelog.TierWaiting && p.Reason == reason {
-				continue // the pass said so already, maybe with more (the copy's error)
-			}
-			p.State, p.Reason, p.Held, p.Detail, p.Error, p.Copying = remotelog.TierWaiting, reason, "", detail, gerr.Error(), nil
-		}
-	}
-	return out
-}
-
-// lastStatus is Status as the last pass left it, with the copies in
-// flight now.
-func (c *Copier) lastStatus() remotelog.TieringStatus {
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	out := remotelog.TieringStatus{Running: true, Passes: c.st.passes, LastPassMs: c.st.lastPassMs, LastSuccessMs: c.st.lastSuccessMs}
-	for t := range c.st.skipped {
-		out.SkippedTopics = append(out.SkippedTopics, t)
-	}
-	sort.Strings(out.SkippedTopics)
-	for tp, st := range c.st.parts {
-		if in := c.st.inflight[tp]; in != nil {
-			st = copyingStatus(st, in)
-		}
-		out.Partitions = append(out.Partitions, st)
-	}
-	for tp, in := range c.st.inflight {
-		if _, ok := c.st.parts[tp]; !ok { // the first pass over it
-			out.Partitions = append(out.Partitions, copyingStatus(c.baseStatus(tp, ""), in))
-		}
-	}
-	sortStatuses(out.Partitions)
-	return out
-}
-
 func sortStatuses(ps []remotelog.PartitionStatus) {
 	sort.Slice(ps, func(i, j int) bool {
 		if ps[i].Topic != ps[j].Topic {
@@ -231,38 +92,40 @@ func copyingStatus(st remotelog.PartitionStatus, in *inflightCopy) remotelog.Par
 	return st
 }
 
-// startCopy marks a copy in flight until the returned function is called.
-func (c *Copier) startCopy(tp remotelog.TopicPartition, s localSegment, size int64) (*inflightCopy, func()) {
-	in := &inflightCopy{prog: remotelog.CopyProgress{BaseOffset: s.base, EndOffset: s.end, Bytes: size, StartedMs: c.now().UnixMilli()}}
-	c.st.mu.Lock()
-	c.st.inflight[tp] = in
-	c.st.mu.Unlock()
-	return in, func() {
-		c.st.mu.Lock()
-		delete(c.st.inflight, tp)
-		c.st.mu.Unlock()
+// pending returns the rolled segments copyRolled would copy if nothing
+// stopped it: at or above the log start offset, without a finished copy
+// (or with only a damaged one), oldest first.
+func pending(segs []localSegment, fin []remotelog.SegmentMetadata, offs remotelog.PartitionOffsets) []localSegment {
+	var out []localSegment
+	for _, s := range segs {
+		if s.active() {
+			break
+		}
+		if s.end < offs.LogStartOffset {
+			continue
+		}
+		if !damagedExactly(fin, s) && (covered(fin, s) || s.end <= offs.HighestTieredOffset) {
+			continue
+		}
+		out = append(out, s)
 	}
+	return out
 }
 
-func (c *Copier) baseStatus(tp remotelog.TopicPartition, dir string) remotelog.PartitionStatus {
+// baseStatus is a partition's status before anything is known of it:
+// every offset and time unknown (-1), updated at nowMs.
+func baseStatus(tp remotelog.TopicPartition, dir string, nowMs int64) remotelog.PartitionStatus {
 	return remotelog.PartitionStatus{Topic: tp.Topic, Partition: tp.Partition, Dir: dir, LocalLogStartOffset: -1, ActiveBaseOffset: -1,
-		HighWatermark: -1, LogStartOffset: -1, HighestTieredOffset: -1, LastCopyMs: -1, UpdatedMs: c.now().UnixMilli()}
+		HighWatermark: -1, LogStartOffset: -1, HighestTieredOffset: -1, LastCopyMs: -1, UpdatedMs: nowMs}
 }
 
-// fillRemote sets the remote side of a status from the metadata store
-// and returns the finished copies and the offsets (ok false: the store
-// does not know the partition).
-func (c *Copier) fillRemote(st *remotelog.PartitionStatus) (fin []remotelog.SegmentMetadata, offs remotelog.PartitionOffsets, ok bool) {
-	tp := remotelog.TopicPartition{Topic: st.Topic, Partition: st.Partition}
-	offs, ok, err := c.store.Offsets(tp)
-	if err != nil || !ok {
-		return nil, remotelog.PartitionOffsets{LogStartOffset: -1, HighestTieredOffset: -1}, false
-	}
+// remoteCounts sets the remote side of a status from the partition's
+// rows and offsets in the metadata store, and returns its finished
+// copies (damaged ones too). DELETE_SEGMENT_FINISHED rows count for
+// nothing; a finished copy wholly below the log start offset, and a
+// DELETE_SEGMENT_STARTED row, count as delete lag.
+func remoteCounts(st *remotelog.PartitionStatus, rows []remotelog.SegmentMetadata, offs remotelog.PartitionOffsets) (fin []remotelog.SegmentMetadata) {
 	st.LogStartOffset, st.HighestTieredOffset = offs.LogStartOffset, offs.HighestTieredOffset
-	rows, err := c.store.Segments(tp)
-	if err != nil {
-		return nil, offs, true
-	}
 	for _, r := range rows {
 		switch r.State {
 		case remotelog.DeleteSegmentFinished:
@@ -287,33 +150,32 @@ func (c *Copier) fillRemote(st *remotelog.PartitionStatus) (fin []remotelog.Segm
 		}
 		st.MetadataRows++
 	}
-	return fin, offs, true
+	return fin
 }
 
-// pending returns the rolled segments copyRolled would copy if nothing
-// stopped it: at or above the log start offset, without a finished copy
-// (or with only a damaged one), oldest first.
-func pending(segs []localSegment, fin []remotelog.SegmentMetadata, offs remotelog.PartitionOffsets) []localSegment {
-	var out []localSegment
-	for _, s := range segs {
-		if s.active() {
-			break
-		}
-		if s.end < offs.LogStartOffset {
-			continue
-		}
-		if !damagedExactly(fin, s) && (covered(fin, s) || s.end <= offs.HighestTieredOffset) {
-			continue
-		}
-		out = append(out, s)
-	}
-	return out
+// statusInputs are what a partition's status after a pass is decided
+// from.
+type statusInputs struct {
+	p    *partition // as the pass left it (segments, checkpoints, copy outcome)
+	err  error      // what the pass returned for p
+	rows []remotelog.SegmentMetadata
+	offs remotelog.PartitionOffsets // -1 each when the store does not know p
+	wait *waitNote                  // this pass's first reason not to copy p; nil: none
+	// env is the gate's verdict now, asked only when a copy failed (see
+	// blockedByEnvironment).
+	env       func() (remotelog.WaitReason, error)
+	retention string // what retention waits to delete ("" when it does not wait)
+	nowMs     int64
 }
 
-// partitionStatus says what a pass over p decided and why; err is what
-// the pass returned for it.
-func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionStatus {
-	st := c.baseStatus(p.tp, p.dir)
+// partitionStatusOf says what a pass over a partition decided and why:
+// the local and remote counts, the segments still to copy, and the state
+// with its reason: the pass's own wait note first, then the error that
+// stopped the copy, then the checkpoint, the high watermark and the log
+// cleaner, else up to date.
+func partitionStatusOf(in statusInputs) remotelog.PartitionStatus {
+	p, err := in.p, in.err
+	st := baseStatus(p.tp, p.dir, in.nowMs)
 	if p.hwKnown {
 		st.HighWatermark = p.hw
 	}
@@ -327,8 +189,8 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 	if len(p.segs) > 0 {
 		st.LocalLogStartOffset = p.segs[0].base
 	}
-	fin, offs, _ := c.fillRemote(&st)
-	todo := pending(p.segs, fin, offs)
+	fin := remoteCounts(&st, in.rows, in.offs)
+	todo := pending(p.segs, fin, in.offs)
 	for _, s := range todo {
 		st.PendingSegments++
 		st.PendingBytes += s.size
@@ -336,21 +198,18 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 	if err != nil {
 		st.Error = err.Error()
 	}
-	c.st.mu.Lock()
-	w, waiting := c.st.waits[p.tp]
-	c.st.mu.Unlock()
 	blocking := p.copyErr
 	if !p.copyDone {
 		blocking = err // the pass stopped before copying
 	}
 	st.State = remotelog.TierWaiting
 	switch {
-	case waiting:
-		st.Reason, st.Held, st.Detail = w.reason, w.held, w.detail
+	case in.wait != nil:
+		st.Reason, st.Held, st.Detail = in.wait.reason, in.wait.held, in.wait.detail
 	case blocking != nil:
 		st.Reason, st.Detail = blockedBy(blocking, todo)
 		if st.Reason == remotelog.WaitCopyFailed || st.Reason == remotelog.WaitStoreUnreachable {
-			st.Reason, st.Detail = c.blockedByEnvironment(st.Reason, st.Detail, blocking)
+			st.Reason, st.Detail = blockedByEnvironment(st.Reason, st.Detail, blocking, in.env)
 		}
 	case len(todo) > 0 && p.hwKnown && todo[0].end >= p.hw && !p.inCheckpoint:
 		st.Reason = remotelog.WaitNotInCheckpoint
@@ -376,8 +235,8 @@ func (c *Copier) partitionStatus(p *partition, err error) remotelog.PartitionSta
 			st.Detail += fmt.Sprintf("; the active segment (base offset %d) is copied once the broker rolls it", st.ActiveBaseOffset)
 		}
 	}
-	if d := c.retentionWaitDetail(p); d != "" {
-		st.Detail += "; " + d
+	if in.retention != "" {
+		st.Detail += "; " + in.retention
 	}
 	if p.brokerOwned {
 		st.Detail += "; its local files are the broker's (" + ownerText(p) + "): tierd deletes none of them"
@@ -420,14 +279,18 @@ func blockedBy(err error, todo []localSegment) (remotelog.WaitReason, string) {
 // blockedByEnvironment returns the reason and detail of a copy that
 // failed while the gate says the object store is down or the metadata
 // dir takes no writes: that, with the gate's error, rather than what the
-// copy's own error suggests; else reason and detail as they are.
-func (c *Copier) blockedByEnvironment(reason remotelog.WaitReason, detail string, err error) (remotelog.WaitReason, string) {
-	env, eerr := c.environment()
-	switch env {
+// copy's own error suggests; else reason and detail as they are. env is
+// the gate's verdict now (nil: no gate).
+func blockedByEnvironment(reason remotelog.WaitReason, detail string, err error, env func() (remotelog.WaitReason, error)) (remotelog.WaitReason, string) {
+	if env == nil {
+		return reason, detail
+	}
+	why, eerr := env()
+	switch why {
 	case remotelog.WaitStoreUnreachable:
-		return env, fmt.Sprintf("the object store does not answer tierd's probe (%v); the copy failed (%v); the next pass retries once it answers", eerr, err)
+		return why, fmt.Sprintf("the object store does not answer tierd's probe (%v); the copy failed (%v); the next pass retries once it answers", eerr, err)
 	case remotelog.WaitMetadataUnwritable:
-		return env, fmt.Sprintf("the metadata dir takes no writes (%v); the copy failed (%v); the next pass retries once it does", eerr, err)
+		return why, fmt.Sprintf("the metadata dir takes no writes (%v); the copy failed (%v); the next pass retries once it does", eerr, err)
 	}
 	return reason, detail
 }
