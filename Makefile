@@ -48,7 +48,7 @@ vet:
 # daemon), in a minute or so.
 check: vet
 	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/
-	$(GO) test -count=1 -run '^TestAuditSample' ./copier/
+	$(GO) test -count=1 -run '^(TestAuditSample|TestRemoteCounts|TestPartitionStatusOf|TestFailedPartition|TestReporterPass)' ./copier/
 
 # config-reference: rewrite docs/configuration-reference.md from the code
 # (config's TestReference fails while the checked-in file is not current).
