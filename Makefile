@@ -29,7 +29,7 @@ bench-full: tools
 
 # bench-go: the hot pure functions' benchmarks, each beside its baseline.
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./fetch/... ./remoteread/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./grpcapi/... ./remoteread/...
 
 # tools: the MinIO server the tests run against and grpcurl (the gRPC
 # health and reflection tests call it), pinned, once each, cached in ~/.cache/tierd-bin.

@@ -19,7 +19,7 @@ import (
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/partlabels"
 	"github.com/tierd/tierd/internal/saturate"
 	"github.com/tierd/tierd/listener"
@@ -91,13 +91,13 @@ type meta struct {
 }
 
 // Default returns the configuration of a file that sets nothing: each
-// section's package defaults (copier.DefaultConfig, fetch.DefaultConfig,
+// section's package defaults (copier.DefaultConfig, grpcapi.DefaultConfig,
 // ...), bucket type filesystem, log level info and the HTTP endpoint on
 // 127.0.0.1:7451. It does not pass Validate: copier.log_dirs, metadata.dir
 // and the bucket's location have no default.
 func Default() Config {
 	return Config{
-		Copier: copier.DefaultConfig(), Fetch: Fetch{Config: fetch.DefaultConfig()}, LogLevel: "info", Metadata: rlmm.DefaultConfig(),
+		Copier: copier.DefaultConfig(), Fetch: Fetch{Config: grpcapi.DefaultConfig()}, LogLevel: "info", Metadata: rlmm.DefaultConfig(),
 		Kafka:  Kafka{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: Bucket{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
 		HTTP:   HTTP{Listen: "127.0.0.1:7451"}, Metrics: Metrics{PartitionLabelsMax: partlabels.DefaultMax},
@@ -371,7 +371,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("bucket: type %q: want filesystem, minio or s3", c.Bucket.Type))
 	}
 	if c.HTTP.Listen != "" {
-		if err := fetch.CheckListen(c.HTTP.Listen); err != nil {
+		if err := grpcapi.CheckListen(c.HTTP.Listen); err != nil {
 			errs = append(errs, fmt.Errorf("http: %w", err))
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/cluster"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/rsm/filesystem"
@@ -112,7 +112,7 @@ type HTTP struct {
 	Pprof bool `yaml:"pprof"`
 	// TokensFile, when set, makes the status page, /metrics and the
 	// profiles answer only requests with "Authorization: Bearer <token>"
-	// of one of its tokens (fetch.TokenSet's form, "tierd api token"
+	// of one of its tokens (grpcapi.TokenSet's form, "tierd api token"
 	// makes a line; Prometheus sends one with authorization:
 	// credentials_file); /-/healthy and /-/ready stay open. Read at start
 	// and on SIGHUP; it must not be writable by group or other users.
@@ -143,12 +143,12 @@ type Bucket struct {
 type Fetch struct {
 	// Config is the read engine and the gRPC API's address (package
 	// fetch).
-	fetch.Config `yaml:",inline"`
+	grpcapi.Config `yaml:",inline"`
 	// Auth is who may call the gRPC API.
 	Auth APIAuth `yaml:",inline"`
 }
 
-// APIAuth is who may call the gRPC API (docs/security.md, fetch.Auth).
+// APIAuth is who may call the gRPC API (docs/security.md, grpcapi.Auth).
 type APIAuth struct {
 	// AdminSocket is the admin socket's path: a Unix socket serving every
 	// gRPC service (the Admin service among them) to tierd's own user,
@@ -160,7 +160,7 @@ type APIAuth struct {
 	AdminSocket string `yaml:"admin.socket"`
 	// TokensFile holds the bearer tokens callers on fetch.listen may
 	// present, as SHA-256 digests with the principal each stands for
-	// (fetch.TokenSet's form; "tierd api token" makes a line); read at
+	// (grpcapi.TokenSet's form; "tierd api token" makes a line); read at
 	// start and again on SIGHUP; it must not be writable by group or other
 	// users. With it, the Admin service is served on fetch.listen too.
 	// Default "".
@@ -191,8 +191,8 @@ func (a APIAuth) Validate() error {
 	if _, err := kafkaacl.ParsePrincipalRules(a.SSLPrincipalMappingRules); err != nil {
 		errs = append(errs, fmt.Errorf("fetch: ssl.principal.mapping.rules: %w", err))
 	}
-	if a.AdminSocket != "" && len(a.AdminSocket) > fetch.MaxSocketPath {
-		errs = append(errs, fmt.Errorf("fetch: admin.socket is %d bytes long, more than the %d a Unix socket path may be", len(a.AdminSocket), fetch.MaxSocketPath))
+	if a.AdminSocket != "" && len(a.AdminSocket) > grpcapi.MaxSocketPath {
+		errs = append(errs, fmt.Errorf("fetch: admin.socket is %d bytes long, more than the %d a Unix socket path may be", len(a.AdminSocket), grpcapi.MaxSocketPath))
 	}
 	return errors.Join(errs...)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -35,7 +35,7 @@ type local struct {
 	store  *rlmm.Store
 	mgr    *rsm.Manager
 	api    tierdpb.RemoteFetchClient
-	client *fetch.Client
+	client *grpcapi.Client
 	tp     remotelog.TopicPartition
 }
 

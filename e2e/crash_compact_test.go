@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -194,7 +194,7 @@ metadata: {dir: %s}
 fetch: {listen: %s}
 http: {listen: ""}
 `, logDir, compactTopic, srv.Endpoint, filepath.Join(root, "meta"), r.addr)), 0o644)
-	if r.client, err = fetch.Dial(r.addr); err != nil {
+	if r.client, err = grpcapi.Dial(r.addr); err != nil {
 		t.Fatal(err)
 	}
 	defer r.client.Close()

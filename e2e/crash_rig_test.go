@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm"
@@ -82,8 +82,8 @@ type crashRig struct {
 	topic    string
 	addr     string
 	log      *seglog.Log
-	client   *fetch.Client
-	admin    *fetch.Client // on the admin socket; nil: not dialled
+	client   *grpcapi.Client
+	admin    *grpcapi.Client // on the admin socket; nil: not dialled
 	direct   *minio.Bucket
 	mgr      *rsm.Manager
 	next     int64                  // the next offset appendSegment writes
@@ -311,12 +311,12 @@ http: {listen: ""}
 %s`, filepath.Join(root, "logs"), crashRetentionBytes, srv.Endpoint, topic, filepath.Join(root, "meta"), r.addr, extra)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if r.client, err = fetch.Dial(r.addr); err != nil {
+	if r.client, err = grpcapi.Dial(r.addr); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.client.Close() })
 	// The Admin service is on the admin socket (no tokens, no mtls).
-	if r.admin, err = fetch.Dial("unix://" + filepath.Join(root, "meta", "admin", "tierd.sock")); err != nil {
+	if r.admin, err = grpcapi.Dial("unix://" + filepath.Join(root, "meta", "admin", "tierd.sock")); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.admin.Close() })

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -40,7 +40,7 @@ type world struct {
 	store  *rlmm.Store
 	mgr    *rsm.Manager
 	bucket rsm.Bucket
-	client *fetch.Client
+	client *grpcapi.Client
 	tp     remotelog.TopicPartition
 }
 
@@ -178,7 +178,7 @@ func TestTieringOverMinIO(t *testing.T) {
 		t.Fatalf("after retention.ms: %+v", o)
 	}
 	w.checkBucket()
-	var oor *fetch.OutOfRangeError
+	var oor *grpcapi.OutOfRangeError
 	if _, err := log.Read(100, 1000); !errors.As(err, &oor) || oor.LogStartOffset != 206 || oor.HighestTieredOffset != 599 {
 		t.Fatalf("read below the log start offset: %v", err)
 	}
@@ -256,9 +256,9 @@ func records(data []byte) ([]batch.Record, error) {
 
 // serveFetch starts a fetch server over store and mgr on a real socket for
 // the test and returns a client of it.
-func serveFetch(t *testing.T, store remoteread.Metadata, mgr remoteread.Remote) *fetch.Client {
+func serveFetch(t *testing.T, store remoteread.Metadata, mgr remoteread.Remote) *grpcapi.Client {
 	t.Helper()
-	srv, err := fetch.NewServer(fetch.DefaultConfig(), store, mgr)
+	srv, err := grpcapi.NewServer(grpcapi.DefaultConfig(), store, mgr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func serveFetch(t *testing.T, store remoteread.Metadata, mgr remoteread.Remote) 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, lis) }()
-	client, err := fetch.Dial(lis.Addr().String())
+	client, err := grpcapi.Dial(lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
@@ -35,7 +35,7 @@ type kworld struct {
 	logDir string
 	store  *rlmm.Store
 	mgr    *rsm.Manager
-	fetch  *fetch.Server
+	fetch  *grpcapi.Server
 	view   *logview.View
 	srv    *listener.Server
 	reg    *prometheus.Registry
@@ -73,8 +73,8 @@ func newKWorldOn(t *testing.T, b rsm.Bucket, logDir string) *kworld {
 	if w.mgr, err = rsm.NewManager(b, rsm.Config{}); err != nil {
 		t.Fatal(err)
 	}
-	if w.fetch, err = fetch.NewServer(fetch.DefaultConfig(), w.store, w.mgr, fetch.WithRegisterer(w.reg),
-		fetch.WithLogger(logger.With("component", "fetch"))); err != nil {
+	if w.fetch, err = grpcapi.NewServer(grpcapi.DefaultConfig(), w.store, w.mgr, grpcapi.WithRegisterer(w.reg),
+		grpcapi.WithLogger(logger.With("component", "fetch"))); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(w.fetch.Close)

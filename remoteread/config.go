@@ -13,7 +13,7 @@ import (
 // Config configures the engine. Defaults are in DefaultConfig; the yaml
 // names of the remote read knobs follow Kafka's (remote.fetch.*,
 // remote.log.*). They sit in tierd.yaml's fetch: section, beside the gRPC
-// edge's listen (package fetch).
+// edge's listen (package grpcapi).
 type Config struct {
 	// FetchMaxBytes caps a request's max_bytes (Kafka's fetch.max.bytes).
 	// Default 52428800.

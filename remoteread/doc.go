@@ -4,7 +4,7 @@
 // ReadRemote, RemoteOffsets, RemotePartitions, RemoteAbortedTxns,
 // RemoteOffsetForTimestamp, RemoteMaxTimestamp and RemoteLeaderEpochs
 // (the Kafka listener's path, through logview), and WriteLogRange (the
-// RSM endpoint's, package rsmapi). The gRPC edge, package fetch, answers
+// RSM endpoint's, package rsmapi). The gRPC edge, package grpcapi, answers
 // RemoteFetch over the same engine (ReadViews, TieredOffsets,
 // RemoteSegments); this package imports no gRPC.
 //

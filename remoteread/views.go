@@ -8,7 +8,7 @@ import (
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
-// This file is what the gRPC edge (package fetch) reads with besides the
+// This file is what the gRPC edge (package grpcapi) reads with besides the
 // Go read API: reads answered as views of cached chunks, which the edge
 // hands to the transport without a copy, and a partition's offsets and
 // rows as they stand.

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -29,18 +29,18 @@ import (
 const adminTimeout = 10 * time.Minute
 
 // identity is what this tierd tells tools about itself.
-func identity(cfg config.Config, instanceID string) fetch.Identity {
+func identity(cfg config.Config, instanceID string) grpcapi.Identity {
 	dir, err := filepath.Abs(cfg.Metadata.Dir)
 	if err != nil {
 		dir = cfg.Metadata.Dir
 	}
-	return fetch.Identity{InstanceID: instanceID, MetadataDir: dir, LogDirs: cfg.Copier.LogDirs, BrokerID: cfg.Copier.BrokerID}
+	return grpcapi.Identity{InstanceID: instanceID, MetadataDir: dir, LogDirs: cfg.Copier.LogDirs, BrokerID: cfg.Copier.BrokerID}
 }
 
 // dialAt connects to the tierd running at cfg.Fetch.Listen, and returns
 // nil when none answers. It refuses a tierd whose metadata dir is not
 // cfg's: the address would belong to another tierd.
-func dialAt(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
+func dialAt(ctx context.Context, cfg config.Config) (*grpcapi.Client, error) {
 	c, err := dialTierd(cfg)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func dialAt(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
 
 // checkIdentity refuses the tierd c reaches at where when its metadata
 // dir is not cfg's, or when it does not say which tierd it is.
-func checkIdentity(ctx context.Context, c *fetch.Client, cfg config.Config, where string) error {
+func checkIdentity(ctx context.Context, c *grpcapi.Client, cfg config.Config, where string) error {
 	id, err := c.Admin().Identity(ctx, &tierdpb.IdentityRequest{})
 	switch status.Code(err) {
 	case codes.OK:
@@ -106,7 +106,7 @@ func adminClient(ctx context.Context, cfg config.Config) (tierdpb.AdminClient, s
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and its metadata cannot be opened: %w", cfg.Fetch.Listen, err)
 	}
-	return localAdmin{fetch.NewAdmin(d.copier, d.store, identity(cfg, d.instanceID))}, cfg.Metadata.Dir + " (tierd not running)",
+	return localAdmin{grpcapi.NewAdmin(d.copier, d.store, identity(cfg, d.instanceID))}, cfg.Metadata.Dir + " (tierd not running)",
 		func() { d.fetch.Close(); d.Close() }, nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -29,7 +29,7 @@ func TestOperatorCommands(t *testing.T) {
 	cfgPath := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), fetchAddr, "")
 	stop := startServe(t, cfgPath)
 	ctx := context.Background()
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestOperatorCommands(t *testing.T) {
 		t.Fatalf("delete: exit %d\n%s%s", code, o, e)
 	}
 	code, o, e = runCmd("segments", "--config", cfgPath)
-	if code != 0 || !strings.Contains(o, "pending deletions") || !strings.Contains(o, "PENDING") || !strings.Contains(o, fetch.LocalCaller().Principal+" (admin socket, uid ") {
+	if code != 0 || !strings.Contains(o, "pending deletions") || !strings.Contains(o, "PENDING") || !strings.Contains(o, grpcapi.LocalCaller().Principal+" (admin socket, uid ") {
 		t.Fatalf("segments: exit %d\n%s%s", code, o, e)
 	}
 	code, o, e = runCmd("partitions", "restore", "--config", cfgPath, "orders-0")
@@ -116,7 +116,7 @@ func TestOperatorCommands(t *testing.T) {
 	}
 	// The operators are who the kernel says called on the admin socket,
 	// and the tool's own user on a stopped tierd's metadata.
-	if !strings.Contains(o, fetch.LocalCaller().Principal+" (admin socket, uid ") || !strings.Contains(o, fetch.LocalCaller().Principal+" (local)") {
+	if !strings.Contains(o, grpcapi.LocalCaller().Principal+" (admin socket, uid ") || !strings.Contains(o, grpcapi.LocalCaller().Principal+" (local)") {
 		t.Fatalf("journal does not name the operators:\n%s", o)
 	}
 	if code, _, e := runCmd("journal", "--config", cfgPath, "--after", "2"); code != 0 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/privfile"
 )
@@ -27,7 +27,7 @@ func adminSocket(cfg config.Config) string {
 		dir = cfg.Metadata.Dir
 	}
 	p := filepath.Join(dir, "admin", "tierd.sock")
-	if len(p) <= fetch.MaxSocketPath {
+	if len(p) <= grpcapi.MaxSocketPath {
 		return p
 	}
 	// Too long for a Unix socket: a directory of the temporary dir named
@@ -40,7 +40,7 @@ func adminSocket(cfg config.Config) string {
 // apiTokens are bearer tokens from a tokens file (fetch.tokens_file,
 // http.tokens_file), named by key in errors.
 type apiTokens struct {
-	fetch.TokenSet
+	grpcapi.TokenSet
 	file, key string
 }
 
@@ -121,11 +121,11 @@ func clientToken(cfg config.Config) (string, error) {
 	return tok, nil
 }
 
-// fetchAuth builds the gRPC API's fetch.Auth from cfg; tokens and acls
+// fetchAuth builds the gRPC API's grpcapi.Auth from cfg; tokens and acls
 // may be nil.
-func fetchAuth(cfg config.Config, tokens *apiTokens, acls *authz.Authorizer) fetch.Auth {
+func fetchAuth(cfg config.Config, tokens *apiTokens, acls *authz.Authorizer) grpcapi.Auth {
 	rules, _ := kafkaacl.ParsePrincipalRules(cfg.Fetch.Auth.SSLPrincipalMappingRules) // checked by validate
-	a := fetch.Auth{Mapping: rules, AdminPrincipals: cfg.Fetch.Auth.AdminPrincipals}
+	a := grpcapi.Auth{Mapping: rules, AdminPrincipals: cfg.Fetch.Auth.AdminPrincipals}
 	if tokens != nil {
 		a.Tokens = tokens
 	}

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/listener/sasl"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
@@ -25,7 +25,7 @@ func TestSecretFilesOfAnotherUser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
-	os.WriteFile(tokens, []byte(fetch.TokenLine("User:ops", "planted-token")+"\n"), 0o644)
+	os.WriteFile(tokens, []byte(grpcapi.TokenLine("User:ops", "planted-token")+"\n"), 0o644)
 	creds := filepath.Join(dir, "creds")
 	cred, err := sasl.NewCredential(sasl.ScramSHA256, "pw", 4096)
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -71,7 +71,7 @@ func TestAPITokensEndToEnd(t *testing.T) {
 		return p
 	}
 	startServe(t, cfgPath)
-	c, err := fetch.Dial(fetchAddr, fetch.WithClientTLS(testcerts.ClientConfig(t, ca, testcerts.Pair{})))
+	c, err := grpcapi.Dial(fetchAddr, grpcapi.WithClientTLS(testcerts.ClientConfig(t, ca, testcerts.Pair{})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestAPITokensFileMode(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
 	tokens := filepath.Join(root, "tokens")
-	os.WriteFile(tokens, []byte(fetch.TokenLine("User:ops", "x")+"\n"), 0o600)
+	os.WriteFile(tokens, []byte(grpcapi.TokenLine("User:ops", "x")+"\n"), 0o600)
 	os.Chmod(tokens, 0o666)
 	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), "")
 	y := strings.Replace(readFile(t, base), "fetch:\n", "fetch:\n  tokens_file: "+tokens+"\n", 1)
@@ -151,7 +151,7 @@ func TestHTTPTokens(t *testing.T) {
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "logs"), 0o755)
 	tokens := filepath.Join(root, "http-tokens")
-	os.WriteFile(tokens, []byte(fetch.TokenLine("User:prometheus", "scrape-secret")+"\n"), 0o600)
+	os.WriteFile(tokens, []byte(grpcapi.TokenLine("User:prometheus", "scrape-secret")+"\n"), 0o600)
 	httpAddr := freeAddr(t)
 	base := writeConfig(t, root, "filesystem:\n    dir: "+filepath.Join(root, "bucket"), freeAddr(t), httpAddr)
 	appendFile(t, base, "  tokens_file: "+tokens+"\n") // the file ends in the http: section
@@ -197,7 +197,7 @@ func TestAdminSocketPathTooLong(t *testing.T) {
 	cfg := config.Default()
 	cfg.Metadata.Dir = "/var/lib/" + strings.Repeat("deep/", 25) + "rlmm"
 	p := adminSocket(cfg)
-	if len(p) > fetch.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {
+	if len(p) > grpcapi.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {
 		t.Fatalf("admin socket %q", p)
 	}
 	other := cfg
@@ -221,7 +221,7 @@ func TestSegmentsHidesDeniedTopics(t *testing.T) {
 	}
 	tokens, eveFile := filepath.Join(root, "tokens"), filepath.Join(root, "eve.token")
 	os.WriteFile(eveFile, []byte("eve-secret\n"), 0o600)
-	os.WriteFile(tokens, []byte(fetch.TokenLine("User:eve", "eve-secret")+"\n"), 0o600)
+	os.WriteFile(tokens, []byte(grpcapi.TokenLine("User:eve", "eve-secret")+"\n"), 0o600)
 	acls := filepath.Join(root, "acls")
 	os.WriteFile(acls, []byte("Current ACLs for resource `ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)`:\n"+
 		"\t(principal=User:eve, host=*, operation=DESCRIBE, permissionType=ALLOW)\n"), 0o600)
@@ -235,7 +235,7 @@ func TestSegmentsHidesDeniedTopics(t *testing.T) {
 	startServe(t, cfgPath)
 	// Up first (a tool that finds no tierd opens its metadata itself).
 	testtools.WaitFor(t, "the admin socket", func() bool {
-		c, err := fetch.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
+		c, err := grpcapi.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
 		if err != nil {
 			return false
 		}

@@ -11,7 +11,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 )
 
 const apiUsage = `usage: tierd api token --principal User:NAME --token-file F
@@ -72,6 +72,6 @@ func runAPI(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tierd api token: %v\n", err)
 		return 1
 	}
-	fmt.Fprintln(stdout, fetch.TokenLine(*principal, tok))
+	fmt.Fprintln(stdout, grpcapi.TokenLine(*principal, tok))
 	return 0
 }

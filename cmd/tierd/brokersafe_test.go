@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/daemon"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
@@ -52,7 +52,7 @@ http: {listen: "%s"}
 
 // tiered waits until the running tierd at fetchAddr has tiered topic-0
 // through offset 411 (the last rolled segment of writePartition's 600).
-func tiered(t *testing.T, c *fetch.Client, topic string) *tierdpb.ListSegmentsResponse {
+func tiered(t *testing.T, c *grpcapi.Client, topic string) *tierdpb.ListSegmentsResponse {
 	t.Helper()
 	var resp *tierdpb.ListSegmentsResponse
 	testtools.WaitFor(t, topic+"-0 tiered", func() bool {
@@ -83,7 +83,7 @@ func TestLogDirGoneWhileRunning(t *testing.T) {
 	}
 	bucketCreate(t, cfgPath)
 	startServe(t, cfgPath)
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ http: {listen: ""}
 		return stop
 	}
 	stop := start()
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

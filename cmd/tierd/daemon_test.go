@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )
@@ -81,9 +81,9 @@ func freeAddr(t *testing.T) string {
 
 // dialSocketIn dials the admin socket of the tierd whose metadata dir is
 // root/metadata (writeConfig's): the Admin service is served there.
-func dialSocketIn(t *testing.T, root string) *fetch.Client {
+func dialSocketIn(t *testing.T, root string) *grpcapi.Client {
 	t.Helper()
-	c, err := fetch.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
+	c, err := grpcapi.Dial("unix://" + filepath.Join(root, "metadata", "admin", "tierd.sock"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestDaemonOverMinIO(t *testing.T) {
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: daemon", srv.Endpoint), fetchAddr, httpAddr)
 	stop := startServe(t, cfgPath)
 	ctx := context.Background()
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/seglog"
@@ -301,7 +301,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	defer stop()
 	served := make(chan error, 1)
 	go func() { served <- d.fetch.Serve(sctx, lis) }()
-	client, err := fetch.Dial(lis.Addr().String())
+	client, err := grpcapi.Dial(lis.Addr().String())
 	if err != nil {
 		return err
 	}

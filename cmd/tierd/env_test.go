@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/testutil/tmpfs"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rlmm"
@@ -143,7 +143,7 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 	startServe(t, cfgPath)
 	url := "http://" + cfg.HTTP.Listen + "/-/ready"
 	waitReady(t, url, http.StatusOK, "")
-	admin, err := fetch.Dial("unix://" + adminSocket(cfg))
+	admin, err := grpcapi.Dial("unix://" + adminSocket(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 // waitPartition polls the PartitionStatus RPC until the partition's reason
 // (its state when reason is a state) is want and its detail holds says,
 // failing the test after a minute.
-func waitPartition(t *testing.T, c *fetch.Client, topic string, partition int32, want, says string) {
+func waitPartition(t *testing.T, c *grpcapi.Client, topic string, partition int32, want, says string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	last := ""
@@ -217,7 +217,7 @@ func TestReadinessFollowsObjectStore(t *testing.T) {
 	var log syncBuffer
 	startServeLog(t, cfgPath, &log)
 	ready, metrics := "http://"+httpAddr+"/-/ready", "http://"+httpAddr+"/metrics"
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
@@ -267,7 +267,7 @@ func checkTimelines(t *testing.T, doc *html.Node) {
 func checkJournalAndConfig(t *testing.T, doc *html.Node, logs, password string) {
 	t.Helper()
 	del := findAll(byID(doc, "deletions"), func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-partition") == "gone-0" })
-	if len(del) != 1 || !strings.Contains(textOf(del[0]), "PENDING") || !strings.Contains(textOf(del[0]), fetch.LocalCaller().Principal) {
+	if len(del) != 1 || !strings.Contains(textOf(del[0]), "PENDING") || !strings.Contains(textOf(del[0]), grpcapi.LocalCaller().Principal) {
 		t.Errorf("deletions table: %q", textOf(byID(doc, "deletions")))
 	}
 	entries := findAll(byID(doc, "journal"), func(n *html.Node) bool { return n.Data == "tr" && attr(n, "data-event") != "" })

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/daemon"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/seglog"
@@ -109,7 +109,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 			t.Errorf("serve: %v", err)
 		}
 	}()
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/daemon"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/partlabels"
@@ -43,7 +43,7 @@ type tierdParts struct {
 	bucket rsm.Bucket
 	mgr    *rsm.Manager
 	copier *copier.Copier
-	fetch  *fetch.Server
+	fetch  *grpcapi.Server
 	view   *logview.View   // both tiers joined, for the Kafka listener
 	kafka  *cluster.Client // nil without kafka.bootstrap_servers
 	reg    prometheus.Registerer
@@ -140,9 +140,9 @@ func newDaemon(ctx context.Context, cfg config.Config, start startOptions, log *
 		d.Close()
 		return nil, err
 	}
-	if d.fetch, err = fetch.NewServer(cfg.Fetch.Config, store, d.mgr, fetch.WithLogger(log.With("component", "fetch")), fetch.WithRegisterer(reg),
-		fetch.WithAdmin(d.copier, store, identity(cfg, d.instanceID)),
-		fetch.WithEngine(remoteread.WithMissingCopyHook(d.copier.SuspectCopy), remoteread.WithPartitionLabels(labels),
+	if d.fetch, err = grpcapi.NewServer(cfg.Fetch.Config, store, d.mgr, grpcapi.WithLogger(log.With("component", "fetch")), grpcapi.WithRegisterer(reg),
+		grpcapi.WithAdmin(d.copier, store, identity(cfg, d.instanceID)),
+		grpcapi.WithEngine(remoteread.WithMissingCopyHook(d.copier.SuspectCopy), remoteread.WithPartitionLabels(labels),
 			remoteread.WithStoreHealth(d.watch.Err))); err != nil {
 		d.Close()
 		return nil, err
@@ -354,8 +354,8 @@ func serve(ctx context.Context, cfg config.Config, start startOptions, log *slog
 		rl.Register("api tokens", tokens.reload)
 	}
 	warnOpenAPI(cfg, log, acls != nil)
-	d.fetch.Configure(fetch.WithReadiness(d.readiness), fetch.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)),
-		fetch.WithAuth(fetchAuth(cfg, tokens, acls)), fetch.WithAdminSocket(adminSocket(cfg)))
+	d.fetch.Configure(grpcapi.WithReadiness(d.readiness), grpcapi.WithTLS(serverTLS(tlsH, cfg.TLS.GRPC)),
+		grpcapi.WithAuth(fetchAuth(cfg, tokens, acls)), grpcapi.WithAdminSocket(adminSocket(cfg)))
 	rl.Register("copier", func(c config.Config) error { return d.copier.Reconfigure(c.Copier) })
 	rl.Register("fetch", func(c config.Config) error { return d.fetch.Reconfigure(c.Fetch.Config) })
 	limit := cfg.MemoryLimit()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/daemon"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/privfile"
 	"github.com/tierd/tierd/rlmm"
 )
@@ -28,7 +28,7 @@ import (
 // service, the Admin service among them, to tierd's own user; the TCP
 // address serves Admin only with authentication (fetch.tokens_file,
 // tls.grpc: mtls).
-func dialRunning(ctx context.Context, cfg config.Config) (c *fetch.Client, where string, err error) {
+func dialRunning(ctx context.Context, cfg config.Config) (c *grpcapi.Client, where string, err error) {
 	if c, err = dialSocket(ctx, cfg); c != nil || err != nil {
 		where = "the running tierd at " + cfg.Fetch.Listen
 		if rt, ok := daemon.ReadRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
@@ -84,7 +84,7 @@ func metadataPresent(cfg config.Config) error {
 // metadata dir does not exist (no tierd has run), an error when this
 // user may not open it or when the socket or its directory belongs to
 // neither the metadata dir's owner nor root (socketOwners).
-func dialSocket(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
+func dialSocket(ctx context.Context, cfg config.Config) (*grpcapi.Client, error) {
 	path := adminSocket(cfg)
 	if ok, err := socketOwners(cfg, path); !ok || err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func dialSocket(ctx context.Context, cfg config.Config) (*fetch.Client, error) {
 		return nil, nil // nothing listens
 	}
 	probe.Close()
-	c, err := fetch.Dial("unix://" + path)
+	c, err := grpcapi.Dial("unix://" + path)
 	if err != nil {
 		return nil, err
 	}

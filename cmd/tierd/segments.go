@@ -16,7 +16,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -207,7 +207,7 @@ func (g grpcLister) status(ctx context.Context) (remotelog.TieringStatus, error)
 	if status.Code(err) == codes.Unimplemented {
 		return remotelog.TieringStatus{}, nil
 	}
-	return fetch.StatusFromProto(resp), err
+	return grpcapi.StatusFromProto(resp), err
 }
 
 // status computes what a pass would start from (copier.Evaluate). What it
@@ -239,12 +239,12 @@ func (s *storeLister) deletions(context.Context) ([]*tierdpb.PartitionDeletion, 
 	ds, err := s.s.Deletions(nil)
 	var out []*tierdpb.PartitionDeletion
 	for _, d := range ds {
-		out = append(out, fetch.DeletionToProto(d))
+		out = append(out, grpcapi.DeletionToProto(d))
 	}
 	return out, err
 }
 
-type grpcLister struct{ c *fetch.Client }
+type grpcLister struct{ c *grpcapi.Client }
 
 func (g grpcLister) list(ctx context.Context, tp kafkalog.TopicPartition) (*tierdpb.ListSegmentsResponse, error) {
 	resp, err := g.c.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: tp.Topic, Partition: tp.Partition})
@@ -270,7 +270,7 @@ func (s *storeLister) list(_ context.Context, tp kafkalog.TopicPartition) (*tier
 	}
 	resp := &tierdpb.ListSegmentsResponse{LogStartOffset: offs.LogStartOffset, HighestTieredOffset: offs.HighestTieredOffset, LocalLogStartOffset: offs.LocalLogStartOffset}
 	for _, r := range rows {
-		resp.Segments = append(resp.Segments, fetch.SegmentToProto(r))
+		resp.Segments = append(resp.Segments, grpcapi.SegmentToProto(r))
 	}
 	return resp, nil
 }

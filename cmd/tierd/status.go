@@ -18,7 +18,7 @@ import (
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
 	"github.com/tierd/tierd/daemon/statuspage"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -83,7 +83,7 @@ func tieringStatus(ctx context.Context, cfg config.Config) (s remotelog.TieringS
 		if err != nil {
 			return s, "", err
 		}
-		return fetch.StatusFromProto(resp), where, nil
+		return grpcapi.StatusFromProto(resp), where, nil
 	}
 	if err := metadataPresent(cfg); err != nil {
 		return s, "", err

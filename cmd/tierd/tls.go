@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/tlsreload"
 )
 
@@ -101,8 +101,8 @@ func tlsRefusal(cfg config.Config) error {
 // tls.client_cert_file).
 //
 // With fetch.client.token_file, every call carries its token.
-func dialTierd(cfg config.Config) (*fetch.Client, error) {
-	var opts []fetch.DialOption
+func dialTierd(cfg config.Config) (*grpcapi.Client, error) {
+	var opts []grpcapi.DialOption
 	tok, err := clientToken(cfg)
 	if err != nil {
 		return nil, err
@@ -115,14 +115,14 @@ func dialTierd(cfg config.Config) (*fetch.Client, error) {
 		if config.Mode(t.GRPC) == config.TLSOff {
 			return nil, errors.New("fetch: client.token_file: a token goes to fetch.listen only over TLS (tls.grpc: tls or mtls, and tls.ca_file): over plaintext whoever listens at the address could read it")
 		}
-		opts = append(opts, fetch.WithToken(tok))
+		opts = append(opts, grpcapi.WithToken(tok))
 	}
 	if config.Mode(t.GRPC) == config.TLSOff {
-		return fetch.Dial(cfg.Fetch.Listen, opts...)
+		return grpcapi.Dial(cfg.Fetch.Listen, opts...)
 	}
 	tc, err := tlsreload.ClientConfig(tlsreload.ClientFiles{CAFile: t.CAFile, CertFile: t.ClientCertFile, KeyFile: t.ClientKeyFile, ServerName: t.ServerName})
 	if err != nil {
 		return nil, fmt.Errorf("tls: the tools' client settings: %w", err)
 	}
-	return fetch.Dial(cfg.Fetch.Listen, append(opts, fetch.WithClientTLS(tc))...)
+	return grpcapi.Dial(cfg.Fetch.Listen, append(opts, grpcapi.WithClientTLS(tc))...)
 }

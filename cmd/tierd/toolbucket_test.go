@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
 )
@@ -28,7 +28,7 @@ func TestToolsCheckTheBucketFirst(t *testing.T) {
 	fetchAddr := freeAddr(t)
 	cfgPath := writeConfig(t, root, fmt.Sprintf("minio:\n    endpoint: http://%s\n    bucket: tools\n    max_retries: 1", srv.Endpoint), fetchAddr, freeAddr(t))
 	stop := startServe(t, cfgPath)
-	c, err := fetch.Dial(fetchAddr)
+	c, err := grpcapi.Dial(fetchAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

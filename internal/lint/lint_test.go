@@ -43,7 +43,7 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // and itself; authz (the ACLs in force) imports none of the parts that
 // may feed it; rsm, rlmm and cluster never import each
 // other; the remote read engine (remoteread) sits below its gRPC edge
-// (fetch) and imports no gRPC; copier, fetch and the RSM endpoint
+// (grpcapi) and imports no gRPC; copier, grpcapi and the RSM endpoint
 // (rsmapi) never import each other, and the copier not the read engine;
 // the Kafka listener imports none of the parts it serves from (it owns
 // its Log interface); config (tierd.yaml) sits above the packages whose
@@ -61,11 +61,11 @@ func TestImportLayers(t *testing.T) {
 			return 7 // logview and daemon (with daemon/statuspage) are parts of tierd run kept in their own packages; the bench is cmd/tierd/internal/bench
 		case r == "config":
 			return 6 // tierd.yaml: the sections are the Config types of the layers below
-		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "fetch" || strings.HasPrefix(r, "fetch/"),
+		case r == "copier" || strings.HasPrefix(r, "copier/") || r == "grpcapi" || strings.HasPrefix(r, "grpcapi/"),
 			r == "listener" || strings.HasPrefix(r, "listener/"), r == "rsmapi":
 			return 5
 		case r == "remoteread" || strings.HasPrefix(r, "remoteread/"):
-			return 4 // the read engine, below its edges (fetch's gRPC, logview's Kafka)
+			return 4 // the read engine, below its edges (grpcapi, logview's Kafka)
 		case r == "rsm" || strings.HasPrefix(r, "rsm/") || r == "rlmm" || strings.HasPrefix(r, "rlmm/"),
 			r == "cluster" || strings.HasPrefix(r, "cluster/"), r == "authz":
 			return 3
@@ -80,9 +80,9 @@ func TestImportLayers(t *testing.T) {
 	}
 	forbidden := map[string][]string{
 		"rsm": {"rlmm", "cluster"}, "rlmm": {"rsm", "cluster"}, "cluster": {"rsm", "rlmm"},
-		"copier": {"fetch", "listener", "rsmapi", "remoteread"}, "fetch": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "fetch", "listener"},
-		"remoteread": {"copier", "fetch", "listener", "rsmapi", "rlmm", "cluster"}, // rows come through its Metadata interface
-		"listener":   {"copier", "fetch", "remoteread", "rsm", "rlmm", "cluster", "seglog", "locallog"},
+		"copier": {"grpcapi", "listener", "rsmapi", "remoteread"}, "grpcapi": {"copier", "listener", "rsmapi"}, "rsmapi": {"copier", "grpcapi", "listener"},
+		"remoteread": {"copier", "grpcapi", "listener", "rsmapi", "rlmm", "cluster"}, // rows come through its Metadata interface
+		"listener":   {"copier", "grpcapi", "remoteread", "rsm", "rlmm", "cluster", "seglog", "locallog"},
 		"authz":      {"cluster", "rsm", "rlmm"}, // its Source interface is its own: cmd/ hands it the cluster client
 	}
 	only := map[string][]string{ // besides the standard library
@@ -103,7 +103,7 @@ func TestImportLayers(t *testing.T) {
 					t.Errorf("%s imports %s: Kafka format code uses only the standard library", r, imp)
 				}
 				if (r == "remoteread" || strings.HasPrefix(r, "remoteread/")) && (imp == "google.golang.org/grpc" || strings.HasPrefix(imp, "google.golang.org/grpc/")) {
-					t.Errorf("%s imports %s: the read engine speaks no gRPC; its gRPC edge is fetch", r, imp)
+					t.Errorf("%s imports %s: the read engine speaks no gRPC; its gRPC edge is grpcapi", r, imp)
 				}
 				continue
 			}

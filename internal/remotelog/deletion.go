@@ -121,7 +121,7 @@ type JournalEntry struct {
 }
 
 // Error classes: the packages that refuse an operator's request wrap one
-// of these in their own sentinels, and the API edge (package fetch) maps
+// of these in their own sentinels, and the API edge (package grpcapi) maps
 // the class to a status code without knowing the package.
 var (
 	// ErrNotFound: there is nothing of what was named.

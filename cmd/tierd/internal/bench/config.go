@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 )
 
 // Config sizes a bench run. Defaults are in DefaultConfig; they finish in
@@ -235,8 +235,8 @@ func (c Config) runPrefix() (string, error) {
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
-		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: fetch.DefaultConfig().Cache.ChunkBytes,
-		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: fetch.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin", ChildBucketType: "s3",
+		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: grpcapi.DefaultConfig().Cache.ChunkBytes,
+		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: grpcapi.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin", ChildBucketType: "s3",
 		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"}}
 	c.SetScale(ScaleSmall)
 	return c
@@ -244,8 +244,8 @@ func DefaultConfig() Config {
 
 // FetchConfig is the fetch server configuration the run gives tierd:
 // the defaults with the cache, prefetch and GET settings of c.
-func (c Config) FetchConfig() fetch.Config {
-	f := fetch.DefaultConfig()
+func (c Config) FetchConfig() grpcapi.Config {
+	f := grpcapi.DefaultConfig()
 	f.Listen = "127.0.0.1:0"
 	f.Cache.ChunkBytes, f.Cache.MemoryBytes, f.Cache.MaxInflightGets = c.ChunkBytes, c.CacheMemoryBytes, c.MaxInflightGets
 	f.IndexCacheBytes, f.PrefetchBytes = c.IndexCacheBytes, c.PrefetchBytes

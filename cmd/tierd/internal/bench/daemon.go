@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 )
 
 // daemon is a "tierd run" child process serving the bench's partition, so
@@ -23,7 +23,7 @@ type daemon struct {
 	cmd    *exec.Cmd
 	out    *lockedBuffer
 	exited chan struct{} // closed when the child has exited
-	client *fetch.Client
+	client *grpcapi.Client
 	// metricsURL is the child's /metrics; httpURL its http.listen.
 	metricsURL, httpURL string
 	// closeProxy stops the store latency proxy (nil when there is none).
@@ -169,7 +169,7 @@ log_level: warn
 		return nil, fmt.Errorf("start %s run: %w", bin, err)
 	}
 	go func() { d.cmd.Wait(); close(d.exited) }()
-	if d.client, err = fetch.Dial(addr); err != nil {
+	if d.client, err = grpcapi.Dial(addr); err != nil {
 		d.stop()
 		return nil, err
 	}
@@ -195,7 +195,7 @@ log_level: warn
 			return nil, fmt.Errorf("tierd run did not serve %s within 30s: %s", addr, d.out.String())
 		}
 		d.client.Close()
-		if d.client, err = fetch.Dial(addr); err != nil {
+		if d.client, err = grpcapi.Dial(addr); err != nil {
 			d.stop()
 			return nil, err
 		}

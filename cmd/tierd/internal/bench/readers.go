@@ -17,7 +17,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -28,7 +28,7 @@ import (
 // readTarget is the tierd the readers read from: a child process, or the
 // in-process server when the bench has no tierd binary (tests).
 type readTarget struct {
-	client  *fetch.Client
+	client  *grpcapi.Client
 	pid     int
 	httpURL string // the child's http.listen; "" in process
 	// metrics returns tierd's counters and gauges named in
@@ -300,7 +300,7 @@ func (e *env) readersRun(ctx context.Context, pattern string, n int, round uint6
 // readOne fetches offset (asking again on UNAVAILABLE), compares the
 // answer byte for byte with the local files, and returns the bytes
 // served and the next offset.
-func (e *env) readOne(ctx context.Context, c *fetch.Client, off int64, r *Result) (int64, int64, error) {
+func (e *env) readOne(ctx context.Context, c *grpcapi.Client, off int64, r *Result) (int64, int64, error) {
 	t := time.Now()
 	resp, err := fetchRetry(ctx, c, &tierdpb.FetchRequest{Topic: topic, Offset: off, MaxBytes: e.cfg.MaxBytes}, r)
 	r.add(time.Since(t), int64(len(resp.GetRecords())))

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -49,7 +49,7 @@ func (e *env) getsBy() (log, idx float64) {
 // UNAVAILABLE (remote.fetch.max.wait.ms passed while the store was slow
 // or loaded), at most 100 times, 10 ms apart, as a consumer retries;
 // retries are counted in r (when not nil).
-func fetchRetry(ctx context.Context, c *fetch.Client, req *tierdpb.FetchRequest, r *Result) (*tierdpb.FetchResponse, error) {
+func fetchRetry(ctx context.Context, c *grpcapi.Client, req *tierdpb.FetchRequest, r *Result) (*tierdpb.FetchResponse, error) {
 	return retryUnavailable(ctx, func() (*tierdpb.FetchResponse, error) { return c.API().Fetch(ctx, req) }, r)
 }
 
@@ -79,7 +79,7 @@ func (e *env) tieredBytes() int64 {
 // end and then from its start up to from (all of it once), comparing
 // every answer byte for byte with the local segment files (so the answers
 // are also contiguous). It returns the bytes read.
-func (e *env) readAll(ctx context.Context, c *fetch.Client, from int64, r *Result) (int64, error) {
+func (e *env) readAll(ctx context.Context, c *grpcapi.Client, from int64, r *Result) (int64, error) {
 	first, last := e.fin[0].StartOffset, e.fin[len(e.fin)-1].EndOffset
 	var total int64
 	read := func(off, stop int64) error {

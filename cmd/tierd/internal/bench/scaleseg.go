@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -175,10 +175,10 @@ func settleSegs(ctx context.Context, logs string, store *rlmm.Store, mgr *rsm.Ma
 // metadata write to another partition (its log start offset raised by
 // one). Every answer must start at or before its offset and be non-empty.
 func (e *env) segsFetch(ctx context.Context, store *rlmm.Store, mgr *rsm.Manager, n int) (cachedUs, afterUs float64, err error) {
-	fcfg := fetch.DefaultConfig()
+	fcfg := grpcapi.DefaultConfig()
 	fcfg.Listen = "127.0.0.1:0"
 	fcfg.MaxWaitMs = 25000 // as the read cases: measure the wait, not UNAVAILABLE
-	srv, err := fetch.NewServer(fcfg, store, mgr, fetch.WithRegisterer(prometheus.NewRegistry()))
+	srv, err := grpcapi.NewServer(fcfg, store, mgr, grpcapi.WithRegisterer(prometheus.NewRegistry()))
 	if err != nil {
 		return 0, 0, err
 	}

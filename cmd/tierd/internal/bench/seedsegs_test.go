@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -220,11 +220,11 @@ func checkSeedMatches(t *testing.T, e *env, kind string, n int) {
 		}
 	}
 
-	servers := map[string]*fetch.Server{}
+	servers := map[string]*grpcapi.Server{}
 	for name, s := range map[string]segsSide{"copier": cs, "seeded": ss} {
-		fcfg := fetch.DefaultConfig()
+		fcfg := grpcapi.DefaultConfig()
 		fcfg.Listen = "127.0.0.1:0"
-		srv, err := fetch.NewServer(fcfg, s.st, s.mgr, fetch.WithRegisterer(prometheus.NewRegistry()))
+		srv, err := grpcapi.NewServer(fcfg, s.st, s.mgr, grpcapi.WithRegisterer(prometheus.NewRegistry()))
 		if err != nil {
 			t.Fatal(err)
 		}

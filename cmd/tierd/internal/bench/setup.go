@@ -19,7 +19,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tierd/tierd/copier"
-	"github.com/tierd/tierd/fetch"
+	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/minioproc"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -45,10 +45,10 @@ type env struct {
 	mgr      *rsm.Manager
 	store    *rlmm.Store
 	reg      *prometheus.Registry
-	server   *fetch.Server
-	fcfg     fetch.Config
-	client   *fetch.Client
-	floor    *fetch.Client
+	server   *grpcapi.Server
+	fcfg     grpcapi.Config
+	client   *grpcapi.Client
+	floor    *grpcapi.Client
 	partDir  string
 	prefix   string // the run's own key prefix in the bucket (see Config.runPrefix)
 	endpoint string // the S3 URL
@@ -291,7 +291,7 @@ func (e *env) serve() error {
 	fcfg := e.cfg.FetchConfig()
 	e.reg = prometheus.NewRegistry()
 	e.fcfg = fcfg
-	srv, err := fetch.NewServer(fcfg, e.store, e.mgr, fetch.WithRegisterer(e.reg))
+	srv, err := grpcapi.NewServer(fcfg, e.store, e.mgr, grpcapi.WithRegisterer(e.reg))
 	if err != nil {
 		return err
 	}
@@ -309,7 +309,7 @@ func (e *env) serve() error {
 		<-done
 		return err
 	}
-	if e.client, err = fetch.Dial(lis.Addr().String()); err != nil {
+	if e.client, err = grpcapi.Dial(lis.Addr().String()); err != nil {
 		stopKafka()
 		cancel()
 		<-done
@@ -331,11 +331,11 @@ func (e *env) serve() error {
 	if err != nil {
 		return err
 	}
-	gs := grpc.NewServer(fetch.ServerOptions()...)
+	gs := grpc.NewServer(grpcapi.ServerOptions()...)
 	tierdpb.RegisterRemoteFetchServer(gs, newFloor(int(e.cfg.MaxBytes)+1<<20))
 	go gs.Serve(flis)
 	e.stops = append(e.stops, gs.Stop)
-	if e.floor, err = fetch.Dial(flis.Addr().String()); err != nil {
+	if e.floor, err = grpcapi.Dial(flis.Addr().String()); err != nil {
 		return err
 	}
 	e.stops = append(e.stops, func() { e.floor.Close() })
