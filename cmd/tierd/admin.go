@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -27,15 +27,6 @@ import (
 // adminTimeout bounds an operator command: a running tierd answers between
 // two passes, so one long copy can make it wait.
 const adminTimeout = 10 * time.Minute
-
-// identity is what this tierd tells tools about itself.
-func identity(cfg config.Config, instanceID string) grpcapi.Identity {
-	dir, err := filepath.Abs(cfg.Metadata.Dir)
-	if err != nil {
-		dir = cfg.Metadata.Dir
-	}
-	return grpcapi.Identity{InstanceID: instanceID, MetadataDir: dir, LogDirs: cfg.Copier.LogDirs, BrokerID: cfg.Copier.BrokerID}
-}
 
 // dialAt connects to the tierd running at cfg.Fetch.Listen, and returns
 // nil when none answers. It refuses a tierd whose metadata dir is not
@@ -76,11 +67,11 @@ func checkIdentity(ctx context.Context, c *grpcapi.Client, cfg config.Config, wh
 		fallthrough
 	case codes.Unimplemented:
 		return fmt.Errorf("a tierd answers at %s but serves its Admin service there only to authenticated callers: run the tool on its host as its user (the admin socket %s), or give it a token (fetch.client.token_file) or a client certificate (tls.grpc: mtls): %w",
-			where, adminSocket(cfg), err)
+			where, daemon.AdminSocket(cfg), err)
 	default:
 		return fmt.Errorf("the server at %s does not say which tierd it is: %w", where, err)
 	}
-	want := identity(cfg, "").MetadataDir
+	want := daemon.Identity(cfg, "").MetadataDir
 	if id.GetMetadataDir() != want {
 		return fmt.Errorf("the tierd at %s uses metadata dir %s (instance %s), not %s from this config: another tierd answers there; refusing",
 			where, id.GetMetadataDir(), id.GetInstanceId(), want)
@@ -102,12 +93,12 @@ func adminClient(ctx context.Context, cfg config.Config) (tierdpb.AdminClient, s
 	if err := metadataPresent(cfg); err != nil {
 		return nil, "", nil, err
 	}
-	d, err := newDaemon(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	d, err := daemon.OpenParts(ctx, cfg, daemon.PartsOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and its metadata cannot be opened: %w", cfg.Fetch.Listen, err)
 	}
-	return localAdmin{grpcapi.NewAdmin(d.copier, d.store, identity(cfg, d.instanceID))}, cfg.Metadata.Dir + " (tierd not running)",
-		func() { d.fetch.Close(); d.Close() }, nil
+	return localAdmin{grpcapi.NewAdmin(d.Copier, d.Store, daemon.Identity(cfg, d.InstanceID))}, cfg.Metadata.Dir + " (tierd not running)",
+		func() { d.API.Close(); d.Close() }, nil
 }
 
 // localAdmin calls an in-process Admin service through the client

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
@@ -139,7 +140,7 @@ func TestAPITokensFileMode(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Fatalf("tierd run with a tokens file others may write: %v", err)
 	}
 }
@@ -196,17 +197,17 @@ func TestHTTPTokens(t *testing.T) {
 func TestAdminSocketPathTooLong(t *testing.T) {
 	cfg := config.Default()
 	cfg.Metadata.Dir = "/var/lib/" + strings.Repeat("deep/", 25) + "rlmm"
-	p := adminSocket(cfg)
-	if len(p) > grpcapi.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || adminSocket(cfg) != p {
+	p := daemon.AdminSocket(cfg)
+	if len(p) > grpcapi.MaxSocketPath || !strings.HasPrefix(p, os.TempDir()) || daemon.AdminSocket(cfg) != p {
 		t.Fatalf("admin socket %q", p)
 	}
 	other := cfg
 	other.Metadata.Dir += "2"
-	if adminSocket(other) == p {
+	if daemon.AdminSocket(other) == p {
 		t.Fatal("two metadata dirs share a socket")
 	}
 	cfg.Metadata.Dir = "/var/lib/tierd"
-	if p := adminSocket(cfg); p != "/var/lib/tierd/admin/tierd.sock" {
+	if p := daemon.AdminSocket(cfg); p != "/var/lib/tierd/admin/tierd.sock" {
 		t.Fatalf("short: %q", p)
 	}
 }

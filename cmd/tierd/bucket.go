@@ -7,10 +7,9 @@ import (
 	"io"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/rsm/filesystem"
-	"github.com/tierd/tierd/rsm/minio"
-	"github.com/tierd/tierd/rsm/s3"
 )
 
 const bucketUsage = "tierd bucket create --config tierd.yaml"
@@ -57,7 +56,7 @@ func createBucket(ctx context.Context, c config.Bucket, stdout io.Writer) error 
 		}
 		return nil
 	}
-	b, err := openBucket(ctx, c)
+	b, err := daemon.OpenBucket(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -86,15 +85,4 @@ func createBucket(ctx context.Context, c config.Bucket, stdout io.Writer) error 
 		fmt.Fprintf(stdout, "tierd's credentials can list it\n")
 	}
 	return nil
-}
-
-// openBucket builds the configured bucket.
-func openBucket(ctx context.Context, c config.Bucket) (rsm.Bucket, error) {
-	switch c.Type {
-	case "minio":
-		return minio.New(c.MinIO, nil)
-	case "s3":
-		return s3.New(ctx, c.S3, nil)
-	}
-	return filesystem.Open(c.Filesystem) // never creates it: see "tierd bucket create"
 }

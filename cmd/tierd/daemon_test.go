@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/rsm/rsmtest"
@@ -188,7 +189,7 @@ func startServe(t *testing.T, cfgPath string) (stop func() error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)) }()
+	go func() { done <- serve(ctx, cfg, slog.New(slog.DiscardHandler)) }()
 	var once sync.Once
 	var res error
 	stop = func() error {
@@ -210,16 +211,16 @@ func startServe(t *testing.T, cfgPath string) (stop func() error) {
 // directories.
 func TestCheckLogDirs(t *testing.T) {
 	dir := t.TempDir()
-	if err := checkLogDirs([]string{filepath.Join(dir, "missing")}); err == nil {
+	if err := daemon.CheckLogDirs([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("missing log dir accepted")
 	}
 	part := filepath.Join(dir, "orders-0")
 	os.MkdirAll(part, 0o755)
 	os.WriteFile(filepath.Join(part, "00000000000000000000.log"), nil, 0o644)
-	if err := checkLogDirs([]string{part}); err == nil || !strings.Contains(err.Error(), "partition directory") {
+	if err := daemon.CheckLogDirs([]string{part}); err == nil || !strings.Contains(err.Error(), "partition directory") {
 		t.Errorf("partition dir as log dir: %v", err)
 	}
-	if err := checkLogDirs([]string{dir}); err != nil {
+	if err := daemon.CheckLogDirs([]string{dir}); err != nil {
 		t.Errorf("log dir: %v", err)
 	}
 }

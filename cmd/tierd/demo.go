@@ -21,6 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -111,7 +112,7 @@ type demoEnv struct {
 	root string
 	cfg  config.Config
 	log  *slog.Logger
-	d    *tierdParts
+	d    *daemon.Parts
 	rec  *rsm.RecordingBucket
 	done []func(*error) // run by close, last first
 }
@@ -185,7 +186,7 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 		e.log, flush = newLogger(stderr, slog.LevelInfo)
 		e.done = append(e.done, func(*error) { flush() })
 	}
-	d, err := newDaemon(ctx, cfg, startOptions{}, e.log, prometheus.NewRegistry(), func(b rsm.Bucket) (rsm.Bucket, error) {
+	wrap := func(b rsm.Bucket) (rsm.Bucket, error) {
 		// A store that takes the connection and never answers would hold
 		// the demo for ever: its first requests are bounded.
 		limit := o.answerTimeout
@@ -211,7 +212,8 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 		}
 		e.rec = r
 		return r, nil
-	})
+	}
+	d, err := daemon.OpenParts(ctx, cfg, daemon.PartsOptions{Wrap: wrap}, e.log, prometheus.NewRegistry())
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 				*err = errors.Join(*err, fmt.Errorf("clean up the demo's objects: %w", derr))
 			}
 			if o.s3Endpoint != "" {
-				fmt.Fprintf(stdout, "deleted the %d objects the demo wrote under %s in %s\n", n, e.rec.Prefix(), d.bucket.Name())
+				fmt.Fprintf(stdout, "deleted the %d objects the demo wrote under %s in %s\n", n, e.rec.Prefix(), d.Bucket.Name())
 			}
 		})
 	}
@@ -248,7 +250,7 @@ func (e *demoEnv) printKept(stdout io.Writer) {
 		fmt.Fprintf(stdout, "kept: %s/{logs,bucket,metadata,tierd.yaml}; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n", e.o.keep, e.o.keep)
 	case e.o.keep != "":
 		fmt.Fprintf(stdout, "kept: %s/{logs,metadata,tierd.yaml} and the objects under %s/ in %s; list them with: go run ./cmd/tierd segments --config %s/tierd.yaml (or bin/tierd after make build)\n",
-			e.o.keep, e.cfg.Bucket.Prefix, e.d.bucket.Name(), e.o.keep)
+			e.o.keep, e.cfg.Bucket.Prefix, e.d.Bucket.Name(), e.o.keep)
 	}
 }
 
@@ -286,7 +288,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	fmt.Fprintf(stdout, "wrote %d records of %d bytes (no key, no headers, one per batch) to %s (segment.bytes=%d)\n", demoRecords, demoValueBytes, partDir, demoSegmentBytes)
 	fmt.Fprintf(stdout, "wrote %d records with a key and a header to %s-0 (segment.bytes=%d; offsets %d-%d stay in the active segment)\n",
 		demoKeyedRecords, demoKeyedTopic, demoKeyedSegmentBytes, keyedLocalStart, demoKeyedRecords-1)
-	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
+	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.Bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
 
 	// 2. Serve remote fetches on a real socket.
 	grpcAddr, kafkaAddr := "127.0.0.1:0", "127.0.0.1:0"
@@ -300,7 +302,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	served := make(chan error, 1)
-	go func() { served <- d.fetch.Serve(sctx, lis) }()
+	go func() { served <- d.API.Serve(sctx, lis) }()
 	client, err := grpcapi.Dial(lis.Addr().String())
 	if err != nil {
 		return err
@@ -310,14 +312,14 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	// 3. Tier: copy the rolled segments, then local retention removes them.
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := d.copier.Sync(ctx); err != nil {
+		if _, err := d.Copier.Sync(ctx); err != nil {
 			return err
 		}
-		offs, _, err := d.store.Offsets(tp)
+		offs, _, err := d.Store.Offsets(tp)
 		if err != nil {
 			return err
 		}
-		koffs, _, err := d.store.Offsets(remotelog.TopicPartition{Topic: demoKeyedTopic, Partition: 0})
+		koffs, _, err := d.Store.Offsets(remotelog.TopicPartition{Topic: demoKeyedTopic, Partition: 0})
 		if err != nil {
 			return err
 		}
@@ -355,7 +357,7 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return fmt.Errorf("kafka listener: %w", err)
 	}
-	kl, err := d.kafkaListener(cfg, log, klis.Addr().String())
+	kl, err := d.KafkaListener(cfg, log, klis.Addr().String())
 	if err != nil {
 		klis.Close()
 		return err
@@ -420,8 +422,8 @@ func readBack(ctx context.Context, r *seglog.Log) (int, error) {
 	return good, nil
 }
 
-func printSegments(ctx context.Context, w io.Writer, d *tierdParts, r *seglog.Log, tp remotelog.TopicPartition) error {
-	rows, err := d.store.Segments(tp)
+func printSegments(ctx context.Context, w io.Writer, d *daemon.Parts, r *seglog.Log, tp remotelog.TopicPartition) error {
+	rows, err := d.Store.Segments(tp)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/seglog"
 )
@@ -108,7 +109,7 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 		glis.Close()
 		return fmt.Errorf("kafka listener: %w", err)
 	}
-	kl, err := e.d.kafkaListener(e.cfg, e.log, klis.Addr().String())
+	kl, err := e.d.KafkaListener(e.cfg, e.log, klis.Addr().String())
 	if err != nil {
 		glis.Close()
 		klis.Close()
@@ -116,7 +117,7 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 	}
 	sctx, stop := context.WithCancel(ctx)
 	served, kserved := make(chan error, 1), make(chan error, 1)
-	go func() { served <- e.d.fetch.Serve(sctx, glis) }()
+	go func() { served <- e.d.API.Serve(sctx, glis) }()
 	go func() { kserved <- kl.Serve(sctx, klis) }()
 	defer func() {
 		stop()
@@ -215,10 +216,10 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 	active := segs[len(segs)-1].BaseOffset
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if _, err := e.d.copier.Sync(ctx); err != nil {
+		if _, err := e.d.Copier.Sync(ctx); err != nil {
 			return err
 		}
-		offs, _, err := e.d.store.Offsets(tp)
+		offs, _, err := e.d.Store.Offsets(tp)
 		if err != nil {
 			return err
 		}
@@ -296,8 +297,8 @@ func compactStep(ctx context.Context, stdout io.Writer, w *seglog.Log, clean fun
 
 // mergedCopy reports whether a finished copy that a remote compaction
 // wrote covers every offset below end.
-func mergedCopy(d *tierdParts, tp remotelog.TopicPartition, end int64) (bool, error) {
-	rows, err := d.store.Segments(tp)
+func mergedCopy(d *daemon.Parts, tp remotelog.TopicPartition, end int64) (bool, error) {
+	rows, err := d.Store.Segments(tp)
 	if err != nil {
 		return false, err
 	}
@@ -311,8 +312,8 @@ func mergedCopy(d *tierdParts, tp remotelog.TopicPartition, end int64) (bool, er
 
 // printCompactTiers prints the partition's remote copies (every row,
 // those a remote compaction replaced included) and local segments.
-func printCompactTiers(stdout io.Writer, d *tierdParts, w *seglog.Log, tp remotelog.TopicPartition) error {
-	rows, err := d.store.Segments(tp)
+func printCompactTiers(stdout io.Writer, d *daemon.Parts, w *seglog.Log, tp remotelog.TopicPartition) error {
+	rows, err := d.Store.Segments(tp)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/testutil/tmpfs"
 	"github.com/tierd/tierd/proto/tierdpb"
@@ -143,7 +144,7 @@ func TestReadinessFollowsMetadataDir(t *testing.T) {
 	startServe(t, cfgPath)
 	url := "http://" + cfg.HTTP.Listen + "/-/ready"
 	waitReady(t, url, http.StatusOK, "")
-	admin, err := grpcapi.Dial("unix://" + adminSocket(cfg))
+	admin, err := grpcapi.Dial("unix://" + daemon.AdminSocket(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +359,7 @@ func startServeLog(t *testing.T, cfgPath string, w io.Writer) {
 	log, flush := newLogger(w, slog.LevelInfo)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, startOptions{}, log) }()
+	go func() { done <- serve(ctx, cfg, log) }()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
 )
 
@@ -40,7 +41,7 @@ func TestOneTierdPerLogDir(t *testing.T) {
 	}
 	second := cfg
 	second.Metadata.Dir, second.Fetch.Listen = filepath.Join(root, "metadata-2"), freeAddr(t)
-	err = serve(context.Background(), second, startOptions{}, slog.New(slog.DiscardHandler))
+	err = serve(context.Background(), second, slog.New(slog.DiscardHandler))
 	if !errors.Is(err, instance.ErrLocked) {
 		t.Fatalf("second tierd on the same log dir: %v", err)
 	}
@@ -62,12 +63,12 @@ func TestOneTierdPerLogDir(t *testing.T) {
 		t.Fatalf("instance id after rlmm rebuild %q, want %q", got, id)
 	}
 	os.RemoveAll(cfg.Metadata.Dir) // lost: the lock file still names this tierd
-	d, err := newDaemon(context.Background(), cfg, startOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
+	d, err := daemon.OpenParts(context.Background(), cfg, daemon.PartsOptions{}, slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if d.instanceID != id {
-		t.Fatalf("instance id after the metadata dir was lost %q, want %q", d.instanceID, id)
+	if d.InstanceID != id {
+		t.Fatalf("instance id after the metadata dir was lost %q, want %q", d.InstanceID, id)
 	}
 }

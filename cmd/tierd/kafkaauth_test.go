@@ -208,7 +208,7 @@ acls:
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "other users can read it") {
 		t.Fatalf("a credentials file others can read: %v", err)
 	}
 	os.Chmod(creds, 0o600)

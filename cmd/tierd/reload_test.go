@@ -102,7 +102,7 @@ func TestReloadDynamicAndStatic(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, startOptions{}, log, level) }()
+	go func() { done <- serve(ctx, cfg, log, level) }()
 	defer func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/tierd/tierd/config"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tierd/tierd/config"
 )
 
 // TestRemoteCompactionPerTopic: a topic's entry in copier.topics sets its

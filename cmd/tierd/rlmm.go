@@ -38,7 +38,7 @@ func runRlmm(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The rebuild reads the bucket: one that does not answer, or refuses
 	// these credentials, fails it before the old metadata dir is moved.
-	b, err := openBucket(ctx, cfg.Bucket)
+	b, err := daemon.OpenBucket(ctx, cfg.Bucket)
 	if err == nil {
 		err = checkBucket(ctx, b, cfg.Bucket.Prefix)
 		b.Close()
@@ -146,7 +146,7 @@ func buildMetadata(ctx context.Context, cfg config.Config, id string, created []
 	} else if _, err := daemon.MetadataCreated(cfg.Metadata.Dir, false, time.Now(), slog.New(slog.DiscardHandler)); err != nil {
 		return err // (it records only a dir without an instance id: a new one)
 	}
-	d, err := newDaemon(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
+	d, err := daemon.OpenParts(ctx, cfg, daemon.PartsOptions{}, slog.New(slog.DiscardHandler), prometheus.NewRegistry())
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func buildMetadata(ctx context.Context, cfg config.Config, id string, created []
 		if from, err := rlmm.Open(rlmm.Config{Dir: prev}); err != nil {
 			fmt.Fprintf(stdout, "the old metadata does not open (%v): scheduled deletions and the deletion journal start afresh\n", err)
 		} else {
-			nd, ne, err := d.store.CarryOver(from)
+			nd, ne, err := d.Store.CarryOver(from)
 			from.Close()
 			if err != nil {
 				return fmt.Errorf("carry over scheduled deletions and the journal: %w", err)
@@ -167,19 +167,19 @@ func buildMetadata(ctx context.Context, cfg config.Config, id string, created []
 	}
 	var extra []remotelog.TopicPartition
 	if all {
-		if extra, err = d.mgr.Partitions(ctx); err != nil {
+		if extra, err = d.Manager.Partitions(ctx); err != nil {
 			return err
 		}
 	}
-	n, err := d.copier.Rebuild(ctx, extra)
+	n, err := d.Copier.Rebuild(ctx, extra)
 	if err != nil {
 		return err
 	}
-	parts, err := d.store.Partitions()
+	parts, err := d.Store.Partitions()
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "restored %d segment rows for %d partition(s) from %s\n", n, len(parts), d.bucket.Name())
+	fmt.Fprintf(stdout, "restored %d segment rows for %d partition(s) from %s\n", n, len(parts), d.Bucket.Name())
 	return nil
 }
 
@@ -187,7 +187,7 @@ func buildMetadata(ctx context.Context, cfg config.Config, id string, created []
 // store that does not open for another reason (damage: the reason to
 // rebuild) passes.
 func probeUnlocked(ctx context.Context, cfg config.Config) error {
-	s, err := openStore(ctx, cfg)
+	s, err := daemon.OpenStore(ctx, cfg)
 	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 		return err
 	}

@@ -248,7 +248,7 @@ func TestRSMRefusals(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := serve(ctx, cfg, startOptions{}, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
+	if err := serve(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), "tiered one way only") {
 		t.Errorf("serve with topic orders tiered both ways: %v; want a refusal", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/daemon/statuspage"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/internal/tlsreload"
@@ -139,7 +140,7 @@ func offlineRSMStatus(ctx context.Context, cfg config.Config) (rsmapi.Status, st
 	if err := metadataPresent(cfg); err != nil {
 		return st, "", err
 	}
-	s, err := openStore(ctx, cfg)
+	s, err := daemon.OpenStore(ctx, cfg)
 	if err != nil {
 		return st, "", fmt.Errorf("no tierd runs, and the metadata store cannot be opened: %w", err)
 	}
@@ -160,27 +161,6 @@ func offlineRSMStatus(ctx context.Context, cfg config.Config) (rsmapi.Status, st
 		st.Partitions = append(st.Partitions, p)
 	}
 	return st, cfg.Metadata.Dir + " (tierd not running)", nil
-}
-
-// brokerCopiesView is the status page's section of broker-owned copies
-// from the endpoint's status.
-func brokerCopiesView(st rsmapi.Status) (statuspage.BrokerCopies, error) {
-	scheme := "http"
-	if st.TLS {
-		scheme = "https"
-	}
-	b := statuspage.BrokerCopies{Endpoint: scheme + "://" + st.Listen, Prefix: st.Prefix, InFlight: st.CopiesInFlight, Stored: st.Stored,
-		StoredBytes: st.StoredBytes, Unfinished: st.Unfinished, Copies: st.Copies, CopyErrors: st.CopyErrors, Fetches: st.Fetches,
-		FetchErrors: st.FetchErrors, Deletes: st.Deletes, DeleteErrors: st.DeleteErrors, AuthFailures: st.AuthFailures,
-		LastError: st.LastError, LastErrorMs: st.LastErrorMs}
-	for _, p := range st.Partitions {
-		b.Partitions = append(b.Partitions, statuspage.BrokerPartition{Topic: p.Topic, Partition: p.Partition, Stored: p.Stored, Bytes: p.Bytes,
-			StartOffset: p.StartOffset, EndOffset: p.EndOffset, Started: p.Started, Deleting: p.Deleting, LastCopyMs: p.LastCopyMs})
-	}
-	if st.CatalogueError != "" {
-		return b, errors.New(st.CatalogueError)
-	}
-	return b, nil
 }
 
 // brokerRows reads the catalogue of broker-owned copies: from the

@@ -34,7 +34,7 @@ func dialRunning(ctx context.Context, cfg config.Config) (c *grpcapi.Client, whe
 		if rt, ok := daemon.ReadRuntime(cfg.Metadata.Dir); ok && rt.FetchListen != "" && rt.FetchListen != cfg.Fetch.Listen {
 			where = fmt.Sprintf("the running tierd (pid %d) at %s; the file says fetch.listen %s (a restart applies it)", rt.PID, rt.FetchListen, cfg.Fetch.Listen)
 		}
-		return c, where + " (through its admin socket " + adminSocket(cfg) + ")", err
+		return c, where + " (through its admin socket " + daemon.AdminSocket(cfg) + ")", err
 	}
 	c, err = dialAt(ctx, cfg)
 	if c != nil || err != nil {
@@ -85,7 +85,7 @@ func metadataPresent(cfg config.Config) error {
 // user may not open it or when the socket or its directory belongs to
 // neither the metadata dir's owner nor root (socketOwners).
 func dialSocket(ctx context.Context, cfg config.Config) (*grpcapi.Client, error) {
-	path := adminSocket(cfg)
+	path := daemon.AdminSocket(cfg)
 	if ok, err := socketOwners(cfg, path); !ok || err != nil {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func socketOwners(cfg config.Config, path string) (ok bool, err error) {
 	if _, err := os.Lstat(path); err != nil {
 		return false, nil
 	}
-	meta := identity(cfg, "").MetadataDir
+	meta := daemon.Identity(cfg, "").MetadataDir
 	if rel, err := filepath.Rel(meta, path); err == nil && filepath.IsLocal(rel) {
 		return true, nil
 	}

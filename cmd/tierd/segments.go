@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -288,7 +289,7 @@ func remoteLister(ctx context.Context, cfg config.Config) (lister, string, func(
 	if err := metadataPresent(cfg); err != nil {
 		return nil, "", nil, err
 	}
-	s, err := openStore(ctx, cfg)
+	s, err := daemon.OpenStore(ctx, cfg)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

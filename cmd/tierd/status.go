@@ -17,6 +17,7 @@ import (
 
 	"github.com/tierd/tierd/config"
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/daemon/statuspage"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/instance"
@@ -88,7 +89,7 @@ func tieringStatus(ctx context.Context, cfg config.Config) (s remotelog.TieringS
 	if err := metadataPresent(cfg); err != nil {
 		return s, "", err
 	}
-	store, err := openStore(ctx, cfg)
+	store, err := daemon.OpenStore(ctx, cfg)
 	if err != nil {
 		return s, "", fmt.Errorf("no tierd answers at %s, and the metadata store cannot be opened: %w", cfg.Fetch.Listen, err)
 	}

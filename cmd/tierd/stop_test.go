@@ -13,6 +13,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/rlmm"
 )
 
@@ -39,9 +40,9 @@ func TestStopWhileOpeningStore(t *testing.T) {
 	defer close(fs.release)
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-fs.locking; cancel() }()
-	_, err := openStore(ctx, cfg, rlmm.WithFS(fs))
-	var se *stopError
-	if !errors.As(err, &se) || se.dir != cfg.Metadata.Dir {
+	_, err := daemon.OpenStore(ctx, cfg, rlmm.WithFS(fs))
+	var se *daemon.StopError
+	if !errors.As(err, &se) || se.Dir != cfg.Metadata.Dir {
 		t.Fatalf("openStore stopped: %v, want a stopError for %s", err, cfg.Metadata.Dir)
 	}
 	var out bytes.Buffer

@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,7 +17,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tierd/tierd/config"
 	testcerts "github.com/tierd/tierd/internal/testutil/certs"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
 )
@@ -272,21 +270,6 @@ func TestRunTLSOnly(t *testing.T) {
 		if code != 1 || !strings.Contains(errOut, "a tierd speaking TLS answers at "+grpcAddr) || !strings.Contains(errOut, "grpc: tls") ||
 			!strings.Contains(errOut, "ca_file") || strings.Contains(errOut, "no tierd answers") {
 			t.Errorf("tierd %s without a tls: section: exit %d\n%s%s", tool, code, out, errOut)
-		}
-	}
-}
-
-// TestRunNeedsServerCertificate: tierd run refuses a TLS endpoint without
-// cert_file and key_file, and an mtls one without client_ca_file, which
-// a tool's config (loaded by the same rules) does not need.
-func TestRunNeedsServerCertificate(t *testing.T) {
-	for c, want := range map[config.TLS]string{
-		{HTTP: "tls", CAFile: "ca"}:                             "cert_file and key_file are required",
-		{GRPC: "mtls", CertFile: "c", KeyFile: "k"}:             "client_ca_file is required",
-		{Kafka: "tls", ClientCertFile: "c", ClientKeyFile: "k"}: "cert_file and key_file are required",
-	} {
-		if _, err := tlsHolder(c, slog.New(slog.DiscardHandler)); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%+v: %v, want %q", c, err, want)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -103,7 +104,7 @@ func verifyCopies(ctx context.Context, cfg config.Config, o verifyOptions, stdou
 		return res, err
 	}
 	defer closeFn()
-	b, err := openBucket(ctx, cfg.Bucket)
+	b, err := daemon.OpenBucket(ctx, cfg.Bucket)
 	if err != nil {
 		return res, err
 	}

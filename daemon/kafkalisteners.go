@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"log/slog"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/tierd/tierd/authz"
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/tlsreload"
 	"github.com/tierd/tierd/listener"
 )
@@ -16,7 +15,7 @@ import (
 // kafkaListeners builds the Kafka listeners of cfg's endpoints, with the
 // SASL logins (a credentials file, reloaded on SIGHUP, or relayed to the
 // cluster) and acls shared by all.
-func (d *tierdParts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *daemon.Reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer) ([]*listener.Server, error) {
+func (d *Parts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *Reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer) ([]*listener.Server, error) {
 	endpoints, err := cfg.KafkaEndpoints() // checked by validate
 	if err != nil {
 		return nil, err
@@ -55,7 +54,7 @@ func (d *tierdParts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *dae
 // SASL_SSL, the logins for SASL_PLAINTEXT and SASL_SSL, the ACLs for
 // every one. With several listeners (labelled), each's metrics carry a
 // listener label and its log lines the listener's name.
-func (d *tierdParts) endpointListener(cfg config.Config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
+func (d *Parts) endpointListener(cfg config.Config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
 	logins []listener.Option, acls *authz.Authorizer) (*listener.Server, error) {
 	lcfg := cfg
 	lcfg.Kafka.Listener.Listen, lcfg.Kafka.Listener.Advertised = ep.Listen, ep.Advertised
@@ -71,7 +70,7 @@ func (d *tierdParts) endpointListener(cfg config.Config, log *slog.Logger, ep li
 	l := log.With("protocol", string(ep.Protocol))
 	if labelled {
 		l = l.With("listener", ep.Name)
-		opts = append(opts, listener.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": ep.Name}, d.reg)))
+		opts = append(opts, listener.WithRegisterer(prometheus.WrapRegistererWith(prometheus.Labels{"listener": ep.Name}, d.Registerer)))
 	}
 	switch {
 	case acls != nil:
@@ -83,7 +82,7 @@ func (d *tierdParts) endpointListener(cfg config.Config, log *slog.Logger, ep li
 		l.Warn("the Kafka listener applies no ACLs: every client that reaches it reads every topic it serves; set acls (docs/security.md) to apply Kafka's",
 			"listen", ep.Listen, "protocol", ep.Protocol)
 	}
-	return d.kafkaListener(lcfg, l, "", opts...)
+	return d.KafkaListener(lcfg, l, "", opts...)
 }
 
 // kafkaListenersText names the Kafka listeners for the start line:

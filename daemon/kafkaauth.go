@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -15,12 +15,12 @@ import (
 
 // newAuthorizer builds the Authorizer of cfg.ACLs over its source: the
 // Kafka cluster's ACLs through d's cluster client, or the ACL file.
-func newAuthorizer(cfg config.Config, d *tierdParts, log *slog.Logger) (*authz.Authorizer, error) {
+func newAuthorizer(cfg config.Config, d *Parts, log *slog.Logger) (*authz.Authorizer, error) {
 	var src authz.Source = authz.FileSource{Path: cfg.ACLs.File}
 	if cfg.ACLs.Source == "cluster" {
-		src = d.kafka
+		src = d.Kafka
 	}
-	return authz.New(cfg.ACLs.Config, src, authz.WithLogger(log.With("component", "acls")), authz.WithRegisterer(d.reg))
+	return authz.New(cfg.ACLs.Config, src, authz.WithLogger(log.With("component", "acls")), authz.WithRegisterer(d.Registerer))
 }
 
 // clusterLogins relays the Kafka listener's logins to the Kafka cluster
@@ -48,8 +48,8 @@ func (r refusals) Step(ctx context.Context, msg []byte) ([]byte, error) {
 
 // newRelay checks the Kafka listener's logins against the cluster, each
 // within the cluster's request_timeout.
-func newRelay(cfg config.Config, d *tierdParts) (*sasl.Relay, error) {
-	r, err := sasl.NewRelay(cfg.Kafka.Listener.SASLEnabledMechanisms, clusterLogins{d.kafka})
+func newRelay(cfg config.Config, d *Parts) (*sasl.Relay, error) {
+	r, err := sasl.NewRelay(cfg.Kafka.Listener.SASLEnabledMechanisms, clusterLogins{d.Kafka})
 	if err != nil {
 		return nil, err
 	}
@@ -103,7 +103,7 @@ func (l *logins) reload(config.Config) error {
 // process's user or root may write (a line added there is a login:
 // internal/privfile).
 func readCredentials(path string) (*sasl.Credentials, error) {
-	f, err := openPrivate(path, "kafka: sasl.credentials.file", true)
+	f, err := OpenPrivate(path, "kafka: sasl.credentials.file", true)
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"context"
@@ -28,11 +28,11 @@ import (
 // and fetch's. It refuses to start when a topic has both broker-owned
 // copies and tierd's own (a topic is tiered one way only), and refuses at
 // every copy a topic tierd's copier tiers (409 TIERED_BY_SIDECAR).
-func (d *tierdParts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
-	if err := tieredBothWays(d.store); err != nil {
+func (d *Parts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Config) (*rsmapi.Server, error) {
+	if err := tieredBothWays(d.Store); err != nil {
 		return nil, err
 	}
-	mgr, err := rsm.NewManager(d.bucket, rsm.Config{Prefix: rsmapi.BrokerPrefix(cfg.Bucket.Prefix, cfg.RSM.Prefix)})
+	mgr, err := rsm.NewManager(d.Bucket, rsm.Config{Prefix: rsmapi.BrokerPrefix(cfg.Bucket.Prefix, cfg.RSM.Prefix)})
 	if err != nil {
 		return nil, err
 	}
@@ -43,10 +43,10 @@ func (d *tierdParts) rsmEndpoint(cfg config.Config, log *slog.Logger, tc *tls.Co
 	}
 	rc := cfg.RSM
 	rc.StagingDir = cfg.RSMStagingDir()
-	opts := []rsmapi.Option{rsmapi.WithLogger(log.With("component", "rsm")), rsmapi.WithRegisterer(d.reg),
-		rsmapi.WithPartitionLabels(d.labels), rsmapi.WithReadiness(d.readiness), rsmapi.WithTLS(tc),
-		rsmapi.WithSidecarTopics(sidecarTopics(d.store, cfg.Copier.LogDirs)), rsmapi.WithLogReader(logRange{s: d.fetch.Engine(), src: mgr})}
-	return rsmapi.New(rc, d.store, rsmapi.NewStorage(mgr), opts...)
+	opts := []rsmapi.Option{rsmapi.WithLogger(log.With("component", "rsm")), rsmapi.WithRegisterer(d.Registerer),
+		rsmapi.WithPartitionLabels(d.Labels), rsmapi.WithReadiness(d.readiness), rsmapi.WithTLS(tc),
+		rsmapi.WithSidecarTopics(sidecarTopics(d.Store, cfg.Copier.LogDirs)), rsmapi.WithLogReader(logRange{s: d.API.Engine(), src: mgr})}
+	return rsmapi.New(rc, d.Store, rsmapi.NewStorage(mgr), opts...)
 }
 
 // logRange reads the broker-owned copies' .log through the read
