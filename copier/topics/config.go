@@ -46,8 +46,8 @@ type LogRetention struct {
 
 // TopicConfig is one topic's entry under copier.topics in tierd.yaml, with
 // Kafka's topic-level names; nil means "not set here". A value the Kafka
-// cluster has set for the topic overrides these (see
-// Config.ClusterTopicConfigs).
+// cluster has set for the topic overrides these (see Resolve and
+// copier.Config.ClusterTopicConfigs).
 type TopicConfig struct {
 	// Retention: retention.ms, retention.bytes, local.retention.ms,
 	// local.retention.bytes.
