@@ -2,6 +2,7 @@ package copier
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -257,5 +258,33 @@ func TestClusterDeleteOnDisable(t *testing.T) {
 	}
 	if _, err := r.c.Sync(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestClusterOverrideLogged: a pass logs once each value the cluster's
+// topic configs set over tierd.yaml's, and none for a cluster value equal
+// to tierd.yaml's or one from Kafka's built-in defaults.
+func TestClusterOverrideLogged(t *testing.T) {
+	fc := newFakeCluster()
+	fc.set("orders", idA, 1, 0, map[string]cluster.ConfigValue{
+		"retention.ms":          {Value: "3600000", Source: "DYNAMIC_TOPIC_CONFIG"},
+		"retention.bytes":       {Value: "-1", Source: "DYNAMIC_TOPIC_CONFIG"}, // tierd.yaml's own
+		"remote.storage.enable": {Value: "false", Source: "DEFAULT_CONFIG", IsDefault: true},
+	})
+	r := clusterRig(t, fc)
+	logs := &logRecorder{}
+	var err error
+	if r.c, err = New(r.c.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }), WithCluster(fc), WithLogger(slog.New(logs))); err != nil {
+		t.Fatal(err)
+	}
+	rolled(t, r.dir(), r.now)
+	r.sync()
+	r.sync()
+	got := logs.with("topic config from the cluster overrides tierd.yaml")
+	if len(got) != 1 || got[0].attrs["config"] != "retention.ms" || got[0].attrs["value"] != "3600000" || got[0].attrs["source"] != "DYNAMIC_TOPIC_CONFIG" {
+		t.Fatalf("override logs %+v, want retention.ms's once", got)
+	}
+	if l := r.c.settings("orders").Limits; l.RetentionMs != 3600_000 {
+		t.Fatalf("limits %+v", l)
 	}
 }

@@ -109,15 +109,19 @@ type Settings struct {
 	From map[string]string
 }
 
-// Resolve resolves a topic's settings, each in this order, the later
-// winning: Kafka's default, the copier's default in d, the topic's entry
-// (its copier.topics entry; the zero TopicConfig when it has none), then
-// the cluster's topic config when d.ClusterTopicConfigs is on and the
-// cluster set it (configs nil: none; a value from DEFAULT_CONFIG or with
-// IsDefault, an unparsable one, and a remote compaction value out of
-// range, are ignored). The entry's values are taken as they are (see
-// TopicConfig.Validate), but for remote compaction's, out of range ones
-// being ignored.
+// Resolve resolves one topic's settings. topic names it (the sources
+// quote "copier.topics.<topic>"); d holds tierd.yaml's copier defaults
+// (copier.Config.TopicDefaults); entry is the topic's copier.topics
+// entry, the zero TopicConfig when it has none; configs are the
+// cluster's topic configs by Kafka's name, nil for none, ignored unless
+// d.ClusterTopicConfigs. Each setting is taken from the last of these
+// that sets it: Kafka's default, d, entry, then configs when the cluster
+// set it (not from DEFAULT_CONFIG, not IsDefault). Resolve returns no
+// error: a cluster value that does not parse, and a remote compaction
+// value out of Kafka's range (in entry or configs), are ignored, the
+// layer below standing; the other values of entry are taken as they are
+// (the config's Validate refuses bad ones). The Settings share no
+// pointer with d or entry.
 func Resolve(topic string, d Defaults, entry TopicConfig, configs map[string]cluster.ConfigValue) Settings {
 	if !d.ClusterTopicConfigs {
 		configs = nil
@@ -138,10 +142,12 @@ func Resolve(topic string, d Defaults, entry TopicConfig, configs map[string]clu
 		{LocalRetentionBytesConfig, &s.Retention.LocalRetentionBytes, lr.LocalRetentionBytes, entry.LocalRetentionBytes}} {
 		s.From[f.name] = "default"
 		if f.log != nil {
-			*f.dst, s.From[f.name] = f.log, "copier.log."+f.name
+			v := *f.log
+			*f.dst, s.From[f.name] = &v, "copier.log."+f.name
 		}
 		if f.ours != nil {
-			*f.dst, s.From[f.name] = f.ours, mine
+			v := *f.ours
+			*f.dst, s.From[f.name] = &v, mine
 		}
 		if cv, ok := setInCluster(configs, f.name); ok {
 			if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil {

@@ -208,3 +208,16 @@ func TestExplain(t *testing.T) {
 		t.Fatalf("Explain of a topic without compact lists %d settings, want the eight: %v", len(got), got)
 	}
 }
+
+// TestResolveSharesNoPointer: writing through the resolved retention
+// leaves the config's values alone.
+func TestResolveSharesNoPointer(t *testing.T) {
+	d := defaults()
+	d.Retention = LogRetention(DefaultRetention())
+	entry := TopicConfig{Retention: Retention{RetentionMs: i64(60_000)}}
+	s := Resolve("orders", d, entry, nil)
+	*s.Retention.RetentionMs, *s.Retention.RetentionBytes = 1, 1
+	if *entry.RetentionMs != 60_000 || *d.Retention.RetentionBytes != -1 {
+		t.Fatalf("the config changed: retention.ms %d, log.retention.bytes %d", *entry.RetentionMs, *d.Retention.RetentionBytes)
+	}
+}
