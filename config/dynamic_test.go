@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 )
 
 // TestDynamicKeysMatch: for every setting, a reload carries a change over
@@ -30,7 +30,7 @@ func TestDynamicKeysMatch(t *testing.T) {
 	// Per-topic settings: a topic added by a reload, with one key set:
 	// that key is the one change (its unset keys are no change).
 	next, off := Default(), false
-	next.Copier.Topics = map[string]copier.TopicConfig{"orders": {RemoteStorageEnable: &off}}
+	next.Copier.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: &off}}
 	dyn, static := Diff(running, next)
 	if len(static) != 0 || len(dyn) != 1 || dyn[0].Key != "copier.topics.orders.remote.storage.enable" {
 		t.Errorf("a topic added: dynamic %v, static %v", dyn, static)

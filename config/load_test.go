@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 )
 
 func loadYAML(t *testing.T, y string) (Config, error) {
@@ -143,7 +143,7 @@ func TestMarshalledConfigLoads(t *testing.T) {
 	cfg := Default()
 	cfg.Copier.LogDirs, cfg.Copier.BrokerID, cfg.Metadata.Dir, cfg.Bucket.Filesystem.Dir = []string{"/x"}, 1, "/m", "/b"
 	lr := int64(60000)
-	cfg.Copier.Topics = map[string]copier.TopicConfig{"orders": {Retention: copier.Retention{LocalRetentionMs: &lr}}}
+	cfg.Copier.Topics = map[string]topics.TopicConfig{"orders": {Retention: topics.Retention{LocalRetentionMs: &lr}}}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tierd/tierd/copier/topics"
 )
 
 func TestConfigStrict(t *testing.T) {
@@ -24,7 +26,7 @@ func TestConfigStrict(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l, _ := cfg.Copier.LimitsFor("orders"); l.RetentionBytes != 100 || l.LocalRetentionBytes != 100 || l.RetentionMs != 604800000 {
+	if l := topics.Resolve("orders", cfg.Copier.TopicDefaults(), cfg.Copier.Topics["orders"], nil).Limits; l.RetentionBytes != 100 || l.LocalRetentionBytes != 100 || l.RetentionMs != 604800000 {
 		t.Errorf("topic override: %+v", l)
 	}
 	if cfg.Fetch.Listen != "127.0.0.1:7450" || cfg.Copier.TaskIntervalMs != 30000 {
@@ -91,7 +93,7 @@ func TestExampleConfig(t *testing.T) {
 	}
 	// The per-topic example is commented out: a topic named orders gets the
 	// defaults, not an override it never asked for.
-	if l, _ := cfg.Copier.LimitsFor("orders"); l.LocalRetentionMs != 604800000 || l.RetentionMs != 604800000 || len(cfg.Copier.Topics) != 0 {
+	if l := topics.Resolve("orders", cfg.Copier.TopicDefaults(), cfg.Copier.Topics["orders"], nil).Limits; l.LocalRetentionMs != 604800000 || l.RetentionMs != 604800000 || len(cfg.Copier.Topics) != 0 {
 		t.Errorf("example topic override applies: %+v", l)
 	}
 	c, d := cfg.Copier, def.Copier

@@ -94,7 +94,7 @@ func TestCaseStuckCopyNotCounted(t *testing.T) {
 	// copy's 100 bytes must not count a second time.
 	p := &partition{tp: r.tp, dir: r.dir(), hw: -1, brokerLSO: -1}
 	p.segs, _ = listSegments(r.dir())
-	p.limits, _ = r.c.cfg.LimitsFor("orders")
+	p.limits = r.c.cfg.resolve("orders", nil).Limits
 	if err := r.c.remoteRetention(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func TestCaseLocalBytesAndClamp(t *testing.T) {
 	r.c.cfg.Retention.RetentionBytes = ptr(1000)
 	p := &partition{tp: r.tp, dir: r.dir()}
 	p.segs, _ = listSegments(r.dir())
-	p.limits, _ = r.c.cfg.LimitsFor("orders")
+	p.limits = r.c.cfg.resolve("orders", nil).Limits
 	if err := r.c.localRetention(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}

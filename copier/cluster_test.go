@@ -195,7 +195,7 @@ func TestClusterTopicConfigs(t *testing.T) {
 	r.c.cfg.Retention.RetentionMs = ptr(3600_000)
 	tieredTwo(t, r, idA)
 	r.sync()
-	if l := r.c.settings("orders").limits; l.RetentionMs != 3600_000 {
+	if l := r.c.settings("orders").Limits; l.RetentionMs != 3600_000 {
 		t.Fatalf("Kafka's default overrode tierd.yaml: %+v", l)
 	}
 	fc.set("orders", idA, 1, 0, map[string]cluster.ConfigValue{

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier/retention"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
@@ -29,87 +27,6 @@ import (
 // promises. Such a rewrite is noted, never reported as a mismatch, never
 // marks the copy damaged, and the copies covering the segment's offsets
 // let local retention delete it.
-
-// cfgCleanupPolicy is the topic config this file resolves.
-const cfgCleanupPolicy = "cleanup.policy"
-
-// CleanupPolicy is a topic's cleanup.policy (Kafka's TopicConfig): a list
-// of "delete" and "compact". Compact: the broker's log cleaner keeps the
-// latest record of each key, and tierd copies only what it has cleaned.
-// Delete: retention.ms and retention.bytes delete old data, local and
-// remote. A topic with compact and without delete keeps its remote copies
-// whatever retention.ms/bytes say, as Kafka deletes nothing of a
-// compact-only log by retention; local.retention.* still removes local
-// segments whose copies are finished, as for any tiered topic.
-type CleanupPolicy struct {
-	Compact, Delete bool
-}
-
-// ParseCleanupPolicy parses Kafka's list syntax: "delete", "compact",
-// "compact,delete" or "delete,compact" (spaces around items allowed).
-// Other items, and an empty list, return an error (an empty value from
-// the cluster is ignored, as any value tierd does not understand).
-func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
-	var p CleanupPolicy
-	if strings.TrimSpace(s) == "" {
-		return p, fmt.Errorf("empty: want delete, compact or compact,delete")
-	}
-	for _, item := range strings.Split(s, ",") {
-		switch strings.TrimSpace(item) {
-		case "compact":
-			p.Compact = true
-		case "delete":
-			p.Delete = true
-		default:
-			return p, fmt.Errorf("%q: want delete, compact or compact,delete", s)
-		}
-	}
-	return p, nil
-}
-
-// String is the policy as Kafka lists it ("compact,delete").
-func (p CleanupPolicy) String() string {
-	switch {
-	case p.Compact && p.Delete:
-		return "compact,delete"
-	case p.Compact:
-		return "compact"
-	case p.Delete:
-		return "delete"
-	}
-	return ""
-}
-
-// cleanupPolicy resolves a topic's cleanup.policy as the other topic
-// settings are: Kafka's default "delete", then the copier's
-// log.cleanup.policy, then the topic's entry, then the cluster's topic
-// config when set there (not Kafka's built-in default; an unparsable
-// value from the cluster is ignored). from names the source.
-func (c Config) cleanupPolicy(topic string, configs map[string]cluster.ConfigValue) (CleanupPolicy, string) {
-	p, from := CleanupPolicy{Delete: true}, "default"
-	if c.LogCleanupPolicy != "" {
-		if v, err := ParseCleanupPolicy(c.LogCleanupPolicy); err == nil {
-			p, from = v, "copier.log.cleanup.policy"
-		}
-	}
-	if tc, ok := c.Topics[topic]; ok && tc.CleanupPolicy != nil {
-		if v, err := ParseCleanupPolicy(*tc.CleanupPolicy); err == nil {
-			p, from = v, "copier.topics."+topic
-		}
-	}
-	if cv, ok := setInCluster(configs, cfgCleanupPolicy); ok {
-		if v, err := ParseCleanupPolicy(cv.Value); err == nil {
-			p, from = v, "cluster "+cv.Source
-		}
-	}
-	return p, from
-}
-
-// CleanupPolicyFor resolves the cleanup.policy of one topic from this
-// config alone, with where it came from.
-func (c Config) CleanupPolicyFor(topic string) (CleanupPolicy, string) {
-	return c.cleanupPolicy(topic, nil)
-}
 
 // cleanerEntry is what the log dir's cleaner-offset-checkpoint says of
 // one partition.

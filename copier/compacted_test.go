@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -31,7 +32,7 @@ func compactRig(t *testing.T, policy string) *rig {
 	cfg := DefaultConfig()
 	cfg.FileDeleteDelayMs = 0
 	cfg.Retention.RetentionMs, cfg.Retention.LocalRetentionMs = ptr(-1), ptr(-1)
-	cfg.Topics = map[string]TopicConfig{"orders": {CleanupPolicy: &policy}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {CleanupPolicy: &policy}}
 	r := newRig(t, cfg, b)
 	ts := r.now.Add(-time.Hour).UnixMilli()
 	for base := int64(0); base < 30; base += 10 {
@@ -138,7 +139,7 @@ func TestCompactedSwitchedToDelete(t *testing.T) {
 		t.Fatalf("copied %d", n)
 	}
 	del := "delete"
-	r.c.cfg.Topics["orders"] = TopicConfig{CleanupPolicy: &del}
+	r.c.cfg.Topics["orders"] = topics.TopicConfig{CleanupPolicy: &del}
 	if n := r.sync(); n != 3 {
 		t.Fatalf("copied %d after the switch to delete, want 3", n)
 	}
@@ -198,7 +199,7 @@ func TestCompactedRewrittenAfterCopy(t *testing.T) {
 
 	// Local retention: the copies of their offsets let the rewritten
 	// segments go; the copies stay.
-	r.c.cfg.Topics["orders"] = TopicConfig{CleanupPolicy: ptrStr("compact"), Retention: Retention{LocalRetentionMs: ptr(0)}}
+	r.c.cfg.Topics["orders"] = topics.TopicConfig{CleanupPolicy: ptrStr("compact"), Retention: topics.Retention{LocalRetentionMs: ptr(0)}}
 	r.sync()
 	if got := r.localBases(); !reflect.DeepEqual(got, []int64{30}) {
 		t.Fatalf("local segments %v, want only the active one", got)
@@ -220,7 +221,7 @@ func TestCompactedRewrittenAfterCopy(t *testing.T) {
 		t.Fatalf("copied %d", n)
 	}
 	writeSegment(t, d.dir(), 0, []int64{0, 5, 9}, same(ts, 3), 20)
-	d.c.cfg.Topics["orders"] = TopicConfig{Retention: Retention{LocalRetentionMs: ptr(0)}}
+	d.c.cfg.Topics["orders"] = topics.TopicConfig{Retention: topics.Retention{LocalRetentionMs: ptr(0)}}
 	d.sync()
 	if got := testutilCounter(t, d.c.m.mismatch); got != 1 {
 		t.Fatalf("%v mismatches for a rewritten segment of a delete topic, want 1", got)
@@ -246,7 +247,7 @@ func TestCompactOnlyKeepsRemoteCopies(t *testing.T) {
 		t.Run(tc.policy, func(t *testing.T) {
 			r := compactRig(t, tc.policy)
 			writeCleanerCheckpoint(t, r.logDir, map[remotelog.TopicPartition]int64{r.tp: 30})
-			r.c.cfg.Topics["orders"] = TopicConfig{CleanupPolicy: ptrStr(tc.policy), Retention: Retention{RetentionMs: ptr(60_000), LocalRetentionMs: ptr(-2)}}
+			r.c.cfg.Topics["orders"] = topics.TopicConfig{CleanupPolicy: ptrStr(tc.policy), Retention: topics.Retention{RetentionMs: ptr(60_000), LocalRetentionMs: ptr(-2)}}
 			r.sync()
 			r.sync()
 			if got := r.localBases(); !reflect.DeepEqual(got, []int64{30}) {
@@ -288,23 +289,13 @@ func TestCompactedCleanerSwapping(t *testing.T) {
 	}
 }
 
-// TestParseCleanupPolicy: Kafka's list syntax, and errors for the rest.
-func TestParseCleanupPolicy(t *testing.T) {
-	for in, want := range map[string]string{"delete": "delete", "compact": "compact", "compact,delete": "compact,delete",
-		"delete, compact": "compact,delete", "": "error", "Compact": "error", "compact;delete": "error"} {
-		p, err := ParseCleanupPolicy(in)
-		got := p.String()
-		if err != nil {
-			got = "error"
-		}
-		if got != want {
-			t.Errorf("%q: %s, want %s", in, got, want)
-		}
-	}
+// TestValidateCleanupPolicy: Validate reports a bad log.cleanup.policy
+// and a bad cleanup.policy of a topic's entry.
+func TestValidateCleanupPolicy(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.LogDirs = []string{"/x"}
 	cfg.LogCleanupPolicy = "compress"
-	cfg.Topics = map[string]TopicConfig{"orders": {CleanupPolicy: ptrStr("")}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {CleanupPolicy: ptrStr("")}}
 	err := cfg.Validate()
 	if err == nil || !strings.Contains(err.Error(), "log.cleanup.policy") || !strings.Contains(err.Error(), "orders: cleanup.policy") {
 		t.Fatalf("Validate: %v", err)

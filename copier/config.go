@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
+	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/saturate"
 )
@@ -131,7 +132,7 @@ type Config struct {
 	// names (log.retention.ms, log.retention.bytes,
 	// log.local.retention.ms, log.local.retention.bytes; see
 	// LogRetention); Topics overrides it per topic.
-	Retention LogRetention `yaml:",inline"`
+	Retention topics.LogRetention `yaml:",inline"`
 	// RemoteStorageEnable is the default of every topic's
 	// remote.storage.enable: true tiers every topic but those that turn
 	// it off (opt-out), false only those that turn it on (opt-in), in
@@ -149,7 +150,7 @@ type Config struct {
 	// retention and tiering (see TopicConfig). Each key is a topic name
 	// Kafka takes (Topic.validate: 1 to 249 of [a-zA-Z0-9._-], not "."
 	// or "..").
-	Topics map[string]TopicConfig `yaml:"topics"`
+	Topics map[string]topics.TopicConfig `yaml:"topics"`
 	// InitialRetentionDelay is how long retention waits on a new
 	// metadata dir (see MetadataCreatedMs): until MetadataCreatedMs +
 	// InitialRetentionDelay, no local segment and no remote copy is
@@ -176,7 +177,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults (no log dirs).
 func DefaultConfig() Config {
-	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: LogRetention(DefaultRetention()),
+	return Config{TaskIntervalMs: 30000, CopyTimeout: 5 * time.Minute, FileDeleteDelayMs: 60000, Retention: topics.LogRetention(topics.DefaultRetention()),
 		CopierThreadPoolSize: 10, CopyMaxBytesPerSecond: math.MaxInt64, RemoteStorageEnable: true, IndexIntervalBytes: 4096, MessageTimestampAfterMaxMs: 3600000,
 		BrokerID: -1, OwnershipLease: 15 * time.Minute, DeletedRowRetention: time.Hour, RemoteLogDeleteDelayMs: 86400000, ClusterTopicConfigs: true,
 		CopyChecksPerPass: 4, CopyCheckIntervalMs: 300000, LogCleanupPolicy: "delete", RemoteCompaction: DefaultRemoteCompaction(),
@@ -239,9 +240,9 @@ func (c Config) Validate() error {
 	if c.FileDeleteDelayMs < 0 {
 		errs = append(errs, fmt.Errorf("copier: file.delete.delay.ms %d must not be negative", c.FileDeleteDelayMs))
 	}
-	errs = append(errs, Retention(c.Retention).validate("copier: ", "log.")...)
+	errs = append(errs, topics.Retention(c.Retention).Validate("copier: ", "log.")...)
 	if c.LogCleanupPolicy != "" {
-		if _, err := ParseCleanupPolicy(c.LogCleanupPolicy); err != nil {
+		if _, err := topics.ParseCleanupPolicy(c.LogCleanupPolicy); err != nil {
 			errs = append(errs, fmt.Errorf("copier: log.cleanup.policy: %w", err))
 		}
 	}
@@ -251,7 +252,7 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("copier: topics: %q: %w (Kafka's rule for topic names)", topic, err))
 			continue
 		}
-		errs = append(errs, tc.validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
+		errs = append(errs, tc.Validate(fmt.Sprintf("copier: topics: %s: ", topic))...)
 	}
 	return errors.Join(errs...)
 }
@@ -292,44 +293,15 @@ func (c Config) deleteDueMs(nowMs int64) int64 {
 	return saturate.Add(nowMs, c.RemoteLogDeleteDelayMs)
 }
 
-// LimitsFor resolves the retention of one topic from this config alone.
-func (c Config) LimitsFor(topic string) (Limits, []string) {
-	return c.retention(topic).resolve()
+// TopicDefaults are the settings every topic takes from this config,
+// under its own entry in Topics: see topics.Resolve.
+func (c Config) TopicDefaults() topics.Defaults {
+	return topics.Defaults{Retention: c.Retention, RemoteStorageEnable: c.RemoteStorageEnable, LogCleanupPolicy: c.LogCleanupPolicy,
+		Compaction: c.RemoteCompaction.compaction(), ClusterTopicConfigs: c.ClusterTopicConfigs}
 }
 
-// retention is a topic's settings from this config: Kafka's defaults,
-// then Retention, then the topic's entry in Topics.
-func (c Config) retention(topic string) Retention {
-	r, _, _ := c.resolveTopic(topic, nil)
-	return r
-}
-
-// TieringFor resolves the tiering policy of one topic from this config
-// alone.
-func (c Config) TieringFor(topic string) Tiering { return c.tiering(topic) }
-
-// validate checks a topic's entry (its retention values, cleanup.policy
-// and remote compaction values; the three booleans take any value, as
-// Kafka's do).
-func (tc TopicConfig) validate(where string) []error {
-	errs := tc.Retention.validate(where, "")
-	if tc.CleanupPolicy != nil {
-		if _, err := ParseCleanupPolicy(*tc.CleanupPolicy); err != nil {
-			errs = append(errs, fmt.Errorf("%scleanup.policy: %w", where, err))
-		}
-	}
-	rc := DefaultRemoteCompaction()
-	if tc.SegmentBytes != nil {
-		rc.SegmentBytes = *tc.SegmentBytes
-	}
-	if tc.MinCleanableDirtyRatio != nil {
-		rc.MinCleanableDirtyRatio = *tc.MinCleanableDirtyRatio
-	}
-	if tc.DeleteRetentionMs != nil {
-		rc.DeleteRetentionMs = *tc.DeleteRetentionMs
-	}
-	for _, err := range rc.validate() {
-		errs = append(errs, fmt.Errorf("%s%s", where, strings.TrimPrefix(err.Error(), "copier: remote_compaction: ")))
-	}
-	return errs
+// resolve resolves a topic's settings from this config and the cluster's
+// topic configs (nil: none).
+func (c Config) resolve(topic string, configs map[string]cluster.ConfigValue) topics.Settings {
+	return topics.Resolve(topic, c.TopicDefaults(), c.Topics[topic], configs)
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/copier/remotecompact"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
 	"github.com/tierd/tierd/internal/quota"
@@ -388,7 +389,7 @@ type partition struct {
 	brokerLSO int64 // from log-start-offset-checkpoint, -1 if unknown
 	topicID   string
 	segs      []localSegment
-	limits    Limits
+	limits    topics.Limits
 	// leaderEpoch is the partition's leader epoch when the cluster makes
 	// this broker its leader; -1 without a cluster.
 	leaderEpoch int32
@@ -401,7 +402,7 @@ type partition struct {
 	// pass listed it.
 	hasDeleted bool
 	// policy is the topic's cleanup.policy as the pass resolved it.
-	policy CleanupPolicy
+	policy topics.CleanupPolicy
 	// cleaner is the partition's entry in the log dir's
 	// cleaner-offset-checkpoint (compacted.go).
 	cleaner cleanerEntry
@@ -424,14 +425,14 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		return 0, err
 	}
 	st := c.settings(p.tp.Topic)
-	if !st.tiering.Enabled && !st.tiering.deletesRemote() {
-		c.leftAlone(p.tp, st.tiering)
+	if !st.Tiering.Enabled && !st.Tiering.DeletesRemote() {
+		c.leftAlone(p.tp, st.Tiering)
 		return 0, nil
 	}
 	if own, err := c.owns(ctx, p); err != nil || !own {
 		return 0, err
 	}
-	if !st.tiering.Enabled {
+	if !st.Tiering.Enabled {
 		return 0, c.deletions().deleteOnDisable(p, st)
 	}
 	c.unwarn("disabled " + p.tp.Topic + "\x00")
@@ -441,8 +442,8 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 	c.stateMu.Lock()
 	c.owned = append(c.owned, p.tp)
 	c.stateMu.Unlock()
-	p.limits, p.policy = st.limits, st.policy
-	for _, w := range st.warns {
+	p.limits, p.policy = st.Limits, st.CleanupPolicy
+	for _, w := range st.Warnings {
 		if c.once(p.tp.Topic + w) {
 			c.log.Warn("retention setting clamped", "topic", p.tp.Topic, "warning", w)
 		}
@@ -469,11 +470,11 @@ func (c *Copier) syncPartition(ctx context.Context, p *partition) (int, error) {
 		copyErr error
 		errs    []error
 	)
-	if st.tiering.CopyDisabled {
-		c.wait(p.tp, remotelog.WaitTieringDisabled, "copying is off: "+st.tiering.String())
+	if st.Tiering.CopyDisabled {
+		c.wait(p.tp, remotelog.WaitTieringDisabled, "copying is off: "+st.Tiering.String())
 		if c.once("copy-disabled " + p.tp.Topic + "\x00") {
 			c.log.Info("copying is off for the topic (remote.log.copy.disable): its copies stay readable, retention follows retention.ms/bytes",
-				"topic", p.tp.Topic, "policy", st.tiering.String())
+				"topic", p.tp.Topic, "policy", st.Tiering.String())
 		}
 	} else {
 		c.unwarn("copy-disabled " + p.tp.Topic + "\x00")

@@ -8,33 +8,21 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm/memory"
 )
 
-func TestLimits(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Retention.RetentionBytes = ptr(1000)
-	cfg.Topics = map[string]TopicConfig{
-		"short":   {Retention: Retention{RetentionMs: ptr(60_000), LocalRetentionMs: ptr(120_000)}},
-		"unbound": {Retention: Retention{RetentionMs: ptr(-1), RetentionBytes: ptr(-1), LocalRetentionBytes: ptr(500)}},
-	}
-	l, w := cfg.LimitsFor("other")
-	if (l != Limits{RetentionMs: 604800000, RetentionBytes: 1000, LocalRetentionMs: 604800000, LocalRetentionBytes: 1000}) || len(w) != 0 {
-		t.Errorf("defaults with -2: %+v %v", l, w)
-	}
-	l, w = cfg.LimitsFor("short")
-	if l.LocalRetentionMs != 60_000 || len(w) != 1 || !strings.Contains(w[0], "local.retention.ms 120000") {
-		t.Errorf("clamp: %+v %v", l, w)
-	}
-	l, _ = cfg.LimitsFor("unbound")
-	if (l != Limits{RetentionMs: -1, RetentionBytes: -1, LocalRetentionMs: -1, LocalRetentionBytes: 500}) {
-		t.Errorf("unlimited: %+v", l)
-	}
+// TestValidateTopicEntries: Validate reports the bad values of the
+// topics' entries, each under its topic.
+func TestValidateTopicEntries(t *testing.T) {
 	bad := DefaultConfig()
-	bad.Topics = map[string]TopicConfig{"x": {Retention: Retention{RetentionMs: ptr(-3), LocalRetentionBytes: ptr(-3)}}}
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "topics: x: retention.ms -3") || !strings.Contains(err.Error(), "local.retention.bytes -3") {
+	tiny := int64(10)
+	bad.Topics = map[string]topics.TopicConfig{"x": {Retention: topics.Retention{RetentionMs: ptr(-3), LocalRetentionBytes: ptr(-3)}, SegmentBytes: &tiny}}
+	err := bad.Validate()
+	if err == nil || !strings.Contains(err.Error(), "topics: x: retention.ms -3") || !strings.Contains(err.Error(), "local.retention.bytes -3") ||
+		!strings.Contains(err.Error(), "copier: topics: x: segment.bytes 10 is out of range") {
 		t.Errorf("Validate = %v", err)
 	}
 }

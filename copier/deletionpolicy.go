@@ -22,7 +22,7 @@ import (
 // operator restored ("tierd partitions restore") are not scheduled again
 // on the configuration alone.
 func (w *partitionDeletions) deleteOnDisable(p *partition, st topicSettings) error {
-	w.say.wait(p.tp, remotelog.WaitTieringDisabled, "tiering is off for the topic and its remote copies are to be deleted: "+st.tiering.String())
+	w.say.wait(p.tp, remotelog.WaitTieringDisabled, "tiering is off for the topic and its remote copies are to be deleted: "+st.Tiering.String())
 	if !st.known {
 		return nil
 	}
@@ -49,7 +49,7 @@ func (w *partitionDeletions) deleteOnDisable(p *partition, st topicSettings) err
 		file = w.cfg.Source
 	}
 	proof := fmt.Sprintf("configuration orders it: topic %s has %s (copier.* keys from %s, cluster values as read by the pass at %s)",
-		p.tp.Topic, st.tiering, file, w.now().UTC().Format(time.RFC3339))
+		p.tp.Topic, st.Tiering, file, w.now().UTC().Format(time.RFC3339))
 	_, err = w.schedule(p.tp, off.TopicID, remotelog.ReasonTieringDisabled, proof)
 	return err
 }
@@ -66,13 +66,13 @@ func (w *partitionDeletions) reenabled(p *partition, st topicSettings) error {
 		if d.Reason != remotelog.ReasonTieringDisabled || d.State != remotelog.DeletionPending {
 			continue
 		}
-		detail := "cancelled: the topic is tiered again: " + st.tiering.String()
+		detail := "cancelled: the topic is tiered again: " + st.Tiering.String()
 		if _, err := w.store.CancelDeletion(p.tp, d.TopicID, detail, false); err != nil {
 			return err
 		}
 		w.needSweep(p.tp)
 		w.log.Warn("scheduled deletion cancelled: tiering is on again for the topic; its copies are live again",
-			"partition", p.tp, "topic_id", d.TopicID, "policy", st.tiering.String())
+			"partition", p.tp, "topic_id", d.TopicID, "policy", st.Tiering.String())
 	}
 	return nil
 }
@@ -106,8 +106,8 @@ func (w *partitionDeletions) recheckPolicy(ctx context.Context, d remotelog.Part
 	switch {
 	case !st.known:
 		return "", fmt.Errorf("%w: the topic's configs were not read from the cluster; the deletion waits", ErrClusterUnreachable)
-	case !st.tiering.deletesRemote():
-		return "", fmt.Errorf("%w: %s", errPolicyChanged, st.tiering)
+	case !st.Tiering.DeletesRemote():
+		return "", fmt.Errorf("%w: %s", errPolicyChanged, st.Tiering)
 	}
-	return "the configuration still orders it: " + st.tiering.String(), ctx.Err()
+	return "the configuration still orders it: " + st.Tiering.String(), ctx.Err()
 }

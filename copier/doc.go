@@ -223,7 +223,8 @@
 // (newCompactor: its store, bucket, delete protocol and copy upload) and
 // calls it at the end of each partition's pass (remoteCompact, which
 // hands it the partition and the topic's settings: RemoteCompaction, the
-// topic's entry, the cluster's topic configs; remotecompact_config.go):
+// topic's entry, the cluster's topic configs, as package topics
+// resolves them):
 //
 //	read the run's copies by key, checked against their manifests
 //	COPY_SEGMENT_STARTED   new segment id, range [first start, last end]   crash point compact.started

@@ -33,7 +33,7 @@ func Evaluate(cfg Config, store MetadataStore, now time.Time) (remotelog.Tiering
 			errs = append(errs, fmt.Errorf("%s: %w", p.tp, err))
 		}
 		p.copyDone = true // nothing stopped it: it did not run
-		p.policy, _ = cfg.cleanupPolicy(p.tp.Topic, nil)
+		p.policy = cfg.resolve(p.tp.Topic, nil).CleanupPolicy
 		st := c.rep.partitionStatus(p, nil, c.retentionWaitDetail(p))
 		if st.State == remotelog.TierWaiting && st.Reason == remotelog.WaitNextPass {
 			st.Reason = remotelog.WaitNotRunning

@@ -43,7 +43,8 @@ func (c *Copier) remoteCompact(ctx context.Context, p *partition) error {
 	o := remotecompact.Pass{Enabled: c.cfg.RemoteCompaction.Enable && p.policy.Compact, CopyTimeout: c.cfg.CopyTimeout,
 		IndexIntervalBytes: c.cfg.IndexIntervalBytes, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID}
 	if o.Enabled {
-		o.Settings, _ = c.cfg.compaction(p.tp.Topic, c.clusterConfigs(p.tp.Topic))
+		// The topic configs last read stand in, whatever the view's age.
+		o.Settings = remotecompact.Settings(c.cfg.resolve(p.tp.Topic, c.clusterConfigs(p.tp.Topic)).Compaction)
 	}
 	return c.rc.Compact(ctx, part, o)
 }

@@ -2,11 +2,9 @@ package copier
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 
 	"github.com/tierd/tierd/cluster"
-	"github.com/tierd/tierd/copier/remotecompact"
+	"github.com/tierd/tierd/copier/topics"
 )
 
 // RemoteCompaction configures remote compaction (package remotecompact): the
@@ -42,16 +40,9 @@ type RemoteCompaction struct {
 // DefaultRemoteCompaction returns the defaults: on, Kafka's segment.bytes,
 // min.cleanable.dirty.ratio and delete.retention.ms.
 func DefaultRemoteCompaction() RemoteCompaction {
-	return RemoteCompaction{Enable: true, SegmentBytes: 1 << 30, MinCleanableDirtyRatio: 0.5, DeleteRetentionMs: 86400000}
+	d := topics.DefaultCompaction()
+	return RemoteCompaction{Enable: true, SegmentBytes: d.SegmentBytes, MinCleanableDirtyRatio: d.DirtyRatio, DeleteRetentionMs: d.DeleteRetentionMs}
 }
-
-// Kafka's names of the topic configs remote compaction reads.
-const (
-	cfgSegmentBytes      = "segment.bytes"
-	cfgMinCleanableRatio = "min.cleanable.dirty.ratio"
-	cfgDeleteRetentionMs = "delete.retention.ms"
-	minSegmentBytes      = 14 // Kafka's smallest segment.bytes (LegacyRecord.RECORD_OVERHEAD_V0)
-)
 
 // validate reports every problem of the settings (none when off).
 func (rc RemoteCompaction) validate() []error {
@@ -59,56 +50,15 @@ func (rc RemoteCompaction) validate() []error {
 		return nil
 	}
 	var errs []error
-	if rc.SegmentBytes < minSegmentBytes || rc.SegmentBytes > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("copier: remote_compaction: segment.bytes %d is out of range (from %d to %d bytes)", rc.SegmentBytes, minSegmentBytes, math.MaxInt32))
-	}
-	if !(rc.MinCleanableDirtyRatio >= 0 && rc.MinCleanableDirtyRatio <= 1) {
-		errs = append(errs, fmt.Errorf("copier: remote_compaction: min.cleanable.dirty.ratio %v is out of range (from 0 to 1)", rc.MinCleanableDirtyRatio))
-	}
-	if rc.DeleteRetentionMs < 0 {
-		errs = append(errs, fmt.Errorf("copier: remote_compaction: delete.retention.ms %d must not be negative", rc.DeleteRetentionMs))
+	for _, err := range rc.compaction().Validate() {
+		errs = append(errs, fmt.Errorf("copier: remote_compaction: %w", err))
 	}
 	return errs
 }
 
-// compaction resolves a topic's remote compaction settings as the other
-// topic settings are: copier.remote_compaction's values, then the topic's
-// entry in copier.topics, then each value the cluster has set for the
-// topic (not Kafka's built-in default), when it parses and is in range.
-// from names each value's source by its topic config name.
-func (c Config) compaction(topic string, configs map[string]cluster.ConfigValue) (s remotecompact.Settings, from map[string]string) {
-	rc := c.RemoteCompaction
-	s = remotecompact.Settings{SegmentBytes: rc.SegmentBytes, DirtyRatio: rc.MinCleanableDirtyRatio, DeleteRetentionMs: rc.DeleteRetentionMs}
-	from = map[string]string{cfgSegmentBytes: "copier.remote_compaction." + cfgSegmentBytes,
-		cfgMinCleanableRatio: "copier.remote_compaction." + cfgMinCleanableRatio, cfgDeleteRetentionMs: "copier.remote_compaction." + cfgDeleteRetentionMs}
-	if tc, ok := c.Topics[topic]; ok {
-		entry := "copier.topics." + topic
-		if v := tc.SegmentBytes; v != nil && *v >= minSegmentBytes && *v <= math.MaxInt32 {
-			s.SegmentBytes, from[cfgSegmentBytes] = *v, entry
-		}
-		if v := tc.MinCleanableDirtyRatio; v != nil && *v >= 0 && *v <= 1 {
-			s.DirtyRatio, from[cfgMinCleanableRatio] = *v, entry
-		}
-		if v := tc.DeleteRetentionMs; v != nil && *v >= 0 {
-			s.DeleteRetentionMs, from[cfgDeleteRetentionMs] = *v, entry
-		}
-	}
-	if cv, ok := setInCluster(configs, cfgSegmentBytes); ok {
-		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= minSegmentBytes && n <= math.MaxInt32 {
-			s.SegmentBytes, from[cfgSegmentBytes] = n, "cluster "+cv.Source
-		}
-	}
-	if cv, ok := setInCluster(configs, cfgMinCleanableRatio); ok {
-		if f, err := strconv.ParseFloat(cv.Value, 64); err == nil && f >= 0 && f <= 1 {
-			s.DirtyRatio, from[cfgMinCleanableRatio] = f, "cluster "+cv.Source
-		}
-	}
-	if cv, ok := setInCluster(configs, cfgDeleteRetentionMs); ok {
-		if n, err := strconv.ParseInt(cv.Value, 10, 64); err == nil && n >= 0 {
-			s.DeleteRetentionMs, from[cfgDeleteRetentionMs] = n, "cluster "+cv.Source
-		}
-	}
-	return s, from
+// compaction is the three settings every compacted topic defaults to.
+func (rc RemoteCompaction) compaction() topics.Compaction {
+	return topics.Compaction{SegmentBytes: rc.SegmentBytes, DirtyRatio: rc.MinCleanableDirtyRatio, DeleteRetentionMs: rc.DeleteRetentionMs}
 }
 
 // clusterConfigs returns the topic configs last read from the cluster

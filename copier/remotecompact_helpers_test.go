@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -230,7 +231,7 @@ func (rr remoteRead) tombstones() []string {
 func compactedConfig(rc RemoteCompaction) Config {
 	cfg := DefaultConfig()
 	policy := "compact"
-	cfg.Topics = map[string]TopicConfig{"orders": {CleanupPolicy: &policy, Retention: Retention{LocalRetentionMs: ptr(0)}}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {CleanupPolicy: &policy, Retention: topics.Retention{LocalRetentionMs: ptr(0)}}}
 	cfg.RemoteCompaction = rc
 	return cfg
 }

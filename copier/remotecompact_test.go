@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/copier/remotecompact"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -380,11 +381,11 @@ func TestRemoteCompactionCrashSteps(t *testing.T) {
 func TestRemoteCompactionOnlyCompactedTopics(t *testing.T) {
 	deletePolicy := compactedConfig(DefaultRemoteCompaction())
 	del := "delete"
-	deletePolicy.Topics["orders"] = TopicConfig{CleanupPolicy: &del, Retention: Retention{LocalRetentionMs: ptr(0)}}
+	deletePolicy.Topics["orders"] = topics.TopicConfig{CleanupPolicy: &del, Retention: topics.Retention{LocalRetentionMs: ptr(0)}}
 	off := compactedConfig(RemoteCompaction{})
 	local := compactedConfig(DefaultRemoteCompaction())
 	compactOnly := "compact"
-	local.Topics["orders"] = TopicConfig{CleanupPolicy: &compactOnly} // local retention: retention.ms, 7 days
+	local.Topics["orders"] = topics.TopicConfig{CleanupPolicy: &compactOnly} // local retention: retention.ms, 7 days
 	for name, cfg := range map[string]Config{"cleanup.policy=delete": deletePolicy, "remote compaction off": off, "segments still local": local} {
 		t.Run(name, func(t *testing.T) {
 			r := newRig(t, cfg, nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -111,7 +112,7 @@ func TestPartitionStatusOf(t *testing.T) {
 			state: remotelog.TierWaiting, reason: remotelog.WaitNextPass, detail: "the pass was cancelled (tierd is stopping) before segment 0 was copied", pending: 2, bytes: 300},
 		{name: "an error after the copy", p: committed, err: errors.New("retention"), rows: copied, offs: tiered, state: remotelog.TierUpToDate,
 			detail: "every rolled segment has a finished copy"},
-		{name: "not cleaned", p: func(p *partition) { committed(p); p.policy = CleanupPolicy{Compact: true} }, offs: unknown,
+		{name: "not cleaned", p: func(p *partition) { committed(p); p.policy = topics.CleanupPolicy{Compact: true} }, offs: unknown,
 			state: remotelog.TierWaiting, reason: remotelog.WaitNotCleaned, detail: "the cleaner has written none there yet", pending: 2, bytes: 300},
 		{name: "damaged copy copied again", p: committed, rows: []remotelog.SegmentMetadata{row(0, 9, 100, remotelog.CopySegmentFinished, "gone"), copied[1]}, offs: tiered,
 			state: remotelog.TierWaiting, reason: remotelog.WaitNextPass, detail: "1 rolled segments (100 bytes)", pending: 1, bytes: 100},

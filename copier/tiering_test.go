@@ -2,6 +2,7 @@ package copier
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/cluster"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -32,7 +34,7 @@ func TestTieringOptIn(t *testing.T) {
 	cfg.FileDeleteDelayMs = 0
 	cfg.RemoteStorageEnable = false
 	cfg.Retention.LocalRetentionMs = ptr(0)
-	cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(true)}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(true)}}
 	r := newRig(t, cfg, nil)
 	rolled(t, r.dir(), r.now)
 	audit := filepath.Join(r.logDir, "audit-0")
@@ -55,7 +57,7 @@ func TestTieringOptIn(t *testing.T) {
 	}
 	// Opt-out is the default: every topic but the one turning it off.
 	cfg = DefaultConfig()
-	cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false)}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false)}}
 	r2 := newRig(t, cfg, nil)
 	rolled(t, r2.dir(), r2.now)
 	rolled(t, filepath.Join(r2.logDir, "audit-0"), r2.now)
@@ -78,7 +80,7 @@ func TestCopyDisable(t *testing.T) {
 	r.sync()
 	next := r.c.cfg
 	next.Retention.LocalRetentionMs = ptr(0)
-	next.Topics = map[string]TopicConfig{"orders": {RemoteLogCopyDisable: yes(true)}}
+	next.Topics = map[string]topics.TopicConfig{"orders": {RemoteLogCopyDisable: yes(true)}}
 	if err := r.c.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +109,7 @@ func TestDisableKeepsCopies(t *testing.T) {
 	r := newRig(t, DefaultConfig(), nil)
 	objs := tieredTwo(t, r, "")
 	next := r.c.cfg
-	next.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false)}}
+	next.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false)}}
 	if err := r.c.Reconfigure(next); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +134,7 @@ func TestDeleteOnDisable(t *testing.T) {
 	objs := tieredTwo(t, r, idA)
 	off := func() Config {
 		next := r.c.cfg
-		next.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
+		next.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
 		return next
 	}
 	if err := r.c.Reconfigure(off()); err != nil {
@@ -189,7 +191,7 @@ func TestDeleteOnDisableRestored(t *testing.T) {
 	cfg.RemoteLogDeleteDelayMs = 3600_000
 	r := newRig(t, cfg, nil)
 	objs := tieredTwo(t, r, idA)
-	r.c.cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
+	r.c.cfg.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
 	r.sync()
 	if _, err := r.c.RestorePartition(context.Background(), r.tp, "", "ops@test"); err != nil {
 		t.Fatal(err)
@@ -211,7 +213,7 @@ func TestDeleteOnDisableRestored(t *testing.T) {
 func TestDeleteOnDisableRecheck(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.RemoteLogDeleteDelayMs = 3600_000
-	cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
+	cfg.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false), RemoteLogDeleteOnDisable: yes(true)}}
 	r := newRig(t, cfg, nil)
 	r.c.cfg.Topics = nil
 	objs := tieredTwo(t, r, idA)
@@ -221,7 +223,7 @@ func TestDeleteOnDisableRecheck(t *testing.T) {
 		t.Fatalf("deletions %+v", ds)
 	}
 	os.RemoveAll(r.dir())
-	r.c.cfg.Topics = map[string]TopicConfig{"orders": {RemoteStorageEnable: yes(false)}} // delete.on.disable dropped
+	r.c.cfg.Topics = map[string]topics.TopicConfig{"orders": {RemoteStorageEnable: yes(false)}} // delete.on.disable dropped
 	r.now = r.now.Add(2 * time.Hour)
 	r.sync()
 	if got := r.sortedObjects(); !reflect.DeepEqual(got, objs) {
@@ -259,26 +261,30 @@ func TestClusterDeleteOnDisable(t *testing.T) {
 	}
 }
 
-// TestExplain names each of a topic's settings' source.
-func TestExplain(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.Retention.RetentionBytes = ptr(1000)
-	cfg.Topics = map[string]TopicConfig{"orders": {Retention: Retention{LocalRetentionMs: ptr(60_000)}, RemoteLogCopyDisable: yes(true)}}
-	got := cfg.Explain("orders", map[string]cluster.ConfigValue{
+// TestClusterOverrideLogged: a pass logs once each value the cluster's
+// topic configs set over tierd.yaml's, and none for a cluster value equal
+// to tierd.yaml's or one from Kafka's built-in defaults.
+func TestClusterOverrideLogged(t *testing.T) {
+	fc := newFakeCluster()
+	fc.set("orders", idA, 1, 0, map[string]cluster.ConfigValue{
 		"retention.ms":          {Value: "3600000", Source: "DYNAMIC_TOPIC_CONFIG"},
+		"retention.bytes":       {Value: "-1", Source: "DYNAMIC_TOPIC_CONFIG"}, // tierd.yaml's own
 		"remote.storage.enable": {Value: "false", Source: "DEFAULT_CONFIG", IsDefault: true},
-		"cleanup.policy":        {Value: "delete,compact", Source: "DYNAMIC_TOPIC_CONFIG"},
 	})
-	want := []TopicValue{
-		{"retention.ms", "3600000", "cluster DYNAMIC_TOPIC_CONFIG"}, {"retention.bytes", "1000", "copier.log.retention.bytes"},
-		{"local.retention.ms", "60000", "copier.topics.orders"}, {"local.retention.bytes", "-2", "copier.log.local.retention.bytes"},
-		{"remote.storage.enable", "true", "copier.remote.storage.enable"}, {"remote.log.copy.disable", "true", "copier.topics.orders"},
-		{"remote.log.delete.on.disable", "false", "default"}, {"cleanup.policy", "compact,delete", "cluster DYNAMIC_TOPIC_CONFIG"},
-		{"segment.bytes", "1073741824", "copier.remote_compaction.segment.bytes"},
-		{"min.cleanable.dirty.ratio", "0.5", "copier.remote_compaction.min.cleanable.dirty.ratio"},
-		{"delete.retention.ms", "86400000", "copier.remote_compaction.delete.retention.ms"},
+	r := clusterRig(t, fc)
+	logs := &logRecorder{}
+	var err error
+	if r.c, err = New(r.c.cfg, r.store, r.mgr, WithClock(func() time.Time { return r.now }), WithCluster(fc), WithLogger(slog.New(logs))); err != nil {
+		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("Explain:\n got %v\nwant %v", got, want)
+	rolled(t, r.dir(), r.now)
+	r.sync()
+	r.sync()
+	got := logs.with("topic config from the cluster overrides tierd.yaml")
+	if len(got) != 1 || got[0].attrs["config"] != "retention.ms" || got[0].attrs["value"] != "3600000" || got[0].attrs["source"] != "DYNAMIC_TOPIC_CONFIG" {
+		t.Fatalf("override logs %+v, want retention.ms's once", got)
+	}
+	if l := r.c.settings("orders").Limits; l.RetentionMs != 3600_000 {
+		t.Fatalf("limits %+v", l)
 	}
 }

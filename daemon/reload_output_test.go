@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/remoteread"
 )
 
@@ -16,7 +16,7 @@ import (
 // the disk budget gives the exact rule; a value logged is not quoted twice.
 func TestReloadOutput(t *testing.T) {
 	running, next, ms := config.Default(), config.Default(), int64(3600000)
-	next.Copier.Topics = map[string]copier.TopicConfig{"orders": {Retention: copier.Retention{RetentionMs: &ms}}}
+	next.Copier.Topics = map[string]topics.TopicConfig{"orders": {Retention: topics.Retention{RetentionMs: &ms}}}
 	dyn, static := config.Diff(running, next)
 	if len(dyn) != 1 || dyn[0].Key != "copier.topics.orders.retention.ms" || dyn[0].New != "3600000" || len(static) != 0 {
 		t.Fatalf("adding a topic with one key: applied %+v, refused %+v; want only its retention.ms", dyn, static)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -46,9 +47,9 @@ type world struct {
 
 // copier returns a copier with the given retention over the world's parts
 // (a new one per step stands for a config change and restart).
-func (w *world) copier(r copier.Retention) *copier.Copier {
+func (w *world) copier(r topics.Retention) *copier.Copier {
 	cfg := copier.DefaultConfig()
-	cfg.LogDirs, cfg.FileDeleteDelayMs, cfg.Retention = []string{w.logDir}, 0, copier.LogRetention(r)
+	cfg.LogDirs, cfg.FileDeleteDelayMs, cfg.Retention = []string{w.logDir}, 0, topics.LogRetention(r)
 	cfg.BrokerID, cfg.InstanceID = 1, "e2e"
 	c, err := copier.New(cfg, w.store, w.mgr, copier.WithClock(func() time.Time { return w.now }))
 	if err != nil {
@@ -152,7 +153,7 @@ func TestTieringOverMinIO(t *testing.T) {
 
 	// Step 1: copy, then local.retention.ms=1h deletes the local copies.
 	hour := int64(3600 * 1000)
-	w.sync(w.copier(copier.Retention{RetentionMs: ptr(5 * hour), LocalRetentionMs: ptr(hour)}))
+	w.sync(w.copier(topics.Retention{RetentionMs: ptr(5 * hour), LocalRetentionMs: ptr(hour)}))
 	if o := w.offsets(); o.LogStartOffset != 0 || o.LocalLogStartOffset != 600 || o.HighestTieredOffset != 599 {
 		t.Fatalf("after copy and local retention: %+v", o)
 	}
@@ -173,7 +174,7 @@ func TestTieringOverMinIO(t *testing.T) {
 
 	// Step 3: retention.ms=3h deletes the 4h-old copy; the log start offset
 	// moves to 206 and reads below it are out of range.
-	w.sync(w.copier(copier.Retention{RetentionMs: ptr(3 * hour), LocalRetentionMs: ptr(hour)}))
+	w.sync(w.copier(topics.Retention{RetentionMs: ptr(3 * hour), LocalRetentionMs: ptr(hour)}))
 	if o := w.offsets(); o.LogStartOffset != 206 {
 		t.Fatalf("after retention.ms: %+v", o)
 	}
@@ -196,7 +197,7 @@ func TestTieringOverMinIO(t *testing.T) {
 	if err != nil || len(fin) != 2 || fin[1].StartOffset != 412 {
 		t.Fatalf("finished copies %v %v", fin, err)
 	}
-	w.sync(w.copier(copier.Retention{RetentionMs: ptr(3 * hour), RetentionBytes: ptr(fin[1].SizeInBytes), LocalRetentionMs: ptr(hour)}))
+	w.sync(w.copier(topics.Retention{RetentionMs: ptr(3 * hour), RetentionBytes: ptr(fin[1].SizeInBytes), LocalRetentionMs: ptr(hour)}))
 	if o := w.offsets(); o.LogStartOffset != 412 {
 		t.Fatalf("after retention.bytes: %+v", o)
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/rsmtest"
 	"github.com/tierd/tierd/seglog"
@@ -92,7 +92,7 @@ func TestKafkaKcatBigTieredPartition(t *testing.T) {
 	// The copier copies every rolled segment, keeping them locally; a
 	// franz-go consumer starts reading from the start (local segments),
 	// and local retention then deletes the segments under it.
-	w.tier(copier.Retention{LocalRetentionMs: ptr(-1), LocalRetentionBytes: ptr(-1)})
+	w.tier(topics.Retention{LocalRetentionMs: ptr(-1), LocalRetentionBytes: ptr(-1)})
 	copied := time.Since(start) - wrote
 	var progress atomic.Int64
 	scanned := make(chan error, 1)
@@ -105,7 +105,7 @@ func TestKafkaKcatBigTieredPartition(t *testing.T) {
 		}
 	}
 	before := progress.Load()
-	w.tier(copier.Retention{LocalRetentionBytes: ptr(8 << 20)})
+	w.tier(topics.Retention{LocalRetentionBytes: ptr(8 << 20)})
 	after := progress.Load()
 	if err := <-scanned; err != nil {
 		t.Fatalf("franz-go reading while local retention deleted the segments: %v", err)

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/seglog"
@@ -86,7 +86,7 @@ func TestKafkaCodecsThroughListener(t *testing.T) {
 	lat := tpKey{Topic: "lat-zstd", Partition: 0}
 	want[lat] = codecLog(t, filepath.Join(w.logDir, "lat-zstd-0"), cfg, created, now)
 
-	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
+	w.tier(topics.Retention{LocalRetentionMs: ptr(0)})
 	for tp := range want {
 		if o := w.offsets(tp.Topic, tp.Partition); o.HighestTieredOffset != 159 || o.LocalLogStartOffset != 160 {
 			t.Fatalf("%s: not tiered up to the active segment at 160: %+v", tp, o)
@@ -139,7 +139,7 @@ func TestLogAppendTimeRetention(t *testing.T) {
 	want := codecLog(t, filepath.Join(w.logDir, "logappendtime-0"), cfg, created, now)
 
 	week := int64(7 * 24 * 3600 * 1000)
-	w.tier(copier.Retention{RetentionMs: ptr(week), LocalRetentionMs: ptr(0)})
+	w.tier(topics.Retention{RetentionMs: ptr(week), LocalRetentionMs: ptr(0)})
 	if o := w.offsets(ct.Topic, 0); o.LogStartOffset != 160 {
 		t.Fatalf("CreateTime partition: log start offset %d, want 160 (its 30-day-old segments deleted): %+v", o.LogStartOffset, o)
 	}

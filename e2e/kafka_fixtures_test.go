@@ -20,7 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/codec"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
@@ -230,7 +230,7 @@ func (s *fixtureSet) build(t *testing.T, n *int, cuts map[string]int) {
 		t.Fatal(err)
 	}
 	s.w = newKWorldOn(t, b, logDir)
-	s.w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
+	s.w.tier(topics.Retention{LocalRetentionMs: ptr(0)})
 	for _, p := range s.parts {
 		dir := filepath.Join(logDir, p.tp.String())
 		if p.tiered < 0 {

@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/internal/kafkalog/checkpoint"
@@ -140,7 +141,7 @@ func (h *cleanedHistory) layout(t *testing.T, logDir, dir string, upTo int64, ba
 // tierCompacted runs copier passes over the kworld with topic scan's
 // cleanup.policy=compact and local retention lr (retention.ms unlimited)
 // until a pass copies nothing, and returns the copier and its registry.
-func tierCompacted(w *kworld, lr copier.Retention) (*copier.Copier, *prometheus.Registry) {
+func tierCompacted(w *kworld, lr topics.Retention) (*copier.Copier, *prometheus.Registry) {
 	w.t.Helper()
 	cfg := copier.DefaultConfig()
 	cfg.LogDirs, cfg.FileDeleteDelayMs = []string{w.logDir}, 0
@@ -150,7 +151,7 @@ func tierCompacted(w *kworld, lr copier.Retention) (*copier.Copier, *prometheus.
 	// version by version (remote compaction has tests of its own).
 	cfg.RemoteCompaction.Enable = false
 	compact := "compact"
-	cfg.Topics = map[string]copier.TopicConfig{"scan": {CleanupPolicy: &compact, Retention: lr}}
+	cfg.Topics = map[string]topics.TopicConfig{"scan": {CleanupPolicy: &compact, Retention: lr}}
 	reg := prometheus.NewRegistry()
 	logger := slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c, err := copier.New(cfg, w.store, w.mgr, copier.WithRegisterer(reg), copier.WithLogger(logger.With("component", "copier")))
@@ -304,7 +305,7 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 
 	// 1. Cleaned below 1000.
 	h.layout(t, w.logDir, dir, 1000, []int64{0, 500, 1000, 1500, 2000, tcActive})
-	c, reg := tierCompacted(w, copier.Retention{LocalRetentionMs: ptr(-1)})
+	c, reg := tierCompacted(w, topics.Retention{LocalRetentionMs: ptr(-1)})
 	if o := w.offsets("scan", 0); o.HighestTieredOffset != 999 {
 		t.Fatalf("step 1: tiered %+v, want up to 999", o)
 	}
@@ -325,7 +326,7 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	if first.Size() == 0 {
 		t.Fatal("step 2: the merged segment was cleaned empty; the history needs keys it alone holds")
 	}
-	limit := copier.Retention{LocalRetentionBytes: ptr(tcLocalSize(t, dir) - first.Size())}
+	limit := topics.Retention{LocalRetentionBytes: ptr(tcLocalSize(t, dir) - first.Size())}
 	_, reg = tierCompacted(w, limit)
 	if o := w.offsets("scan", 0); o.HighestTieredOffset != 1999 || o.LocalLogStartOffset != 1000 || o.LogStartOffset != 0 {
 		t.Fatalf("step 2: offsets %+v", o)
@@ -360,7 +361,7 @@ func TestKafkaCompactedTieredThenCleanedAgain(t *testing.T) {
 	scanCompacted(t, w, h, want)
 
 	// 4. Every copied segment goes locally.
-	tierCompacted(w, copier.Retention{LocalRetentionMs: ptr(0)})
+	tierCompacted(w, topics.Retention{LocalRetentionMs: ptr(0)})
 	if got := localLogs(t, dir); !slices.Equal(got, []int64{tcActive}) {
 		t.Fatalf("step 4: local segments %v", got)
 	}

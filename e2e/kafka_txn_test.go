@@ -12,7 +12,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	"github.com/tierd/tierd/seglog"
 )
@@ -128,7 +128,7 @@ func TestKafkaReadCommittedAcrossTiers(t *testing.T) {
 	t.Parallel()
 	w := newKWorld(t)
 	tl := writeTxnLog(t, filepath.Join(w.logDir, "txn-0"))
-	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
+	w.tier(topics.Retention{LocalRetentionMs: ptr(0)})
 	if o, locals := w.offsets("txn", 0), localLogs(t, filepath.Join(w.logDir, "txn-0")); o.HighestTieredOffset != tl.local-1 ||
 		!slices.Equal(locals, []int64{tl.local}) {
 		t.Fatalf("segments A and B not tiered: remote offsets %+v, local segments %v (C at %d)", o, locals, tl.local)
@@ -206,7 +206,7 @@ func TestKafkaCompactedScanAcrossTiers(t *testing.T) {
 	t.Parallel()
 	w := newKWorld(t)
 	cl := writeCompactedLog(t, filepath.Join(w.logDir, "scan-0"))
-	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
+	w.tier(topics.Retention{LocalRetentionMs: ptr(0)})
 	if o := w.offsets("scan", 0); o.LocalLogStartOffset != cl.active || o.HighestTieredOffset != cl.active-1 {
 		t.Fatalf("not tiered up to the active segment at %d: %+v", cl.active, o)
 	}
@@ -266,7 +266,7 @@ func TestKafkaSaramaTieredPartition(t *testing.T) {
 	t.Parallel()
 	w := newKWorld(t)
 	cl := writeCompactedLog(t, filepath.Join(w.logDir, "scan-0"))
-	w.tier(copier.Retention{LocalRetentionMs: ptr(0)})
+	w.tier(topics.Retention{LocalRetentionMs: ptr(0)})
 	if o := w.offsets("scan", 0); o.LocalLogStartOffset != cl.active {
 		t.Fatalf("not tiered up to the active segment at %d: %+v", cl.active, o)
 	}

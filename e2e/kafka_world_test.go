@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
@@ -109,7 +110,7 @@ func newKWorldOn(t *testing.T, b rsm.Bucket, logDir string) *kworld {
 // tier runs copier passes with retention r (retention.ms unlimited unless
 // r sets it: the tests' timestamps are old) until a pass copies nothing,
 // so every rolled segment is copied and local retention applied.
-func (w *kworld) tier(r copier.Retention) {
+func (w *kworld) tier(r topics.Retention) {
 	w.t.Helper()
 	cfg := copier.DefaultConfig()
 	cfg.LogDirs, cfg.FileDeleteDelayMs = []string{w.logDir}, 0
@@ -117,7 +118,7 @@ func (w *kworld) tier(r copier.Retention) {
 	if r.RetentionMs == nil {
 		r.RetentionMs = ptr(-1)
 	}
-	cfg.Retention = copier.LogRetention(r)
+	cfg.Retention = topics.LogRetention(r)
 	c, err := copier.New(cfg, w.store, w.mgr)
 	if err != nil {
 		w.t.Fatal(err)

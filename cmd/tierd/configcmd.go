@@ -16,6 +16,7 @@ import (
 
 	"github.com/tierd/tierd/cluster"
 	"github.com/tierd/tierd/config"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -137,18 +138,19 @@ func showConfig(ctx context.Context, cfg config.Config, askCluster bool, w io.Wr
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	topics := configTopics(cfg)
-	configs, note := clusterConfigs(ctx, cfg, askCluster, topics)
+	names := configTopics(cfg)
+	configs, note := clusterConfigs(ctx, cfg, askCluster, names)
 	for t := range configs {
-		if !strings.HasPrefix(t, "__") && !contains(topics, t) {
-			topics = append(topics, t)
+		if !strings.HasPrefix(t, "__") && !contains(names, t) {
+			names = append(names, t)
 		}
 	}
-	sort.Strings(topics)
+	sort.Strings(names)
 	fmt.Fprintf(tw, "\n# per topic, as a pass applies it (%s)\n", note)
 	fmt.Fprintln(tw, "TOPIC\tSETTING\tVALUE\tSOURCE")
-	for _, t := range topics {
-		for _, v := range cfg.Copier.Explain(t, configs[t]) {
+	defaults := cfg.Copier.TopicDefaults()
+	for _, t := range names {
+		for _, v := range topics.Resolve(t, defaults, cfg.Copier.Topics[t], configs[t]).Explain() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", t, v.Name, v.Value, topicSource(cfg, v.From))
 		}
 	}
@@ -164,7 +166,7 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// topicSource turns copier.Explain's "from" into a source for people.
+// topicSource turns a topics.Value's From into a source for people.
 func topicSource(c config.Config, from string) string {
 	switch {
 	case from == "default":

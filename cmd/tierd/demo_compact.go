@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/config"
-	"github.com/tierd/tierd/copier"
+	"github.com/tierd/tierd/copier/topics"
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/seglog"
@@ -78,7 +78,7 @@ func demoCompact(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (
 	policy := "compact"
 	e, err := openDemo(ctx, o, stdout, stderr, func(c *config.Config) {
 		if c.Copier.Topics == nil {
-			c.Copier.Topics = map[string]copier.TopicConfig{}
+			c.Copier.Topics = map[string]topics.TopicConfig{}
 		}
 		tc := c.Copier.Topics[compactTopic]
 		tc.CleanupPolicy = &policy

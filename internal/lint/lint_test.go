@@ -50,7 +50,8 @@ func isStdlib(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2
 // Config it holds and below cmd/; nothing imports cmd/;
 // the copier's pure planners (copier/retention) import only the standard
 // library and the shared types and helpers, so they stay free of stores
-// and buckets, and its deleter (copier/deleter) and remote compaction
+// and buckets, its per-topic settings (copier/topics) import only the
+// cluster's config values, and its deleter (copier/deleter) and remote compaction
 // (copier/remotecompact) reach the store and the bucket (and remote
 // compaction the delete protocol) only through their own interfaces;
 // lower layers never import higher ones.
@@ -87,6 +88,7 @@ func TestImportLayers(t *testing.T) {
 	}
 	only := map[string][]string{ // besides the standard library
 		"copier/retention": {"internal/remotelog", "internal/saturate"},
+		"copier/topics":    {"cluster"},
 		"copier/deleter":   {"copier/retention", "internal/crashpoint", "internal/remotelog", "rsm"},
 		"copier/remotecompact": {"copier/deleter", "internal/codec", "internal/crashpoint", "internal/kafkalog", "internal/kafkalog/batch",
 			"internal/kafkalog/compact", "internal/kafkalog/index", "internal/kafkalog/snapshot", "internal/remotelog", "rsm",
