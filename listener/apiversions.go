@@ -27,9 +27,20 @@ var served = []apiRange{
 	{int16(kmsg.OffsetForLeaderEpoch), 0, 4}, // KIP-320 truncation checks
 }
 
-// servedRange returns the served versions of key.
-func servedRange(key int16) (apiRange, bool) {
-	for _, a := range served {
+// servedRange returns the served versions of key: served's, and the
+// group APIs' when s serves groups.
+func (s *Server) servedRange(key int16) (apiRange, bool) {
+	if a, ok := lookupRange(served, key); ok {
+		return a, true
+	}
+	if s.groups != nil {
+		return lookupRange(groupServed, key)
+	}
+	return apiRange{}, false
+}
+
+func lookupRange(list []apiRange, key int16) (apiRange, bool) {
+	for _, a := range list {
 		if a.key == key {
 			return a, true
 		}
@@ -39,7 +50,10 @@ func servedRange(key int16) (apiRange, bool) {
 
 // apiName is the metric and log name of a served API key, or "other".
 func apiName(key int16) string {
-	if _, ok := servedRange(key); ok {
+	if _, ok := lookupRange(served, key); ok {
+		return kmsg.NameForKey(key)
+	}
+	if _, ok := lookupRange(groupServed, key); ok {
 		return kmsg.NameForKey(key)
 	}
 	return apiOther
@@ -65,9 +79,12 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersio
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	apis := served
+	apis := slices.Clone(served)
+	if s.groups != nil {
+		apis = append(apis, groupServed...)
+	}
 	if s.cfg.SASL() {
-		apis = append(slices.Clone(served), saslServed...)
+		apis = append(apis, saslServed...)
 	}
 	for _, a := range apis {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max})
@@ -83,7 +100,7 @@ func unsupportedApiVersions() *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.Version = 0
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
-	a, _ := servedRange(int16(kmsg.ApiVersions))
+	a, _ := lookupRange(served, int16(kmsg.ApiVersions))
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: a.key, MinVersion: a.min, MaxVersion: a.max}}
 	return resp
 }

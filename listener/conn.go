@@ -179,7 +179,7 @@ func (c *conn) request(ctx context.Context, frame []byte, start time.Time) *clos
 			return ce
 		}
 	}
-	ar, ok := servedRange(h.key)
+	ar, ok := c.s.servedRange(h.key)
 	if !ok || h.version < ar.min || h.version > ar.max {
 		if h.key == int16(kmsg.ApiVersions) {
 			resp := unsupportedApiVersions()
@@ -261,6 +261,28 @@ func (s *Server) dispatch(ctx context.Context, c *conn, h *header, kreq kmsg.Req
 		return s.handleFetch(ctx, c, req)
 	case *kmsg.OffsetForLeaderEpochRequest:
 		return s.handleOffsetForLeaderEpoch(ctx, c, req)
+	case *kmsg.FindCoordinatorRequest:
+		return s.handleFindCoordinator(c, req), nil
+	case *kmsg.JoinGroupRequest:
+		return s.handleJoinGroup(ctx, c, req)
+	case *kmsg.SyncGroupRequest:
+		return s.handleSyncGroup(ctx, c, req)
+	case *kmsg.HeartbeatRequest:
+		return s.handleHeartbeat(c, req), nil
+	case *kmsg.LeaveGroupRequest:
+		return s.handleLeaveGroup(c, req), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.handleOffsetCommit(ctx, c, req)
+	case *kmsg.OffsetFetchRequest:
+		return s.handleOffsetFetch(c, req), nil
+	case *kmsg.ListGroupsRequest:
+		return s.handleListGroups(c, req), nil
+	case *kmsg.DescribeGroupsRequest:
+		return s.handleDescribeGroups(c, req), nil
+	case *kmsg.DeleteGroupsRequest:
+		return s.handleDeleteGroups(c, req), nil
+	case *kmsg.OffsetDeleteRequest:
+		return s.handleOffsetDelete(ctx, c, req)
 	case *kmsg.ProduceRequest:
 		resp := s.handleProduce(req)
 		if resp == nil {

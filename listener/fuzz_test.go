@@ -118,7 +118,7 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("answered a request whose header does not parse: %v", err)
 		}
 		resp := kreq.ResponseKind()
-		if ar, _ := servedRange(h.key); h.key == int16(kmsg.ApiVersions) && (h.version < ar.min || h.version > ar.max) {
+		if ar, _ := lookupRange(served, h.key); h.key == int16(kmsg.ApiVersions) && (h.version < ar.min || h.version > ar.max) {
 			resp.SetVersion(0)
 		}
 		body := c.out[8:]

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/tierd/tierd/internal/kafkaacl"
+	"github.com/tierd/tierd/listener/groups"
 	"github.com/tierd/tierd/listener/sasl"
 )
 
@@ -55,8 +56,9 @@ type Server struct {
 	tls       *tls.Config // nil: plaintext
 	authz     Authorizer  // nil: every client may read every topic served
 	sasl      sasl.Authenticator
-	failures  failureCounts // failed logins by client address (saslconn.go)
-	steps     inflight      // SASL steps running by client address (saslconn.go)
+	groups    *groups.Coordinator // nil: consumer groups are not served (groupapi.go)
+	failures  failureCounts       // failed logins by client address (saslconn.go)
+	steps     inflight            // SASL steps running by client address (saslconn.go)
 
 	// failureDelayed, when set (tests only: withFailureDelayed), is told
 	// of every failed login held against its address before the delay:

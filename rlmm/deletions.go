@@ -316,7 +316,8 @@ func (s *Store) Journal(afterSeq int64, limit int) ([]remotelog.JournalEntry, er
 // CarryOver copies the scheduled deletions, the deletion journal, the
 // broker-copy catalogue (brokercopies.go: the bucket's manifests of
 // tierd's own copies cannot rebuild it) and the recorded cluster id of
-// another store (the metadata dir a rebuild set aside) into this one, in
+// another store (the metadata dir a rebuild set aside) and the consumer
+// groups of the Kafka listener (groups.go) into this one, in
 // one synced write, before rows are rebuilt: copies scheduled for
 // deletion then stay out of the rebuilt rows, and the journal goes on.
 // It returns how many deletions and journal entries it copied.
@@ -327,7 +328,7 @@ func (s *Store) CarryOver(from *Store) (deletions, entries int, err error) {
 	defer b.Close()
 	fromDB, fromDone := from.read()
 	defer fromDone()
-	for _, tag := range []byte{deletionTag, journalTag, brokerCopyTag, brokerCopyIDTag} {
+	for _, tag := range []byte{deletionTag, journalTag, brokerCopyTag, brokerCopyIDTag, groupTag} {
 		it, err := fromDB.NewIter(&pebble.IterOptions{LowerBound: []byte{tag}, UpperBound: []byte{tag + 1}})
 		if err != nil {
 			return deletions, entries, err

@@ -16,6 +16,8 @@
 //	'j' seq(8)                              -> JournalEntry (the deletion journal)
 //	'b' partition startOffset segmentID(16) -> SegmentMetadata: broker-owned copies
 //	'B' partition segmentID(16)             -> startOffset(8), raw: the 'b' row of an id
+//	'g' len(2) group 'm'                    -> a consumer group's record (listener/groups)
+//	'g' len(2) group 'o' partition          -> one of its committed offsets
 //	"v"                                     -> the layout version, "2"
 //	"mcluster_id"                           -> the Kafka cluster id, raw
 //
