@@ -14,8 +14,8 @@ import (
 
 // kafkaListeners builds the Kafka listeners of cfg's endpoints, with the
 // SASL logins (a credentials file, reloaded on SIGHUP, or relayed to the
-// cluster) and acls shared by all.
-func (d *Parts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *Reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer) ([]*listener.Server, error) {
+// cluster), acls and shared (the group coordinator) shared by all.
+func (d *Parts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *Reloader, tlsH *tlsreload.Holder, acls *authz.Authorizer, shared ...listener.Option) ([]*listener.Server, error) {
 	endpoints, err := cfg.KafkaEndpoints() // checked by validate
 	if err != nil {
 		return nil, err
@@ -41,7 +41,7 @@ func (d *Parts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *Reloader
 	}
 	var out []*listener.Server
 	for _, ep := range endpoints {
-		kl, err := d.endpointListener(cfg, log, ep, len(endpoints) > 1, tlsH, loginOpt, acls)
+		kl, err := d.endpointListener(cfg, log, ep, len(endpoints) > 1, tlsH, loginOpt, acls, shared)
 		if err != nil {
 			return nil, err
 		}
@@ -55,10 +55,10 @@ func (d *Parts) kafkaListeners(cfg config.Config, log *slog.Logger, rl *Reloader
 // every one. With several listeners (labelled), each's metrics carry a
 // listener label and its log lines the listener's name.
 func (d *Parts) endpointListener(cfg config.Config, log *slog.Logger, ep listener.Endpoint, labelled bool, tlsH *tlsreload.Holder,
-	logins []listener.Option, acls *authz.Authorizer) (*listener.Server, error) {
+	logins []listener.Option, acls *authz.Authorizer, shared []listener.Option) (*listener.Server, error) {
 	lcfg := cfg
 	lcfg.Kafka.Listener.Listen, lcfg.Kafka.Listener.Advertised = ep.Listen, ep.Advertised
-	var opts []listener.Option
+	opts := append([]listener.Option(nil), shared...)
 	if ep.Protocol.TLS() {
 		opts = append(opts, listener.WithTLS(serverTLS(tlsH, cfg.TLS.Kafka)))
 	}

@@ -23,6 +23,8 @@ import (
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/listener/groups"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -158,7 +160,16 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 		rl.Register("rsm token", func(config.Config) error { return d.RSM.ReloadToken() })
 		g.Add(func() error { return d.RSM.Run(ctx) }, func(error) { cancel() })
 	}
-	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls)
+	var shared []listener.Option
+	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && cfg.Kafka.Listener.GroupCoordinatorEnable {
+		coord, err := groups.New(cfg.Kafka.Listener.Groups, d.Store, groups.WithLogger(log.With("component", "groups")))
+		if err != nil {
+			return err
+		}
+		g.Add(func() error { return coord.Run(ctx) }, func(error) { cancel() })
+		shared = append(shared, listener.WithGroups(coord))
+	}
+	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls, shared...)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/internal/saturate"
+	"github.com/tierd/tierd/listener/groups"
 )
 
 // Config configures the Kafka protocol listener. The yaml names follow
@@ -120,6 +121,16 @@ type Config struct {
 	// the failures from the same address in the minute since its first counted one, up to 50
 	// times. Default 100.
 	ConnectionFailedAuthenticationDelayMs int64 `yaml:"connection.failed.authentication.delay.ms"`
+
+	// GroupCoordinatorEnable serves consumer groups (FindCoordinator,
+	// JoinGroup, OffsetCommit, ...): tierd is the coordinator of every
+	// group its consumers use, and keeps their committed offsets in its
+	// metadata dir (tierd's own setting). Default true; false: only
+	// assign-style consumers read (the group APIs are not advertised).
+	GroupCoordinatorEnable bool `yaml:"group.coordinator.enable"`
+	// Groups are the group coordinator's settings (Kafka's group.* and
+	// offsets.* broker settings).
+	Groups groups.Config `yaml:",inline"`
 }
 
 // SASL reports whether clients must log in (SASLEnabledMechanisms set).
@@ -138,6 +149,8 @@ func DefaultConfig() Config {
 		MaxConnectionsPerIP:      2147483647,
 		SSLPrincipalMappingRules: "DEFAULT",
 		ResponseWriteTimeoutMs:   30000,
+		GroupCoordinatorEnable:   true,
+		Groups:                   groups.DefaultConfig(),
 
 		SASLServerMaxReceiveSize:              524288,
 		SASLAuthenticationTimeoutMs:           10000,
@@ -214,6 +227,9 @@ func (c Config) Validate() error {
 	}
 	if c.ConnectionFailedAuthenticationDelayMs < 0 || c.ConnectionFailedAuthenticationDelayMs > 60000 {
 		errs = append(errs, fmt.Errorf("listener: connection.failed.authentication.delay.ms %d must be from 0 to 60000", c.ConnectionFailedAuthenticationDelayMs))
+	}
+	if err := c.Groups.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("listener: %w", err))
 	}
 	return errors.Join(errs...)
 }

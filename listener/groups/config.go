@@ -8,11 +8,13 @@ import (
 // Config holds the group coordinator's settings, with the names and
 // defaults of Kafka's broker settings where one exists. Times are ms.
 type Config struct {
-	// MinSessionTimeoutMs and MaxSessionTimeoutMs bound the
-	// session.timeout.ms a member may ask for; outside them JoinGroup
-	// answers INVALID_SESSION_TIMEOUT. Defaults 6000 and 1800000 (Kafka's
-	// group.min.session.timeout.ms, group.max.session.timeout.ms).
+	// MinSessionTimeoutMs is the shortest session.timeout.ms a member may
+	// ask for, ms; a shorter one gets INVALID_SESSION_TIMEOUT. Default
+	// 6000 (Kafka's group.min.session.timeout.ms).
 	MinSessionTimeoutMs int32 `yaml:"group.min.session.timeout.ms"`
+	// MaxSessionTimeoutMs is the longest session.timeout.ms a member may
+	// ask for, ms; a longer one gets INVALID_SESSION_TIMEOUT. Default
+	// 1800000 (Kafka's group.max.session.timeout.ms).
 	MaxSessionTimeoutMs int32 `yaml:"group.max.session.timeout.ms"`
 	// InitialRebalanceDelayMs is how long the first rebalance of an empty
 	// group waits for more members, extended by each member that joins
