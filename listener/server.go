@@ -210,8 +210,8 @@ func (s *Server) newConn(nc net.Conn, stopping chan struct{}) *conn {
 	defer s.mu.Unlock()
 	ip := ipOf(nc.RemoteAddr())
 	if limit, ok := s.perIP[ip]; (ok && s.byIP[ip] >= limit) || (!ok && s.byIP[ip] >= s.cfg.MaxConnectionsPerIP) {
+		s.m.closed.WithLabelValues(reasonMaxConnsIP).Inc() // counted before the close the client sees
 		nc.Close()
-		s.m.closed.WithLabelValues(reasonMaxConnsIP).Inc()
 		if s.once.first(reasonMaxConnsIP, ip, "") {
 			s.logger.Warn("Kafka connection refused: max.connections.per.ip open from its address", "remote", nc.RemoteAddr().String(),
 				"open", s.byIP[ip])
@@ -219,8 +219,8 @@ func (s *Server) newConn(nc net.Conn, stopping chan struct{}) *conn {
 		return nil
 	}
 	if len(s.conns) >= s.cfg.MaxConnections {
+		s.m.closed.WithLabelValues(reasonMaxConns).Inc() // counted before the close the client sees
 		nc.Close()
-		s.m.closed.WithLabelValues(reasonMaxConns).Inc()
 		if s.once.first(reasonMaxConns, hostOf(nc.RemoteAddr()), "") {
 			s.logger.Warn("Kafka connection refused: max.connections open", "remote", nc.RemoteAddr().String(),
 				"max_connections", s.cfg.MaxConnections)

@@ -96,10 +96,8 @@ kafka:
 	if err != nil || got != "localhost:"+extPort {
 		t.Errorf("EXTERNAL with alice's login: %q %v, want localhost:%s", got, err, extPort)
 	}
-	resp, err := http.Get("http://" + httpAddr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
+	var resp *http.Response
+	testtools.WaitFor(t, "the HTTP server", func() bool { resp, err = http.Get("http://" + httpAddr + "/metrics"); return err == nil })
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	for _, want := range []string{`tierd_kafka_sasl_logins_total{listener="EXTERNAL",mechanism="SCRAM-SHA-256",result="ok"} 1`, `listener="INTERNAL"`} {

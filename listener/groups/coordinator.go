@@ -92,11 +92,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 		now := c.now()
-		c.mu.Lock()
-		for _, g := range c.groups {
-			c.timers(g, now)
-		}
-		c.mu.Unlock()
+		c.tickAll(now)
 		if now.Sub(lastExpiry) >= time.Duration(c.cfg.OffsetsRetentionCheckIntervalMs)*time.Millisecond {
 			lastExpiry = now
 			c.ExpireOffsets()
@@ -153,12 +149,22 @@ func (c *Coordinator) Load() error {
 	if err != nil {
 		return fmt.Errorf("groups: load: %w", err)
 	}
+	n := len(groups)
 	c.mu.Lock()
 	c.groups = groups
 	c.mu.Unlock()
 	c.loaded.Store(true)
-	c.log.Info("consumer groups loaded", "groups", len(groups))
+	c.log.Info("consumer groups loaded", "groups", n)
 	return nil
+}
+
+// tickAll runs every group's timers at now.
+func (c *Coordinator) tickAll(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, g := range c.groups {
+		c.timers(g, now)
+	}
 }
 
 // timers completes the join phase at its deadline, removes members that
