@@ -1,0 +1,215 @@
+package logview
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/seglog"
+)
+
+// writeEpochLog writes 300 records of 20 KB (about six one-MiB segments)
+// under leader epochs 0 (offsets 0-99), 2 (100-199) and 5 (200-299), with
+// timestamps 1_000_000 + 10*offset except offset 150 (1_002_600, after its successors') and
+// offset 295 (9_000_000, the largest); offsets 290-299 are producer 9's
+// transaction, left open, in the active segment.
+func writeEpochLog(t *testing.T, dir string) {
+	t.Helper()
+	for _, ep := range []struct {
+		epoch    int32
+		from, to int64
+	}{{0, 0, 100}, {2, 100, 200}, {5, 200, 300}} {
+		cfg := seglog.DefaultConfig()
+		cfg.SegmentBytes, cfg.LeaderEpoch = seglog.MinSegmentBytes, ep.epoch
+		l, err := seglog.Open(dir, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := ep.from; i < ep.to; i++ {
+			ts := 1_000_000 + i*10
+			switch i {
+			case 150:
+				ts = 1_002_600
+			case 295:
+				ts = 9_000_000
+			}
+			rec := seglog.Record{Key: []byte(fmt.Sprint(i)), Value: val(i), Timestamp: ts}
+			if i >= 290 {
+				_, err = l.AppendTransactional(9, 0, rec)
+			} else {
+				_, err = l.Append(rec)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// serve runs a listener over v until the test ends and returns a client
+// of it.
+func serve(t *testing.T, v *View) *kgo.Client {
+	t.Helper()
+	cfg := listener.DefaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	srv, err := listener.New(cfg, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, lis) }()
+	t.Cleanup(func() { cancel(); <-done })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(lis.Addr().String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestOffsetsRulesAcrossTiers serves writeEpochLog through the listener
+// after delete-records moved its log start to 130, inside epoch 2 and
+// below a local segment's base: tiered (with local retention, so the log
+// spans both tiers) and local only (the log start from
+// log-start-offset-checkpoint). Every ListOffsets and OffsetForLeaderEpoch
+// answer is what Kafka's rules give: the lineage 0@0 2@100 5@200 trimmed
+// to the log start (2@130 5@200), the high watermark 300 and the last
+// stable offset 290.
+func TestOffsetsRulesAcrossTiers(t *testing.T) {
+	for _, tiered := range []bool{true, false} {
+		name := "local only"
+		if tiered {
+			name = "tiered"
+		}
+		t.Run(name, func(t *testing.T) {
+			r := newRig(t)
+			writeEpochLog(t, filepath.Join(r.logDir, "t-0"))
+			writeCheckpoint(t, filepath.Join(r.logDir, "log-start-offset-checkpoint"), "0\n1\nt 0 130\n")
+			if tiered {
+				r.tier(2 << 20) // copies the rolled segments, keeps about two locally, applies the log start
+			}
+			tp := listener.TopicPartition{Topic: "t", Partition: 0}
+			o, err := r.view.Offsets(context.Background(), tp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.LogStartOffset != 130 || o.HighWatermark != 300 || o.LastStableOffset != 290 || o.LeaderEpoch != 5 ||
+				(tiered && (o.HighestTieredOffset < 200 || o.LocalLogStartOffset <= 130)) || (!tiered && o.HighestTieredOffset != -1) {
+				t.Fatalf("offsets %+v", o)
+			}
+			checkRules(t, serve(t, r.view), o)
+		})
+	}
+}
+
+// epochAt is the epoch writeEpochLog wrote offset at under.
+func epochAt(at int64) int32 {
+	switch {
+	case at < 100:
+		return 0
+	case at < 200:
+		return 2
+	}
+	return 5
+}
+
+func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
+	t.Helper()
+	ctx := context.Background()
+	type lo struct {
+		offset, ts int64
+		epoch      int32
+	}
+	none := lo{-1, -1, -1}
+	localStart := max(o.LocalLogStartOffset, 130)
+	tieredWant := none
+	if o.HighestTieredOffset >= 0 {
+		tieredWant = lo{o.HighestTieredOffset, -1, epochAt(o.HighestTieredOffset)}
+	}
+	for _, tc := range []struct {
+		name string
+		iso  int8
+		ts   int64
+		want lo
+	}{
+		{"earliest: the epoch at the log start", 0, -2, lo{130, -1, 2}}, // was epoch 0
+		{"earliest local: not below the log start", 0, -4, lo{localStart, -1, epochAt(localStart)}},
+		{"latest", 0, -1, lo{300, -1, 5}},
+		{"latest read_committed", 1, -1, lo{290, -1, 5}},
+		{"latest tiered", 0, -5, tieredWant},
+		{"latest tiered read_committed", 1, -5, tieredWant}, // below the last stable offset
+		{"max timestamp", 0, -3, lo{295, 9_000_000, 5}},
+		{"max timestamp in the open transaction, read_committed", 1, -3, none}, // was 289, the largest below 290
+		{"timestamp below the log start", 0, 0, lo{130, 1_001_300, 2}},
+		{"timestamp: the first record reaching it", 0, 1_001_600, lo{150, 1_002_600, 2}},
+		{"timestamp in the local tier", 0, 1_002_605, lo{261, 1_002_610, 5}},
+		{"timestamp in the open transaction", 0, 8_000_001, lo{295, 9_000_000, 5}},
+		{"timestamp in the open transaction, read_committed", 1, 8_000_001, none},
+		{"timestamp after every record", 0, 9_000_001, none},
+	} {
+		req := kmsg.NewPtrListOffsetsRequest()
+		req.ReplicaID, req.IsolationLevel = -1, tc.iso
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Timestamp, rp.CurrentLeaderEpoch = tc.ts, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if got := (lo{p.Offset, p.Timestamp, p.LeaderEpoch}); p.ErrorCode != 0 || got != tc.want {
+			t.Errorf("%s (v%d, timestamp %d): code %d %+v, want %+v", tc.name, resp.Version, tc.ts, p.ErrorCode, got, tc.want)
+		}
+	}
+	type eo struct {
+		epoch int32
+		end   int64
+	}
+	for _, tc := range []struct {
+		requested int32
+		want      eo
+	}{
+		{0, eo{0, 130}}, // trimmed away: the log start (was 100)
+		{1, eo{1, 130}}, // below the first kept epoch (was (0, 100))
+		{2, eo{2, 200}},
+		{3, eo{2, 200}},
+		{4, eo{2, 200}},
+		{5, eo{5, 300}}, // the latest: the high watermark
+		{6, eo{-1, -1}},
+		{-1, eo{-1, -1}},
+	} {
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.ReplicaID = -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.LeaderEpoch, rp.CurrentLeaderEpoch = tc.requested, 5
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, cl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := resp.Topics[0].Partitions[0]
+		if got := (eo{p.LeaderEpoch, p.EndOffset}); p.ErrorCode != 0 || got != tc.want {
+			t.Errorf("OffsetForLeaderEpoch epoch %d: code %d %+v, want %+v", tc.requested, p.ErrorCode, got, tc.want)
+		}
+	}
+}
