@@ -82,35 +82,43 @@ func serve(t *testing.T, v *View) *kgo.Client {
 }
 
 // TestOffsetsRulesAcrossTiers serves writeEpochLog through the listener
-// after delete-records moved its log start to 130, inside epoch 2 and
-// below a local segment's base: tiered (with local retention, so the log
-// spans both tiers) and local only (the log start from
-// log-start-offset-checkpoint). Every ListOffsets and OffsetForLeaderEpoch
-// answer is what Kafka's rules give: the lineage 0@0 2@100 5@200 trimmed
-// to the log start (2@130 5@200), the high watermark 300 and the last
-// stable offset 290.
+// with its log start moved: by delete-records to 130 (inside epoch 2,
+// below a local segment's base), tiered with local retention so the log
+// spans both tiers, and local only (the log start from
+// log-start-offset-checkpoint); and by retention.bytes to a segment base
+// inside epoch 2. Every ListOffsets and OffsetForLeaderEpoch answer is
+// what Kafka's rules give for the lineage 0@0 2@100 5@200 trimmed to the
+// log start, the high watermark 300 and the last stable offset 290.
 func TestOffsetsRulesAcrossTiers(t *testing.T) {
-	for _, tiered := range []bool{true, false} {
-		name := "local only"
-		if tiered {
-			name = "tiered"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		prep   func(r *rig)
+		tiered bool
+		start  int64 // -1: a segment base in (100, 200)
+	}{
+		{"delete-records, tiered", func(r *rig) { r.tier(2 << 20) }, true, 130},
+		{"delete-records, local only", func(*rig) {}, false, 130},
+		{"retention", func(r *rig) { r.tierRetaining(2<<20, 3<<20) }, true, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t)
 			writeEpochLog(t, filepath.Join(r.logDir, "t-0"))
-			writeCheckpoint(t, filepath.Join(r.logDir, "log-start-offset-checkpoint"), "0\n1\nt 0 130\n")
-			if tiered {
-				r.tier(2 << 20) // copies the rolled segments, keeps about two locally, applies the log start
+			if tc.start >= 0 {
+				writeCheckpoint(t, filepath.Join(r.logDir, "log-start-offset-checkpoint"), fmt.Sprintf("0\n1\nt 0 %d\n", tc.start))
 			}
+			tc.prep(r)
 			tp := listener.TopicPartition{Topic: "t", Partition: 0}
 			o, err := r.view.Offsets(context.Background(), tp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o.LogStartOffset != 130 || o.HighWatermark != 300 || o.LastStableOffset != 290 || o.LeaderEpoch != 5 ||
-				(tiered && (o.HighestTieredOffset < 200 || o.LocalLogStartOffset <= 130)) || (!tiered && o.HighestTieredOffset != -1) {
+			s := o.LogStartOffset
+			if (tc.start >= 0 && s != tc.start) || (tc.start < 0 && (s <= 100 || s >= 200)) ||
+				o.HighWatermark != 300 || o.LastStableOffset != 290 || o.LeaderEpoch != 5 ||
+				(tc.tiered && (o.HighestTieredOffset < 200 || o.LocalLogStartOffset <= s)) || (!tc.tiered && o.HighestTieredOffset != -1) {
 				t.Fatalf("offsets %+v", o)
 			}
+			t.Logf("offsets %+v", o)
 			checkRules(t, serve(t, r.view), o)
 		})
 	}
@@ -127,6 +135,17 @@ func epochAt(at int64) int32 {
 	return 5
 }
 
+// tsAt is the timestamp writeEpochLog gave offset at.
+func tsAt(at int64) int64 {
+	switch at {
+	case 150:
+		return 1_002_600
+	case 295:
+		return 9_000_000
+	}
+	return 1_000_000 + at*10
+}
+
 func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 	t.Helper()
 	ctx := context.Background()
@@ -135,7 +154,22 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 		epoch      int32
 	}
 	none := lo{-1, -1, -1}
-	localStart := max(o.LocalLogStartOffset, 130)
+	s := o.LogStartOffset
+	at := func(off int64) lo { return lo{off, tsAt(off), epochAt(off)} }
+	// first is Kafka's timestamp rule over the written records: the first
+	// at or after the log start whose timestamp reaches ts, below end.
+	first := func(ts, end int64) lo {
+		for off := s; off < 300; off++ {
+			if tsAt(off) >= ts {
+				if off >= end {
+					return none
+				}
+				return at(off)
+			}
+		}
+		return none
+	}
+	localStart := max(o.LocalLogStartOffset, s)
 	tieredWant := none
 	if o.HighestTieredOffset >= 0 {
 		tieredWant = lo{o.HighestTieredOffset, -1, epochAt(o.HighestTieredOffset)}
@@ -146,18 +180,18 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 		ts   int64
 		want lo
 	}{
-		{"earliest: the epoch at the log start", 0, -2, lo{130, -1, 2}}, // was epoch 0
+		{"earliest: the epoch at the log start", 0, -2, lo{s, -1, epochAt(s)}}, // was epoch 0
 		{"earliest local: not below the log start", 0, -4, lo{localStart, -1, epochAt(localStart)}},
 		{"latest", 0, -1, lo{300, -1, 5}},
 		{"latest read_committed", 1, -1, lo{290, -1, 5}},
 		{"latest tiered", 0, -5, tieredWant},
 		{"latest tiered read_committed", 1, -5, tieredWant}, // below the last stable offset
-		{"max timestamp", 0, -3, lo{295, 9_000_000, 5}},
+		{"max timestamp", 0, -3, at(295)},
 		{"max timestamp in the open transaction, read_committed", 1, -3, none}, // was 289, the largest below 290
-		{"timestamp below the log start", 0, 0, lo{130, 1_001_300, 2}},
-		{"timestamp: the first record reaching it", 0, 1_001_600, lo{150, 1_002_600, 2}},
-		{"timestamp in the local tier", 0, 1_002_605, lo{261, 1_002_610, 5}},
-		{"timestamp in the open transaction", 0, 8_000_001, lo{295, 9_000_000, 5}},
+		{"timestamp below the log start", 0, 0, at(s)},
+		{"timestamp: the first record reaching it", 0, 1_001_600, first(1_001_600, 300)}, // 150 when the log start is below it
+		{"timestamp in the local tier", 0, 1_002_605, at(261)},
+		{"timestamp in the open transaction", 0, 8_000_001, at(295)},
 		{"timestamp in the open transaction, read_committed", 1, 8_000_001, none},
 		{"timestamp after every record", 0, 9_000_001, none},
 	} {
@@ -178,6 +212,9 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 			t.Errorf("%s (v%d, timestamp %d): code %d %+v, want %+v", tc.name, resp.Version, tc.ts, p.ErrorCode, got, tc.want)
 		}
 	}
+	// OffsetForLeaderEpoch over the trimmed lineage: below its first
+	// epoch (the one at the log start) the requested epoch ends at the
+	// log start (was the next untrimmed entry's start).
 	type eo struct {
 		epoch int32
 		end   int64
@@ -186,8 +223,8 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 		requested int32
 		want      eo
 	}{
-		{0, eo{0, 130}}, // trimmed away: the log start (was 100)
-		{1, eo{1, 130}}, // below the first kept epoch (was (0, 100))
+		{0, eo{0, s}}, // trimmed away (was 100)
+		{1, eo{1, s}}, // below the first kept epoch (was (0, 100))
 		{2, eo{2, 200}},
 		{3, eo{2, 200}},
 		{4, eo{2, 200}},
