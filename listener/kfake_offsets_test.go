@@ -21,13 +21,7 @@ import (
 // same records with the lineage as the broker recorded it (from offset 0)
 // and the log start moved to 13.
 func TestOffsetsMatchKfake(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "k"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	ctx, kc := newKfake(t, "k")
 	cl := newKgo(t, kc.ListenAddrs()[0], kgo.DefaultProduceTopic("k"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	tsOf := func(o int64) int64 {
 		if o == 17 {
@@ -96,13 +90,13 @@ func TestOffsetsMatchKfake(t *testing.T) {
 	// lineage (-1 and the log start), where Kafka's endOffsetFor answers
 	// UNDEFINED_EPOCH_OFFSET (TestOffsetForLeaderEpochRules checks tierd's).
 	for epoch := int32(0); epoch <= 4; epoch++ {
-		k, d := epochEnd(ctx, t, cl, "k", epoch, 3), epochEnd(ctx, t, tc, "k", epoch, 3)
-		if k.ErrorCode != d.ErrorCode || k.LeaderEpoch != d.LeaderEpoch || k.EndOffset != d.EndOffset {
-			t.Errorf("OffsetForLeaderEpoch epoch %d: kfake (code %d, %d, %d), tierd (code %d, %d, %d)",
-				epoch, k.ErrorCode, k.LeaderEpoch, k.EndOffset, d.ErrorCode, d.LeaderEpoch, d.EndOffset)
+		k, d := epochEnd(ctx, t, cl, "k", epoch), epochEnd(ctx, t, tc, "k", epoch)
+		if k.Err != nil || d.Err != nil || k.LeaderEpoch != d.LeaderEpoch || k.EndOffset != d.EndOffset {
+			t.Errorf("OffsetForLeaderEpoch epoch %d: kfake (%v, %d, %d), tierd (%v, %d, %d)",
+				epoch, k.Err, k.LeaderEpoch, k.EndOffset, d.Err, d.LeaderEpoch, d.EndOffset)
 		}
 	}
-	if p := epochEnd(ctx, t, tc, "k", 0, 3); p.LeaderEpoch != 0 || p.EndOffset != 13 {
+	if p := epochEnd(ctx, t, tc, "k", 0); p.LeaderEpoch != 0 || p.EndOffset != 13 {
 		t.Fatalf("tierd epoch 0: %+v, want it to end at the log start", p)
 	}
 }
@@ -113,13 +107,7 @@ func TestOffsetsMatchKfake(t *testing.T) {
 // 9001 and 1100), so the last stable offset 5 is below the high
 // watermark 8 and the largest timestamp lies past it.
 func TestOffsetsMatchKfakeOpenTransaction(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "kx"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
+	ctx, kc := newKfake(t, "kx")
 	opts := []kgo.Opt{kgo.DefaultProduceTopic("kx"), kgo.RecordPartitioner(kgo.ManualPartitioner())}
 	plain := newKgo(t, kc.ListenAddrs()[0], opts...)
 	for o := int64(0); o < 5; o++ {
@@ -170,18 +158,26 @@ func TestOffsetsMatchKfakeOpenTransaction(t *testing.T) {
 	}
 }
 
+// newKfake starts a one-broker kfake cluster holding topic (one
+// partition) for the test, and a context bounding the test's requests.
+func newKfake(t *testing.T, topic string) (context.Context, *kfake.Cluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	return ctx, kc
+}
+
 // listOffset sends one ListOffsets for partition 0 of topic (a consumer's,
 // at the version cl picks).
 func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, iso int8, timestamp int64, current int32) kmsg.ListOffsetsResponseTopicPartition {
 	t.Helper()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID, req.IsolationLevel = -1, iso
-	rt := kmsg.NewListOffsetsRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewListOffsetsRequestTopicPartition()
-	rp.Timestamp, rp.CurrentLeaderEpoch = timestamp, current
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
+	req := listOffsets(9, iso, lop(0, timestamp, current))
+	req.Topics[0].Topic = topic
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
@@ -189,20 +185,12 @@ func listOffset(ctx context.Context, t *testing.T, cl *kgo.Client, topic string,
 	return resp.Topics[0].Partitions[0]
 }
 
-// epochEnd sends one OffsetForLeaderEpoch for partition 0 of topic.
-func epochEnd(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, epoch, current int32) kmsg.OffsetForLeaderEpochResponseTopicPartition {
+// epochEnd asks kadm for the end of epoch in partition 0 of topic.
+func epochEnd(ctx context.Context, t *testing.T, cl *kgo.Client, topic string, epoch int32) kadm.OffsetForLeaderEpoch {
 	t.Helper()
-	req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-	req.ReplicaID = -1
-	rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-	rt.Topic = topic
-	rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-	rp.LeaderEpoch, rp.CurrentLeaderEpoch = epoch, current
-	rt.Partitions = append(rt.Partitions, rp)
-	req.Topics = append(req.Topics, rt)
-	resp, err := req.RequestWith(ctx, cl)
+	resp, err := kadm.NewClient(cl).OffsetForLeaderEpoch(ctx, kadm.OffsetForLeaderEpochRequest{topic: {0: epoch}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.Topics[0].Partitions[0]
+	return resp[topic][0]
 }

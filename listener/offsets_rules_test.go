@@ -65,11 +65,7 @@ func rulesLog(t testing.TB) *fakeLog {
 func TestListOffsetsRules(t *testing.T) {
 	ts := startServer(t, rulesLog(t), nil)
 	rc := dialRaw(t, ts.addr, "rules")
-	type answer struct {
-		code          int16
-		offset, tstmp int64
-		epoch         int32
-	}
+	type answer = listed
 	none := answer{0, -1, -1, -1}
 	unsupported := answer{kerr.UnsupportedVersion.Code, -1, -1, -1}
 	for _, tc := range []struct {
@@ -146,14 +142,8 @@ func TestListOffsetsRules(t *testing.T) {
 		{"unknown epoch", "r", 0, 9, 0, -2, 5, answer{kerr.UnknownLeaderEpoch.Code, -1, -1, -1}},
 		{"current epoch unchecked before v4", "r", 0, 3, 0, -2, 3, answer{0, 4, -1, -1}},
 	} {
-		r := kmsg.NewPtrListOffsetsRequest()
-		r.Version, r.IsolationLevel, r.ReplicaID = tc.version, tc.iso, -1
-		rt := kmsg.NewListOffsetsRequestTopic()
-		rt.Topic = tc.topic
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch, rp.MaxNumOffsets = tc.p, tc.ts, tc.current, 1
-		rt.Partitions = append(rt.Partitions, rp)
-		r.Topics = append(r.Topics, rt)
+		r := listOffsets(tc.version, tc.iso, lop(tc.p, tc.ts, tc.current))
+		r.Topics[0].Topic = tc.topic
 		p := rc.roundTrip(r).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 		if got := (answer{p.ErrorCode, p.Offset, p.Timestamp, p.LeaderEpoch}); got != tc.want {
 			t.Errorf("%s (%s-%d v%d, timestamp %d): got %+v, want %+v", tc.name, tc.topic, tc.p, tc.version, tc.ts, got, tc.want)
@@ -162,8 +152,7 @@ func TestListOffsetsRules(t *testing.T) {
 	// v0 answers only LATEST and EARLIEST among negative timestamps
 	// (KafkaApis.handleListOffsetRequestV0).
 	for _, ts := range []int64{-3, -4, -5} {
-		p := lop(0, ts, -1)
-		r := listOffsets(0, 0, p)
+		r := listOffsets(0, 0, lop(0, ts, -1))
 		r.Topics[0].Topic = "r"
 		if got := rc.roundTrip(r).(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]; got.ErrorCode != kerr.UnsupportedVersion.Code {
 			t.Errorf("v0 timestamp %d: %+v, want UNSUPPORTED_VERSION", ts, got)

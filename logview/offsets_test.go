@@ -2,11 +2,13 @@ package logview
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -62,17 +64,14 @@ func serve(t *testing.T, v *View) *kgo.Client {
 	cfg := listener.DefaultConfig()
 	cfg.Listen = "127.0.0.1:0"
 	srv, err := listener.New(cfg, v)
-	if err != nil {
+	lis, lerr := net.Listen("tcp", cfg.Listen)
+	if err = errors.Join(err, lerr); err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ctx, lis) }()
+	t.Cleanup(func() { stop(); <-served })
 	cl, err := kgo.NewClient(kgo.SeedBrokers(lis.Addr().String()))
 	if err != nil {
 		t.Fatal(err)
@@ -215,6 +214,7 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 	// OffsetForLeaderEpoch over the trimmed lineage: below its first
 	// epoch (the one at the log start) the requested epoch ends at the
 	// log start (was the next untrimmed entry's start).
+	adm := kadm.NewClient(cl)
 	type eo struct {
 		epoch int32
 		end   int64
@@ -232,21 +232,13 @@ func checkRules(t *testing.T, cl *kgo.Client, o listener.Offsets) {
 		{6, eo{-1, -1}},
 		{-1, eo{-1, -1}},
 	} {
-		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
-		req.ReplicaID = -1
-		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
-		rt.Topic = "t"
-		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
-		rp.LeaderEpoch, rp.CurrentLeaderEpoch = tc.requested, 5
-		rt.Partitions = append(rt.Partitions, rp)
-		req.Topics = append(req.Topics, rt)
-		resp, err := req.RequestWith(ctx, cl)
+		resp, err := adm.OffsetForLeaderEpoch(ctx, kadm.OffsetForLeaderEpochRequest{"t": {0: tc.requested}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := resp.Topics[0].Partitions[0]
-		if got := (eo{p.LeaderEpoch, p.EndOffset}); p.ErrorCode != 0 || got != tc.want {
-			t.Errorf("OffsetForLeaderEpoch epoch %d: code %d %+v, want %+v", tc.requested, p.ErrorCode, got, tc.want)
+		p := resp["t"][0]
+		if got := (eo{p.LeaderEpoch, p.EndOffset}); p.Err != nil || got != tc.want {
+			t.Errorf("OffsetForLeaderEpoch epoch %d: %v %+v, want %+v", tc.requested, p.Err, got, tc.want)
 		}
 	}
 }
