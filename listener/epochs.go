@@ -12,14 +12,16 @@ import (
 // consumers send to check their position after a leader change (KIP-320).
 //
 // Behavior (Kafka's Partition.lastOffsetForLeaderEpoch and
-// LeaderEpochFileCache.endOffsetFor over the Log's lineage, the end of
-// the log being the high watermark):
+// LeaderEpochFileCache.endOffsetFor over the Log's lineage trimmed to the
+// log start offset as truncateFromStart trims it, the end of the log
+// being the high watermark; the package doc's "Offsets" table):
 //   - The requested epoch is the latest: that epoch and the high
 //     watermark.
 //   - Otherwise the largest epoch at or below the requested one, ending
 //     where the next epoch starts.
 //   - Below the first epoch: the requested epoch and the first epoch's
-//     start offset (Kafka's answer, so a reader moves to the log start).
+//     start offset, which is the log start offset when the lineage began
+//     before it (Kafka's answer, so a reader moves to the log start).
 //   - Epoch -1, above the latest, or an empty lineage (a log of magic 0/1
 //     only): epoch -1 and end offset -1 (UNDEFINED), no error.
 //   - v2+: current_leader_epoch is checked as for Fetch. Consumers
