@@ -26,12 +26,11 @@
 //	                                LEADER_NOT_AVAILABLE; topic ids
 //	                                (v10+), lookup by id (v12); internal
 //	                                topics flagged; no auto creation
-//	ListOffsets (2)       0-9       EARLIEST -2 (log start), LATEST -1 (high
-//	                                watermark, or last stable offset for
-//	                                read_committed), MAX_TIMESTAMP -3 (v7+),
-//	                                EARLIEST_LOCAL -4 (v8+), LATEST_TIERED -5
-//	                                (v9+, -1 when nothing is tiered), by
-//	                                timestamp; leader epochs (v4+)
+//	ListOffsets (2)       0-9       every special timestamp and timestamp
+//	                                lookup as Kafka answers it, bounded by
+//	                                the isolation level's end; leader
+//	                                epochs (v4+) from the lineage trimmed
+//	                                to the log start (see "Offsets")
 //	Fetch (1)             4-16      records byte for byte; max_bytes (capped
 //	                                by fetch.max.bytes), partition_max_bytes,
 //	                                at least one batch; min_bytes/max_wait_ms
@@ -39,8 +38,9 @@
 //	                                transactions; no sessions (id 0); topic
 //	                                ids (v13+)
 //	OffsetForLeaderEpoch  0-4       LeaderEpochFileCache.endOffsetFor over
-//	(23)                            the lineage, the high watermark as the
-//	                                log end
+//	(23)                            the lineage trimmed to the log start,
+//	                                the high watermark as the log end (see
+//	                                "Offsets")
 //	SaslHandshake (17)    0-1       with sasl.enabled.mechanisms only (see
 //	SaslAuthenticate (36) 0-2       "Authentication")
 //	Produce (0)           3-13      advertised for librdkafka's feature
@@ -54,6 +54,77 @@
 // (tierd_kafka_connections_closed_total{reason="unsupported_request"}).
 // Consumer groups are not served: consumers use assign-style consumption
 // (franz-go ConsumePartitions, librdkafka assign, sarama ConsumePartition).
+//
+// # Offsets
+//
+// ListOffsets and OffsetForLeaderEpoch answer as a Kafka broker does once
+// retention, delete-records or local retention moved the log start
+// offsets. The lineage is the Log's leader-epoch lineage trimmed to the
+// log start offset as the broker's cache is trimmed when its log start
+// moves (LeaderEpochFileCache.truncateFromStart, from
+// UnifiedLog.maybeIncrementLogStartOffset): entries starting at or below
+// the log start are dropped and the last of them starts at it. "Epoch at
+// o" is LeaderEpochFileCache.epochForOffset(o) over that lineage (-1 when
+// it starts after o). The end is the high watermark, or the last stable
+// offset under read_committed (consumers, replica id -1), as
+// Partition.fetchOffsetForTimestamp's lastFetchableOffset; a bounded
+// answer at or past it is offset -1, timestamp -1, epoch -1, no error
+// (ReplicaManager.fetchOffset).
+//
+//	ListOffsets           answer (offset, epoch v4+)  bounded  Kafka source
+//	LATEST -1             end, latest lineage epoch   no       Partition.fetchOffsetForTimestamp
+//	EARLIEST -2           log start, epoch at it      no       UnifiedLog.fetchOffsetByTimestamp
+//	                                                           (earliest entry when it starts
+//	                                                           at or below the log start)
+//	MAX_TIMESTAMP -3      first record with the       yes      UnifiedLog.fetchOffsetByTimestamp,
+//	(v7+)                 largest timestamp, log               ReplicaManager.fetchOffset
+//	                      start to high watermark;
+//	                      its timestamp; epoch at it
+//	EARLIEST_LOCAL -4     local log start, never      no       UnifiedLog.fetchOffsetByTimestamp,
+//	(v8+)                 below the log start;                 maybeIncrementLogStartOffset
+//	                      epoch at it
+//	LATEST_TIERED -5      highest tiered offset and   yes      UnifiedLog.fetchOffsetByTimestamp
+//	(v9+)                 epoch at it; -1, epoch -1            (highestOffsetInRemoteStorage)
+//	                      when nothing is tiered
+//	timestamp >= 0        first record at or after    yes      UnifiedLog.fetchOffsetByTimestamp,
+//	                      the log start whose                  RemoteLogManager.findOffsetByTimestamp,
+//	                      timestamp reaches it (by             FileRecords.searchForTimestamp
+//	                      offset, not the closest);
+//	                      its timestamp; epoch at it
+//	other negative, or    UNSUPPORTED_VERSION         -        ReplicaManager
+//	below the version                                          isListOffsetsTimestampUnsupported
+//	v0: not -1 or -2      UNSUPPORTED_VERSION         -        KafkaApis.handleListOffsetRequestV0
+//	a partition twice     INVALID_REQUEST (v1+)       -        ReplicaManager.fetchOffset
+//	current epoch (v4+)   FENCED_LEADER_EPOCH /       -        Partition.localLogWithEpochOrThrow
+//	older / newer         UNKNOWN_LEADER_EPOCH
+//
+//	OffsetForLeaderEpoch  answer (epoch, end offset)           Kafka source
+//	-1 (UNDEFINED)        -1, -1                               LeaderEpochFileCache.endOffsetFor
+//	the latest epoch      it, high watermark                   endOffsetFor (tierd: the high
+//	                                                           watermark as the log end offset)
+//	inside the lineage    largest epoch at or below it,        endOffsetFor
+//	                      start of the next epoch
+//	below the lineage     it, the first entry's start: the     endOffsetFor after
+//	(trimmed away)        log start when the lineage began     truncateFromStart
+//	                      before it
+//	above the latest,     -1, -1 (no error)                    endOffsetFor,
+//	empty lineage                                              UnifiedLog.endOffsetForEpoch
+//	current epoch (v2+)   FENCED_LEADER_EPOCH /                Partition.lastOffsetForLeaderEpoch
+//	older / newer         UNKNOWN_LEADER_EPOCH
+//
+// tierd differs from Kafka (4.0.0-SNAPSHOT, October 2024) only where
+// Kafka's answer is an artifact of its segment files: its MAX_TIMESTAMP
+// looks at local segments only (the open fix, KAFKA-17552, looks at both
+// tiers, as tierd does) and counts records below the log start still in a
+// segment file, and its timestamp lookup gives up, rather than moving to
+// the next segment, when the first segment reaching the timestamp holds
+// no such record at or after the log start; tierd answers from the
+// records at or after the log start. The epoch Kafka gives for
+// MAX_TIMESTAMP and timestamps is the found batch's partitionLeaderEpoch,
+// which is the lineage's epoch at its offset in a log whose lineage
+// matches its batches, as tierd assumes. Kafka bounds non-consumer
+// requests by the log end offset; tierd serves nothing past the high
+// watermark.
 //
 // # Error mapping
 //

@@ -12,14 +12,16 @@ import (
 // consumers send to check their position after a leader change (KIP-320).
 //
 // Behavior (Kafka's Partition.lastOffsetForLeaderEpoch and
-// LeaderEpochFileCache.endOffsetFor over the Log's lineage, the end of
-// the log being the high watermark):
+// LeaderEpochFileCache.endOffsetFor over the Log's lineage trimmed to the
+// log start offset as truncateFromStart trims it, the end of the log
+// being the high watermark; the package doc's "Offsets" table):
 //   - The requested epoch is the latest: that epoch and the high
 //     watermark.
 //   - Otherwise the largest epoch at or below the requested one, ending
 //     where the next epoch starts.
 //   - Below the first epoch: the requested epoch and the first epoch's
-//     start offset (Kafka's answer, so a reader moves to the log start).
+//     start offset, which is the log start offset when the lineage began
+//     before it (Kafka's answer, so a reader moves to the log start).
 //   - Epoch -1, above the latest, or an empty lineage (a log of magic 0/1
 //     only): epoch -1 and end offset -1 (UNDEFINED), no error.
 //   - v2+: current_leader_epoch is checked as for Fetch. Consumers
@@ -68,7 +70,44 @@ func (s *Server) epochEnd(ctx context.Context, tp TopicPartition, p kmsg.OffsetF
 		rp.ErrorCode = errorCode(err, -1)
 		return
 	}
+	epochs = truncateFromStart(epochs, off.LogStartOffset)
 	rp.LeaderEpoch, rp.EndOffset = endOffsetFor(epochs, p.LeaderEpoch, off.HighWatermark)
+}
+
+// truncateFromStart is the lineage as Kafka's leader-epoch cache holds it
+// once the log start offset is logStart
+// (LeaderEpochFileCache.truncateFromStart, called from
+// UnifiedLog.maybeIncrementLogStartOffset on retention and delete-records):
+// the entries starting at or below logStart are dropped, and the last of
+// them comes back starting at logStart. A lineage starting after logStart
+// is returned as it is. The result is a new slice.
+func truncateFromStart(epochs []EpochEntry, logStart int64) []EpochEntry {
+	i := 0
+	for i < len(epochs) && epochs[i].StartOffset <= logStart {
+		i++
+	}
+	out := make([]EpochEntry, 0, len(epochs)-i+1)
+	if i > 0 {
+		out = append(out, EpochEntry{Epoch: epochs[i-1].Epoch, StartOffset: logStart})
+	}
+	return append(out, epochs[i:]...)
+}
+
+// epochForOffset is LeaderEpochFileCache.epochForOffset: the epoch of the
+// first entry starting exactly at offset, else of the last entry starting
+// below it; -1 when the lineage starts after offset.
+func epochForOffset(epochs []EpochEntry, offset int64) int32 {
+	e := int32(-1)
+	for _, en := range epochs {
+		switch {
+		case en.StartOffset == offset:
+			return en.Epoch
+		case en.StartOffset > offset:
+			return e
+		}
+		e = en.Epoch
+	}
+	return e
 }
 
 // endOffsetFor is LeaderEpochFileCache.endOffsetFor: the epoch and end

@@ -25,18 +25,24 @@ var tsMinVersion = map[int64]int16{tsLatest: 1, tsEarliest: 1, tsMax: 7, tsEarli
 // handleListOffsets answers ListOffsets v0-v9.
 //
 // Behavior (Kafka's ReplicaManager.fetchOffset, Partition
-// fetchOffsetForTimestamp, UnifiedLog.fetchOffsetByTimestamp):
-//   - EARLIEST (-2): the log start offset, with the first lineage epoch
-//     when it starts at or below it. EARLIEST_LOCAL (-4): the local log
-//     start offset and its epoch. LATEST (-1): the high watermark
-//     (read_uncommitted) or last stable offset (read_committed) with the
-//     latest epoch. LATEST_TIERED (-5): the highest tiered offset and its
-//     epoch, or offset -1 and epoch -1 when nothing is tiered.
-//   - A timestamp >= 0: the first offset whose record timestamp is at or
-//     after it; MAX_TIMESTAMP (-3): the record with the largest timestamp.
-//     Either, when none is found or the record is at or past the end the
-//     isolation level allows, is answered offset -1, timestamp -1 and no
-//     error, as Kafka does.
+// fetchOffsetForTimestamp, UnifiedLog.fetchOffsetByTimestamp; the rule
+// table is in the package doc):
+//   - The leader epoch given (v4+) is, except for LATEST, the lineage's
+//     epoch at the offset answered (LeaderEpochFileCache.epochForOffset)
+//     after the lineage is trimmed to the log start offset
+//     (truncateFromStart), -1 when the lineage starts after it.
+//   - EARLIEST (-2): the log start offset. EARLIEST_LOCAL (-4): the local
+//     log start offset, never below the log start offset. LATEST (-1): the
+//     high watermark (read_uncommitted) or last stable offset
+//     (read_committed) with the latest epoch. None of them is bounded.
+//   - LATEST_TIERED (-5): the highest tiered offset, or offset -1 and
+//     epoch -1 when nothing is tiered. A timestamp >= 0: the first offset
+//     at or after the log start offset whose record timestamp is at or
+//     after it. MAX_TIMESTAMP (-3): the first record with the largest
+//     timestamp up to the high watermark. Any of these, when nothing is
+//     found or the offset is at or past the end the isolation level
+//     allows, is answered offset -1, timestamp -1, epoch -1 and no error,
+//     as Kafka does.
 //   - A negative timestamp that is unknown, or newer than the request's
 //     version allows, gets UNSUPPORTED_VERSION for that partition. A
 //     partition named twice gets INVALID_REQUEST (v1+).
@@ -109,72 +115,47 @@ func (s *Server) listOffset(ctx context.Context, tp TopicPartition, p kmsg.ListO
 		end = off.LastStableOffset
 	}
 	var (
-		at       TimestampOffset
-		found    bool
-		needsEnd bool // a record found by timestamp must be below end
-		epochs   []EpochEntry
+		at      TimestampOffset
+		found   = true
+		bounded = true // Partition.fetchOffsetForTimestamp's lastFetchableOffset applies
 	)
 	switch p.Timestamp {
 	case tsEarliest:
-		at, found = TimestampOffset{off.LogStartOffset, -1}, true
+		at, bounded = TimestampOffset{off.LogStartOffset, -1}, false
 	case tsEarliestLoc:
-		at, found = TimestampOffset{off.LocalLogStartOffset, -1}, true
+		// Kafka keeps the local log start at or above the log start
+		// (UnifiedLog.maybeIncrementLogStartOffset).
+		at, bounded = TimestampOffset{max(off.LocalLogStartOffset, off.LogStartOffset), -1}, false
 	case tsLatest:
-		at, found = TimestampOffset{end, -1}, true
+		at, bounded = TimestampOffset{end, -1}, false
 	case tsLatestTiered:
-		at, found = TimestampOffset{off.HighestTieredOffset, -1}, true
+		at = TimestampOffset{off.HighestTieredOffset, -1}
 	case tsMax:
 		at, found, err = s.log.MaxTimestamp(ctx, tp, iso)
-		needsEnd = true
 	default:
 		at, found, err = s.log.OffsetForTimestamp(ctx, tp, p.Timestamp, iso)
-		needsEnd = true
 	}
 	if err != nil {
 		rp.ErrorCode = errorCode(err, -1)
 		return
 	}
-	if !found || (needsEnd && at.Offset >= end) {
-		return // offset -1, timestamp -1, no error
+	if !found || (bounded && at.Offset >= end) {
+		return // offset -1, timestamp -1, epoch -1, no error (ReplicaManager.fetchOffset)
 	}
 	rp.Offset, rp.Timestamp = at.Offset, at.Timestamp
-	if version < 4 {
+	if version < 4 || at.Offset < 0 { // LATEST_TIERED with nothing tiered: epoch -1
 		return
 	}
-	switch p.Timestamp {
-	case tsLatest:
+	if p.Timestamp == tsLatest {
 		rp.LeaderEpoch = off.LeaderEpoch
 		return
-	case tsLatestTiered:
-		if at.Offset < 0 {
-			return // -1 with epoch -1, as Kafka
-		}
 	}
-	if epochs, err = s.log.LeaderEpochs(ctx, tp); err != nil {
+	epochs, err := s.log.LeaderEpochs(ctx, tp)
+	if err != nil {
 		rp.ErrorCode, rp.Offset, rp.Timestamp = errorCode(err, -1), -1, -1
 		return
 	}
-	if p.Timestamp == tsEarliest {
-		// Kafka gives the first epoch only when it covers the log start.
-		if len(epochs) > 0 && epochs[0].StartOffset <= at.Offset {
-			rp.LeaderEpoch = epochs[0].Epoch
-		}
-		return
-	}
-	rp.LeaderEpoch = epochForOffset(epochs, at.Offset)
-}
-
-// epochForOffset is the epoch of the last lineage entry starting at or
-// below offset, -1 when none does (LeaderEpochFileCache.epochForOffset).
-func epochForOffset(epochs []EpochEntry, offset int64) int32 {
-	e := int32(-1)
-	for _, en := range epochs {
-		if en.StartOffset > offset {
-			break
-		}
-		e = en.Epoch
-	}
-	return e
+	rp.LeaderEpoch = epochForOffset(truncateFromStart(epochs, off.LogStartOffset), at.Offset)
 }
 
 func (s *Server) listOffsetV0(ctx context.Context, tp TopicPartition, p kmsg.ListOffsetsRequestTopicPartition,

@@ -59,14 +59,19 @@ type Log interface {
 	// found is false when no record has one (Kafka then answers offset
 	// -1). Errors as Read.
 	OffsetForTimestamp(ctx context.Context, tp TopicPartition, ts int64, iso Isolation) (off TimestampOffset, found bool, err error)
-	// MaxTimestamp returns the offset and timestamp of the record with the
-	// largest timestamp in the log (ListOffsets MAX_TIMESTAMP, KIP-734);
-	// the first such record when several share it. Errors as Read.
+	// MaxTimestamp returns the offset and timestamp (ms) of the record
+	// with the largest timestamp in the log from the log start offset to
+	// the high watermark (ListOffsets MAX_TIMESTAMP, KIP-734); the first
+	// such record when several share it. found is false when no record
+	// has a timestamp, or when that record is at or past iso's end (with
+	// ReadCommitted, in a transaction still open): Kafka then answers -1,
+	// never the largest timestamp below that end. Errors as Read.
 	MaxTimestamp(ctx context.Context, tp TopicPartition, iso Isolation) (off TimestampOffset, found bool, err error)
 	// LeaderEpochs returns the partition's leader-epoch lineage (the local
 	// leader-epoch-checkpoint merged with the epochs recorded in the
-	// copies' metadata), ascending by epoch and start offset. Errors as
-	// Offsets.
+	// copies' metadata), ascending by epoch and start offset. It may start
+	// before the log start offset; the listener trims it there as Kafka's
+	// LeaderEpochFileCache.truncateFromStart does. Errors as Offsets.
 	LeaderEpochs(ctx context.Context, tp TopicPartition) ([]EpochEntry, error)
 }
 
@@ -90,8 +95,10 @@ type Offsets struct {
 	// LogStartOffset is the first offset of the whole log, remote and
 	// local.
 	LogStartOffset int64
-	// LocalLogStartOffset is the first offset on local disk; equal to
-	// HighWatermark when no local segment holds data.
+	// LocalLogStartOffset is the first offset on local disk (the base
+	// offset of the oldest local segment, which may lie below
+	// LogStartOffset); equal to HighWatermark when no local segment holds
+	// data.
 	LocalLogStartOffset int64
 	// HighestTieredOffset is the last offset with a finished remote copy,
 	// or -1 when nothing is tiered.

@@ -38,14 +38,17 @@ func lop(p int32, ts int64, epoch int32) kmsg.ListOffsetsRequestTopicPartition {
 	return x
 }
 
+// listed is one partition's ListOffsets answer.
+type listed struct {
+	code          int16
+	offset, tstmp int64
+	epoch         int32
+}
+
 func TestListOffsets(t *testing.T) {
 	ts := startServer(t, offsetsLog(t), nil)
 	rc := dialRaw(t, ts.addr, "lo")
-	type want struct {
-		code          int16
-		offset, tstmp int64
-		epoch         int32
-	}
+	type want = listed
 	for _, tc := range []struct {
 		name    string
 		version int16

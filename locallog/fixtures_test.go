@@ -221,19 +221,28 @@ func checkOffsetForTimestamp(t *testing.T, p *Partition, recs []refRecord, o Off
 	}
 }
 
-// checkMaxTimestamp compares MaxTimestamp with a brute-force search over
-// the decoded records, for the whole log and for a limit inside it.
+// checkMaxTimestamp compares MaxTimestamp and MaxTimestampFrom with a
+// brute-force search over the decoded records, for the whole log, for a
+// limit inside it and for log starts inside it (inside an entry too).
 func checkMaxTimestamp(t *testing.T, p *Partition, recs []refRecord, o Offsets) {
-	for _, limit := range []int64{o.HighWatermark, (o.LocalLogStartOffset + o.HighWatermark) / 2} {
-		wo, wt, wf := int64(0), int64(-1), false
-		for _, r := range recs {
-			if r.offset < limit && r.ts > wt {
-				wo, wt, wf = r.offset, r.ts, r.ts >= 0
-			}
+	froms := []int64{0}
+	for _, i := range []int{1, len(recs) / 3, len(recs) / 2, len(recs) - 1} {
+		if i > 0 && i < len(recs) {
+			froms = append(froms, recs[i].offset)
 		}
-		go_, gt, gf, err := p.MaxTimestamp(limit)
-		if err != nil || gf != wf || (wf && (go_ != wo || gt != wt)) {
-			t.Fatalf("MaxTimestamp(%d) = %d, %d, %v, %v; want %d, %d, %v", limit, go_, gt, gf, err, wo, wt, wf)
+	}
+	for _, from := range froms {
+		for _, limit := range []int64{o.HighWatermark, (o.LocalLogStartOffset + o.HighWatermark) / 2} {
+			wo, wt, wf := int64(0), int64(-1), false
+			for _, r := range recs {
+				if r.offset >= from && r.offset < limit && r.ts > wt {
+					wo, wt, wf = r.offset, r.ts, r.ts >= 0
+				}
+			}
+			go_, gt, gf, err := p.MaxTimestampFrom(from, limit)
+			if err != nil || gf != wf || (wf && (go_ != wo || gt != wt)) {
+				t.Fatalf("MaxTimestampFrom(%d, %d) = %d, %d, %v, %v; want %d, %d, %v", from, limit, go_, gt, gf, err, wo, wt, wf)
+			}
 		}
 	}
 }

@@ -195,34 +195,52 @@ func (s *segment) decode(w *walker, b batch.Batch) ([]batch.Record, error) {
 	return recs, nil
 }
 
-// MaxTimestamp returns the first record, below limit (and the high
-// watermark), with the largest timestamp (ms) of the local log, and that
-// timestamp (ListOffsets MAX_TIMESTAMP, KIP-734); found is false when no
-// record has a timestamp (none, or all -1). It uses each segment's scan
-// (read once) and decodes one entry. Errors: kafkalog.ErrCorrupt naming
-// the file (a rolled segment whose scan stopped at corruption included),
-// ErrSegmentGone, ErrClosed, decompression and I/O errors.
+// MaxTimestamp is MaxTimestampFrom(0, limit): the whole local log below
+// limit.
 func (p *Partition) MaxTimestamp(limit int64) (offset, timestamp int64, found bool, err error) {
+	return p.MaxTimestampFrom(0, limit)
+}
+
+// MaxTimestampFrom returns the first record at or after offset from (the
+// caller's log start bound) and below limit (and the high watermark) with
+// the largest timestamp (ms) of those records, and that timestamp
+// (ListOffsets MAX_TIMESTAMP, KIP-734); found is false when none has a
+// timestamp (no record, or all -1). It uses each segment's scan (read
+// once), walks the entry headers of the segment holding from, and decodes
+// the entries cut by from or limit and the one picked. Errors:
+// kafkalog.ErrCorrupt naming the file (a rolled segment whose scan stopped
+// at corruption included), ErrSegmentGone, ErrClosed, decompression and
+// I/O errors.
+func (p *Partition) MaxTimestampFrom(from, limit int64) (offset, timestamp int64, found bool, err error) {
 	err = p.withListing(func(l *listing) error {
-		offset, timestamp, found, err = p.maxTimestamp(l, limit)
+		offset, timestamp, found, err = p.maxTimestamp(l, from, limit)
 		return err
 	})
 	return offset, timestamp, found, err
 }
 
-func (p *Partition) maxTimestamp(l *listing, limit int64) (int64, int64, bool, error) {
+func (p *Partition) maxTimestamp(l *listing, from, limit int64) (int64, int64, bool, error) {
 	hw, err := p.highWatermark(l)
 	if err != nil {
 		return 0, 0, false, err
 	}
 	limit = min(limit, hw)
+	all := func(int64) bool { return true }
 	best := maxCandidate{ts: -1, pos: -1}
-	var straddle maxCandidate
+	var cut, straddle maxCandidate
 	for i, s := range l.segs {
 		if s.base >= limit {
 			break
 		}
-		m, st, err := s.maxBelow(limit, i == len(l.segs)-1)
+		if i+1 < len(l.segs) && l.segs[i+1].base <= from {
+			continue // wholly below from
+		}
+		var m, st maxCandidate
+		if s.base < from {
+			m, cut, st, err = s.maxFrom(from, limit, i == len(l.segs)-1)
+		} else {
+			m, st, err = s.maxBelow(limit, i == len(l.segs)-1)
+		}
 		if err != nil {
 			return 0, 0, false, err
 		}
@@ -233,27 +251,40 @@ func (p *Partition) maxTimestamp(l *listing, limit int64) (int64, int64, bool, e
 			straddle = st
 		}
 	}
-	// The entry holding limit, when limit falls inside one, counts with its
-	// records below limit only; it comes after every other candidate.
-	if straddle.seg != nil {
-		o, t, ok, err := straddle.seg.maxRecord(straddle.pos, limit, func(int64) bool { return true })
+	var first maxCandidate // the entry cut by from: before every other candidate
+	if cut.seg != nil && (cut != straddle) {
+		o, t, ok, err := cut.seg.maxRecord(cut.pos, from, limit, all)
 		if err != nil {
 			return 0, 0, false, err
 		}
-		if ok && t > best.ts {
+		if ok && t >= best.ts && t >= 0 {
+			first = maxCandidate{seg: cut.seg, pos: o, ts: t}
+		}
+	}
+	// The entry holding limit, when limit falls inside one, counts with its
+	// records below limit only; it comes after every other candidate.
+	if straddle.seg != nil {
+		o, t, ok, err := straddle.seg.maxRecord(straddle.pos, from, limit, all)
+		if err != nil {
+			return 0, 0, false, err
+		}
+		if ok && t > best.ts && (first.seg == nil || t > first.ts) {
 			return o, t, true, nil
 		}
+	}
+	if first.seg != nil {
+		return first.pos, first.ts, true, nil
 	}
 	if best.ts < 0 {
 		return 0, 0, false, nil
 	}
-	o, t, ok, err := best.seg.maxRecord(best.pos, limit, func(t int64) bool { return t == best.ts })
+	o, t, ok, err := best.seg.maxRecord(best.pos, from, limit, func(t int64) bool { return t == best.ts })
 	if err != nil || ok {
 		return o, t, ok && t >= 0, err
 	}
 	// The header's max timestamp matches no record (a writer that set it
 	// differently): the entry's own first maximum.
-	o, t, ok, err = best.seg.maxRecord(best.pos, limit, func(int64) bool { return true })
+	o, t, ok, err = best.seg.maxRecord(best.pos, from, limit, all)
 	return o, t, ok && t >= 0, err
 }
 
@@ -263,9 +294,9 @@ type maxCandidate struct {
 	pos, ts int64
 }
 
-// maxRecord decodes the entry at pos and returns its first record below
-// limit with the largest timestamp among those accepted by match.
-func (s *segment) maxRecord(pos, limit int64, match func(int64) bool) (int64, int64, bool, error) {
+// maxRecord decodes the entry at pos and returns its first record in
+// [from, limit) with the largest timestamp among those accepted by match.
+func (s *segment) maxRecord(pos, from, limit int64, match func(int64) bool) (int64, int64, bool, error) {
 	f, end, err := s.file()
 	if err != nil {
 		return 0, 0, false, err
@@ -282,7 +313,7 @@ func (s *segment) maxRecord(pos, limit int64, match func(int64) bool) (int64, in
 	}
 	o, t, ok := int64(0), int64(-1), false
 	for _, r := range recs {
-		if r.Offset < limit && match(r.Timestamp) && (!ok || r.Timestamp > t) {
+		if r.Offset >= from && r.Offset < limit && match(r.Timestamp) && (!ok || r.Timestamp > t) {
 			o, t, ok = r.Offset, r.Timestamp, true
 		}
 	}
@@ -337,6 +368,60 @@ func (s *segment) maxBelow(limit int64, active bool) (best, straddle maxCandidat
 		pos = b.End()
 	}
 	return best, straddle, nil
+}
+
+// maxFrom is maxBelow for the segment holding from (its base below from):
+// the first entry with the largest max timestamp among those wholly in
+// [from, limit), found by a walk of the entry headers from where the
+// segment's scan puts from; the entry holding from, when it starts below
+// it (cut); and the entry holding limit, when it starts below limit
+// (straddle; the same as cut when one entry holds both).
+func (s *segment) maxFrom(from, limit int64, active bool) (best, cut, straddle maxCandidate, err error) {
+	best = maxCandidate{seg: s, ts: -1, pos: -1}
+	st, err := s.advance(limit, active)
+	if err != nil {
+		return best, cut, straddle, err
+	}
+	s.mu.Lock()
+	c := s.cur
+	pos := s.trustedStartLocked(from)
+	s.mu.Unlock()
+	if c.err != nil {
+		return best, cut, straddle, c.err
+	}
+	f, size, err := s.file()
+	if err != nil {
+		return best, cut, straddle, err
+	}
+	w := getWalker(f, size, hopRead)
+	defer w.put()
+	end := c.pos
+	if st.byBound {
+		end = c.pos + 1 // the entry at c.pos holds limit
+	}
+	for pos < end {
+		b, err := w.header(pos)
+		if err != nil {
+			return best, cut, straddle, kafkalog.WithFile(err, s.path)
+		}
+		switch {
+		case b.LastOffset < from:
+		case b.LastOffset >= limit:
+			if b.BaseOffset < limit { // -1 for a legacy wrapper: look inside
+				straddle = maxCandidate{seg: s, pos: pos}
+				if b.BaseOffset < from && cut.seg == nil {
+					cut = straddle
+				}
+			}
+			return best, cut, straddle, nil
+		case b.BaseOffset < from && cut.seg == nil: // an entry after it starts after from
+			cut = maxCandidate{seg: s, pos: pos}
+		case b.MaxTimestamp > best.ts:
+			best.ts, best.pos = b.MaxTimestamp, pos
+		}
+		pos = b.End()
+	}
+	return best, cut, straddle, nil
 }
 
 // withListing runs fn on the current listing, listing again and retrying

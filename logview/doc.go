@@ -41,12 +41,25 @@
 //
 // The log start offset is the remote tier's (rlmm's, which follows the
 // broker's log-start-offset-checkpoint and retention) when something is
-// tiered, else the oldest local segment's base offset. The high watermark
+// tiered, else the oldest local segment's base offset or, when larger, the
+// log dir's log-start-offset-checkpoint entry for the partition
+// (delete-records or retention inside the oldest segment; an entry past
+// the high watermark is ignored with a warning). The high watermark
 // is the end locallog serves (the broker's high watermark from
 // replication-offset-checkpoint in a broker-owned log dir, else the end of
 // the last whole batch), or the highest tiered offset + 1 when no local
 // data reaches further. The last stable offset is locallog's (open
-// transactions in the local log), never above the high watermark.
+// transactions in the local log), never below the log start offset nor
+// above the high watermark (UnifiedLog.maybeIncrementFirstUnstableOffset).
+//
+// # Timestamps
+//
+// OffsetForTimestamp and MaxTimestamp look at the records from the log
+// start offset to the high watermark, the tiered log first, and answer
+// not found when the record they find is at or past the isolation level's
+// end, as Kafka does (ReplicaManager.fetchOffset's lastFetchableOffset):
+// under read_committed, a maximum inside an open transaction is not
+// answered with a smaller one below it.
 //
 // # Reads
 //

@@ -41,14 +41,20 @@ func (v *View) OffsetForTimestamp(ctx context.Context, tp listener.TopicPartitio
 	return listener.TimestampOffset{Offset: off, Timestamp: t}, found, nil
 }
 
-// MaxTimestamp implements listener.Log: the larger of the two tiers'
-// maxima, the tiered one on a tie (it comes first).
+// MaxTimestamp implements listener.Log as Kafka answers MAX_TIMESTAMP
+// (UnifiedLog.fetchOffsetByTimestamp, then ReplicaManager.fetchOffset's
+// lastFetchableOffset): the first record with the largest timestamp of
+// the log from the log start offset to the high watermark, the larger of
+// the two tiers' maxima and the tiered one on a tie (it comes first); not
+// found when that record is at or past the isolation level's end (an open
+// transaction's record under read_committed), never the largest below
+// that end.
 func (v *View) MaxTimestamp(ctx context.Context, tp listener.TopicPartition, iso listener.Isolation) (listener.TimestampOffset, bool, error) {
 	st, err := v.state(ctx, tp)
 	if err != nil {
 		return listener.TimestampOffset{}, false, err
 	}
-	limit := st.limit(iso)
+	hw := st.offs.HighWatermark
 	var best listener.TimestampOffset
 	found := false
 	if st.hasRemote {
@@ -56,18 +62,21 @@ func (v *View) MaxTimestamp(ctx context.Context, tp listener.TopicPartition, iso
 		if err != nil {
 			return best, false, remoteError(st.tp, -1, err)
 		}
-		if ok && off < limit {
+		if ok && off >= st.offs.LogStartOffset && off < hw {
 			best, found = listener.TimestampOffset{Offset: off, Timestamp: t}, true
 		}
 	}
 	if st.local != nil {
-		off, t, ok, err := st.local.MaxTimestamp(limit)
+		off, t, ok, err := st.local.MaxTimestampFrom(st.offs.LogStartOffset, hw)
 		if err != nil {
 			return best, false, localError(st.tp, -1, err)
 		}
-		if ok && off >= st.offs.LogStartOffset && (!found || t > best.Timestamp) {
+		if ok && (!found || t > best.Timestamp) {
 			best, found = listener.TimestampOffset{Offset: off, Timestamp: t}, true
 		}
+	}
+	if found && best.Offset >= st.limit(iso) {
+		return listener.TimestampOffset{}, false, nil
 	}
 	return best, found, nil
 }

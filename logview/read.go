@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"sort"
 
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -85,12 +86,47 @@ func (v *View) state(ctx context.Context, ltp listener.TopicPartition) (*state, 
 		o.LastStableOffset = st.lo.LastStableOffset
 	}
 	o.LogStartOffset = min(o.LogStartOffset, o.HighWatermark)
-	o.LastStableOffset = min(o.LastStableOffset, o.HighWatermark)
+	if lso, ok := v.checkpointedLogStart(st, o.HighWatermark); ok {
+		o.LogStartOffset = max(o.LogStartOffset, lso)
+	}
+	// Kafka's last stable offset is never below the log start offset
+	// (UnifiedLog.maybeIncrementFirstUnstableOffset) nor above the high
+	// watermark.
+	o.LastStableOffset = min(max(o.LastStableOffset, o.LogStartOffset), o.HighWatermark)
 	if eps, err := v.epochLineage(ctx, st); err == nil && len(eps) > 0 {
 		o.LeaderEpoch = eps[len(eps)-1].Epoch
 	}
 	st.offs = o
 	return st, nil
+}
+
+// checkpointedLogStart returns, for a partition with nothing tiered, the
+// log start offset the log dir's log-start-offset-checkpoint gives it (the
+// broker writes it after delete-records and retention; for a tiered
+// partition the copier moves the remote metadata's log start there on its
+// next pass, and the remote tier's is used), when it is one Kafka could
+// have written: at most hw (UnifiedLog.maybeIncrementLogStartOffset never
+// passes the high watermark). A larger one (another cluster's file, a
+// hand edit) is ignored with a warning, as the copier ignores it.
+func (v *View) checkpointedLogStart(st *state, hw int64) (int64, bool) {
+	if st.local == nil || st.hasRemote {
+		return 0, false
+	}
+	v.mu.Lock()
+	f := v.checkpointFor(filepath.Dir(st.local.Dir()), kafkalog.LogStartOffsetCheckpointFile)
+	v.mu.Unlock()
+	lso, ok := f.get(st.tp)
+	if !ok {
+		return 0, false
+	}
+	if lso > hw {
+		v.mu.Lock()
+		v.warnOnce(fmt.Sprintf("lso:%s:%d", st.tp, lso), "log-start-offset-checkpoint gives a log start offset past the high watermark; ignored",
+			"partition", st.tp, "log_start_offset", lso, "high_watermark", hw)
+		v.mu.Unlock()
+		return 0, false
+	}
+	return lso, true
 }
 
 // Offsets implements listener.Log.

@@ -51,7 +51,7 @@ type View struct {
 	mu       sync.Mutex
 	local    map[kafkalog.TopicPartition]*locallog.Partition
 	scanned  time.Time
-	hw       map[string]*hwFile // log dir -> its replication-offset-checkpoint
+	ckpts    map[string]*ckptFile // path -> a log dir's offset checkpoint
 	topics   []listener.Topic
 	topicsAt time.Time
 	epochs   map[kafkalog.TopicPartition]cachedEpochs
@@ -72,17 +72,17 @@ func New(cfg Config, remote Remote, opts ...Option) (*View, error) {
 		return nil, err
 	}
 	v := &View{cfg: cfg, remote: remote, log: slog.New(slog.DiscardHandler), local: map[kafkalog.TopicPartition]*locallog.Partition{},
-		hw: map[string]*hwFile{}, epochs: map[kafkalog.TopicPartition]cachedEpochs{}, warned: map[string]bool{}}
+		ckpts: map[string]*ckptFile{}, epochs: map[kafkalog.TopicPartition]cachedEpochs{}, warned: map[string]bool{}}
 	for _, o := range opts {
 		o(v)
 	}
 	return v, nil
 }
 
-// hwFile is one log dir's replication-offset-checkpoint, re-read when the
-// file was replaced (the broker writes a new file and renames it over the
+// ckptFile is one log dir's offset checkpoint (replication-offset-checkpoint
+// or log-start-offset-checkpoint), re-read when the file was replaced (the broker writes a new file and renames it over the
 // old one) or its modification time or size changed.
-type hwFile struct {
+type ckptFile struct {
 	mu   sync.Mutex
 	path string
 	last os.FileInfo
@@ -90,7 +90,7 @@ type hwFile struct {
 	err  error
 }
 
-func (h *hwFile) get(tp kafkalog.TopicPartition) (int64, bool) {
+func (h *ckptFile) get(tp kafkalog.TopicPartition) (int64, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st, err := os.Stat(h.path)
@@ -146,7 +146,7 @@ func (v *View) rescanLocked(force bool) {
 		}
 		opts := locallog.Options{}
 		if v.cfg.BrokerOwned {
-			h := v.hwFor(filepath.Dir(dir))
+			h := v.checkpointFor(filepath.Dir(dir), kafkalog.ReplicationOffsetCheckpointFile)
 			opts.HighWatermark = func() (int64, bool) { return h.get(tp) }
 		}
 		p, err := locallog.Open(dir, opts)
@@ -185,11 +185,14 @@ func (v *View) pickDir(tp kafkalog.TopicPartition, dirs []string) string {
 	return best
 }
 
-func (v *View) hwFor(logDir string) *hwFile {
-	h, ok := v.hw[logDir]
+// checkpointFor returns the offset checkpoint name of logDir. Callers
+// hold v.mu.
+func (v *View) checkpointFor(logDir, name string) *ckptFile {
+	path := filepath.Join(logDir, name)
+	h, ok := v.ckpts[path]
 	if !ok {
-		h = &hwFile{path: filepath.Join(logDir, "replication-offset-checkpoint")}
-		v.hw[logDir] = h
+		h = &ckptFile{path: path}
+		v.ckpts[path] = h
 	}
 	return h
 }

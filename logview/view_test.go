@@ -62,12 +62,15 @@ func newRig(t *testing.T) *rig {
 
 // tier runs copier passes with local.retention.bytes = localBytes until
 // nothing changes.
-func (r *rig) tier(localBytes int64) {
+func (r *rig) tier(localBytes int64) { r.tierRetaining(localBytes, -1) }
+
+// tierRetaining is tier with log.retention.bytes = bytes (-1: no limit).
+func (r *rig) tierRetaining(localBytes, bytes int64) {
 	r.t.Helper()
 	cfg := copier.DefaultConfig()
 	cfg.LogDirs, cfg.FileDeleteDelayMs, cfg.BrokerID, cfg.InstanceID = []string{r.logDir}, 0, 1, "logview-test"
 	never := int64(-1)
-	cfg.Retention.RetentionMs, cfg.Retention.LocalRetentionBytes = &never, &localBytes
+	cfg.Retention.RetentionMs, cfg.Retention.LocalRetentionBytes, cfg.Retention.RetentionBytes = &never, &localBytes, &bytes
 	c, err := copier.New(cfg, r.store, r.mgr)
 	if err != nil {
 		r.t.Fatal(err)
