@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/tierd/tierd/listener/groups"
+	"github.com/tierd/tierd/listener/groups/groupstest"
 )
 
 // countingReader counts the bytes read through it.
@@ -92,7 +95,7 @@ func FuzzRequest(f *testing.F) {
 	l.topics["big"] = bl.topics["big"]
 	cfg := DefaultConfig()
 	cfg.FetchMaxBytes = 64 << 10
-	srv, err := New(cfg, l)
+	srv, err := New(cfg, l, WithGroups(fuzzCoordinator(f)))
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -104,7 +107,9 @@ func FuzzRequest(f *testing.F) {
 		c := &conn{s: srv, nc: dc, stopping: stopping, remote: "fuzz"}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		ce := c.request(context.Background(), frame, time.Now())
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond) // a JoinGroup or SyncGroup that waits gives up
+		ce := c.request(ctx, frame, time.Now())
+		cancel()
 		runtime.ReadMemStats(&after)
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(256*len(frame)+8<<20) {
 			t.Fatalf("%d bytes allocated for a %d-byte request", alloc, len(frame))
@@ -182,9 +187,87 @@ func requestSeeds(t testing.TB) [][]byte {
 		add(r, a.min)
 		add(r, a.max)
 	}
+	for _, a := range groupServed {
+		r := groupSeed(kmsg.Key(a.key))
+		add(r, a.min)
+		add(r, a.max)
+	}
 	add(apiVersions(0), 9)
-	add(kmsg.NewPtrFindCoordinatorRequest(), 3)
+	add(kmsg.NewPtrCreateTopicsRequest(), 3)
 	return out
+}
+
+// fuzzCoordinator is a loaded coordinator over memory whose join phases
+// complete at once (no initial delay).
+func fuzzCoordinator(t testing.TB) *groups.Coordinator {
+	gc := groups.DefaultConfig()
+	gc.InitialRebalanceDelayMs = 0
+	coord, err := groups.New(gc, groupstest.NewMemStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := coord.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return coord
+}
+
+// groupSeed is a request of a group API, on group "g" and topic "t",
+// with the fields of every version set.
+func groupSeed(key kmsg.Key) kmsg.Request {
+	md := kmsg.NewConsumerMemberMetadata()
+	md.Topics = []string{"t"}
+	switch key {
+	case kmsg.FindCoordinator:
+		r := kmsg.NewPtrFindCoordinatorRequest()
+		r.CoordinatorKey, r.CoordinatorKeys = "g", []string{"g", "h"}
+		return r
+	case kmsg.JoinGroup:
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Group, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis, r.ProtocolType = "g", 10000, 10000, "consumer"
+		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: md.AppendTo(nil)}}
+		return r
+	case kmsg.SyncGroup:
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.MemberID, r.Generation = "g", "m", 1
+		r.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{0, 0}}}
+		return r
+	case kmsg.Heartbeat:
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.MemberID, r.Generation = "g", "m", 1
+		return r
+	case kmsg.LeaveGroup:
+		r := kmsg.NewPtrLeaveGroupRequest()
+		r.Group, r.MemberID, r.Members = "g", "m", []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+		return r
+	case kmsg.OffsetCommit:
+		r := kmsg.NewPtrOffsetCommitRequest()
+		r.Group, r.Generation = "g", -1
+		r.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}}}
+		return r
+	case kmsg.OffsetFetch:
+		r := kmsg.NewPtrOffsetFetchRequest()
+		r.Group = "g"
+		r.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "t", Partitions: []int32{0}}}
+		r.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0}}}}}
+		return r
+	case kmsg.ListGroups:
+		return kmsg.NewPtrListGroupsRequest()
+	case kmsg.DescribeGroups:
+		r := kmsg.NewPtrDescribeGroupsRequest()
+		r.Groups = []string{"g"}
+		return r
+	case kmsg.DeleteGroups:
+		r := kmsg.NewPtrDeleteGroupsRequest()
+		r.Groups = []string{"g"}
+		return r
+	case kmsg.OffsetDelete:
+		r := kmsg.NewPtrOffsetDeleteRequest()
+		r.Group = "g"
+		r.Topics = []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}}}
+		return r
+	}
+	panic(fmt.Sprintf("no seed for %s", kmsg.NameForKey(int16(key))))
 }
 
 // TestWriteFuzzSeeds writes the seeds to testdata/fuzz when
@@ -211,7 +294,7 @@ func TestWriteFuzzSeeds(t *testing.T) {
 // TestRequestSeedsAnswered: the served seeds are answered (so the fuzzer
 // starts from requests that reach the handlers); the refused ones close.
 func TestRequestSeedsAnswered(t *testing.T) {
-	srv, err := New(DefaultConfig(), smallLog(t))
+	srv, err := New(DefaultConfig(), smallLog(t), WithGroups(fuzzCoordinator(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +305,7 @@ func TestRequestSeedsAnswered(t *testing.T) {
 		dc := &discardConn{}
 		c := &conn{s: srv, nc: dc, stopping: stopping}
 		ce := c.request(context.Background(), s, time.Now())
-		refused := i >= len(seeds)-1 // FindCoordinator
+		refused := i >= len(seeds)-1 // CreateTopics
 		if (ce != nil) != refused || (!refused && dc.written == 0) {
 			t.Fatalf("seed %d: close %v, %d bytes written", i, ce, dc.written)
 		}

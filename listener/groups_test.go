@@ -17,7 +17,7 @@ import (
 
 // groupServer serves a fake log of topic "orders" (parts partitions of n
 // records each) with a group coordinator over store.
-func groupServer(t *testing.T, parts int32, n int, store groups.Store) (*testServer, *groups.Coordinator) {
+func groupServer(t *testing.T, parts int32, n int, store groups.Store, opts ...Option) (*testServer, *groups.Coordinator) {
 	t.Helper()
 	l := newFakeLog()
 	for p := int32(0); p < parts; p++ {
@@ -41,7 +41,7 @@ func groupServer(t *testing.T, parts int32, n int, store groups.Store) (*testSer
 			t.Errorf("coordinator Run: %v", err)
 		}
 	})
-	return startServer(t, l, nil, WithGroups(coord)), coord
+	return startServer(t, l, nil, append([]Option{WithGroups(coord)}, opts...)...), coord
 }
 
 // groupConsumer is a franz-go consumer in group, reading orders.

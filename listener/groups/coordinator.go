@@ -29,10 +29,6 @@ type Store interface {
 	LoadGroups(fn func(group string, record []byte, offsets map[remotelog.TopicPartition][]byte) error) error
 }
 
-// ErrLoading is returned (wrapped) while the groups kept are being
-// loaded: Kafka's COORDINATOR_LOAD_IN_PROGRESS.
-var ErrLoading = errors.New("groups: loading")
-
 // Coordinator is a classic group coordinator (Kafka's group protocol as
 // its GroupCoordinator serves consumers) for every group: it is safe for
 // concurrent use; Run loads the groups kept and drives their timers.
@@ -42,6 +38,7 @@ type Coordinator struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	loadMu sync.Mutex // one Load at a time
 	loaded atomic.Bool
 	mu     sync.Mutex
 	groups map[string]*group
@@ -122,8 +119,11 @@ func (c *Coordinator) stop() {
 // Load reads the groups kept in the store: a group with members comes
 // back Stable with its generation and assignments (each member's session
 // starts over), one without Empty. Until it returns, requests get
-// ErrLoading.
+// COORDINATOR_LOAD_IN_PROGRESS. Calls after the first that succeeded
+// return nil at once (Run loads too).
 func (c *Coordinator) Load() error {
+	c.loadMu.Lock()
+	defer c.loadMu.Unlock()
 	if c.loaded.Load() {
 		return nil
 	}
