@@ -48,12 +48,49 @@
 //	                                partition TOPIC_AUTHORIZATION_FAILED;
 //	                                acks=0 gets no response
 //
+// With a group coordinator (WithGroups; kafka.group.coordinator.enable in
+// tierd), the classic group protocol too, answered by package
+// listener/groups (its doc.go has the rules):
+//
+//	API                   versions  Kafka semantics kept
+//	FindCoordinator (10)  0-4       this listener's broker for a group
+//	                                (DESCRIBE on it); transactions
+//	                                COORDINATOR_NOT_AVAILABLE; batched
+//	                                keys (v4)
+//	JoinGroup (11)        0-9       waits for the join phase; KIP-394
+//	                                member ids (v4+), static members
+//	                                (v5+, KIP-345), skip_assignment (v9)
+//	SyncGroup (14)        0-5       waits for the leader's assignment
+//	Heartbeat (12)        0-4       session kept; REBALANCE_IN_PROGRESS
+//	LeaveGroup (13)       0-5       batched members (v3+)
+//	OffsetCommit (8)      0-8       durable before the answer; simple
+//	                                commits to Empty groups; the
+//	                                partition must be served
+//	OffsetFetch (9)       0-8       one group (v0-7) or several (v8);
+//	                                every topic when none is named (v2+)
+//	ListGroups (16)       0-5       state (v4+) and type (v5+) filters
+//	DescribeGroups (15)   0-5       members with metadata and assignment;
+//	                                authorized operations (v3+)
+//	DeleteGroups (42)     0-2       Empty groups only (NON_EMPTY_GROUP)
+//	OffsetDelete (47)     0         not for subscribed topics
+//
+// The group APIs check Kafka's GROUP ACLs as its KafkaApis does: READ to
+// join, sync, heartbeat, leave and commit; DESCRIBE (implied by READ) to
+// find the coordinator, fetch offsets and describe; DELETE to delete
+// groups and offsets; ListGroups lists every group with DESCRIBE on the
+// cluster, otherwise those the caller may describe. A commit also needs
+// READ on each topic, an offset fetch DESCRIBE (topics without it are
+// TOPIC_AUTHORIZATION_FAILED when named, left out when all are asked).
+// KIP-848's ConsumerGroupHeartbeat is not advertised: clients that prefer
+// it use the classic protocol.
+//
 // A request for any other API key or version closes the connection (Kafka
 // closes a connection whose request it cannot parse), is logged once per
 // client (remote host and client id) with the API and version, and counted
 // (tierd_kafka_connections_closed_total{reason="unsupported_request"}).
-// Consumer groups are not served: consumers use assign-style consumption
-// (franz-go ConsumePartitions, librdkafka assign, sarama ConsumePartition).
+// Without a group coordinator the group APIs are among them: consumers
+// use assign-style consumption (franz-go ConsumePartitions, librdkafka
+// assign, sarama ConsumePartition).
 //
 // # Offsets
 //
