@@ -3,6 +3,8 @@ package listener
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,7 +30,7 @@ func groupServer(t *testing.T, parts int32, n int, store groups.Store, opts ...O
 	gc := groups.DefaultConfig()
 	gc.InitialRebalanceDelayMs = 100
 	gc.MinSessionTimeoutMs = 1000
-	coord, err := groups.New(gc, store)
+	coord, err := groups.New(gc, store, groups.WithLogger(slog.New(slog.NewTextHandler(testLogWriter{t}, nil))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,6 +45,11 @@ func groupServer(t *testing.T, parts int32, n int, store groups.Store, opts ...O
 	})
 	return startServer(t, l, nil, append([]Option{WithGroups(coord)}, opts...)...), coord
 }
+
+// testLogWriter writes to the test's log (shown when it fails).
+type testLogWriter struct{ t *testing.T }
+
+func (w testLogWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
 
 // groupConsumer is a franz-go consumer in group, reading orders.
 func groupConsumer(t *testing.T, addr, group string, opts ...kgo.Opt) *kgo.Client {
