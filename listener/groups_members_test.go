@@ -14,6 +14,7 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/tierd/tierd/internal/kafkalog/batch"
 	testtools "github.com/tierd/tierd/internal/testutil/tools"
@@ -192,5 +193,34 @@ func TestSaramaGroup(t *testing.T) {
 	}
 	if _, twice := h.count(); twice {
 		t.Errorf("a record was read twice: %v", h.read)
+	}
+}
+
+// TestKIP848ClientFallsBack: ConsumerGroupHeartbeat (KIP-848) is not
+// advertised, so a franz-go consumer that asks for server-side
+// assignment (kgo.ServerSideBalancer) joins with the classic protocol,
+// is assigned its partitions and reads.
+func TestKIP848ClientFallsBack(t *testing.T) {
+	t.Parallel()
+	ts, _ := groupServer(t, 2, 5, groupstest.NewMemStore())
+	av := dialRaw(t, ts.addr, "versions").roundTrip(apiVersions(3)).(*kmsg.ApiVersionsResponse)
+	for _, k := range av.ApiKeys {
+		if k.ApiKey == int16(kmsg.ConsumerGroupHeartbeat) || k.ApiKey == int16(kmsg.ConsumerGroupDescribe) {
+			t.Fatalf("%s advertised", kmsg.NameForKey(k.ApiKey))
+		}
+	}
+	cl := groupConsumer(t, ts.addr, "next-gen", kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for n := 0; n < 10; {
+		fs := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of 10 records: %v", n, fs.Errors())
+		}
+		n += fs.NumRecords()
+	}
+	if d := describeForTest(t, ts.addr, "next-gen"); !strings.Contains(d, "protocol range members 1") {
+		t.Fatalf("not a classic group with the client as its member: %s", d)
 	}
 }
