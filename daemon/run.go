@@ -162,7 +162,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 	}
 	var shared []listener.Option
 	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && cfg.Kafka.Listener.GroupCoordinatorEnable {
-		coord, err := groups.New(cfg.Kafka.Listener.Groups, d.Store, groups.WithLogger(log.With("component", "groups")))
+		hw := func(ctx context.Context, tp remotelog.TopicPartition) (int64, error) {
+			o, err := d.View.Offsets(ctx, listener.TopicPartition(tp))
+			return o.HighWatermark, err
+		}
+		coord, err := groups.New(cfg.Kafka.Listener.Groups, d.Store, groups.WithLogger(log.With("component", "groups")),
+			groups.WithRegisterer(reg), groups.WithHighWatermarks(hw))
 		if err != nil {
 			return err
 		}

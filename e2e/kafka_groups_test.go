@@ -26,7 +26,7 @@ func TestKafkaGroupSurvivesCrash(t *testing.T) {
 	t.Parallel()
 	root := t.TempDir()
 	bin := buildTierd(t)
-	kafkaAddr := freePort(t)
+	kafkaAddr, httpAddr := freePort(t), freePort(t)
 	cfg := filepath.Join(root, "tierd.yaml")
 	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:
   log_dirs: [%s]
@@ -42,7 +42,7 @@ http: {listen: %s}
 kafka:
   listen: %s
   group.initial.rebalance.delay.ms: 100
-`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freePort(t), freePort(t), kafkaAddr)))
+`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freePort(t), httpAddr, kafkaAddr)))
 	const parts, perPart = 3, 200
 	for p := 0; p < parts; p++ {
 		l, err := seglog.Open(filepath.Join(root, "logs", fmt.Sprintf("orders-%d", p)), seglog.DefaultConfig())
@@ -144,6 +144,16 @@ kafka:
 	for p := int32(0); p < parts; p++ {
 		if o, ok := offs.Lookup("orders", p); !ok || o.At != perPart {
 			t.Errorf("orders-%d committed at %+v after the restart, want %d", p, o, perPart)
+		}
+	}
+	// /metrics: the member, and no lag left.
+	m := scrape(t, "http://"+httpAddr+"/metrics")
+	if n := m.sum("tierd_kafka_group_members", `group="survivor"`); n != 1 {
+		t.Errorf("tierd_kafka_group_members{group=survivor} %v, want 1", n)
+	}
+	for p := 0; p < parts; p++ {
+		if !m.has(fmt.Sprintf(`tierd_kafka_group_lag{group="survivor",partition="%d",topic="orders"} 0`, p)) {
+			t.Errorf("no lag 0 for orders-%d in /metrics", p)
 		}
 	}
 	t.Logf("committed before the crash %v; every record read after the restart", atCrash)

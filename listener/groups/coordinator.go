@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tierd/tierd/internal/remotelog"
 )
 
@@ -38,6 +40,10 @@ type Coordinator struct {
 	log   *slog.Logger
 	now   func() time.Time
 
+	reg prometheus.Registerer
+	hw  HighWatermarks
+	m   *metrics
+
 	loadMu sync.Mutex // one Load at a time
 	loaded atomic.Bool
 	mu     sync.Mutex
@@ -53,7 +59,8 @@ func WithLogger(l *slog.Logger) Option { return func(c *Coordinator) { c.log = l
 // withClock sets the clock (tests).
 func withClock(now func() time.Time) Option { return func(c *Coordinator) { c.now = now } }
 
-// New returns a coordinator over store. Errors: cfg's (Validate).
+// New returns a coordinator over store. Errors: cfg's (Validate), the
+// metrics' registration.
 func New(cfg Config, store Store, opts ...Option) (*Coordinator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -61,9 +68,12 @@ func New(cfg Config, store Store, opts ...Option) (*Coordinator, error) {
 	if store == nil {
 		return nil, errors.New("groups: no store")
 	}
-	c := &Coordinator{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler), now: time.Now, groups: map[string]*group{}}
+	c := &Coordinator{cfg: cfg, store: store, log: slog.New(slog.DiscardHandler), now: time.Now, groups: map[string]*group{}, m: newMetrics()}
 	for _, o := range opts {
 		o(c)
+	}
+	if err := c.register(); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -186,6 +196,7 @@ func (c *Coordinator) timers(g *group, now time.Time) {
 		if now.After(g.syncDeadline) {
 			for id, m := range g.members {
 				if m.sync == nil && id != "" {
+					c.m.removed.WithLabelValues("not_synced").Inc()
 					g.remove(id, codeRebalanceInProgress)
 				}
 			}
@@ -197,6 +208,7 @@ func (c *Coordinator) timers(g *group, now time.Time) {
 	for id, m := range g.members {
 		if m.join == nil && m.sync == nil && now.After(m.deadline) {
 			c.log.Info("consumer group member's session expired", "group", g.name, "member", id, "session_timeout", m.session)
+			c.m.removed.WithLabelValues("session_expired").Inc()
 			g.remove(id, codeUnknownMemberID)
 			expired = true
 		}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -581,5 +583,74 @@ func TestExpireAndDelete(t *testing.T) {
 	}
 	if code := r.c.Delete("g"); code != 0 || len(r.store.Groups()) != 0 {
 		t.Fatalf("deleting the empty group: %d, kept %v", code, r.store.Groups())
+	}
+}
+
+// TestMetrics: the gauges follow the groups (state, members, lag against
+// the high watermarks given) and the counters what happened to them.
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	hw := func(_ context.Context, tp remotelog.TopicPartition) (int64, error) {
+		if tp.Partition == 1 {
+			return 0, errors.New("not served")
+		}
+		return 50, nil
+	}
+	r := newRig(t, func(*Config) {})
+	c, err := New(r.c.cfg, r.store, withClock(r.clk.Now), WithRegisterer(reg), WithHighWatermarks(hw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	ids, gen := r.stable("g", 2)
+	r.c.Commit(commitReq("g", ids[0], gen, map[int32]int64{0: 20, 1: 7}), allow)
+	r.c.Commit(commitReq("simple", "", -1, map[int32]int64{0: 60}), allow)
+	want := `
+# HELP tierd_kafka_group_lag Records between a group's committed offset and the partition's high watermark.
+# TYPE tierd_kafka_group_lag gauge
+tierd_kafka_group_lag{group="g",partition="0",topic="orders"} 30
+tierd_kafka_group_lag{group="simple",partition="0",topic="orders"} 0
+# HELP tierd_kafka_group_members Members of each consumer group that has any.
+# TYPE tierd_kafka_group_members gauge
+tierd_kafka_group_members{group="g"} 2
+# HELP tierd_kafka_groups Consumer groups kept, by state.
+# TYPE tierd_kafka_groups gauge
+tierd_kafka_groups{state="CompletingRebalance"} 0
+tierd_kafka_groups{state="Empty"} 1
+tierd_kafka_groups{state="PreparingRebalance"} 0
+tierd_kafka_groups{state="Stable"} 1
+# HELP tierd_kafka_group_offsets_committed_total Partitions' offsets committed to consumer groups, durably.
+# TYPE tierd_kafka_group_offsets_committed_total counter
+tierd_kafka_group_offsets_committed_total 3
+# HELP tierd_kafka_group_rebalances_total Join phases of consumer groups completed with members (a new generation).
+# TYPE tierd_kafka_group_rebalances_total counter
+tierd_kafka_group_rebalances_total 1
+`
+	if err := promtestutil.GatherAndCompare(reg, strings.NewReader(want), "tierd_kafka_group_lag", "tierd_kafka_group_members", "tierd_kafka_groups",
+		"tierd_kafka_group_offsets_committed_total", "tierd_kafka_group_rebalances_total"); err != nil {
+		t.Fatal(err)
+	}
+	// One member leaves, the other's session expires.
+	leave := kmsg.NewPtrLeaveGroupRequest()
+	leave.Version, leave.Group, leave.Members = 3, "g", []kmsg.LeaveGroupRequestMember{{MemberID: ids[1]}}
+	r.c.Leave(leave)
+	r.waitState("g", PreparingRebalance)
+	r.clk.add(31 * time.Second)
+	r.c.tickAll(r.clk.Now())
+	r.store.Fail = errors.New("disk full")
+	r.c.Commit(commitReq("simple", "", -1, map[int32]int64{0: 61}), allow)
+	for reason, n := range map[string]float64{"left": 1, "not_rejoined": 1, "session_expired": 0} {
+		if got := promtestutil.ToFloat64(c.m.removed.WithLabelValues(reason)); got != n {
+			t.Errorf("members removed for %s: %v, want %v", reason, got, n)
+		}
+	}
+	if got := promtestutil.ToFloat64(c.m.commitFailures); got != 1 {
+		t.Errorf("commit failures %v", got)
+	}
+	if r.state("g") != Empty {
+		t.Errorf("state %s", r.state("g"))
 	}
 }

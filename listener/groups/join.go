@@ -228,6 +228,7 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 	for id, m := range g.members {
 		if m.join == nil {
 			c.log.Info("consumer group member did not rejoin in time: removed", "group", g.name, "member", id)
+			c.m.removed.WithLabelValues("not_rejoined").Inc()
 			g.remove(id, codeUnknownMemberID)
 		}
 	}
@@ -247,6 +248,7 @@ func (c *Coordinator) completeJoin(g *group, now time.Time) {
 			break
 		}
 	}
+	c.m.rebalances.Inc()
 	g.protocol = g.selectProtocol()
 	g.setState(CompletingRebalance, now)
 	g.syncDeadline = now.Add(g.maxRebalance())

@@ -67,6 +67,7 @@ func (c *Coordinator) Commit(req *kmsg.OffsetCommitRequest, check func(topic str
 	}
 	g := c.groups[req.Group]
 	if err := c.store.WriteGroup(g.name, nil, write); err != nil {
+		c.m.commitFailures.Inc()
 		c.log.Warn("consumer group: offsets not stored", "group", g.name, "partitions", len(write), "err", err)
 		for i := range resp.Topics {
 			for j := range resp.Topics[i].Partitions {
@@ -81,6 +82,7 @@ func (c *Coordinator) Commit(req *kmsg.OffsetCommitRequest, check func(topic str
 	for tp, o := range kept {
 		g.offsets[tp] = o
 	}
+	c.m.committed.Add(float64(len(kept)))
 	return resp
 }
 
@@ -185,6 +187,7 @@ func (c *Coordinator) DeleteOffsets(group string, partitions []remotelog.TopicPa
 		for _, tp := range gone {
 			delete(g.offsets, tp)
 		}
+		c.m.expired.Add(float64(len(gone)))
 	}
 	return 0, per
 }
@@ -234,6 +237,7 @@ func (c *Coordinator) ExpireOffsets() {
 		for _, tp := range gone {
 			delete(g.offsets, tp)
 		}
+		c.m.expired.Add(float64(len(gone)))
 		if all {
 			g.setState(Dead, now)
 			delete(c.groups, name)

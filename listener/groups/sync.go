@@ -172,6 +172,7 @@ func (c *Coordinator) Leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 			rm.ErrorCode = g.validateMember(id, instance)
 		}
 		if rm.ErrorCode == 0 && !pending {
+			c.m.removed.WithLabelValues("left").Inc()
 			g.remove(id, codeUnknownMemberID)
 			left = true
 		}
