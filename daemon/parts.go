@@ -17,7 +17,9 @@ import (
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/instance"
 	"github.com/tierd/tierd/internal/partlabels"
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/listener/groups"
 	"github.com/tierd/tierd/logview"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rlmm"
@@ -39,9 +41,10 @@ type Parts struct {
 	View       *logview.View   // both tiers joined, for the Kafka listener
 	Kafka      *cluster.Client // nil without kafka.bootstrap_servers
 	Registerer prometheus.Registerer
-	Watch      *rsm.Watch      // the object store's verdict
-	Labels     *partlabels.Set // bounds the per-partition series of every part
-	RSM        *rsmapi.Server  // the RSM endpoint; nil unless rsm.enabled (Run)
+	Watch      *rsm.Watch          // the object store's verdict
+	Labels     *partlabels.Set     // bounds the per-partition series of every part
+	RSM        *rsmapi.Server      // the RSM endpoint; nil unless rsm.enabled (Run)
+	Groups     *groups.Coordinator // the Kafka listeners' group coordinator; nil without a Kafka listener or with kafka.group.coordinator.enable false
 
 	InstanceID string // kept in the metadata dir (internal/instance)
 }
@@ -140,10 +143,23 @@ func OpenParts(ctx context.Context, cfg config.Config, start PartsOptions, log *
 		d.Close()
 		return nil, err
 	}
-	if d.API, err = grpcapi.NewServer(cfg.Fetch.Config, store, d.Manager, grpcapi.WithLogger(log.With("component", "fetch")), grpcapi.WithRegisterer(reg),
+	apiOpts := []grpcapi.Option{grpcapi.WithLogger(log.With("component", "fetch")), grpcapi.WithRegisterer(reg),
 		grpcapi.WithAdmin(d.Copier, store, Identity(cfg, d.InstanceID)),
 		grpcapi.WithEngine(remoteread.WithMissingCopyHook(d.Copier.SuspectCopy), remoteread.WithPartitionLabels(labels),
-			remoteread.WithStoreHealth(d.Watch.Err))); err != nil {
+			remoteread.WithStoreHealth(d.Watch.Err))}
+	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && cfg.Kafka.Listener.GroupCoordinatorEnable {
+		hw := func(ctx context.Context, tp remotelog.TopicPartition) (int64, error) { // d.View is set below, before anything runs
+			o, err := d.View.Offsets(ctx, listener.TopicPartition(tp))
+			return o.HighWatermark, err
+		}
+		if d.Groups, err = groups.New(cfg.Kafka.Listener.Groups, store, groups.WithLogger(log.With("component", "groups")),
+			groups.WithRegisterer(reg), groups.WithHighWatermarks(hw)); err != nil {
+			d.Close()
+			return nil, err
+		}
+		apiOpts = append(apiOpts, grpcapi.WithGroups(d.Groups))
+	}
+	if d.API, err = grpcapi.NewServer(cfg.Fetch.Config, store, d.Manager, apiOpts...); err != nil {
 		d.Close()
 		return nil, err
 	}

@@ -24,7 +24,6 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/listener"
-	"github.com/tierd/tierd/listener/groups"
 	"github.com/tierd/tierd/rsm"
 )
 
@@ -161,18 +160,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 		g.Add(func() error { return d.RSM.Run(ctx) }, func(error) { cancel() })
 	}
 	var shared []listener.Option
-	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && cfg.Kafka.Listener.GroupCoordinatorEnable {
-		hw := func(ctx context.Context, tp remotelog.TopicPartition) (int64, error) {
-			o, err := d.View.Offsets(ctx, listener.TopicPartition(tp))
-			return o.HighWatermark, err
-		}
-		coord, err := groups.New(cfg.Kafka.Listener.Groups, d.Store, groups.WithLogger(log.With("component", "groups")),
-			groups.WithRegisterer(reg), groups.WithHighWatermarks(hw))
-		if err != nil {
-			return err
-		}
-		g.Add(func() error { return coord.Run(ctx) }, func(error) { cancel() })
-		shared = append(shared, listener.WithGroups(coord))
+	if d.Groups != nil {
+		g.Add(func() error { return d.Groups.Run(ctx) }, func(error) { cancel() })
+		shared = append(shared, listener.WithGroups(d.Groups))
 	}
 	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls, shared...)
 	if err != nil {

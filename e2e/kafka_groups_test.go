@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -155,6 +157,19 @@ kafka:
 		if !m.has(fmt.Sprintf(`tierd_kafka_group_lag{group="survivor",partition="%d",topic="orders"} 0`, p)) {
 			t.Errorf("no lag 0 for orders-%d in /metrics", p)
 		}
+	}
+	// tierd status: the group, its member, no lag.
+	out, err := exec.Command(bin, "status", "--config", cfg).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tierd status: %v\n%s", err, out)
+	}
+	for p := 0; p < parts; p++ {
+		if !regexp.MustCompile(fmt.Sprintf(`(?m)^  orders-%d +200 +200 +0 +\S+ /127\.0\.0\.1 kgo$`, p)).Match(out) {
+			t.Errorf("tierd status has no line for orders-%d at 200, lag 0, with its member:\n%s", p, out)
+		}
+	}
+	if !strings.Contains(string(out), "survivor: Stable, generation") {
+		t.Errorf("tierd status does not show the group Stable:\n%s", out)
 	}
 	t.Logf("committed before the crash %v; every record read after the restart", atCrash)
 }

@@ -49,9 +49,10 @@ func NewAdmin(op Operator, dl DeletionLog, id Identity) tierdpb.AdminServer {
 // adminServer implements tierdpb.AdminServer.
 type adminServer struct {
 	tierdpb.UnimplementedAdminServer
-	op Operator
-	dl DeletionLog
-	id Identity
+	op     Operator
+	dl     DeletionLog
+	id     Identity
+	groups GroupSource // nil: no ConsumerGroups
 }
 
 func (a *adminServer) Identity(context.Context, *tierdpb.IdentityRequest) (*tierdpb.IdentityResponse, error) {

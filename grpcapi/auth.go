@@ -54,7 +54,8 @@ type Tokens interface {
 // Authorizer, by Kafka's operations on the topic: DELETE for DeleteTopic
 // (as Kafka's DeleteTopics), ALTER for RestorePartition, DESCRIBE for
 // ListDeletions, PartitionStatus, and to see a partition in
-// ListPartitions or an entry in Journal.
+// ListPartitions or an entry in Journal; ConsumerGroups by DESCRIBE on
+// each group (Kafka's GROUP resource) and on the topics of its offsets.
 type Auth struct {
 	Tokens          Tokens                  // nil: no tokens are taken
 	Mapping         kafkaacl.PrincipalRules // ssl.principal.mapping.rules; nil: DEFAULT

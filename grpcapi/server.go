@@ -46,12 +46,13 @@ func WithEngine(opts ...remoteread.Option) Option {
 // services beside it. Callers in process read through Engine.
 type Server struct {
 	tierdpb.UnimplementedRemoteFetchServer
-	cfg   Config
-	e     *remoteread.Engine
-	eopts []remoteread.Option // for NewServer's engine
-	log   *slog.Logger
-	reg   prometheus.Registerer
-	reqs  *prometheus.CounterVec // RPCs by method and code
+	cfg    Config
+	e      *remoteread.Engine
+	eopts  []remoteread.Option // for NewServer's engine
+	groups GroupSource         // WithGroups, given to the Admin service
+	log    *slog.Logger
+	reg    prometheus.Registerer
+	reqs   *prometheus.CounterVec // RPCs by method and code
 
 	admin  *adminServer          // nil: no Admin service
 	ready  func() (bool, string) // the health service's readiness; nil: always
@@ -71,6 +72,9 @@ func NewServer(cfg Config, md remoteread.Metadata, rs remoteread.Remote, opts ..
 	s := &Server{cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.admin != nil {
+		s.admin.groups = s.groups
 	}
 	if s.reg == nil {
 		s.reg = prometheus.NewRegistry()

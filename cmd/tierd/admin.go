@@ -129,6 +129,10 @@ func (l localAdmin) PartitionStatus(ctx context.Context, r *tierdpb.PartitionSta
 	return l.s.PartitionStatus(ctx, r)
 }
 
+func (l localAdmin) ConsumerGroups(ctx context.Context, r *tierdpb.ConsumerGroupsRequest, _ ...grpc.CallOption) (*tierdpb.ConsumerGroupsResponse, error) {
+	return l.s.ConsumerGroups(ctx, r)
+}
+
 func (l localAdmin) Journal(ctx context.Context, r *tierdpb.JournalRequest, _ ...grpc.CallOption) (*tierdpb.JournalResponse, error) {
 	return l.s.Journal(ctx, r)
 }

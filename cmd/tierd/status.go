@@ -57,6 +57,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if cfg.RSM.Enabled {
 			showRSMStatus(ctx, cfg, stdout)
 		}
+		if s.Running {
+			showGroups(ctx, cfg, stdout)
+		}
 	}
 	if err != nil { // part of the status could not be read
 		fmt.Fprintf(stderr, "tierd status: %v\n", err)

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,8 @@ func (c *clock) add(d time.Duration) {
 }
 
 type rig struct {
-	t     *testing.T
+	assign func(member string) string // the leader's assignment to a member; default "for-" and its id
+	t      *testing.T
 	c     *Coordinator
 	clk   *clock
 	store *groupstest.MemStore
@@ -215,6 +217,9 @@ func (r *rig) stable(group string, n int) ([]string, int32) {
 	var syncs []chan *kmsg.SyncGroupResponse
 	for _, id := range ids {
 		assign[id] = "for-" + id
+		if r.assign != nil {
+			assign[id] = r.assign(id)
+		}
 	}
 	for _, id := range ids {
 		if id != leader {
@@ -223,7 +228,7 @@ func (r *rig) stable(group string, n int) ([]string, int32) {
 	}
 	syncs = append(syncs, r.sync(group, leader, gen, assign))
 	for _, ch := range syncs {
-		if resp := recvSync(r.t, ch); resp.ErrorCode != 0 || !strings.HasPrefix(string(resp.MemberAssignment), "for-") {
+		if resp := recvSync(r.t, ch); resp.ErrorCode != 0 || (r.assign == nil && !strings.HasPrefix(string(resp.MemberAssignment), "for-")) {
 			r.t.Fatalf("sync: code %d assignment %q", resp.ErrorCode, resp.MemberAssignment)
 		}
 	}
@@ -652,5 +657,62 @@ tierd_kafka_group_rebalances_total 1
 	}
 	if r.state("g") != Empty {
 		t.Errorf("state %s", r.state("g"))
+	}
+}
+
+// TestStatus: Status gives each group's members with the partitions of
+// their consumer assignment, and its committed offsets with their lag.
+func TestStatus(t *testing.T) {
+	r := newRig(t)
+	c, err := New(r.c.cfg, r.store, withClock(r.clk.Now), WithHighWatermarks(func(_ context.Context, tp remotelog.TopicPartition) (int64, error) {
+		if tp.Partition == 1 {
+			return 0, errors.New("not served")
+		}
+		return 50, nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Load()
+	r.c = c
+	n := int32(0)
+	r.assign = func(string) string {
+		a := kmsg.NewConsumerMemberAssignment()
+		a.Topics = []kmsg.ConsumerMemberAssignmentTopic{{Topic: "orders", Partitions: []int32{n + 1, n}}}
+		n += 2
+		return string(a.AppendTo(nil))
+	}
+	ids, gen := r.stable("g", 2)
+	r.c.Commit(commitReq("g", ids[0], gen, map[int32]int64{1: 7, 0: 20}), allow)
+	r.c.Commit(commitReq("simple", "", -1, map[int32]int64{0: 60}), allow)
+	all := r.c.Status(context.Background(), "")
+	if len(all) != 2 || all[0].Group != "g" || all[1].Group != "simple" || all[1].State != "Empty" {
+		t.Fatalf("groups %+v", all)
+	}
+	g := all[0]
+	if g.State != "Stable" || g.Generation != gen || g.Protocol != "range" || len(g.Members) != 2 {
+		t.Fatalf("g: %+v", g)
+	}
+	var assigned []string
+	for _, m := range g.Members {
+		if len(m.Assigned) != 2 || m.Assigned[0].Partition+1 != m.Assigned[1].Partition {
+			t.Errorf("member %s assigned %v, want two partitions in order", m.MemberID, m.Assigned)
+		}
+		for _, tp := range m.Assigned {
+			assigned = append(assigned, tp.String())
+		}
+	}
+	if len(assigned) != 4 {
+		t.Errorf("assigned %v", assigned)
+	}
+	want := []remotelog.GroupOffsetStatus{
+		{TopicPartition: remotelog.TopicPartition{Topic: "orders", Partition: 0}, Committed: 20, HighWatermark: 50, Lag: 30},
+		{TopicPartition: remotelog.TopicPartition{Topic: "orders", Partition: 1}, Committed: 7, HighWatermark: -1, Lag: -1},
+	}
+	if fmt.Sprint(g.Offsets) != fmt.Sprint(want) {
+		t.Errorf("offsets %+v, want %+v", g.Offsets, want)
+	}
+	if one := r.c.Status(context.Background(), "simple"); len(one) != 1 || one[0].Offsets[0].Lag != 0 {
+		t.Errorf("one group: %+v", one)
 	}
 }

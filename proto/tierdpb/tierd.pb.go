@@ -851,6 +851,347 @@ func (x *OffsetRange) GetHighestTieredOffset() int64 {
 	return 0
 }
 
+type ConsumerGroupsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "" for every group; else this group only.
+	Group         string `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupsRequest) Reset() {
+	*x = ConsumerGroupsRequest{}
+	mi := &file_tierd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupsRequest) ProtoMessage() {}
+
+func (x *ConsumerGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ConsumerGroupsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+// One member of a consumer group.
+type ConsumerGroupMember struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	MemberId string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	// A static member's group.instance.id (KIP-345), "" for a dynamic one.
+	InstanceId string `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	ClientId   string `protobuf:"bytes,3,opt,name=client_id,json=clientId,proto3" json:"client_id,omitempty"`
+	ClientHost string `protobuf:"bytes,4,opt,name=client_host,json=clientHost,proto3" json:"client_host,omitempty"`
+	// The partitions of its assignment (protocol type "consumer").
+	Assigned      []*TopicPartition `protobuf:"bytes,5,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupMember) Reset() {
+	*x = ConsumerGroupMember{}
+	mi := &file_tierd_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupMember) ProtoMessage() {}
+
+func (x *ConsumerGroupMember) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupMember.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupMember) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ConsumerGroupMember) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetClientId() string {
+	if x != nil {
+		return x.ClientId
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetClientHost() string {
+	if x != nil {
+		return x.ClientHost
+	}
+	return ""
+}
+
+func (x *ConsumerGroupMember) GetAssigned() []*TopicPartition {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+// A group's committed offset of one partition. high_watermark is the
+// offset after the last record tierd serves; lag is high_watermark minus
+// committed. Both -1 when the high watermark is unknown.
+type ConsumerGroupOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Committed     int64                  `protobuf:"varint,3,opt,name=committed,proto3" json:"committed,omitempty"`
+	HighWatermark int64                  `protobuf:"varint,4,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	Lag           int64                  `protobuf:"varint,5,opt,name=lag,proto3" json:"lag,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupOffset) Reset() {
+	*x = ConsumerGroupOffset{}
+	mi := &file_tierd_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupOffset) ProtoMessage() {}
+
+func (x *ConsumerGroupOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupOffset.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupOffset) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ConsumerGroupOffset) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ConsumerGroupOffset) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *ConsumerGroupOffset) GetCommitted() int64 {
+	if x != nil {
+		return x.Committed
+	}
+	return 0
+}
+
+func (x *ConsumerGroupOffset) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *ConsumerGroupOffset) GetLag() int64 {
+	if x != nil {
+		return x.Lag
+	}
+	return 0
+}
+
+// One consumer group (internal/remotelog.ConsumerGroupStatus).
+type ConsumerGroup struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty, PreparingRebalance, CompletingRebalance or Stable.
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	ProtocolType  string                 `protobuf:"bytes,3,opt,name=protocol_type,json=protocolType,proto3" json:"protocol_type,omitempty"`
+	Protocol      string                 `protobuf:"bytes,4,opt,name=protocol,proto3" json:"protocol,omitempty"`
+	Generation    int32                  `protobuf:"varint,5,opt,name=generation,proto3" json:"generation,omitempty"`
+	Members       []*ConsumerGroupMember `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Offsets       []*ConsumerGroupOffset `protobuf:"bytes,7,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroup) Reset() {
+	*x = ConsumerGroup{}
+	mi := &file_tierd_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroup) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroup) ProtoMessage() {}
+
+func (x *ConsumerGroup) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroup.ProtoReflect.Descriptor instead.
+func (*ConsumerGroup) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ConsumerGroup) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ConsumerGroup) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *ConsumerGroup) GetProtocolType() string {
+	if x != nil {
+		return x.ProtocolType
+	}
+	return ""
+}
+
+func (x *ConsumerGroup) GetProtocol() string {
+	if x != nil {
+		return x.Protocol
+	}
+	return ""
+}
+
+func (x *ConsumerGroup) GetGeneration() int32 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *ConsumerGroup) GetMembers() []*ConsumerGroupMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ConsumerGroup) GetOffsets() []*ConsumerGroupOffset {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type ConsumerGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*ConsumerGroup       `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConsumerGroupsResponse) Reset() {
+	*x = ConsumerGroupsResponse{}
+	mi := &file_tierd_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConsumerGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConsumerGroupsResponse) ProtoMessage() {}
+
+func (x *ConsumerGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_tierd_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConsumerGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ConsumerGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_tierd_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ConsumerGroupsResponse) GetGroups() []*ConsumerGroup {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
 type PartitionStatusRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// "" for every partition; else the partitions of this topic.
@@ -861,7 +1202,7 @@ type PartitionStatusRequest struct {
 
 func (x *PartitionStatusRequest) Reset() {
 	*x = PartitionStatusRequest{}
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -873,7 +1214,7 @@ func (x *PartitionStatusRequest) String() string {
 func (*PartitionStatusRequest) ProtoMessage() {}
 
 func (x *PartitionStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[10]
+	mi := &file_tierd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -886,7 +1227,7 @@ func (x *PartitionStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatusRequest.ProtoReflect.Descriptor instead.
 func (*PartitionStatusRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{10}
+	return file_tierd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *PartitionStatusRequest) GetTopic() string {
@@ -911,7 +1252,7 @@ type CopyProgress struct {
 
 func (x *CopyProgress) Reset() {
 	*x = CopyProgress{}
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -923,7 +1264,7 @@ func (x *CopyProgress) String() string {
 func (*CopyProgress) ProtoMessage() {}
 
 func (x *CopyProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[11]
+	mi := &file_tierd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -936,7 +1277,7 @@ func (x *CopyProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyProgress.ProtoReflect.Descriptor instead.
 func (*CopyProgress) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{11}
+	return file_tierd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CopyProgress) GetBaseOffset() int64 {
@@ -1022,7 +1363,7 @@ type PartitionStatus struct {
 
 func (x *PartitionStatus) Reset() {
 	*x = PartitionStatus{}
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1034,7 +1375,7 @@ func (x *PartitionStatus) String() string {
 func (*PartitionStatus) ProtoMessage() {}
 
 func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[12]
+	mi := &file_tierd_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1047,7 +1388,7 @@ func (x *PartitionStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatus.ProtoReflect.Descriptor instead.
 func (*PartitionStatus) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{12}
+	return file_tierd_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PartitionStatus) GetTopic() string {
@@ -1256,7 +1597,7 @@ type PartitionStatusResponse struct {
 
 func (x *PartitionStatusResponse) Reset() {
 	*x = PartitionStatusResponse{}
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1609,7 @@ func (x *PartitionStatusResponse) String() string {
 func (*PartitionStatusResponse) ProtoMessage() {}
 
 func (x *PartitionStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[13]
+	mi := &file_tierd_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1622,7 @@ func (x *PartitionStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionStatusResponse.ProtoReflect.Descriptor instead.
 func (*PartitionStatusResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{13}
+	return file_tierd_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PartitionStatusResponse) GetRunning() bool {
@@ -1334,7 +1675,7 @@ type IdentityRequest struct {
 
 func (x *IdentityRequest) Reset() {
 	*x = IdentityRequest{}
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1687,7 @@ func (x *IdentityRequest) String() string {
 func (*IdentityRequest) ProtoMessage() {}
 
 func (x *IdentityRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[14]
+	mi := &file_tierd_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1700,7 @@ func (x *IdentityRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityRequest.ProtoReflect.Descriptor instead.
 func (*IdentityRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{14}
+	return file_tierd_proto_rawDescGZIP(), []int{19}
 }
 
 type IdentityResponse struct {
@@ -1375,7 +1716,7 @@ type IdentityResponse struct {
 
 func (x *IdentityResponse) Reset() {
 	*x = IdentityResponse{}
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1387,7 +1728,7 @@ func (x *IdentityResponse) String() string {
 func (*IdentityResponse) ProtoMessage() {}
 
 func (x *IdentityResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[15]
+	mi := &file_tierd_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1400,7 +1741,7 @@ func (x *IdentityResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IdentityResponse.ProtoReflect.Descriptor instead.
 func (*IdentityResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{15}
+	return file_tierd_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IdentityResponse) GetInstanceId() string {
@@ -1439,7 +1780,7 @@ type ListPartitionsRequest struct {
 
 func (x *ListPartitionsRequest) Reset() {
 	*x = ListPartitionsRequest{}
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1792,7 @@ func (x *ListPartitionsRequest) String() string {
 func (*ListPartitionsRequest) ProtoMessage() {}
 
 func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[16]
+	mi := &file_tierd_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1805,7 @@ func (x *ListPartitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListPartitionsRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{16}
+	return file_tierd_proto_rawDescGZIP(), []int{21}
 }
 
 type TopicPartition struct {
@@ -1477,7 +1818,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_tierd_proto_msgTypes[17]
+	mi := &file_tierd_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1489,7 +1830,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[17]
+	mi := &file_tierd_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1502,7 +1843,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{17}
+	return file_tierd_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -1528,7 +1869,7 @@ type ListPartitionsResponse struct {
 
 func (x *ListPartitionsResponse) Reset() {
 	*x = ListPartitionsResponse{}
-	mi := &file_tierd_proto_msgTypes[18]
+	mi := &file_tierd_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1881,7 @@ func (x *ListPartitionsResponse) String() string {
 func (*ListPartitionsResponse) ProtoMessage() {}
 
 func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[18]
+	mi := &file_tierd_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1894,7 @@ func (x *ListPartitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListPartitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListPartitionsResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{18}
+	return file_tierd_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListPartitionsResponse) GetPartitions() []*TopicPartition {
@@ -1576,7 +1917,7 @@ type DeleteTopicRequest struct {
 
 func (x *DeleteTopicRequest) Reset() {
 	*x = DeleteTopicRequest{}
-	mi := &file_tierd_proto_msgTypes[19]
+	mi := &file_tierd_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1588,7 +1929,7 @@ func (x *DeleteTopicRequest) String() string {
 func (*DeleteTopicRequest) ProtoMessage() {}
 
 func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[19]
+	mi := &file_tierd_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1601,7 +1942,7 @@ func (x *DeleteTopicRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteTopicRequest.ProtoReflect.Descriptor instead.
 func (*DeleteTopicRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{19}
+	return file_tierd_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *DeleteTopicRequest) GetTopic() string {
@@ -1637,7 +1978,7 @@ type RestorePartitionRequest struct {
 
 func (x *RestorePartitionRequest) Reset() {
 	*x = RestorePartitionRequest{}
-	mi := &file_tierd_proto_msgTypes[20]
+	mi := &file_tierd_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1990,7 @@ func (x *RestorePartitionRequest) String() string {
 func (*RestorePartitionRequest) ProtoMessage() {}
 
 func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[20]
+	mi := &file_tierd_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +2003,7 @@ func (x *RestorePartitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestorePartitionRequest.ProtoReflect.Descriptor instead.
 func (*RestorePartitionRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{20}
+	return file_tierd_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RestorePartitionRequest) GetTopic() string {
@@ -1704,7 +2045,7 @@ type ListDeletionsRequest struct {
 
 func (x *ListDeletionsRequest) Reset() {
 	*x = ListDeletionsRequest{}
-	mi := &file_tierd_proto_msgTypes[21]
+	mi := &file_tierd_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1716,7 +2057,7 @@ func (x *ListDeletionsRequest) String() string {
 func (*ListDeletionsRequest) ProtoMessage() {}
 
 func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[21]
+	mi := &file_tierd_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1729,7 +2070,7 @@ func (x *ListDeletionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDeletionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDeletionsRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{21}
+	return file_tierd_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListDeletionsRequest) GetTopic() string {
@@ -1768,7 +2109,7 @@ type PartitionDeletion struct {
 
 func (x *PartitionDeletion) Reset() {
 	*x = PartitionDeletion{}
-	mi := &file_tierd_proto_msgTypes[22]
+	mi := &file_tierd_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +2121,7 @@ func (x *PartitionDeletion) String() string {
 func (*PartitionDeletion) ProtoMessage() {}
 
 func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[22]
+	mi := &file_tierd_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +2134,7 @@ func (x *PartitionDeletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionDeletion.ProtoReflect.Descriptor instead.
 func (*PartitionDeletion) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{22}
+	return file_tierd_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *PartitionDeletion) GetTopic() string {
@@ -1875,7 +2216,7 @@ type DeletionsResponse struct {
 
 func (x *DeletionsResponse) Reset() {
 	*x = DeletionsResponse{}
-	mi := &file_tierd_proto_msgTypes[23]
+	mi := &file_tierd_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1887,7 +2228,7 @@ func (x *DeletionsResponse) String() string {
 func (*DeletionsResponse) ProtoMessage() {}
 
 func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[23]
+	mi := &file_tierd_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1900,7 +2241,7 @@ func (x *DeletionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionsResponse.ProtoReflect.Descriptor instead.
 func (*DeletionsResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{23}
+	return file_tierd_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DeletionsResponse) GetDeletions() []*PartitionDeletion {
@@ -1921,7 +2262,7 @@ type JournalRequest struct {
 
 func (x *JournalRequest) Reset() {
 	*x = JournalRequest{}
-	mi := &file_tierd_proto_msgTypes[24]
+	mi := &file_tierd_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2274,7 @@ func (x *JournalRequest) String() string {
 func (*JournalRequest) ProtoMessage() {}
 
 func (x *JournalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[24]
+	mi := &file_tierd_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2287,7 @@ func (x *JournalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalRequest.ProtoReflect.Descriptor instead.
 func (*JournalRequest) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{24}
+	return file_tierd_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *JournalRequest) GetAfterSeq() int64 {
@@ -1985,7 +2326,7 @@ type JournalEntry struct {
 
 func (x *JournalEntry) Reset() {
 	*x = JournalEntry{}
-	mi := &file_tierd_proto_msgTypes[25]
+	mi := &file_tierd_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2338,7 @@ func (x *JournalEntry) String() string {
 func (*JournalEntry) ProtoMessage() {}
 
 func (x *JournalEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[25]
+	mi := &file_tierd_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2351,7 @@ func (x *JournalEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalEntry.ProtoReflect.Descriptor instead.
 func (*JournalEntry) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{25}
+	return file_tierd_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *JournalEntry) GetSeq() int64 {
@@ -2106,7 +2447,7 @@ type JournalResponse struct {
 
 func (x *JournalResponse) Reset() {
 	*x = JournalResponse{}
-	mi := &file_tierd_proto_msgTypes[26]
+	mi := &file_tierd_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2118,7 +2459,7 @@ func (x *JournalResponse) String() string {
 func (*JournalResponse) ProtoMessage() {}
 
 func (x *JournalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_tierd_proto_msgTypes[26]
+	mi := &file_tierd_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2131,7 +2472,7 @@ func (x *JournalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JournalResponse.ProtoReflect.Descriptor instead.
 func (*JournalResponse) Descriptor() ([]byte, []int) {
-	return file_tierd_proto_rawDescGZIP(), []int{26}
+	return file_tierd_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *JournalResponse) GetEntries() []*JournalEntry {
@@ -2201,7 +2542,35 @@ const file_tierd_proto_rawDesc = "" +
 	"\x16local_log_start_offset\x18\x04 \x01(\x03R\x13localLogStartOffset\"k\n" +
 	"\vOffsetRange\x12(\n" +
 	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x122\n" +
-	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\".\n" +
+	"\x15highest_tiered_offset\x18\x02 \x01(\x03R\x13highestTieredOffset\"-\n" +
+	"\x15ConsumerGroupsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\xc7\x01\n" +
+	"\x13ConsumerGroupMember\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x1b\n" +
+	"\tclient_id\x18\x03 \x01(\tR\bclientId\x12\x1f\n" +
+	"\vclient_host\x18\x04 \x01(\tR\n" +
+	"clientHost\x124\n" +
+	"\bassigned\x18\x05 \x03(\v2\x18.tierd.v1.TopicPartitionR\bassigned\"\xa0\x01\n" +
+	"\x13ConsumerGroupOffset\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1c\n" +
+	"\tcommitted\x18\x03 \x01(\x03R\tcommitted\x12%\n" +
+	"\x0ehigh_watermark\x18\x04 \x01(\x03R\rhighWatermark\x12\x10\n" +
+	"\x03lag\x18\x05 \x01(\x03R\x03lag\"\x8e\x02\n" +
+	"\rConsumerGroup\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12#\n" +
+	"\rprotocol_type\x18\x03 \x01(\tR\fprotocolType\x12\x1a\n" +
+	"\bprotocol\x18\x04 \x01(\tR\bprotocol\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x05 \x01(\x05R\n" +
+	"generation\x127\n" +
+	"\amembers\x18\x06 \x03(\v2\x1d.tierd.v1.ConsumerGroupMemberR\amembers\x127\n" +
+	"\aoffsets\x18\a \x03(\v2\x1d.tierd.v1.ConsumerGroupOffsetR\aoffsets\"I\n" +
+	"\x16ConsumerGroupsResponse\x12/\n" +
+	"\x06groups\x18\x01 \x03(\v2\x17.tierd.v1.ConsumerGroupR\x06groups\".\n" +
 	"\x16PartitionStatusRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\"\xa2\x01\n" +
 	"\fCopyProgress\x12\x1f\n" +
@@ -2330,7 +2699,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\x05Fetch\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse\x12@\n" +
 	"\vFetchStream\x12\x16.tierd.v1.FetchRequest\x1a\x17.tierd.v1.FetchResponse0\x01\x12J\n" +
 	"\vListOffsets\x12\x1c.tierd.v1.ListOffsetsRequest\x1a\x1d.tierd.v1.ListOffsetsResponse\x12M\n" +
-	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xa3\x04\n" +
+	"\fListSegments\x12\x1d.tierd.v1.ListSegmentsRequest\x1a\x1e.tierd.v1.ListSegmentsResponse2\xf8\x04\n" +
 	"\x05Admin\x12H\n" +
 	"\vDeleteTopic\x12\x1c.tierd.v1.DeleteTopicRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12R\n" +
 	"\x10RestorePartition\x12!.tierd.v1.RestorePartitionRequest\x1a\x1b.tierd.v1.DeletionsResponse\x12L\n" +
@@ -2338,7 +2707,8 @@ const file_tierd_proto_rawDesc = "" +
 	"\aJournal\x12\x18.tierd.v1.JournalRequest\x1a\x19.tierd.v1.JournalResponse\x12A\n" +
 	"\bIdentity\x12\x19.tierd.v1.IdentityRequest\x1a\x1a.tierd.v1.IdentityResponse\x12S\n" +
 	"\x0eListPartitions\x12\x1f.tierd.v1.ListPartitionsRequest\x1a .tierd.v1.ListPartitionsResponse\x12V\n" +
-	"\x0fPartitionStatus\x12 .tierd.v1.PartitionStatusRequest\x1a!.tierd.v1.PartitionStatusResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
+	"\x0fPartitionStatus\x12 .tierd.v1.PartitionStatusRequest\x1a!.tierd.v1.PartitionStatusResponse\x12S\n" +
+	"\x0eConsumerGroups\x12\x1f.tierd.v1.ConsumerGroupsRequest\x1a .tierd.v1.ConsumerGroupsResponseB&Z$github.com/tierd/tierd/proto/tierdpbb\x06proto3"
 
 var (
 	file_tierd_proto_rawDescOnce sync.Once
@@ -2353,7 +2723,7 @@ func file_tierd_proto_rawDescGZIP() []byte {
 }
 
 var file_tierd_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_tierd_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_tierd_proto_goTypes = []any{
 	(IsolationLevel)(0),             // 0: tierd.v1.IsolationLevel
 	(OffsetSpec)(0),                 // 1: tierd.v1.OffsetSpec
@@ -2367,23 +2737,28 @@ var file_tierd_proto_goTypes = []any{
 	(*SegmentMetadata)(nil),         // 9: tierd.v1.SegmentMetadata
 	(*ListSegmentsResponse)(nil),    // 10: tierd.v1.ListSegmentsResponse
 	(*OffsetRange)(nil),             // 11: tierd.v1.OffsetRange
-	(*PartitionStatusRequest)(nil),  // 12: tierd.v1.PartitionStatusRequest
-	(*CopyProgress)(nil),            // 13: tierd.v1.CopyProgress
-	(*PartitionStatus)(nil),         // 14: tierd.v1.PartitionStatus
-	(*PartitionStatusResponse)(nil), // 15: tierd.v1.PartitionStatusResponse
-	(*IdentityRequest)(nil),         // 16: tierd.v1.IdentityRequest
-	(*IdentityResponse)(nil),        // 17: tierd.v1.IdentityResponse
-	(*ListPartitionsRequest)(nil),   // 18: tierd.v1.ListPartitionsRequest
-	(*TopicPartition)(nil),          // 19: tierd.v1.TopicPartition
-	(*ListPartitionsResponse)(nil),  // 20: tierd.v1.ListPartitionsResponse
-	(*DeleteTopicRequest)(nil),      // 21: tierd.v1.DeleteTopicRequest
-	(*RestorePartitionRequest)(nil), // 22: tierd.v1.RestorePartitionRequest
-	(*ListDeletionsRequest)(nil),    // 23: tierd.v1.ListDeletionsRequest
-	(*PartitionDeletion)(nil),       // 24: tierd.v1.PartitionDeletion
-	(*DeletionsResponse)(nil),       // 25: tierd.v1.DeletionsResponse
-	(*JournalRequest)(nil),          // 26: tierd.v1.JournalRequest
-	(*JournalEntry)(nil),            // 27: tierd.v1.JournalEntry
-	(*JournalResponse)(nil),         // 28: tierd.v1.JournalResponse
+	(*ConsumerGroupsRequest)(nil),   // 12: tierd.v1.ConsumerGroupsRequest
+	(*ConsumerGroupMember)(nil),     // 13: tierd.v1.ConsumerGroupMember
+	(*ConsumerGroupOffset)(nil),     // 14: tierd.v1.ConsumerGroupOffset
+	(*ConsumerGroup)(nil),           // 15: tierd.v1.ConsumerGroup
+	(*ConsumerGroupsResponse)(nil),  // 16: tierd.v1.ConsumerGroupsResponse
+	(*PartitionStatusRequest)(nil),  // 17: tierd.v1.PartitionStatusRequest
+	(*CopyProgress)(nil),            // 18: tierd.v1.CopyProgress
+	(*PartitionStatus)(nil),         // 19: tierd.v1.PartitionStatus
+	(*PartitionStatusResponse)(nil), // 20: tierd.v1.PartitionStatusResponse
+	(*IdentityRequest)(nil),         // 21: tierd.v1.IdentityRequest
+	(*IdentityResponse)(nil),        // 22: tierd.v1.IdentityResponse
+	(*ListPartitionsRequest)(nil),   // 23: tierd.v1.ListPartitionsRequest
+	(*TopicPartition)(nil),          // 24: tierd.v1.TopicPartition
+	(*ListPartitionsResponse)(nil),  // 25: tierd.v1.ListPartitionsResponse
+	(*DeleteTopicRequest)(nil),      // 26: tierd.v1.DeleteTopicRequest
+	(*RestorePartitionRequest)(nil), // 27: tierd.v1.RestorePartitionRequest
+	(*ListDeletionsRequest)(nil),    // 28: tierd.v1.ListDeletionsRequest
+	(*PartitionDeletion)(nil),       // 29: tierd.v1.PartitionDeletion
+	(*DeletionsResponse)(nil),       // 30: tierd.v1.DeletionsResponse
+	(*JournalRequest)(nil),          // 31: tierd.v1.JournalRequest
+	(*JournalEntry)(nil),            // 32: tierd.v1.JournalEntry
+	(*JournalResponse)(nil),         // 33: tierd.v1.JournalResponse
 }
 var file_tierd_proto_depIdxs = []int32{
 	0,  // 0: tierd.v1.FetchRequest.isolation_level:type_name -> tierd.v1.IsolationLevel
@@ -2391,38 +2766,44 @@ var file_tierd_proto_depIdxs = []int32{
 	1,  // 2: tierd.v1.ListOffsetsRequest.spec:type_name -> tierd.v1.OffsetSpec
 	8,  // 3: tierd.v1.SegmentMetadata.leader_epochs:type_name -> tierd.v1.LeaderEpoch
 	9,  // 4: tierd.v1.ListSegmentsResponse.segments:type_name -> tierd.v1.SegmentMetadata
-	13, // 5: tierd.v1.PartitionStatus.copying:type_name -> tierd.v1.CopyProgress
-	14, // 6: tierd.v1.PartitionStatusResponse.partitions:type_name -> tierd.v1.PartitionStatus
-	19, // 7: tierd.v1.ListPartitionsResponse.partitions:type_name -> tierd.v1.TopicPartition
-	24, // 8: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
-	27, // 9: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
-	2,  // 10: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
-	2,  // 11: tierd.v1.RemoteFetch.FetchStream:input_type -> tierd.v1.FetchRequest
-	5,  // 12: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
-	7,  // 13: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
-	21, // 14: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
-	22, // 15: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
-	23, // 16: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
-	26, // 17: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
-	16, // 18: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
-	18, // 19: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
-	12, // 20: tierd.v1.Admin.PartitionStatus:input_type -> tierd.v1.PartitionStatusRequest
-	4,  // 21: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
-	4,  // 22: tierd.v1.RemoteFetch.FetchStream:output_type -> tierd.v1.FetchResponse
-	6,  // 23: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
-	10, // 24: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
-	25, // 25: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
-	25, // 26: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
-	25, // 27: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
-	28, // 28: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
-	17, // 29: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
-	20, // 30: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
-	15, // 31: tierd.v1.Admin.PartitionStatus:output_type -> tierd.v1.PartitionStatusResponse
-	21, // [21:32] is the sub-list for method output_type
-	10, // [10:21] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	24, // 5: tierd.v1.ConsumerGroupMember.assigned:type_name -> tierd.v1.TopicPartition
+	13, // 6: tierd.v1.ConsumerGroup.members:type_name -> tierd.v1.ConsumerGroupMember
+	14, // 7: tierd.v1.ConsumerGroup.offsets:type_name -> tierd.v1.ConsumerGroupOffset
+	15, // 8: tierd.v1.ConsumerGroupsResponse.groups:type_name -> tierd.v1.ConsumerGroup
+	18, // 9: tierd.v1.PartitionStatus.copying:type_name -> tierd.v1.CopyProgress
+	19, // 10: tierd.v1.PartitionStatusResponse.partitions:type_name -> tierd.v1.PartitionStatus
+	24, // 11: tierd.v1.ListPartitionsResponse.partitions:type_name -> tierd.v1.TopicPartition
+	29, // 12: tierd.v1.DeletionsResponse.deletions:type_name -> tierd.v1.PartitionDeletion
+	32, // 13: tierd.v1.JournalResponse.entries:type_name -> tierd.v1.JournalEntry
+	2,  // 14: tierd.v1.RemoteFetch.Fetch:input_type -> tierd.v1.FetchRequest
+	2,  // 15: tierd.v1.RemoteFetch.FetchStream:input_type -> tierd.v1.FetchRequest
+	5,  // 16: tierd.v1.RemoteFetch.ListOffsets:input_type -> tierd.v1.ListOffsetsRequest
+	7,  // 17: tierd.v1.RemoteFetch.ListSegments:input_type -> tierd.v1.ListSegmentsRequest
+	26, // 18: tierd.v1.Admin.DeleteTopic:input_type -> tierd.v1.DeleteTopicRequest
+	27, // 19: tierd.v1.Admin.RestorePartition:input_type -> tierd.v1.RestorePartitionRequest
+	28, // 20: tierd.v1.Admin.ListDeletions:input_type -> tierd.v1.ListDeletionsRequest
+	31, // 21: tierd.v1.Admin.Journal:input_type -> tierd.v1.JournalRequest
+	21, // 22: tierd.v1.Admin.Identity:input_type -> tierd.v1.IdentityRequest
+	23, // 23: tierd.v1.Admin.ListPartitions:input_type -> tierd.v1.ListPartitionsRequest
+	17, // 24: tierd.v1.Admin.PartitionStatus:input_type -> tierd.v1.PartitionStatusRequest
+	12, // 25: tierd.v1.Admin.ConsumerGroups:input_type -> tierd.v1.ConsumerGroupsRequest
+	4,  // 26: tierd.v1.RemoteFetch.Fetch:output_type -> tierd.v1.FetchResponse
+	4,  // 27: tierd.v1.RemoteFetch.FetchStream:output_type -> tierd.v1.FetchResponse
+	6,  // 28: tierd.v1.RemoteFetch.ListOffsets:output_type -> tierd.v1.ListOffsetsResponse
+	10, // 29: tierd.v1.RemoteFetch.ListSegments:output_type -> tierd.v1.ListSegmentsResponse
+	30, // 30: tierd.v1.Admin.DeleteTopic:output_type -> tierd.v1.DeletionsResponse
+	30, // 31: tierd.v1.Admin.RestorePartition:output_type -> tierd.v1.DeletionsResponse
+	30, // 32: tierd.v1.Admin.ListDeletions:output_type -> tierd.v1.DeletionsResponse
+	33, // 33: tierd.v1.Admin.Journal:output_type -> tierd.v1.JournalResponse
+	22, // 34: tierd.v1.Admin.Identity:output_type -> tierd.v1.IdentityResponse
+	25, // 35: tierd.v1.Admin.ListPartitions:output_type -> tierd.v1.ListPartitionsResponse
+	20, // 36: tierd.v1.Admin.PartitionStatus:output_type -> tierd.v1.PartitionStatusResponse
+	16, // 37: tierd.v1.Admin.ConsumerGroups:output_type -> tierd.v1.ConsumerGroupsResponse
+	26, // [26:38] is the sub-list for method output_type
+	14, // [14:26] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_tierd_proto_init() }
@@ -2436,7 +2817,7 @@ func file_tierd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tierd_proto_rawDesc), len(file_tierd_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   27,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

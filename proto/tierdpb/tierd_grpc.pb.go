@@ -304,6 +304,7 @@ const (
 	Admin_Identity_FullMethodName         = "/tierd.v1.Admin/Identity"
 	Admin_ListPartitions_FullMethodName   = "/tierd.v1.Admin/ListPartitions"
 	Admin_PartitionStatus_FullMethodName  = "/tierd.v1.Admin/PartitionStatus"
+	Admin_ConsumerGroups_FullMethodName   = "/tierd.v1.Admin/ConsumerGroups"
 )
 
 // AdminClient is the client API for Admin service.
@@ -342,6 +343,12 @@ type AdminClient interface {
 	// "tierd status", "tierd segments" and the status page show it.
 	// UNIMPLEMENTED from a server without a copier.
 	PartitionStatus(ctx context.Context, in *PartitionStatusRequest, opts ...grpc.CallOption) (*PartitionStatusResponse, error)
+	// ConsumerGroups returns the consumer groups tierd's Kafka listeners
+	// coordinate, with their members and the lag of their committed offsets
+	// ("tierd status"). A caller sees the groups it may DESCRIBE and the
+	// offsets of topics it may DESCRIBE. UNIMPLEMENTED from a server without
+	// a group coordinator.
+	ConsumerGroups(ctx context.Context, in *ConsumerGroupsRequest, opts ...grpc.CallOption) (*ConsumerGroupsResponse, error)
 }
 
 type adminClient struct {
@@ -422,6 +429,16 @@ func (c *adminClient) PartitionStatus(ctx context.Context, in *PartitionStatusRe
 	return out, nil
 }
 
+func (c *adminClient) ConsumerGroups(ctx context.Context, in *ConsumerGroupsRequest, opts ...grpc.CallOption) (*ConsumerGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ConsumerGroupsResponse)
+	err := c.cc.Invoke(ctx, Admin_ConsumerGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AdminServer is the server API for Admin service.
 // All implementations must embed UnimplementedAdminServer
 // for forward compatibility.
@@ -458,6 +475,12 @@ type AdminServer interface {
 	// "tierd status", "tierd segments" and the status page show it.
 	// UNIMPLEMENTED from a server without a copier.
 	PartitionStatus(context.Context, *PartitionStatusRequest) (*PartitionStatusResponse, error)
+	// ConsumerGroups returns the consumer groups tierd's Kafka listeners
+	// coordinate, with their members and the lag of their committed offsets
+	// ("tierd status"). A caller sees the groups it may DESCRIBE and the
+	// offsets of topics it may DESCRIBE. UNIMPLEMENTED from a server without
+	// a group coordinator.
+	ConsumerGroups(context.Context, *ConsumerGroupsRequest) (*ConsumerGroupsResponse, error)
 	mustEmbedUnimplementedAdminServer()
 }
 
@@ -488,6 +511,9 @@ func (UnimplementedAdminServer) ListPartitions(context.Context, *ListPartitionsR
 }
 func (UnimplementedAdminServer) PartitionStatus(context.Context, *PartitionStatusRequest) (*PartitionStatusResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method PartitionStatus not implemented")
+}
+func (UnimplementedAdminServer) ConsumerGroups(context.Context, *ConsumerGroupsRequest) (*ConsumerGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ConsumerGroups not implemented")
 }
 func (UnimplementedAdminServer) mustEmbedUnimplementedAdminServer() {}
 func (UnimplementedAdminServer) testEmbeddedByValue()               {}
@@ -636,6 +662,24 @@ func _Admin_PartitionStatus_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Admin_ConsumerGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ConsumerGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AdminServer).ConsumerGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Admin_ConsumerGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AdminServer).ConsumerGroups(ctx, req.(*ConsumerGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Admin_ServiceDesc is the grpc.ServiceDesc for Admin service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -670,6 +714,10 @@ var Admin_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "PartitionStatus",
 			Handler:    _Admin_PartitionStatus_Handler,
+		},
+		{
+			MethodName: "ConsumerGroups",
+			Handler:    _Admin_ConsumerGroups_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
