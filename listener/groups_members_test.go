@@ -224,3 +224,52 @@ func TestKIP848ClientFallsBack(t *testing.T) {
 		t.Fatalf("not a classic group with the client as its member: %s", d)
 	}
 }
+
+// TestStaticMemberRestarts (KIP-345): a franz-go static member
+// (kgo.InstanceID) that restarts within its session timeout takes its
+// old place: the group keeps its generation, no rebalance, and the
+// restarted member gets the partitions it had.
+func TestStaticMemberRestarts(t *testing.T) {
+	t.Parallel()
+	ts, coord := groupServer(t, 4, 5, groupstest.NewMemStore())
+	static := func(id string) *kgo.Client {
+		cl := groupConsumer(t, ts.addr, "static", kgo.InstanceID(id), kgo.Balancers(kgo.RangeBalancer()))
+		go func() {
+			for !cl.PollFetches(context.Background()).IsClientClosed() {
+			}
+		}()
+		return cl
+	}
+	a, b := static("pod-a"), static("pod-b")
+	defer b.Close()
+	type seen struct {
+		gen      int32
+		memberOf map[string]string // instance id -> member id
+		parts    map[string]string // instance id -> partitions
+	}
+	look := func() (seen, bool) {
+		st := coord.Status(context.Background(), "static")
+		if len(st) != 1 || st[0].State != "Stable" || len(st[0].Members) != 2 {
+			return seen{}, false
+		}
+		s := seen{gen: st[0].Generation, memberOf: map[string]string{}, parts: map[string]string{}}
+		for _, m := range st[0].Members {
+			s.memberOf[m.InstanceID], s.parts[m.InstanceID] = m.MemberID, fmt.Sprint(m.Assigned)
+		}
+		return s, len(s.parts["pod-a"]) > 2 && len(s.parts["pod-b"]) > 2
+	}
+	var before seen
+	testtools.WaitFor(t, "both static members assigned", func() bool { var ok bool; before, ok = look(); return ok })
+	a.Close() // a static member does not leave the group on close
+	a = static("pod-a")
+	defer a.Close()
+	var after seen
+	testtools.WaitFor(t, "pod-a back", func() bool {
+		var ok bool
+		after, ok = look()
+		return ok && after.memberOf["pod-a"] != before.memberOf["pod-a"]
+	})
+	if after.gen != before.gen || after.parts["pod-a"] != before.parts["pod-a"] || after.memberOf["pod-b"] != before.memberOf["pod-b"] {
+		t.Fatalf("the restart rebalanced: before %+v, after %+v", before, after)
+	}
+}
