@@ -47,7 +47,7 @@ vet:
 # the import layers, tierd.yaml and its generated reference; no MinIO, no
 # daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/ ./copier/topics/
+	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/ ./copier/topics/ ./listener/groups/...
 	$(GO) test -count=1 -run '^(TestAuditSample|TestRemoteCounts|TestPartitionStatusOf|TestFailedPartition|TestReporterPass)' ./copier/
 
 # config-reference: rewrite docs/configuration-reference.md from the code

@@ -17,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
@@ -74,6 +75,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		kgo.RetryTimeout(cfg.RequestTimeout),
 		kgo.WithLogger(kgoLogger{c.log}),
 		kgo.WithHooks(&c.auth),
+		kgo.MaxVersions(groupVersionCaps()),
 	}
 	if cfg.SASL.mechanism() != "" {
 		if _, err := cfg.SASL.password(); err != nil {
@@ -264,4 +266,41 @@ func (k kgoLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 		lvl = slog.LevelError
 	}
 	k.l.Log(context.Background(), lvl, "kafka client: "+msg, keyvals...)
+}
+
+// groupVersionCaps are the newest versions of everything, but for the
+// group APIs ForwardGroup sends: the classic protocol's versions before
+// OffsetCommit and OffsetFetch name topics by id (v10, KIP-848's), whose
+// answers a relay by name could not match.
+func groupVersionCaps() *kversion.Versions {
+	all := kmsg.NewPtrApiVersionsResponse() // every request franz-go's kmsg knows, at its newest version
+	for key := int16(0); key <= kmsg.MaxKey; key++ {
+		if r := kmsg.RequestForKey(key); r != nil {
+			all.ApiKeys = append(all.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MaxVersion: r.MaxVersion()})
+		}
+	}
+	v := kversion.FromApiVersionsResponse(all)
+	for key, max := range map[kmsg.Key]int16{kmsg.JoinGroup: 9, kmsg.SyncGroup: 5, kmsg.Heartbeat: 4, kmsg.LeaveGroup: 5,
+		kmsg.OffsetCommit: 8, kmsg.OffsetFetch: 8, kmsg.ListGroups: 5, kmsg.DescribeGroups: 5, kmsg.DeleteGroups: 2, kmsg.OffsetDelete: 0} {
+		v.SetMaxKeyVersion(int16(key), max)
+	}
+	return v
+}
+
+// ForwardGroup sends a consumer group request (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, ListGroups,
+// DescribeGroups, DeleteGroups, OffsetDelete) to the coordinator of its
+// group in the cluster (ListGroups to every broker, DescribeGroups and
+// DeleteGroups to each group's coordinator, the answers merged), finding
+// it and following NOT_COORDINATOR as franz-go does, and returns the
+// answer. The version sent is the newest both sides support, up to
+// groupVersionCaps; it is bound
+// by ctx only, as a JoinGroup waits up to its rebalance timeout. Errors:
+// the cluster could not be reached or did not answer (wrapped).
+func (c *Client) ForwardGroup(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	resp, err := c.kcl.Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
 }

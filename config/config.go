@@ -343,6 +343,9 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("copier: broker_id is required with kafka.bootstrap_servers: tierd tiers the partitions this broker leads"))
 		}
 	}
+	if c.Kafka.Listener.GroupCoordinator == listener.GroupsCluster && !c.Kafka.Cluster.Enabled() {
+		errs = append(errs, errors.New("kafka: group.coordinator cluster needs bootstrap_servers: the groups are relayed to the cluster's coordinators"))
+	}
 	errs = append(errs, c.ACLs.validate(c.Kafka)...)
 	if c.Kafka.Listener.SASL() && c.Kafka.Logins.SASLCredentialsFile == "" && !c.Kafka.Cluster.Enabled() {
 		errs = append(errs, errors.New("kafka: sasl.enabled.mechanisms needs bootstrap_servers (logins checked by the Kafka cluster) or sasl.credentials.file (the credentials clients log in with)"))

@@ -147,7 +147,7 @@ func OpenParts(ctx context.Context, cfg config.Config, start PartsOptions, log *
 		grpcapi.WithAdmin(d.Copier, store, Identity(cfg, d.InstanceID)),
 		grpcapi.WithEngine(remoteread.WithMissingCopyHook(d.Copier.SuspectCopy), remoteread.WithPartitionLabels(labels),
 			remoteread.WithStoreHealth(d.Watch.Err))}
-	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && cfg.Kafka.Listener.GroupCoordinatorEnable {
+	if eps, _ := cfg.KafkaEndpoints(); len(eps) > 0 && GroupsWhere(cfg) == listener.GroupsLocal {
 		hw := func(ctx context.Context, tp remotelog.TopicPartition) (int64, error) { // d.View is set below, before anything runs
 			o, err := d.View.Offsets(ctx, listener.TopicPartition(tp))
 			return o.HighWatermark, err
@@ -170,6 +170,21 @@ func OpenParts(ctx context.Context, cfg config.Config, start PartsOptions, log *
 		return nil, err
 	}
 	return d, nil
+}
+
+// GroupsWhere says where the Kafka listeners' consumer groups live:
+// listener.GroupsLocal (tierd's coordinator, Parts.Groups),
+// listener.GroupsCluster (relayed to the cluster, Parts.Kafka), or ""
+// (not served: kafka.group.coordinator.enable false).
+func GroupsWhere(cfg config.Config) string {
+	l := cfg.Kafka.Listener
+	switch {
+	case !l.GroupCoordinatorEnable:
+		return ""
+	case l.GroupCoordinator == listener.GroupsCluster, l.GroupCoordinator == listener.GroupsAuto && cfg.Kafka.Cluster.Enabled():
+		return listener.GroupsCluster
+	}
+	return listener.GroupsLocal
 }
 
 // KafkaListener returns the Kafka protocol listener over both tiers, its

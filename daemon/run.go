@@ -160,9 +160,12 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 		g.Add(func() error { return d.RSM.Run(ctx) }, func(error) { cancel() })
 	}
 	var shared []listener.Option
-	if d.Groups != nil {
+	switch {
+	case d.Groups != nil:
 		g.Add(func() error { return d.Groups.Run(ctx) }, func(error) { cancel() })
 		shared = append(shared, listener.WithGroups(d.Groups))
+	case GroupsWhere(cfg) == listener.GroupsCluster && d.Kafka != nil:
+		shared = append(shared, listener.WithGroupForwarding(d.Kafka))
 	}
 	kls, err := d.kafkaListeners(cfg, log, rl, tlsH, acls, shared...)
 	if err != nil {

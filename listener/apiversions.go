@@ -33,7 +33,7 @@ func (s *Server) servedRange(key int16) (apiRange, bool) {
 	if a, ok := lookupRange(served, key); ok {
 		return a, true
 	}
-	if s.groups != nil {
+	if s.groups != nil || s.fwd != nil {
 		return lookupRange(groupServed, key)
 	}
 	return apiRange{}, false
@@ -80,7 +80,7 @@ func (s *Server) handleApiVersions(req *kmsg.ApiVersionsRequest) *kmsg.ApiVersio
 		return resp
 	}
 	apis := slices.Clone(served)
-	if s.groups != nil {
+	if s.groups != nil || s.fwd != nil {
 		apis = append(apis, groupServed...)
 	}
 	if s.cfg.SASL() {

@@ -123,11 +123,18 @@ type Config struct {
 	ConnectionFailedAuthenticationDelayMs int64 `yaml:"connection.failed.authentication.delay.ms"`
 
 	// GroupCoordinatorEnable serves consumer groups (FindCoordinator,
-	// JoinGroup, OffsetCommit, ...): tierd is the coordinator of every
-	// group its consumers use, and keeps their committed offsets in its
-	// metadata dir (tierd's own setting). Default true; false: only
-	// assign-style consumers read (the group APIs are not advertised).
+	// JoinGroup, OffsetCommit, ...), as GroupCoordinator says (tierd's own
+	// setting). Default true; false: only assign-style consumers read (the
+	// group APIs are not advertised).
 	GroupCoordinatorEnable bool `yaml:"group.coordinator.enable"`
+	// GroupCoordinator says where groups live: "local", tierd is the
+	// coordinator of every group and keeps the committed offsets in its
+	// metadata dir; "cluster", the group protocol is relayed to the Kafka
+	// cluster's coordinators (kafka.bootstrap_servers), so groups and
+	// offsets are the cluster's, shared by every tierd and broker of it;
+	// "auto", cluster when a cluster is configured, local otherwise
+	// (tierd's own setting). Default auto.
+	GroupCoordinator string `yaml:"group.coordinator"`
 	// Groups are the group coordinator's settings (Kafka's group.* and
 	// offsets.* broker settings).
 	Groups groups.Config `yaml:",inline"`
@@ -135,6 +142,13 @@ type Config struct {
 
 // SASL reports whether clients must log in (SASLEnabledMechanisms set).
 func (c Config) SASL() bool { return len(c.SASLEnabledMechanisms) > 0 }
+
+// The values of group.coordinator.
+const (
+	GroupsAuto    = "auto"
+	GroupsLocal   = "local"
+	GroupsCluster = "cluster"
+)
 
 // DefaultConfig returns the defaults: the listener off.
 func DefaultConfig() Config {
@@ -150,6 +164,7 @@ func DefaultConfig() Config {
 		SSLPrincipalMappingRules: "DEFAULT",
 		ResponseWriteTimeoutMs:   30000,
 		GroupCoordinatorEnable:   true,
+		GroupCoordinator:         GroupsAuto,
 		Groups:                   groups.DefaultConfig(),
 
 		SASLServerMaxReceiveSize:              524288,
@@ -166,6 +181,11 @@ func (c Config) Enabled() bool { return c.Listen != "" }
 // listener is off); the other fields are checked either way.
 func (c Config) Validate() error {
 	var errs []error
+	switch c.GroupCoordinator {
+	case GroupsAuto, GroupsLocal, GroupsCluster:
+	default:
+		errs = append(errs, fmt.Errorf("listener: group.coordinator %q: want auto, local or cluster", c.GroupCoordinator))
+	}
 	if c.Listen != "" {
 		if err := checkHostPort(c.Listen, true); err != nil {
 			errs = append(errs, fmt.Errorf("listener: listen: %w", err))

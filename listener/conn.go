@@ -263,6 +263,11 @@ func (s *Server) dispatch(ctx context.Context, c *conn, h *header, kreq kmsg.Req
 		return s.handleOffsetForLeaderEpoch(ctx, c, req)
 	case *kmsg.FindCoordinatorRequest:
 		return s.handleFindCoordinator(c, req), nil
+	}
+	if s.fwd != nil && isGroupAPI(h.key) {
+		return s.forwardGroup(ctx, c, kreq)
+	}
+	switch req := kreq.(type) {
 	case *kmsg.JoinGroupRequest:
 		return s.handleJoinGroup(ctx, c, req)
 	case *kmsg.SyncGroupRequest:

@@ -84,6 +84,13 @@
 // KIP-848's ConsumerGroupHeartbeat is not advertised: clients that prefer
 // it use the classic protocol.
 //
+// WithGroupForwarding serves the same APIs by relaying them to the Kafka
+// cluster's coordinators (groupforward.go): the ACL checks above first,
+// then the request at the newest version both sides support up to the
+// ones above, and the answer back in the client's version (a JoinGroup
+// below v4 gets its member id without a KIP-394 round; a LeaveGroup below
+// v3 and an OffsetFetch below v8 travel in their batched forms).
+//
 // A request for any other API key or version closes the connection (Kafka
 // closes a connection whose request it cannot parse), is logged once per
 // client (remote host and client id) with the API and version, and counted

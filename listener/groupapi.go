@@ -55,6 +55,13 @@ func (c *conn) groupAllowed(op kafkaacl.Operation, group string) bool {
 
 var codeGroupAuthz = kerr.GroupAuthorizationFailed.Code
 
+// isGroupAPI reports whether key is a group API other than
+// FindCoordinator.
+func isGroupAPI(key int16) bool {
+	_, ok := lookupRange(groupServed, key)
+	return ok && key != int16(kmsg.FindCoordinator)
+}
+
 // client is who c is, as the coordinator records members: the client id
 // and "/" and the client's address, as Kafka's DescribeGroups shows it.
 func (c *conn) client() groups.Client {

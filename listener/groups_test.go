@@ -49,7 +49,10 @@ func groupServer(t *testing.T, parts int32, n int, store groups.Store, opts ...O
 // testLogWriter writes to the test's log (shown when it fails).
 type testLogWriter struct{ t *testing.T }
 
-func (w testLogWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testLogWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 // groupConsumer is a franz-go consumer in group, reading orders.
 func groupConsumer(t *testing.T, addr, group string, opts ...kgo.Opt) *kgo.Client {

@@ -57,6 +57,7 @@ type Server struct {
 	authz     Authorizer  // nil: every client may read every topic served
 	sasl      sasl.Authenticator
 	groups    *groups.Coordinator // nil: consumer groups are not served (groupapi.go)
+	fwd       GroupForwarder      // set: groups are the cluster's, relayed (groupforward.go)
 	failures  failureCounts       // failed logins by client address (saslconn.go)
 	steps     inflight            // SASL steps running by client address (saslconn.go)
 

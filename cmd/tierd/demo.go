@@ -24,6 +24,8 @@ import (
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/listener/groups"
 	"github.com/tierd/tierd/rsm"
 	"github.com/tierd/tierd/seglog"
 )
@@ -357,12 +359,18 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	if err != nil {
 		return fmt.Errorf("kafka listener: %w", err)
 	}
-	kl, err := d.KafkaListener(cfg, log, klis.Addr().String())
+	coord, err := groups.New(cfg.Kafka.Listener.Groups, d.Store, groups.WithLogger(log.With("component", "groups"))) // consumer groups, kept in the demo's metadata
 	if err != nil {
 		klis.Close()
 		return err
 	}
-	kserved := make(chan error, 1)
+	kl, err := d.KafkaListener(cfg, log, klis.Addr().String(), listener.WithGroups(coord))
+	if err != nil {
+		klis.Close()
+		return err
+	}
+	kserved := make(chan error, 2)
+	go func() { kserved <- coord.Run(sctx) }()
 	go func() { kserved <- kl.Serve(sctx, klis) }()
 	kgood, err := kafkaReadBack(ctx, klis.Addr().String(), demoTopic, demoRecords, baseMs, demoRecord)
 	if err != nil {
@@ -381,12 +389,12 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 		return fmt.Errorf("only %d of %d records of %s read back through the Kafka listener", kgood, demoKeyedRecords, demoKeyedTopic)
 	}
 	if o.serve {
-		fmt.Fprintf(stdout, "\nserving the demo log until interrupted (Ctrl-C):\n  Kafka listener %s:\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%T %%S\\n'\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%T %%h\\n'\n  gRPC API %s\n",
-			klis.Addr(), klis.Addr(), demoTopic, klis.Addr(), demoKeyedTopic, lis.Addr())
+		fmt.Fprintf(stdout, "\nserving the demo log until interrupted (Ctrl-C):\n  Kafka listener %s:\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%T %%S\\n'\n    kcat -C -b %s -t %s -p 0 -o beginning -e -f '%%o %%k %%T %%h\\n'\n    kcat -b %s -G demo-group -X auto.offset.reset=earliest -e -q %s   (a consumer group: it commits, and a second run reads nothing new)\n  gRPC API %s\n",
+			klis.Addr(), klis.Addr(), demoTopic, klis.Addr(), demoKeyedTopic, klis.Addr(), demoTopic, lis.Addr())
 		<-ctx.Done()
 	}
 	stop()
-	if err := errors.Join(<-served, <-kserved); err != nil {
+	if err := errors.Join(<-served, <-kserved, <-kserved); err != nil {
 		return err
 	}
 	e.printKept(stdout)

@@ -50,6 +50,9 @@ func TestDemoServe(t *testing.T) {
 			t.Fatalf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+	if want := fmt.Sprintf("kcat -b %s -G demo-group", kafkaAddr); !strings.Contains(out.String(), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out.String())
+	}
 	if kcat, err := exec.LookPath("kcat"); err == nil {
 		cmd := exec.Command(kcat, "-C", "-b", kafkaAddr, "-t", demoKeyedTopic, "-p", "0", "-o", "beginning", "-e", "-q", "-f", "%o %k %h\n")
 		got, err := cmd.Output()
@@ -63,6 +66,18 @@ func TestDemoServe(t *testing.T) {
 		for i, l := range lines {
 			if w := fmt.Sprintf("%d key-%d tierd-demo-offset=%d", i, i, i); l != w {
 				t.Fatalf("kcat line %d: %q, want %q", i, l, w)
+			}
+		}
+		// The printed group command: the first run reads everything and
+		// commits, the second nothing.
+		for run, want := range []int{demoRecords, 0} {
+			g := exec.Command(kcat, "-b", kafkaAddr, "-G", "demo-group", "-X", "auto.offset.reset=earliest", "-e", "-q", "-f", "%o\n", demoTopic)
+			got, err := g.Output()
+			if err != nil {
+				t.Fatalf("kcat -G run %d: %v", run, err)
+			}
+			if n := len(strings.Fields(string(got))); n != want {
+				t.Fatalf("kcat -G run %d read %d records, want %d", run, n, want)
 			}
 		}
 	} else {

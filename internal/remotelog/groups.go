@@ -7,10 +7,10 @@ type ConsumerGroupStatus struct {
 	Group string `json:"group"`
 	// State is Kafka's classic group state: Empty, PreparingRebalance,
 	// CompletingRebalance or Stable.
-	State        string `json:"state"`
-	ProtocolType string `json:"protocol_type"` // "consumer" for consumers, "" for a group without members
-	Protocol     string `json:"protocol"`      // the generation's assignor, e.g. "range"
-	Generation   int32  `json:"generation"`
+	State        string              `json:"state"`
+	ProtocolType string              `json:"protocol_type"` // "consumer" for consumers, "" for a group without members
+	Protocol     string              `json:"protocol"`      // the generation's assignor, e.g. "range"
+	Generation   int32               `json:"generation"`
 	Members      []GroupMemberStatus `json:"members"`
 	// Offsets are the committed offsets, by topic and partition.
 	Offsets []GroupOffsetStatus `json:"offsets"`

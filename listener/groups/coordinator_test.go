@@ -34,9 +34,9 @@ func (c *clock) add(d time.Duration) {
 type rig struct {
 	assign func(member string) string // the leader's assignment to a member; default "for-" and its id
 	t      *testing.T
-	c     *Coordinator
-	clk   *clock
-	store *groupstest.MemStore
+	c      *Coordinator
+	clk    *clock
+	store  *groupstest.MemStore
 }
 
 func newRig(t *testing.T, mod ...func(*Config)) *rig {

@@ -4,10 +4,13 @@
 // clients that prefer it fall back to this one) and the committed
 // offsets of each group, kept in a Store (rlmm's 'g' family in tierd).
 //
-// tierd is the coordinator of every group its listener is asked for. Its
-// groups are its own: a group of the same name in the Kafka cluster is
-// another group, with its own members and offsets (docs/reads.md says how
-// a consumer moves from one to the other).
+// With kafka.group.coordinator local (the default without a Kafka
+// cluster), tierd is the coordinator of every group its listener is asked
+// for, and its groups are its own: a group of the same name in the Kafka
+// cluster is another group, with its own members and offsets
+// (docs/reads.md says how a consumer moves from one to the other). With
+// cluster, the listener relays the group protocol to the cluster instead
+// (listener.WithGroupForwarding) and this package is not used.
 //
 // The package decodes nothing from the wire: the listener hands it kmsg
 // requests it has already authorized, and it answers kmsg responses. It
