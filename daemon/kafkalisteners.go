@@ -77,10 +77,10 @@ func (d *Parts) endpointListener(cfg config.Config, log *slog.Logger, ep listene
 		opts = append(opts, listener.WithAuthorizer(acls))
 	case cfg.OpenEndpoint(ep):
 		l.Warn("the Kafka listener authenticates nobody and applies no ACLs beyond loopback (allow.unauthenticated): every client that reaches it reads every topic it serves",
-			"listen", ep.Listen, "protocol", ep.Protocol)
+			"listen", ep.Listen)
 	default:
 		l.Warn("the Kafka listener applies no ACLs: every client that reaches it reads every topic it serves; set acls (docs/security.md) to apply Kafka's",
-			"listen", ep.Listen, "protocol", ep.Protocol)
+			"listen", ep.Listen) // l says the protocol
 	}
 	return d.KafkaListener(lcfg, l, "", opts...)
 }

@@ -26,7 +26,7 @@ func commands() []command {
 		{"demo", "run the reference scenario end to end on an embedded default (or --s3-endpoint)", runDemo, true},
 		{"run", "run the daemon: copy rolled segments, apply retention, serve remote fetches", runRun, true},
 		{"segments", "list the local and remote segments of a running or stopped tierd, and pending deletions", runSegments, false},
-		{"status", "what tiering of each partition is doing and why (copying, up to date, waiting and the reason)", runStatus, false},
+		{"status", "what tiering of each partition is doing and why (copying, up to date, waiting and the reason), and the consumer groups tierd coordinates", runStatus, false},
 		{"journal", "print the journal of whole-partition deletions (JSON lines)", runJournal, false},
 		{"topics", "topics delete TOPIC: schedule the deletion of a topic's remote copies (after the grace period)", runTopics, true},
 		{"partitions", "partitions restore TOPIC-P: cancel a scheduled deletion within its grace period", runPartitions, true},
