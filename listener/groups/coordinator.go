@@ -186,6 +186,20 @@ func (c *Coordinator) timers(g *group, now time.Time) {
 			delete(g.pending, id)
 		}
 	}
+	// Sessions first, in every state (Kafka's
+	// expireClassicGroupMemberHeartbeat): a member not waiting in
+	// JoinGroup or SyncGroup whose session passed is removed, so a member
+	// dead during a rebalance holds it up for its session timeout, not the
+	// rebalance timeout.
+	expired := false
+	for id, m := range g.members {
+		if m.join == nil && m.sync == nil && now.After(m.deadline) {
+			c.log.Info("consumer group member's session expired", "group", g.name, "member", id, "session_timeout", m.session)
+			c.m.removed.WithLabelValues("session_expired").Inc()
+			g.remove(id, codeUnknownMemberID)
+			expired = true
+		}
+	}
 	switch g.state {
 	case PreparingRebalance:
 		if !now.Before(g.joinDeadline) || (!g.initialDelay && g.allJoined()) {
@@ -204,15 +218,6 @@ func (c *Coordinator) timers(g *group, now time.Time) {
 			return
 		}
 	}
-	expired := false
-	for id, m := range g.members {
-		if m.join == nil && m.sync == nil && now.After(m.deadline) {
-			c.log.Info("consumer group member's session expired", "group", g.name, "member", id, "session_timeout", m.session)
-			c.m.removed.WithLabelValues("session_expired").Inc()
-			g.remove(id, codeUnknownMemberID)
-			expired = true
-		}
-	}
 	if expired && (g.state == Stable || g.state == CompletingRebalance) {
 		c.prepareRebalance(g, now)
 	}
@@ -228,11 +233,19 @@ func (c *Coordinator) persist(g *group, offsets map[remotelog.TopicPartition][]b
 	return c.store.WriteGroup(g.name, rec, offsets)
 }
 
+// MaxGroupIDBytes is the longest group id taken (INVALID_GROUP_ID past
+// it): what a Kafka string of a 16-bit length holds, and rlmm's keys.
+const MaxGroupIDBytes = 1<<15 - 1
+
 // lookup returns the group named, creating it (Empty) when create is
-// set; nil and a code when it cannot: loading, or too many groups.
+// set; nil and a code when it cannot: loading, a group id too long
+// (INVALID_GROUP_ID), or too many groups.
 func (c *Coordinator) lookup(name string, create bool, now time.Time) (*group, int16) {
 	if !c.loaded.Load() {
 		return nil, codeCoordinatorLoadInProgress
+	}
+	if len(name) > MaxGroupIDBytes {
+		return nil, codeInvalidGroupID
 	}
 	g, ok := c.groups[name]
 	switch {

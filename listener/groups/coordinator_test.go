@@ -643,8 +643,7 @@ tierd_kafka_group_rebalances_total 1
 	leave.Version, leave.Group, leave.Members = 3, "g", []kmsg.LeaveGroupRequestMember{{MemberID: ids[1]}}
 	r.c.Leave(leave)
 	r.waitState("g", PreparingRebalance)
-	r.clk.add(31 * time.Second)
-	r.c.tickAll(r.clk.Now())
+	r.keepAlive(31*time.Second, "g", gen, ids[0]) // alive, but not rejoining: removed at the rebalance timeout
 	r.store.Fail = errors.New("disk full")
 	r.c.Commit(commitReq("simple", "", -1, map[int32]int64{0: 61}), allow)
 	for reason, n := range map[string]float64{"left": 1, "not_rejoined": 1, "session_expired": 0} {
@@ -714,5 +713,96 @@ func TestStatus(t *testing.T) {
 	}
 	if one := r.c.Status(context.Background(), "simple"); len(one) != 1 || one[0].Offsets[0].Lag != 0 {
 		t.Errorf("one group: %+v", one)
+	}
+}
+
+// TestSessionExpiresDuringRebalance: a member that dies while the group
+// rebalances (it neither rejoins nor heartbeats) is removed at its
+// session timeout, and the join phase then completes without waiting for
+// the rebalance timeout.
+func TestSessionExpiresDuringRebalance(t *testing.T) {
+	r := newRig(t)
+	ids, gen := r.stable("g", 2)
+	ch := r.join(joinReq("g", ids[0], "", 5)) // the leader rejoins; ids[1] is dead
+	r.waitState("g", PreparingRebalance)
+	r.clk.add(11 * time.Second) // past ids[1]'s 10 s session, well before the 30 s rebalance timeout
+	r.c.tickAll(r.clk.Now())
+	resp := r.recv(ch)
+	if resp.Generation != gen+1 || len(resp.Members) != 1 || resp.LeaderID != ids[0] {
+		t.Fatalf("after the dead member's session: %+v", resp)
+	}
+}
+
+// TestManyProtocols: a JoinGroup listing many protocols costs time
+// linear in them, not quadratic, under the coordinator's lock (a
+// heartbeat of another group is answered meanwhile).
+func TestManyProtocols(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.InitialRebalanceDelayMs = 0 })
+	big := func(prefix string) *kmsg.JoinGroupRequest {
+		q := joinReq("many", "", "", 3)
+		q.Protocols = nil
+		for i := 0; i < 60000; i++ {
+			q.Protocols = append(q.Protocols, kmsg.JoinGroupRequestProtocol{Name: fmt.Sprintf("%s%07d", prefix, i)})
+		}
+		return q
+	}
+	r.recv(r.join(big("a")))
+	other := big("b")
+	other.Protocols = append(other.Protocols, kmsg.JoinGroupRequestProtocol{Name: "a0000000"})
+	start := time.Now()
+	ch := r.join(other)
+	r.waitState("many", PreparingRebalance)
+	if d := time.Since(start); d > 20*time.Second { // a guard against the quadratic case (minutes under -race), not a timing goal
+		t.Fatalf("a join of 60000 protocols took %v", d)
+	}
+	_ = ch
+}
+
+// TestRefusals: a JoinGroup the same member sends again while the first
+// waits answers the first (REBALANCE_IN_PROGRESS) rather than leaving it
+// waiting; a group id past MaxGroupIDBytes is INVALID_GROUP_ID; a simple
+// commit refused for every partition leaves no group; a static member
+// whose new id the store did not take keeps its old id and place.
+func TestRefusals(t *testing.T) {
+	r := newRig(t)
+	ids, _ := r.stable("g", 2)
+	first := r.join(joinReq("g", ids[0], "", 5))
+	r.waitState("g", PreparingRebalance)
+	second := r.join(joinReq("g", ids[0], "", 5))
+	if resp := r.recv(first); resp.ErrorCode != kerr.RebalanceInProgress.Code {
+		t.Errorf("the superseded JoinGroup: %+v", resp)
+	}
+	r.join(joinReq("g", ids[1], "", 5))
+	if resp := r.recv(second); resp.ErrorCode != 0 {
+		t.Errorf("the JoinGroup that superseded it: %+v", resp)
+	}
+
+	long := strings.Repeat("x", MaxGroupIDBytes+1)
+	if resp := r.recv(r.join(joinReq(long, "", "", 5))); resp.ErrorCode != kerr.InvalidGroupID.Code {
+		t.Errorf("a group id of %d bytes: %d", len(long), resp.ErrorCode)
+	}
+	deny := func(string, int32) int16 { return kerr.UnknownTopicOrPartition.Code }
+	r.c.Commit(commitReq("junk", "", -1, map[int32]int64{0: 1}), deny)
+	if st := r.c.Status(context.Background(), "junk"); len(st) != 0 {
+		t.Errorf("a refused commit left a group: %+v", st)
+	}
+
+	a := r.join(joinReq("s", "", "pod-a", 5))
+	r.joining("s", 1)
+	ra := r.recv(a)
+	recvSync(t, r.sync("s", ra.MemberID, ra.Generation, map[string]string{ra.MemberID: "A"}))
+	r.store.Fail = errors.New("disk full")
+	if resp := r.recv(r.join(joinReq("s", "", "pod-a", 5))); resp.ErrorCode != kerr.CoordinatorNotAvailable.Code {
+		t.Errorf("a static rejoin the store refused: %+v", resp)
+	}
+	r.store.Fail = nil
+	hb := kmsg.NewPtrHeartbeatRequest()
+	pod := "pod-a"
+	hb.Group, hb.MemberID, hb.Generation, hb.InstanceID = "s", ra.MemberID, ra.Generation, &pod
+	if code := r.c.Heartbeat(hb).ErrorCode; code != 0 {
+		t.Errorf("the old member id after the refused rejoin: %d, want it still the member", code)
+	}
+	if st := r.c.Status(context.Background(), "s"); len(st) != 1 || len(st[0].Members) != 1 || st[0].Members[0].MemberID != ra.MemberID {
+		t.Errorf("members after the refused rejoin: %+v", st)
 	}
 }

@@ -45,8 +45,13 @@
 //	                      emptied, every offset expired
 //	Empty                 DeleteGroups                         Dead
 //
-// Requests are refused as Kafka refuses them: an empty group id
-// INVALID_GROUP_ID; a session timeout outside group.min/max.session.timeout.ms
+// A member's session counts in every state: one that neither waits in
+// JoinGroup or SyncGroup nor heartbeats within its session timeout is
+// removed, also during a rebalance, which then need not wait for it.
+//
+// Requests are refused as Kafka refuses them: an empty group id, or one
+// longer than 32767 bytes (what a Kafka string and the store's keys
+// hold), INVALID_GROUP_ID; a session timeout outside group.min/max.session.timeout.ms
 // INVALID_SESSION_TIMEOUT; a protocol type or protocols the group does
 // not share INCONSISTENT_GROUP_PROTOCOL; a new dynamic member of v4+ is
 // asked to come back with its id (MEMBER_ID_REQUIRED, KIP-394), and an
@@ -56,7 +61,11 @@
 // ILLEGAL_GENERATION; a heartbeat or commit during a rebalance
 // REBALANCE_IN_PROGRESS; before Load finished COORDINATOR_LOAD_IN_PROGRESS;
 // past group.max.count groups, or a store that takes no write,
-// COORDINATOR_NOT_AVAILABLE (clients look for the coordinator again).
+// COORDINATOR_NOT_AVAILABLE (clients look for the coordinator again; an
+// assignment not stored also rebalances the group, and a static member's
+// new id not stored leaves the old one in place). A JoinGroup or
+// SyncGroup that a second one of the same member supersedes while it
+// waits is answered REBALANCE_IN_PROGRESS, so no request waits for ever.
 //
 // # Offsets
 //

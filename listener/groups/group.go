@@ -128,28 +128,31 @@ func (g *group) supports(protocolType string, protocols []kmsg.JoinGroupRequestP
 	if protocolType != g.protocolType {
 		return false
 	}
+	counts := g.protocolCounts()
 	for _, p := range protocols {
-		all := true
-		for _, m := range g.members {
-			if !hasProtocol(m, p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if counts[p.Name] == len(g.members) {
 			return true
 		}
 	}
 	return false
 }
 
-func hasProtocol(m *member, name string) bool {
-	for _, p := range m.protocols {
-		if p.Name == name {
-			return true
+// protocolCounts is, for each protocol name, how many members support it
+// (Kafka's ClassicGroup keeps the same counts): linear in the protocols,
+// however many a member sends.
+func (g *group) protocolCounts() map[string]int {
+	counts := map[string]int{}
+	seen := map[string]bool{}
+	for _, m := range g.members {
+		clear(seen)
+		for _, p := range m.protocols {
+			if !seen[p.Name] {
+				seen[p.Name] = true
+				counts[p.Name]++
+			}
 		}
 	}
-	return false
+	return counts
 }
 
 // selectProtocol picks the generation's protocol: among those every
@@ -170,22 +173,18 @@ func (g *group) selectProtocol() string {
 	if first == nil {
 		return ""
 	}
+	counts := g.protocolCounts()
+	candidate := map[string]bool{}
 	for _, p := range first.protocols {
-		all := true
-		for _, m := range g.members {
-			if !hasProtocol(m, p.Name) {
-				all = false
-				break
-			}
-		}
-		if all {
+		if counts[p.Name] == len(g.members) && !candidate[p.Name] {
+			candidate[p.Name] = true
 			order = append(order, p.Name)
 		}
 	}
 	votes := map[string]int{}
 	for _, m := range g.members {
 		for _, p := range m.protocols {
-			if contains(order, p.Name) {
+			if candidate[p.Name] {
 				votes[p.Name]++
 				break
 			}
@@ -198,15 +197,6 @@ func (g *group) selectProtocol() string {
 		}
 	}
 	return best
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // allJoined reports whether every member waits in JoinGroup and no

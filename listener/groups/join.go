@@ -143,6 +143,9 @@ func (c *Coordinator) add(g *group, m *member, now time.Time) chan *kmsg.JoinGro
 // is under way, and completes the phase when m was the last to come.
 func (c *Coordinator) wait(g *group, m *member, now time.Time) chan *kmsg.JoinGroupResponse {
 	ch := make(chan *kmsg.JoinGroupResponse, 1)
+	if m.join != nil { // a JoinGroup of the same member still waits (a client that retried): it is answered, not left waiting
+		m.join <- joinError(m.id, codeRebalanceInProgress)
+	}
 	m.join = ch
 	if g.state != PreparingRebalance {
 		c.prepareRebalance(g, now)
@@ -159,27 +162,39 @@ func (c *Coordinator) wait(g *group, m *member, now time.Time) chan *kmsg.JoinGr
 // rebalances.
 func (c *Coordinator) replaceStatic(g *group, oldID string, m *member, version int16, now time.Time) (chan *kmsg.JoinGroupResponse, *kmsg.JoinGroupResponse) {
 	old := g.members[oldID]
-	if old.join != nil {
-		old.join <- joinError(oldID, codeFencedInstanceID)
-	}
-	if old.sync != nil {
-		old.sync <- syncError(codeFencedInstanceID)
-	}
+	wasLeader := g.leader == oldID
 	delete(g.members, oldID)
 	m.assignment = old.assignment
 	g.members[m.id] = m
 	g.static[m.instanceID] = m.id
-	if g.leader == oldID {
+	if wasLeader {
 		g.leader = m.id
 	}
 	m.deadline = now.Add(m.session)
+	if g.state == Stable && g.selectProtocol() == g.protocol {
+		if err := c.persist(g, nil); err != nil {
+			// Kafka reverts to the old member (its id stays the
+			// instance's) and answers the store's error.
+			c.log.Warn("consumer group: a static member's new id was not stored", "group", g.name, "err", err)
+			delete(g.members, m.id)
+			g.members[oldID], g.static[m.instanceID] = old, oldID
+			if wasLeader {
+				g.leader = oldID
+			}
+			return nil, joinError("", codeCoordinatorNotAvailable)
+		}
+	}
+	if old.join != nil {
+		old.join <- joinError(oldID, codeFencedInstanceID)
+		old.join = nil
+	}
+	if old.sync != nil {
+		old.sync <- syncError(codeFencedInstanceID)
+		old.sync = nil
+	}
 	switch g.state {
 	case Stable:
 		if g.selectProtocol() == g.protocol {
-			if err := c.persist(g, nil); err != nil {
-				c.log.Warn("consumer group: a static member's new id was not stored", "group", g.name, "err", err)
-				return nil, joinError("", codeUnknownServerError)
-			}
 			leader := g.leader == m.id
 			r := c.joinResponse(g, m.id, leader && version >= 9)
 			r.SkipAssignment = leader && version >= 9

@@ -63,6 +63,9 @@ func (c *Coordinator) Commit(req *kmsg.OffsetCommitRequest, check func(topic str
 		resp.Topics = append(resp.Topics, rt)
 	}
 	if len(write) == 0 {
+		if g, ok := c.groups[req.Group]; ok {
+			c.dropIfUnused(g) // a simple commit refused for every partition leaves no group behind
+		}
 		return resp
 	}
 	g := c.groups[req.Group]
@@ -200,48 +203,63 @@ func (c *Coordinator) DeleteOffsets(group string, partitions []remotelog.TopicPa
 // offsets is deleted. Run calls it every
 // offsets.retention.check.interval.ms.
 func (c *Coordinator) ExpireOffsets() {
+	c.mu.Lock()
+	names := make([]string, 0, len(c.groups))
+	for name := range c.groups {
+		names = append(names, name)
+	}
+	c.mu.Unlock()
+	for _, name := range names { // one group at a time: heartbeats and commits of the others go on between
+		c.expireGroup(name)
+	}
+}
+
+// expireGroup expires one group's offsets (ExpireOffsets' rules).
+func (c *Coordinator) expireGroup(name string) {
 	now := c.now()
 	retention := time.Duration(c.cfg.OffsetsRetentionMinutes) * time.Minute
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for name, g := range c.groups {
-		var subs map[string]bool
-		if g.state != Empty {
-			var ok bool
-			if subs, ok = g.subscribed(); !ok {
-				continue
-			}
-		}
-		var gone []remotelog.TopicPartition
-		for tp, o := range g.offsets {
-			base := time.UnixMilli(o.CommitMs)
-			if g.state == Empty && g.since.After(base) {
-				base = g.since
-			}
-			if !subs[tp.Topic] && !now.Before(base.Add(retention)) {
-				gone = append(gone, tp)
-			}
-		}
-		all := g.state == Empty && len(gone) == len(g.offsets) && len(g.members) == 0 && len(g.pending) == 0
-		var parts []remotelog.TopicPartition
-		if !all {
-			if len(gone) == 0 {
-				continue
-			}
-			parts = gone
-		}
-		if err := c.store.DeleteGroup(name, parts); err != nil {
-			c.log.Warn("consumer group: expired offsets not deleted", "group", name, "err", err)
-			continue
-		}
-		for _, tp := range gone {
-			delete(g.offsets, tp)
-		}
-		c.m.expired.Add(float64(len(gone)))
-		if all {
-			g.setState(Dead, now)
-			delete(c.groups, name)
-		}
-		c.log.Info("consumer group offsets expired (offsets.retention.minutes)", "group", name, "partitions", len(gone), "group_deleted", all)
+	g, ok := c.groups[name]
+	if !ok {
+		return
 	}
+	var subs map[string]bool
+	if g.state != Empty {
+		var ok bool
+		if subs, ok = g.subscribed(); !ok {
+			return
+		}
+	}
+	var gone []remotelog.TopicPartition
+	for tp, o := range g.offsets {
+		base := time.UnixMilli(o.CommitMs)
+		if g.state == Empty && g.since.After(base) {
+			base = g.since
+		}
+		if !subs[tp.Topic] && !now.Before(base.Add(retention)) {
+			gone = append(gone, tp)
+		}
+	}
+	all := g.state == Empty && len(gone) == len(g.offsets) && len(g.members) == 0 && len(g.pending) == 0
+	var parts []remotelog.TopicPartition
+	if !all {
+		if len(gone) == 0 {
+			return
+		}
+		parts = gone
+	}
+	if err := c.store.DeleteGroup(name, parts); err != nil {
+		c.log.Warn("consumer group: expired offsets not deleted", "group", name, "err", err)
+		return
+	}
+	for _, tp := range gone {
+		delete(g.offsets, tp)
+	}
+	c.m.expired.Add(float64(len(gone)))
+	if all {
+		g.setState(Dead, now)
+		delete(c.groups, name)
+	}
+	c.log.Info("consumer group offsets expired (offsets.retention.minutes)", "group", name, "partitions", len(gone), "group_deleted", all)
 }

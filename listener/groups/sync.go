@@ -56,6 +56,9 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupResp
 	}
 	// CompletingRebalance.
 	ch := make(chan *kmsg.SyncGroupResponse, 1)
+	if m.sync != nil { // a SyncGroup of the same member still waits: it is answered, not left waiting
+		m.sync <- syncError(codeRebalanceInProgress)
+	}
 	m.sync = ch
 	if m.id != g.leader {
 		return ch, nil
@@ -69,10 +72,17 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupResp
 	}
 	g.setState(Stable, now)
 	if err := c.persist(g, nil); err != nil {
-		// Kafka: an assignment that cannot be stored is a rebalance.
+		// Kafka (resetAndPropagateAssignmentWithError): the members
+		// waiting get the store's error, COORDINATOR_NOT_AVAILABLE (they
+		// back off and look for the coordinator again), and the group
+		// rebalances.
 		c.log.Warn("consumer group: the assignment was not stored; rebalancing", "group", g.name, "err", err)
 		for _, mm := range g.members {
 			mm.assignment = nil
+			if mm.sync != nil {
+				mm.sync <- syncError(codeCoordinatorNotAvailable)
+				mm.sync = nil
+			}
 		}
 		c.prepareRebalance(g, now)
 		return ch, nil
