@@ -72,7 +72,7 @@ func printGroups(w io.Writer, groups []*tierdpb.ConsumerGroup) {
 		}
 		sort.Strings(keys)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  partition\tcommitted\thigh watermark\tlag\tmember (id, host, client id)")
+		fmt.Fprintln(tw, "  partition\tcommitted\thigh watermark served\tlag\tmember (id, host, client id)")
 		for _, k := range keys {
 			r := rows[k]
 			committed, hw, lag := "-", "-", "-"

@@ -806,3 +806,26 @@ func TestRefusals(t *testing.T) {
 		t.Errorf("members after the refused rejoin: %+v", st)
 	}
 }
+
+// TestMaxSizeCountsMembers: group.max.size counts members (in a join
+// phase, those waiting in it), as Kafka's acceptJoiningMember does, not
+// the member ids handed out and not used (KIP-394).
+func TestMaxSizeCountsMembers(t *testing.T) {
+	r := newRig(t, func(c *Config) { c.MaxSize = 2 })
+	r.stable("g", 1)
+	var pending []string
+	for i := 0; i < 3; i++ { // three ids handed out: the group has one member
+		resp := r.recv(r.join(joinReq("g", "", "", 5)))
+		if resp.ErrorCode != kerr.MemberIDRequired.Code {
+			t.Fatalf("new member %d: %d", i, resp.ErrorCode)
+		}
+		pending = append(pending, resp.MemberID)
+	}
+	r.join(joinReq("g", pending[0], "", 5))
+	r.waitState("g", PreparingRebalance)
+	r.join(joinReq("g", pending[1], "", 5))
+	r.waitFor("two waiting", func() bool { return len(r.c.Describe("g").Members) == 3 })
+	if resp := r.recv(r.join(joinReq("g", pending[2], "", 5))); resp.ErrorCode != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("a third waiting member past group.max.size 2: %d", resp.ErrorCode)
+	}
+}

@@ -56,7 +56,8 @@
 // not share INCONSISTENT_GROUP_PROTOCOL; a new dynamic member of v4+ is
 // asked to come back with its id (MEMBER_ID_REQUIRED, KIP-394), and an
 // id never used expires after its session timeout; past group.max.size
-// GROUP_MAX_SIZE_REACHED; an unknown member UNKNOWN_MEMBER_ID; a static
+// (members, or in a join phase those waiting in it: Kafka's
+// acceptJoiningMember) GROUP_MAX_SIZE_REACHED; an unknown member UNKNOWN_MEMBER_ID; a static
 // member under another member id FENCED_INSTANCE_ID; another generation
 // ILLEGAL_GENERATION; a heartbeat or commit during a rebalance
 // REBALANCE_IN_PROGRESS; before Load finished COORDINATOR_LOAD_IN_PROGRESS;

@@ -199,6 +199,32 @@ func (g *group) selectProtocol() string {
 	return best
 }
 
+// acceptJoining is Kafka's acceptJoiningMember: whether member id (""
+// for a new one) may join a group of at most max members. An Empty group
+// takes anyone; during a join phase an existing member already waiting
+// is taken, a new one while fewer than max wait; otherwise an existing
+// member is taken, a new one while the group has fewer than max.
+// Member ids handed out but not used yet (KIP-394) do not count.
+func (g *group) acceptJoining(id string, max int) bool {
+	m, known := g.members[id]
+	switch g.state {
+	case Empty, Dead:
+		return true
+	case PreparingRebalance:
+		if known && m.join != nil {
+			return true
+		}
+		waiting := 0
+		for _, m := range g.members {
+			if m.join != nil {
+				waiting++
+			}
+		}
+		return waiting < max
+	}
+	return known || len(g.members) < max
+}
+
 // allJoined reports whether every member waits in JoinGroup and no
 // KIP-394 member id handed out is still to come.
 func (g *group) allJoined() bool {

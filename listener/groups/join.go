@@ -61,7 +61,7 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) (chan *kmsg.Jo
 	m := &member{clientID: cl.ID, clientHost: cl.Host, instanceID: instance, session: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
 		rebalance: rebalance, protocolType: req.ProtocolType, protocols: req.Protocols}
 	if req.MemberID == "" {
-		if len(g.members)+len(g.pending) >= c.cfg.MaxSize {
+		if !g.acceptJoining("", c.cfg.MaxSize) {
 			return nil, joinError("", codeGroupMaxSizeReached)
 		}
 		m.id = newMemberID(cl.ID, instance)
@@ -76,6 +76,9 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) (chan *kmsg.Jo
 	}
 	if _, ok := g.pending[req.MemberID]; ok && instance == "" {
 		delete(g.pending, req.MemberID)
+		if !g.acceptJoining(req.MemberID, c.cfg.MaxSize) {
+			return nil, joinError("", codeGroupMaxSizeReached)
+		}
 		m.id = req.MemberID
 		return c.add(g, m, now), nil
 	}
