@@ -191,3 +191,41 @@ func TestGroupAuthorization(t *testing.T) {
 }
 
 var tpOrders0 = remotelog.TopicPartition{Topic: "orders", Partition: 0}
+
+// TestGroupBytesOutliveTheRequest: the protocol metadata and assignment a
+// group keeps are its own copies, not the bytes of the connection's
+// buffer that the next request overwrites.
+func TestGroupBytesOutliveTheRequest(t *testing.T) {
+	ts, coord := groupServer(t, 1, 1, groupstest.NewMemStore())
+	if err := coord.Load(); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, ts.addr, "bytes")
+	overwrite := func() { // a request larger than the group requests, which the connection's buffer then holds
+		md := kmsg.NewPtrMetadataRequest()
+		md.Version = 9
+		for j := 0; j < 20; j++ {
+			md.Topics = append(md.Topics, kmsg.MetadataRequestTopic{Topic: kmsg.StringPtr(strings.Repeat("z", 40))})
+		}
+		rc.roundTrip(md)
+	}
+	overwrite() // the buffer grows to its size: the group requests are read into it
+	join := kmsg.NewPtrJoinGroupRequest()
+	join.Version, join.Group, join.SessionTimeoutMillis, join.RebalanceTimeoutMillis, join.ProtocolType = 3, "b", 10000, 10000, "consumer"
+	join.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte("METADATA-OF-THE-MEMBER")}}
+	jr := rc.roundTrip(join).(*kmsg.JoinGroupResponse)
+	if jr.ErrorCode != 0 {
+		t.Fatalf("join: %+v", jr)
+	}
+	sync := kmsg.NewPtrSyncGroupRequest()
+	sync.Version, sync.Group, sync.MemberID, sync.Generation = 3, "b", jr.MemberID, jr.Generation
+	sync.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: jr.MemberID, MemberAssignment: []byte("ASSIGNMENT-OF-THE-MEMBER")}}
+	if sr := rc.roundTrip(sync).(*kmsg.SyncGroupResponse); sr.ErrorCode != 0 {
+		t.Fatalf("sync: %+v", sr)
+	}
+	overwrite()
+	d := coord.Describe("b")
+	if len(d.Members) != 1 || string(d.Members[0].ProtocolMetadata) != "METADATA-OF-THE-MEMBER" || string(d.Members[0].MemberAssignment) != "ASSIGNMENT-OF-THE-MEMBER" {
+		t.Fatalf("the group's member after later requests: %q %q", d.Members[0].ProtocolMetadata, d.Members[0].MemberAssignment)
+	}
+}

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"bytes"
 	"context"
 	"time"
 
@@ -59,7 +60,7 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) (chan *kmsg.Jo
 		rebalance = time.Duration(req.SessionTimeoutMillis) * time.Millisecond // v0 has none: the session timeout
 	}
 	m := &member{clientID: cl.ID, clientHost: cl.Host, instanceID: instance, session: time.Duration(req.SessionTimeoutMillis) * time.Millisecond,
-		rebalance: rebalance, protocolType: req.ProtocolType, protocols: req.Protocols}
+		rebalance: rebalance, protocolType: req.ProtocolType, protocols: cloneProtocols(req.Protocols)}
 	if req.MemberID == "" {
 		if !g.acceptJoining("", c.cfg.MaxSize) {
 			return nil, joinError("", codeGroupMaxSizeReached)
@@ -97,6 +98,17 @@ func (c *Coordinator) join(cl Client, req *kmsg.JoinGroupRequest) (chan *kmsg.Jo
 	// its JoinGroup response).
 	r := c.joinResponse(g, cur.id, g.state == CompletingRebalance && g.leader == cur.id)
 	return nil, r
+}
+
+// cloneProtocols copies protocols and their metadata: a decoded request's
+// bytes alias the connection's read buffer, which the next request
+// reuses, and a member keeps its protocols across requests.
+func cloneProtocols(protocols []kmsg.JoinGroupRequestProtocol) []kmsg.JoinGroupRequestProtocol {
+	out := make([]kmsg.JoinGroupRequestProtocol, len(protocols))
+	for i, p := range protocols {
+		out[i] = kmsg.JoinGroupRequestProtocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)}
+	}
+	return out
 }
 
 // update takes a rejoining member's protocols and timeouts.

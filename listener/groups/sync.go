@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -65,7 +66,7 @@ func (c *Coordinator) sync(req *kmsg.SyncGroupRequest) (chan *kmsg.SyncGroupResp
 	}
 	given := map[string][]byte{}
 	for _, a := range req.GroupAssignment {
-		given[a.MemberID] = a.MemberAssignment
+		given[a.MemberID] = bytes.Clone(a.MemberAssignment) // the request's bytes are the connection's buffer (cloneProtocols)
 	}
 	for id, mm := range g.members {
 		mm.assignment = given[id] // a member the leader left out gets an empty assignment
