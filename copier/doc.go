@@ -80,6 +80,11 @@
 //	                                                            once every object is deleted (FinishDeletion)
 //	remote row: a copy fenced after   deleter.Abandon,          this tierd's own COPY_SEGMENT_STARTED row; the
 //	  its manifest                    rlmm.ForgetSegment        fence in the bucket is above the copy's epoch
+//	metadata rows: a consumer         listener/groups           not the copier's, listed here as every delete is:
+//	  group's record and offsets        (ExpireOffsets, Delete,   offsets.retention.minutes passed by KIP-211's
+//	  (rlmm 'g' keys)                   DeleteOffsets)            rules (groups/doc.go); or a client with DELETE on
+//	                                                            the group asked: DeleteGroups of an Empty group,
+//	                                                            OffsetDelete of topics no member subscribes to
 //	local: a rolled segment           localRetention            either an undamaged finished copy of exactly this
 //	                                                            file (offsets and size), checked present in the
 //	                                                            bucket right before, and local retention

@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/tierd/tierd/seglog"
 )
 
 // TestCrashGroupCommits: tierd run is killed with SIGKILL at random
@@ -24,34 +21,7 @@ import (
 // crash: the store syncs each commit for a machine's (rlmm).
 func TestCrashGroupCommits(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	bin := buildTierd(t)
-	kafkaAddr := freePort(t)
-	cfg := filepath.Join(root, "tierd.yaml")
-	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:
-  log_dirs: [%s]
-  broker_id: 1
-  log.retention.ms: -1
-  log.local.retention.ms: -1
-bucket:
-  type: filesystem
-  filesystem: {dir: %s}
-metadata: {dir: %s}
-fetch: {listen: %s}
-kafka:
-  listen: %s
-`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freePort(t), kafkaAddr)))
-	l, err := seglog.Open(filepath.Join(root, "logs", "orders-0"), seglog.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.Append(seglog.Record{Value: []byte("x"), Timestamp: time.Now().UnixMilli()}); err != nil {
-		t.Fatal(err)
-	}
-	l.Close()
-	if out, err := exec.Command(bin, "bucket", "create", "--config", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("tierd bucket create: %v\n%s", err, out)
-	}
+	bin, cfg, kafkaAddr, _ := groupsTierd(t, 1, 1)
 	var logs lockedBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

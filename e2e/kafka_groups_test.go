@@ -26,43 +26,8 @@ import (
 // reads from the restarted tierd.
 func TestKafkaGroupSurvivesCrash(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	bin := buildTierd(t)
-	kafkaAddr, httpAddr := freePort(t), freePort(t)
-	cfg := filepath.Join(root, "tierd.yaml")
-	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:
-  log_dirs: [%s]
-  broker_id: 1
-  log.retention.ms: -1
-  log.local.retention.ms: -1
-bucket:
-  type: filesystem
-  filesystem: {dir: %s}
-metadata: {dir: %s}
-fetch: {listen: %s}
-http: {listen: %s}
-kafka:
-  listen: %s
-  group.initial.rebalance.delay.ms: 100
-`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freePort(t), httpAddr, kafkaAddr)))
 	const parts, perPart = 3, 200
-	for p := 0; p < parts; p++ {
-		l, err := seglog.Open(filepath.Join(root, "logs", fmt.Sprintf("orders-%d", p)), seglog.DefaultConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 0; i < perPart; i++ {
-			if _, err := l.Append(seglog.Record{Value: []byte(fmt.Sprintf("%d-%d", p, i)), Timestamp: time.Now().UnixMilli()}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := l.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if out, err := exec.Command(bin, "bucket", "create", "--config", cfg).CombinedOutput(); err != nil {
-		t.Fatalf("tierd bucket create: %v\n%s", err, out)
-	}
+	bin, cfg, kafkaAddr, httpAddr := groupsTierd(t, parts, perPart)
 	var logs lockedBuffer
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "run", "--config", cfg)
@@ -172,4 +137,49 @@ kafka:
 		t.Errorf("tierd status does not show the group Stable:\n%s", out)
 	}
 	t.Logf("committed before the crash %v; every record read after the restart", atCrash)
+}
+
+// groupsTierd builds tierd and writes a tierd.yaml (filesystem bucket,
+// created; kafka.listen and http.listen on free ports) over a log dir
+// holding orders-0..parts-1 of perPart records each ("p-i"), written by
+// seglog; it returns the binary, the config's path and the addresses.
+func groupsTierd(t *testing.T, parts, perPart int) (bin, cfg, kafkaAddr, httpAddr string) {
+	t.Helper()
+	root := t.TempDir()
+	bin = buildTierd(t)
+	kafkaAddr, httpAddr = freePort(t), freePort(t)
+	cfg = filepath.Join(root, "tierd.yaml")
+	writeFile(t, cfg, []byte(fmt.Sprintf(`copier:
+  log_dirs: [%s]
+  broker_id: 1
+  log.retention.ms: -1
+  log.local.retention.ms: -1
+bucket:
+  type: filesystem
+  filesystem: {dir: %s}
+metadata: {dir: %s}
+fetch: {listen: %s}
+http: {listen: %s}
+kafka:
+  listen: %s
+  group.initial.rebalance.delay.ms: 100
+`, filepath.Join(root, "logs"), filepath.Join(root, "bucket"), filepath.Join(root, "meta"), freePort(t), httpAddr, kafkaAddr)))
+	for p := 0; p < parts; p++ {
+		l, err := seglog.Open(filepath.Join(root, "logs", fmt.Sprintf("orders-%d", p)), seglog.DefaultConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < perPart; i++ {
+			if _, err := l.Append(seglog.Record{Value: []byte(fmt.Sprintf("%d-%d", p, i)), Timestamp: time.Now().UnixMilli()}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command(bin, "bucket", "create", "--config", cfg).CombinedOutput(); err != nil {
+		t.Fatalf("tierd bucket create: %v\n%s", err, out)
+	}
+	return bin, cfg, kafkaAddr, httpAddr
 }

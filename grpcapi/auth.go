@@ -176,13 +176,19 @@ func (s *Server) adminOnTCP(tc *tls.Config) bool {
 // allowed reports whether c may do op on topic by the Authorizer (every
 // caller may when there is none).
 func (s *Server) allowed(c Caller, op kafkaacl.Operation, topic string) bool {
+	return s.allowedOn(c, kafkaacl.ResourceTopic, op, topic)
+}
+
+// allowedOn reports whether c may do op on the resource of type rt named
+// name, logging a denial; a local caller, or a server without an
+// Authorizer, may.
+func (s *Server) allowedOn(c Caller, rt kafkaacl.ResourceType, op kafkaacl.Operation, name string) bool {
 	if c.Local || s.auth.Authorizer == nil {
 		return true
 	}
-	d := s.auth.Authorizer.Authorize(kafkaacl.Request{Principal: c.Principal, Host: c.Host, Operation: op,
-		ResourceType: kafkaacl.ResourceTopic, ResourceName: topic})
+	d := s.auth.Authorizer.Authorize(kafkaacl.Request{Principal: c.Principal, Host: c.Host, Operation: op, ResourceType: rt, ResourceName: name})
 	if !d.Allowed {
-		s.log.Info("gRPC call denied", "principal", c.Principal, "host", c.Host, "operation", op.String(), "topic", topic, "rule", d.Rule)
+		s.log.Info("gRPC call denied", "principal", c.Principal, "host", c.Host, "operation", op.String(), strings.ToLower(rt.String()), name, "rule", d.Rule)
 	}
 	return d.Allowed
 }

@@ -93,13 +93,5 @@ func (e *adminEdge) mayGroup(c Caller, group string) bool {
 	if e.admin(c) {
 		return true
 	}
-	if e.s.auth.Authorizer == nil {
-		return false
-	}
-	d := e.s.auth.Authorizer.Authorize(kafkaacl.Request{Principal: c.Principal, Host: c.Host, Operation: kafkaacl.OpDescribe,
-		ResourceType: kafkaacl.ResourceGroup, ResourceName: group})
-	if !d.Allowed {
-		e.s.log.Info("gRPC call denied", "principal", c.Principal, "host", c.Host, "operation", "DESCRIBE", "group", group, "rule", d.Rule)
-	}
-	return d.Allowed
+	return e.s.auth.Authorizer != nil && e.s.allowedOn(c, kafkaacl.ResourceGroup, kafkaacl.OpDescribe, group)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -79,18 +80,23 @@ func (c *conn) topicCode(op kafkaacl.Operation, topic string) int16 {
 }
 
 // allowed reports whether c may do op on topic. Without an Authorizer
-// every client may (today's behaviour). A denial is logged once per
-// client and topic.
+// every client may (today's behaviour).
 func (c *conn) allowed(op kafkaacl.Operation, topic string) bool {
+	return c.authorized(kafkaacl.ResourceTopic, op, topic)
+}
+
+// authorized reports whether c may do op on the resource of type rt
+// named name (a topic, a group). Without an Authorizer every client may.
+// A denial is logged once per client and resource.
+func (c *conn) authorized(rt kafkaacl.ResourceType, op kafkaacl.Operation, name string) bool {
 	a := c.s.authz
 	if a == nil {
 		return true
 	}
-	d := a.Authorize(kafkaacl.Request{Principal: c.principal, Host: c.host, Operation: op,
-		ResourceType: kafkaacl.ResourceTopic, ResourceName: topic})
-	if !d.Allowed && c.s.once.first("denied/"+op.String()+"/"+topic, c.host, c.principal) {
-		c.s.logger.Info("Kafka request denied (logged once per client and topic)", "principal", c.principal, "host", c.host,
-			"operation", op.String(), "topic", topic, "rule", d.Rule, "client_id", c.clientID)
+	d := a.Authorize(kafkaacl.Request{Principal: c.principal, Host: c.host, Operation: op, ResourceType: rt, ResourceName: name})
+	if !d.Allowed && c.s.once.first("denied/"+rt.String()+"/"+op.String()+"/"+name, c.host, c.principal) {
+		c.s.logger.Info("Kafka request denied (logged once per client and resource)", "principal", c.principal, "host", c.host,
+			"operation", op.String(), strings.ToLower(rt.String()), name, "rule", d.Rule, "client_id", c.clientID)
 	}
 	return d.Allowed
 }

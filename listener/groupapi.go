@@ -40,17 +40,7 @@ var groupServed = []apiRange{
 // groupAllowed reports whether c may do op on group (Kafka's GROUP
 // resource), logging a denial once per client and group.
 func (c *conn) groupAllowed(op kafkaacl.Operation, group string) bool {
-	a := c.s.authz
-	if a == nil {
-		return true
-	}
-	d := a.Authorize(kafkaacl.Request{Principal: c.principal, Host: c.host, Operation: op,
-		ResourceType: kafkaacl.ResourceGroup, ResourceName: group})
-	if !d.Allowed && c.s.once.first("denied/group/"+op.String()+"/"+group, c.host, c.principal) {
-		c.s.logger.Info("Kafka group request denied (logged once per client and group)", "principal", c.principal, "host", c.host,
-			"operation", op.String(), "group", group, "rule", d.Rule, "client_id", c.clientID)
-	}
-	return d.Allowed
+	return c.authorized(kafkaacl.ResourceGroup, op, group)
 }
 
 var codeGroupAuthz = kerr.GroupAuthorizationFailed.Code

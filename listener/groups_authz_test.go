@@ -164,7 +164,7 @@ func TestGroupAuthorization(t *testing.T) {
 			t.Errorf("denied deletes changed %s: %+v", g, offs)
 		}
 	}
-	if !strings.Contains(ts.logs.String(), "Kafka group request denied") || !strings.Contains(ts.logs.String(), "principal=User:ANONYMOUS") {
+	if !strings.Contains(ts.logs.String(), "Kafka request denied") || !strings.Contains(ts.logs.String(), "group=secret") || !strings.Contains(ts.logs.String(), "principal=User:ANONYMOUS") {
 		t.Errorf("no group denial logged with its principal:\n%s", ts.logs.String())
 	}
 

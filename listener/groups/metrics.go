@@ -121,20 +121,10 @@ func (col *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
 	defer cancel()
-	hws := map[remotelog.TopicPartition]int64{}
+	hw := c.highWatermarks(ctx)
 	for _, cm := range commits {
-		hw, ok := hws[cm.tp]
-		if !ok {
-			v, err := c.hw(ctx, cm.tp)
-			if err != nil {
-				hws[cm.tp] = -1
-				continue
-			}
-			hw, hws[cm.tp] = v, v
+		if v, ok := hw(cm.tp); ok {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(v-cm.at, 0)), cm.group, cm.tp.Topic, fmt.Sprint(cm.tp.Partition))
 		}
-		if hw < 0 {
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, float64(max(hw-cm.at, 0)), cm.group, cm.tp.Topic, fmt.Sprint(cm.tp.Partition))
 	}
 }

@@ -48,25 +48,33 @@ func (c *Coordinator) Status(ctx context.Context, group string) []remotelog.Cons
 	if c.hw == nil {
 		return out
 	}
-	hws := map[remotelog.TopicPartition]int64{}
+	hw := c.highWatermarks(ctx)
 	for i := range out {
 		for j := range out[i].Offsets {
 			o := &out[i].Offsets[j]
-			hw, ok := hws[o.TopicPartition]
-			if !ok {
-				if v, err := c.hw(ctx, o.TopicPartition); err == nil {
-					hw = v
-				} else {
-					hw = -1
-				}
-				hws[o.TopicPartition] = hw
-			}
-			if hw >= 0 {
-				o.HighWatermark, o.Lag = hw, max(hw-o.Committed, 0)
+			if v, ok := hw(o.TopicPartition); ok {
+				o.HighWatermark, o.Lag = v, max(v-o.Committed, 0)
 			}
 		}
 	}
 	return out
+}
+
+// highWatermarks returns a lookup of WithHighWatermarks' answers that
+// asks once per partition (ok false when the lookup failed).
+func (c *Coordinator) highWatermarks(ctx context.Context) func(remotelog.TopicPartition) (int64, bool) {
+	seen := map[remotelog.TopicPartition]int64{}
+	return func(tp remotelog.TopicPartition) (int64, bool) {
+		v, ok := seen[tp]
+		if !ok {
+			var err error
+			if v, err = c.hw(ctx, tp); err != nil {
+				v = -1
+			}
+			seen[tp] = v
+		}
+		return v, v >= 0
+	}
 }
 
 func lessPartition(a, b remotelog.TopicPartition) bool {
