@@ -1,0 +1,40 @@
+package chunked
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Canonical returns the canonical bytes of a manifest's JSON for its MAC
+// (see the package doc): its members but "mac" and "encryption", sorted,
+// compacted. Members a reader does not know are covered as well, so a
+// newer writer's additions are authenticated too. Errors: not a JSON
+// object.
+func Canonical(manifest []byte) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	delete(m, "mac")
+	delete(m, "encryption")
+	return json.Marshal(m)
+}
+
+// SetMembers returns manifest with the given top-level members replaced
+// (or added), every other member's bytes as they were: how a MAC is
+// added after the fact and how a re-wrap replaces the envelope. Errors:
+// not a JSON object, a value that is not JSON.
+func SetMembers(manifest []byte, members map[string]any) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("manifest: %w", err)
+	}
+	for k, v := range members {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		m[k] = b
+	}
+	return json.MarshalIndent(m, "", "  ")
+}
