@@ -27,6 +27,7 @@ import (
 // RemoteStorage is what the copier needs from rsm.Manager.
 type RemoteStorage interface {
 	CopySegment(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (*rsm.Manifest, error)
+	NewCopyForm() string
 	DeleteSegment(ctx context.Context, meta remotelog.SegmentMetadata) error
 	AbortUploads(ctx context.Context, tp remotelog.TopicPartition, ids map[remotelog.SegmentID]bool) (int, error)
 	AbortUploadsOf(ctx context.Context, meta remotelog.SegmentMetadata) (int, error)

@@ -178,7 +178,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 		TopicPartition: p.tp, TopicID: p.topicID, ID: id, StartOffset: cs.base, EndOffset: s.end,
 		MaxTimestampMs: in.maxTimestamp, SizeInBytes: in.size, State: remotelog.CopySegmentStarted, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
-		Compacted: p.policy.Compact,
+		Compacted: p.policy.Compact, Form: c.rs.NewCopyForm(),
 	}
 	if in.size < in.fileSize && cs.base == s.base {
 		meta.LocalSizeInBytes = in.fileSize // the copy leaves out the zero tail

@@ -41,7 +41,7 @@ func (c *Copier) remoteCompact(ctx context.Context, p *partition) error {
 		part.LocalStart = p.segs[0].base
 	}
 	o := remotecompact.Pass{Enabled: c.cfg.RemoteCompaction.Enable && p.policy.Compact, CopyTimeout: c.cfg.CopyTimeout,
-		IndexIntervalBytes: c.cfg.IndexIntervalBytes, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID}
+		IndexIntervalBytes: c.cfg.IndexIntervalBytes, BrokerID: c.cfg.BrokerID, InstanceID: c.cfg.InstanceID, Form: c.rs.NewCopyForm()}
 	if o.Enabled {
 		// The topic configs last read stand in, whatever the view's age.
 		o.Settings = remotecompact.Settings(c.cfg.resolve(p.tp.Topic, c.clusterConfigs(p.tp.Topic)).Compaction)

@@ -292,7 +292,7 @@ func TestManifestChecksumRefused(t *testing.T) {
 		{"crc32c of 7 digits", 2, map[string]any{"crc32c": "1234567"}, "not 8 lowercase hex digits"},
 		{"crc32c in upper case", 2, map[string]any{"crc32c": "ABCDEF01"}, "not 8 lowercase hex digits"},
 		{"sha256 not hex", 1, map[string]any{"sha256": strings.Repeat("g", 64)}, "not 64 lowercase hex digits"},
-		{"unknown version", 3, map[string]any{"crc32c": mf.Objects[kafkalog.LogSuffix].CRC32C}, "format version 3, this tierd reads 1 to 2"},
+		{"unknown version", 4, map[string]any{"crc32c": mf.Objects[kafkalog.LogSuffix].CRC32C}, "format version 4, this tierd reads 1 to 3"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var raw map[string]any

@@ -3,12 +3,14 @@ package rsm
 import (
 	"context"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
 // DownloadedCopy is a finished copy read back from the bucket, every part
@@ -53,7 +55,7 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 	}
 	out := &DownloadedCopy{Manifest: mf, Log: filepath.Join(dir, fmt.Sprintf("%020d-%s%s", meta.StartOffset, meta.ID, logSuffix))}
 	o, ok := mf.Objects[logSuffix]
-	if !ok || o.Size != mf.SizeInBytes {
+	if !ok || o.Chunked == nil && o.Size != mf.SizeInBytes {
 		return nil, fmt.Errorf("%w: manifest of %s: .log object of %d bytes, copy of %d", ErrBadManifest, meta.ID, o.Size, mf.SizeInBytes)
 	}
 	f, err := os.OpenFile(out.Log, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
@@ -68,19 +70,18 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 			os.Remove(out.Log)
 		}
 	}()
-	if err := m.readChecked(ctx, o, f); err != nil {
+	if err := m.readDecoded(ctx, mf, logSuffix, f); err != nil {
 		return nil, err
 	}
 	for _, opt := range []struct {
 		suffix string
 		dst    *[]byte
 	}{{kafkalog.TxnIndexSuffix, &out.TxnIndex}, {kafkalog.SnapshotSuffix, &out.ProducerSnapshot}} {
-		o, ok := mf.Objects[opt.suffix]
-		if !ok {
+		if _, ok := mf.Objects[opt.suffix]; !ok {
 			continue
 		}
 		w := &byteSink{b: []byte{}} // an empty object is present, not nil
-		if err := m.readChecked(ctx, o, w); err != nil {
+		if err := m.readDecoded(ctx, mf, opt.suffix, w); err != nil {
 			return nil, err
 		}
 		*opt.dst = w.b
@@ -109,6 +110,51 @@ func (m *Manager) readChecked(ctx context.Context, o ObjectInfo, w io.Writer) er
 	}
 	if n != o.Size || !h.match(o) {
 		return fmt.Errorf("%w: %s holds %d bytes that differ from its manifest's record (%d bytes)", ErrChecksum, o.Key, n, o.Size)
+	}
+	return nil
+}
+
+// readDecoded copies the original bytes of mf's object suffix into w,
+// checked: as readChecked for an object stored as it came; for one in
+// chunked form, its stored bytes' size and CRC-32C, each chunk as it is
+// decoded, and the original bytes' size and CRC-32C when recorded.
+func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, suffix string, w io.Writer) error {
+	o := mf.Objects[suffix]
+	if o.Chunked == nil {
+		return m.readChecked(ctx, o, w)
+	}
+	l, err := o.layout()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v", ErrBadManifest, o.Key, err)
+	}
+	keys, err := m.openKeys(ctx, o.Key, mf)
+	if err != nil {
+		return err
+	}
+	var s *chunked.Sealer
+	if keys != nil {
+		s = keys.Sealer
+	}
+	h, err := newObjectSums(o)
+	if err != nil {
+		return err
+	}
+	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	stored := &countingReader{r: io.TeeReader(rc, h)}
+	orig := crc32.New(castagnoli)
+	n, err := chunked.NewReader(stored, m.codec, l, s, suffix, 0, l.OriginalSize).WriteTo(io.MultiWriter(w, orig))
+	if err != nil {
+		return fmt.Errorf("read %s: %w", o.Key, err)
+	}
+	if extra, _ := io.Copy(io.Discard, stored); extra > 0 || stored.n != o.Size || !h.match(o) {
+		return fmt.Errorf("%w: %s holds %d stored bytes that differ from its manifest's record (%d bytes)", ErrChecksum, o.Key, stored.n, o.Size)
+	}
+	if n != o.Chunked.OriginalSize || o.Chunked.OriginalCRC32C != "" && crc32cHex(orig.Sum32()) != o.Chunked.OriginalCRC32C {
+		return fmt.Errorf("%w: %s decodes to %d bytes that differ from the original's record (%d bytes)", ErrChecksum, o.Key, n, o.Chunked.OriginalSize)
 	}
 	return nil
 }

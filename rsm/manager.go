@@ -16,12 +16,19 @@ import (
 
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
-// ManifestFormatVersion is the manifest version this code writes: 2,
-// whose objects carry a CRC-32C. It reads versions 1 (objects carry a
-// SHA-256, written by tierds before version 2) and 2; see the package doc.
+// ManifestFormatVersion is the manifest version this code writes for a
+// copy stored as it came: 2, whose objects carry a CRC-32C. It reads
+// versions 1 (objects carry a SHA-256, written by tierds before version
+// 2), 2 and 3 (ChunkedFormatVersion); see the package doc.
 const ManifestFormatVersion = 2
+
+// ChunkedFormatVersion is the manifest version of a copy whose objects
+// are in chunked form (package chunked): 3, so that a tierd that does not
+// know the form refuses the copy rather than serve its stored bytes.
+const ChunkedFormatVersion = 3
 
 // oldestManifestFormatVersion is the oldest manifest version this code reads.
 const oldestManifestFormatVersion = 1
@@ -47,21 +54,37 @@ type Config struct {
 	// Prefix is prepended to every key, without a trailing '/'. Default ""
 	// (keys start with the partition).
 	Prefix string `yaml:"prefix"`
+	// Objects says how new copies are stored (package chunked). The zero
+	// value stores them as they came; copies of every form are read
+	// whatever it says.
+	Objects chunked.Config `yaml:"-"`
+	// Keys wraps and unwraps copies' data keys; required when
+	// Objects.Encryption is set, and to read encrypted copies.
+	Keys chunked.KeyWrapper `yaml:"-"`
 }
 
-// Validate checks the prefix.
+// Validate checks the prefix, the object form, and that encryption has
+// keys.
 func (c Config) Validate() error {
 	if strings.HasPrefix(c.Prefix, "/") || strings.HasSuffix(c.Prefix, "/") {
 		return fmt.Errorf("rsm: prefix %q must not start or end with '/'", c.Prefix)
+	}
+	if err := c.Objects.Validate(); err != nil {
+		return fmt.Errorf("rsm: %w", err)
+	}
+	if c.Objects.Encryption && c.Keys == nil {
+		return errors.New("rsm: encryption.enabled needs keys (encryption.keys)")
 	}
 	return nil
 }
 
 // Manager copies, reads and deletes segment copies in a Bucket.
 type Manager struct {
-	b   Bucket
-	cfg Config
-	now func() time.Time
+	b       Bucket
+	cfg     Config
+	now     func() time.Time
+	codec   *chunked.Codec
+	layouts *layoutCache
 }
 
 // NewManager returns a Manager over b.
@@ -69,7 +92,11 @@ func NewManager(b Bucket, cfg Config) (*Manager, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Manager{b: b, cfg: cfg, now: time.Now}, nil
+	codec, err := chunked.NewCodec(cfg.Objects)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{b: b, cfg: cfg, now: time.Now, codec: codec, layouts: newLayoutCache(layoutCacheEntries)}, nil
 }
 
 // Bucket returns the underlying bucket.
@@ -120,6 +147,9 @@ type ObjectInfo struct {
 	// digits; what format version 1 records. "" in manifests this tierd
 	// writes.
 	SHA256 string `json:"sha256,omitempty"`
+	// Chunked describes an object in chunked form, whose Size and CRC32C
+	// are of the stored bytes; nil for an object stored as it came.
+	Chunked *ChunkedInfo `json:"chunked,omitempty"`
 }
 
 // Manifest describes one complete segment copy (see the package doc).
@@ -150,6 +180,16 @@ type Manifest struct {
 	// package doc); absent (false) on tierd's own copies.
 	BrokerOwned bool                  `json:"brokerOwned,omitempty"`
 	Objects     map[string]ObjectInfo `json:"objects"`
+	// Encryption is the envelope of an encrypted copy's data key; nil
+	// when the copy is not encrypted.
+	Encryption *Envelope `json:"encryption,omitempty"`
+	// MAC authenticates an encrypted copy's manifest (package chunked,
+	// "Manifest authentication"), 64 lowercase hex digits; "" otherwise.
+	MAC string `json:"mac,omitempty"`
+	// Digest is the SHA-256 of a chunked copy's manifest that is not
+	// encrypted (package chunked, "Manifest authentication"), 64 lowercase
+	// hex digits; "" otherwise.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Metadata returns the COPY_SEGMENT_FINISHED row the manifest stands for.
@@ -161,6 +201,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID, CopyLeaderEpoch: mf.CopyLeaderEpoch,
 		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent, Compacted: mf.Compacted, CompactionOf: mf.CompactionOf,
+		Form: mf.Form(), StoredSizeInBytes: mf.storedLogSize(),
 	}
 }
 
@@ -216,8 +257,17 @@ type SegmentFiles struct {
 }
 
 // FetchLogSegment returns bytes [start, end) of the copy's .log (end -1:
-// to the end of the segment), read with one ranged GET.
+// to the end of the segment), read with one ranged GET; of a copy in
+// chunked form (meta.Form), the GET of the chunks the range covers,
+// decoded as they arrive (the first read of such a copy by this Manager
+// reads its manifest too). Errors: the bucket's; of a chunked copy
+// also the manifest's (ErrBadManifest, chunked.ErrKeyUnavailable naming
+// the KEK, chunked.ErrWrongKey, chunked.ErrBadMAC), and, on reading,
+// chunked.ErrDamaged.
 func (m *Manager) FetchLogSegment(ctx context.Context, meta remotelog.SegmentMetadata, start, end int64) (io.ReadCloser, error) {
+	if meta.Form == remotelog.FormChunked {
+		return m.fetchChunked(ctx, meta, start, end)
+	}
 	length := int64(-1)
 	if end >= 0 {
 		length = end - start
@@ -230,6 +280,9 @@ func (m *Manager) FetchLogSegment(ctx context.Context, meta remotelog.SegmentMet
 func (m *Manager) FetchIndex(ctx context.Context, meta remotelog.SegmentMetadata, t remotelog.IndexType) ([]byte, error) {
 	if (t == remotelog.TransactionIndex && !meta.TxnIndexPresent) || (t == remotelog.ProducerSnapshot && !meta.ProducerSnapshotPresent) {
 		return nil, nil
+	}
+	if meta.Form == remotelog.FormChunked {
+		return m.fetchChunkedObject(ctx, meta, t.Suffix())
 	}
 	return m.readAll(ctx, m.Key(meta, t.Suffix()))
 }
@@ -253,27 +306,38 @@ func (m *Manager) readAll(ctx context.Context, key string) ([]byte, error) {
 // ErrNotFound (wrapped) for a missing manifest; ErrBadManifest (wrapped)
 // naming what is wrong; transport errors.
 func (m *Manager) ReadManifest(ctx context.Context, key string) (*Manifest, error) {
+	mf, _, err := m.readManifest(ctx, key)
+	return mf, err
+}
+
+// readManifest is ReadManifest, also returning the keys of an encrypted
+// copy (nil otherwise).
+func (m *Manager) readManifest(ctx context.Context, key string) (*Manifest, *chunked.CopyKeys, error) {
 	data, err := m.readAll(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var mf Manifest
 	if err := json.Unmarshal(data, &mf); err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
+		return nil, nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
 	}
-	if mf.FormatVersion < oldestManifestFormatVersion || mf.FormatVersion > ManifestFormatVersion {
-		return nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d to %d", ErrBadManifest, key, mf.FormatVersion,
-			oldestManifestFormatVersion, ManifestFormatVersion)
+	if mf.FormatVersion < oldestManifestFormatVersion || mf.FormatVersion > ChunkedFormatVersion {
+		return nil, nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d to %d", ErrBadManifest, key, mf.FormatVersion,
+			oldestManifestFormatVersion, ChunkedFormatVersion)
 	}
 	if mf.Objects[logSuffix].Key == "" || mf.EndOffset < mf.StartOffset {
-		return nil, fmt.Errorf("%w %s: incomplete", ErrBadManifest, key)
+		return nil, nil, fmt.Errorf("%w %s: incomplete", ErrBadManifest, key)
 	}
 	for _, suffix := range slices.Sorted(maps.Keys(mf.Objects)) {
 		if err := checkObjectSums(mf.FormatVersion, suffix, mf.Objects[suffix]); err != nil {
-			return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
+			return nil, nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
 		}
 	}
-	return &mf, nil
+	keys, err := m.checkChunked(ctx, key, data, &mf)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &mf, keys, nil
 }
 
 // Manifests lists the manifests of one partition, oldest base offset

@@ -3,7 +3,6 @@ package rsm
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
 	"github.com/tierd/tierd/internal/remotelog"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
 // open opens the file at p through files.Open, or os.Open when unset.
@@ -64,7 +64,9 @@ func (files SegmentFiles) throttled(ctx context.Context, r io.Reader) io.Reader 
 
 // CopySegment uploads a segment's files for the COPY_SEGMENT_STARTED row
 // meta, data first and the manifest last, and returns the manifest. Files
-// are streamed; indexes are cut to their real entries. The .log goes
+// are streamed; indexes are cut to their real entries. The copy takes
+// the form meta.Form names: "" as the files are, remotelog.FormChunked in
+// chunks transformed as Config.Objects says (NewCopyForm). The .log goes
 // whole, or, when meta.LocalSizeInBytes is set, as its first
 // meta.SizeInBytes bytes (the zero tail of a preallocated segment is left
 // out); the file must then be meta.LocalSizeInBytes long. The small
@@ -110,6 +112,14 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			m.deleteObjects(context.WithoutCancel(ctx), mf)
 		}
 	}()
+	keys, err := m.startChunked(ctx, meta.Form, mf)
+	if err != nil {
+		return nil, err
+	}
+	var form *copyForm
+	if mf.Form() == remotelog.FormChunked {
+		form = &copyForm{keys: keys}
+	}
 	logPart := part{n: -1, progress: files.Progress}
 	if meta.LocalSizeInBytes > 0 {
 		logPart = part{n: meta.SizeInBytes, fileSize: meta.LocalSizeInBytes, progress: files.Progress}
@@ -117,13 +127,13 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 	infos := make([]ObjectInfo, len(small)+1) // the .log's last; each goroutine writes its own
 	g, gctx := errgroup.WithContext(ctx)
 	goRecover(g, "upload of "+mf.Objects[logSuffix].Key, func() (err error) {
-		infos[len(small)], err = m.uploadFile(gctx, mf.Objects[logSuffix].Key, files.Log, logPart, files)
+		infos[len(small)], err = m.uploadFile(gctx, mf.Objects[logSuffix].Key, logSuffix, files.Log, logPart, files, form)
 		return err
 	})
 	goRecover(g, "upload of the small objects of "+mf.Objects[logSuffix].Key, func() error {
 		for i, o := range small {
 			var err error
-			if infos[i], err = m.uploadSmall(gctx, mf.Objects[o.suffix].Key, o, meta.StartOffset, files); err != nil {
+			if infos[i], err = m.uploadSmall(gctx, mf.Objects[o.suffix].Key, o, meta.StartOffset, files, form); err != nil {
 				return err
 			}
 		}
@@ -141,7 +151,7 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 			return nil, err
 		}
 	}
-	body, err := json.MarshalIndent(mf, "", "  ")
+	body, err := manifestBody(mf, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -177,19 +187,25 @@ type smallObject struct {
 
 // uploadSmall uploads one small object under key and returns its
 // ObjectInfo. Errors: an unreadable or malformed index file, upload errors.
-func (m *Manager) uploadSmall(ctx context.Context, key string, o smallObject, base int64, files SegmentFiles) (ObjectInfo, error) {
+func (m *Manager) uploadSmall(ctx context.Context, key string, o smallObject, base int64, files SegmentFiles, form *copyForm) (ObjectInfo, error) {
 	switch {
 	case o.index:
 		data, err := realIndex(files, o.path, base, o.suffix)
 		if err != nil {
 			return ObjectInfo{}, err
 		}
-		return m.uploadBytes(ctx, key, data, files)
+		return m.uploadBytes(ctx, key, o.suffix, data, files, form)
 	case o.path != "":
-		return m.uploadFile(ctx, key, o.path, part{n: -1}, files)
+		return m.uploadFile(ctx, key, o.suffix, o.path, part{n: -1}, files, form)
 	default:
-		return m.uploadBytes(ctx, key, o.data, files)
+		return m.uploadBytes(ctx, key, o.suffix, o.data, files, form)
 	}
+}
+
+// copyForm is how a chunked copy's objects are encoded; a nil *copyForm
+// stores them as they came.
+type copyForm struct {
+	keys *chunked.CopyKeys // nil: not encrypted
 }
 
 // realIndex reads an index file (through files.Open when set) and
@@ -227,7 +243,7 @@ type part struct {
 // taking its CRC-32C in the same read, and returns its ObjectInfo.
 // Errors: the file's size is not pt.fileSize, or changed while it was
 // read; open, read and upload errors.
-func (m *Manager) uploadFile(ctx context.Context, key, p string, pt part, files SegmentFiles) (ObjectInfo, error) {
+func (m *Manager) uploadFile(ctx context.Context, key, suffix, p string, pt part, files SegmentFiles, form *copyForm) (ObjectInfo, error) {
 	f, err := files.open(p)
 	if err != nil {
 		return ObjectInfo{}, err
@@ -244,6 +260,14 @@ func (m *Manager) uploadFile(ctx context.Context, key, p string, pt part, files 
 		}
 		size = pt.n
 	}
+	if form != nil {
+		src := &countingReader{r: io.LimitReader(f, size), progress: pt.progress}
+		info, err := m.encodeUpload(ctx, key, suffix, src, form.keys, files)
+		if err == nil && src.n != size {
+			err = fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, src.n, size)
+		}
+		return info, err
+	}
 	h := crc32.New(castagnoli)
 	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, io.LimitReader(f, size)), h), progress: pt.progress}
 	if err := m.b.Upload(ctx, key, cr, size); err != nil {
@@ -257,7 +281,10 @@ func (m *Manager) uploadFile(ctx context.Context, key, p string, pt part, files 
 
 // uploadBytes uploads data under key and returns its ObjectInfo. Errors:
 // upload errors.
-func (m *Manager) uploadBytes(ctx context.Context, key string, data []byte, files SegmentFiles) (ObjectInfo, error) {
+func (m *Manager) uploadBytes(ctx context.Context, key, suffix string, data []byte, files SegmentFiles, form *copyForm) (ObjectInfo, error) {
+	if form != nil {
+		return m.encodeUpload(ctx, key, suffix, bytes.NewReader(data), form.keys, files)
+	}
 	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
 		return ObjectInfo{}, fmt.Errorf("upload %s: %w", key, err)
 	}

@@ -86,8 +86,10 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 			missing = append(missing, suffix)
 		case err != nil:
 			return missing, fmt.Errorf("check %s: %w", m.Key(meta, suffix), err)
-		case suffix == logSuffix && a.Size < meta.SizeInBytes:
+		case suffix == logSuffix && meta.Form == "" && a.Size < meta.SizeInBytes:
 			missing = append(missing, fmt.Sprintf("%s (holds %d of its %d bytes)", suffix, a.Size, meta.SizeInBytes))
+		case suffix == logSuffix && meta.Form != "" && a.Size < meta.StoredSizeInBytes:
+			missing = append(missing, fmt.Sprintf("%s (holds %d of its %d stored bytes)", suffix, a.Size, meta.StoredSizeInBytes))
 		}
 	}
 	return missing, nil
@@ -95,10 +97,12 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 
 // VerifyCopy reads a copy's manifest, checks that it describes meta
 // (segment id, partition, offsets, size), then reads every object it
-// lists and checks its size and checksum. Errors: ErrNotFound (wrapped)
-// for a missing object or manifest; ErrChecksum (wrapped) for an object
-// that differs or a manifest that describes another copy; ErrBadManifest;
-// transport errors.
+// lists and checks its size and checksum; an object in chunked form is
+// decoded too, every chunk checked (its CRC, its seal, its original
+// size). Errors: ErrNotFound (wrapped) for a missing object or manifest;
+// ErrChecksum (wrapped) for an object that differs or a manifest that
+// describes another copy; ErrBadManifest; chunked.ErrDamaged and the key
+// errors of ReadManifest (wrapped); transport errors.
 func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata) error {
 	mf, err := m.ReadManifest(ctx, m.Key(meta, manifestSuffix))
 	if err != nil {
@@ -109,7 +113,13 @@ func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata
 		return fmt.Errorf("%w: manifest of %s describes offsets %d-%d, %d bytes; the row %d-%d, %d bytes", ErrChecksum,
 			meta.ID, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
 	}
-	for _, o := range mf.Objects {
+	for suffix, o := range mf.Objects {
+		if o.Chunked != nil {
+			if err := m.readDecoded(ctx, mf, suffix, io.Discard); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := m.VerifyObject(ctx, o); err != nil {
 			return err
 		}

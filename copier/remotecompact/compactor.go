@@ -99,6 +99,7 @@ type Pass struct {
 	IndexIntervalBytes int64         // Kafka's index.interval.bytes for the merged copy's indexes
 	BrokerID           int32         // recorded in the merged copy's row
 	InstanceID         string        // recorded in the merged copy's row
+	Form               string        // the merged copy's form (remotelog.SegmentMetadata.Form)
 }
 
 // Compactor runs remote compaction (see the package comment) and counts

@@ -82,7 +82,7 @@ func (c *Compactor) mergeRun(ctx context.Context, p Partition, run Run, o Pass) 
 		TopicPartition: p.TP, TopicID: run.Copies[0].TopicID, ID: id, StartOffset: run.Start(), EndOffset: run.End(),
 		MaxTimestampMs: maxTS, SizeInBytes: built.size, State: remotelog.CopySegmentStarted, BrokerID: o.BrokerID, InstanceID: o.InstanceID,
 		SegmentLeaderEpochs: files.LeaderEpochs, TxnIndexPresent: files.TxnIndex != "", ProducerSnapshotPresent: files.ProducerSnapshot != "",
-		Compacted: true, CompactionOf: run.IDs(),
+		Compacted: true, CompactionOf: run.IDs(), Form: o.Form,
 	}
 	if p.LeaderEpoch >= 0 {
 		le := p.LeaderEpoch

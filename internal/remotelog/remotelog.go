@@ -190,7 +190,18 @@ type SegmentMetadata struct {
 	// merged into this one (their segment ids; package copier,
 	// remotecompact.go); nil for a copy of a local segment.
 	CompactionOf []SegmentID `json:"compactionOf,omitempty"`
+	// Form is how the copy's objects are stored: "" as they came, or
+	// FormChunked (chunks, compressed or encrypted; its manifest holds the
+	// chunk index). Positions and SizeInBytes are always of the original
+	// .log.
+	Form string `json:"form,omitempty"`
+	// StoredSizeInBytes is the size in bytes of the stored .log object of
+	// a chunked copy; 0 otherwise.
+	StoredSizeInBytes int64 `json:"storedSizeInBytes,omitempty"`
 }
+
+// FormChunked is SegmentMetadata.Form of a copy in chunked form.
+const FormChunked = "chunked"
 
 // Contains reports whether offset lies in [StartOffset, EndOffset].
 func (m SegmentMetadata) Contains(offset int64) bool {

@@ -1,12 +1,15 @@
 package chunked
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
 
 // Canonical returns the canonical bytes of a manifest's JSON for its MAC
-// (see the package doc): its members but "mac" and "encryption", sorted,
+// or digest (see the package doc): its members but "mac", "digest" and
+// "encryption", sorted,
 // compacted. Members a reader does not know are covered as well, so a
 // newer writer's additions are authenticated too. Errors: not a JSON
 // object.
@@ -16,8 +19,27 @@ func Canonical(manifest []byte) ([]byte, error) {
 		return nil, fmt.Errorf("manifest: %w", err)
 	}
 	delete(m, "mac")
+	delete(m, "digest")
 	delete(m, "encryption")
 	return json.Marshal(m)
+}
+
+// Digest returns the digest of an unencrypted chunked copy's manifest,
+// the SHA-256 of its canonical bytes in 64 lowercase hex digits: it finds
+// damage, not an edit by whoever can write the bucket (only the keys of
+// an encrypted copy can).
+func Digest(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
+// CheckDigest compares digest with the Digest of canonical. Errors:
+// ErrBadMAC (wrapped).
+func CheckDigest(canonical []byte, digest string) error {
+	if Digest(canonical) != digest {
+		return fmt.Errorf("%w: the manifest's digest does not match its contents (damaged or edited)", ErrBadMAC)
+	}
+	return nil
 }
 
 // SetMembers returns manifest with the given top-level members replaced

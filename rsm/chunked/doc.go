@@ -78,12 +78,14 @@
 //
 // The MAC of an encrypted copy's manifest is the HMAC-SHA-256, under the
 // manifest key, of the manifest's canonical bytes: its JSON object
-// without the members "mac" and "encryption" (the envelope, which the
+// without the members "mac", "digest" and "encryption" (the envelope, which the
 // wrap authenticates itself), members sorted by name, each value in its
 // written form with insignificant white space removed (what
 // encoding/json writes for a map of json.RawMessage). A manifest edited
 // in any member, or one swapped in from another copy (its data key does
 // not open under this copy's id), is refused. A copy that is not
-// encrypted has no secret to authenticate with; its manifest is checked
-// as before (format, checksums), and each chunk by its CRC.
+// encrypted has no secret to authenticate with; its manifest carries
+// instead a "digest", the SHA-256 of the same canonical bytes, which
+// finds damage (a flipped byte) but not a deliberate edit, and each
+// chunk is checked by its CRC.
 package chunked

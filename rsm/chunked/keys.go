@@ -29,7 +29,8 @@ var (
 	// under the KEK of its id: another key under that id, or a wrapped
 	// key taken from another copy or changed.
 	ErrWrongKey = errors.New("chunked: data key does not open")
-	// ErrBadMAC marks (wrapped) a manifest whose authentication fails.
+	// ErrBadMAC marks (wrapped) a manifest whose authentication (MAC)
+	// or, not encrypted, whose digest fails.
 	ErrBadMAC = errors.New("chunked: manifest authentication failed")
 )
 
