@@ -25,6 +25,7 @@ import (
 	"github.com/tierd/tierd/listener"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/chunked"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/s3"
 	"github.com/tierd/tierd/rsmapi"
@@ -39,6 +40,9 @@ type Config struct {
 	Copier copier.Config `yaml:"copier"`
 	// Bucket is the object store the copies go to.
 	Bucket Bucket `yaml:"bucket"`
+	// Objects is how new copies are stored (chunked, compressed,
+	// encrypted) and the keys of encrypted copies.
+	Objects Objects `yaml:"objects"`
 	// Metadata is the metadata store (package rlmm): the copies' rows and
 	// the partitions' offsets, in Pebble.
 	Metadata rlmm.Config `yaml:"metadata"`
@@ -99,7 +103,7 @@ func Default() Config {
 	return Config{
 		Copier: copier.DefaultConfig(), Fetch: Fetch{Config: grpcapi.DefaultConfig()}, LogLevel: "info", Metadata: rlmm.DefaultConfig(),
 		Kafka:  Kafka{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
-		Bucket: Bucket{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()},
+		Bucket: Bucket{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()}, Objects: Objects{Config: chunked.DefaultConfig()},
 		HTTP:   HTTP{Listen: "127.0.0.1:7451"}, Metrics: Metrics{PartitionLabelsMax: partlabels.DefaultMax},
 		RSM: rsmapi.DefaultConfig(), ACLs: ACLs{Config: authz.DefaultConfig()},
 	}
@@ -331,7 +335,7 @@ var fractional = map[string]bool{"min.cleanable.dirty.ratio": true}
 // protocols against sasl and tls, the RSM endpoint's addresses and log
 // dirs). It reads no file.
 func (c Config) Validate() error {
-	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate()}
+	errs := []error{c.Copier.Validate(), c.Fetch.Validate(), (rsm.Config{Prefix: c.Bucket.Prefix}).Validate(), c.Objects.Validate()}
 	if err := c.Kafka.Listener.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("kafka: %w", err))
 	}

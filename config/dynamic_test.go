@@ -73,6 +73,10 @@ func changeSetting(v reflect.Value, key, path string) bool {
 			fv.SetFloat(fv.Float() / 2)
 		case reflect.Slice:
 			fv.Set(reflect.Append(fv, reflect.ValueOf("x")))
+		case reflect.Map:
+			m := reflect.MakeMap(fv.Type())
+			m.SetMapIndex(reflect.ValueOf("x"), reflect.ValueOf("x"))
+			fv.Set(m)
 		case reflect.Pointer:
 			n := reflect.New(fv.Type().Elem())
 			if !fv.IsNil() {

@@ -10,6 +10,7 @@ import (
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/kafkaacl"
 	"github.com/tierd/tierd/listener"
+	"github.com/tierd/tierd/rsm/chunked"
 	"github.com/tierd/tierd/rsm/filesystem"
 	"github.com/tierd/tierd/rsm/minio"
 	"github.com/tierd/tierd/rsm/s3"
@@ -136,6 +137,68 @@ type Bucket struct {
 	// S3 is the bucket of type s3: an S3 API through aws-sdk-go-v2
 	// (package rsm/s3).
 	S3 s3.Config `yaml:"s3"`
+}
+
+// Objects is the objects: section: how new copies are stored (package
+// rsm/chunked: chunks, each compressed with zstd and sealed with
+// AES-256-GCM as set) and the key-encryption keys (KEKs) that wrap
+// encrypted copies' data keys. Copies of every form stay readable
+// whatever it says, encrypted ones while their KEK is listed.
+type Objects struct {
+	// Config is the form of new copies: chunk.size, compression.*,
+	// encryption.enabled.
+	chunked.Config `yaml:",inline"`
+	// EncryptionKeyID is the KEK new copies' data keys are wrapped by
+	// (its id in encryption.keys); rotating it makes new copies use the
+	// new KEK while old copies keep theirs, until "tierd keys rewrap"
+	// moves them. Default "": the only key of encryption.keys, when
+	// there is one.
+	EncryptionKeyID string `yaml:"encryption.key.id"`
+	// EncryptionKeys maps a KEK's id (letters, digits, '.', '_', '-';
+	// recorded in each copy's manifest) to the file holding it: 32 random
+	// bytes, or 64 hex digits and an optional newline ("tierd keys new"
+	// makes one), owned by tierd's user and not readable by group or
+	// other users. Needed with encryption.enabled, and to read copies
+	// encrypted before. Default none.
+	EncryptionKeys map[string]string `yaml:"encryption.keys"`
+}
+
+// CurrentKeyID is encryption.key.id, or the only key's id.
+func (o Objects) CurrentKeyID() string {
+	if o.EncryptionKeyID != "" || len(o.EncryptionKeys) != 1 {
+		return o.EncryptionKeyID
+	}
+	for id := range o.EncryptionKeys {
+		return id
+	}
+	return ""
+}
+
+// Validate checks the form and that encryption has its keys. It reads no
+// file (the daemon loads the keys).
+func (o Objects) Validate() error {
+	var errs []error
+	if err := o.Config.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	for id, p := range o.EncryptionKeys {
+		if p == "" {
+			errs = append(errs, fmt.Errorf("encryption.keys: key %q has no file", id))
+		}
+	}
+	cur := o.CurrentKeyID()
+	switch {
+	case o.Encryption && len(o.EncryptionKeys) == 0:
+		errs = append(errs, errors.New("encryption.enabled needs encryption.keys (a key id and the file that holds it)"))
+	case cur == "" && o.Encryption:
+		errs = append(errs, errors.New("encryption.key.id is required with several encryption.keys: the one new copies use"))
+	case cur != "" && o.EncryptionKeys[cur] == "":
+		errs = append(errs, fmt.Errorf("encryption.key.id %q is not in encryption.keys", cur))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("objects: %w", err)
+	}
+	return nil
 }
 
 // Fetch is the fetch: section: the read engine's settings and who may

@@ -121,7 +121,12 @@ func OpenParts(ctx context.Context, cfg config.Config, start PartsOptions, log *
 	}
 	d.Watch = rsm.NewWatch(d.Bucket, cfg.Bucket.Prefix, cfg.Copier.Interval(), log.With("component", "bucket"), reg)
 	d.Bucket = d.Watch.Wrap(d.Bucket)
-	if d.Manager, err = rsm.NewManager(d.Bucket, rsm.Config{Prefix: cfg.Bucket.Prefix}); err != nil {
+	mc, err := ManagerConfig(cfg.Objects, cfg.Bucket.Prefix)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	if d.Manager, err = rsm.NewManager(d.Bucket, mc); err != nil {
 		d.Close()
 		return nil, err
 	}

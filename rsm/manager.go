@@ -301,7 +301,7 @@ func (m *Manager) readAll(ctx context.Context, key string) ([]byte, error) {
 }
 
 // ReadManifest reads and checks the manifest of a copy: a format version
-// this tierd reads (1 or 2), a .log object, offsets in order, and every
+// this tierd reads (1 to 3), a .log object, offsets in order, and every
 // object's checksum present and well-formed for its version. Errors:
 // ErrNotFound (wrapped) for a missing manifest; ErrBadManifest (wrapped)
 // naming what is wrong; transport errors.
@@ -317,6 +317,11 @@ func (m *Manager) readManifest(ctx context.Context, key string) (*Manifest, *chu
 	if err != nil {
 		return nil, nil, err
 	}
+	return m.parseManifest(ctx, key, data)
+}
+
+// parseManifest checks the manifest data read from key.
+func (m *Manager) parseManifest(ctx context.Context, key string, data []byte) (*Manifest, *chunked.CopyKeys, error) {
 	var mf Manifest
 	if err := json.Unmarshal(data, &mf); err != nil {
 		return nil, nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)

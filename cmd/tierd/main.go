@@ -34,6 +34,7 @@ func commands() []command {
 		{"bench", "measure remote-read latency and throughput against MinIO (started here, or --s3-endpoint)", runBench, true},
 		{"bucket", "bucket create: create the configured bucket (a directory, or a bucket on MinIO or S3)", runBucket, true},
 		{"dump", "print .log batches, index, snapshot and checkpoint file entries as JSON lines", runDump, false},
+		{"keys", "keys new FILE: a new key-encryption key; keys rewrap: move encrypted copies' data keys to objects.encryption.key.id", runKeys, true},
 		{"verify", "re-read finished copies (all or --sample N) and check them against their manifest checksums", runVerify, true},
 		{"version", "print the module version, VCS revision and Go version of this binary", runVersion, false},
 		{"api", "api token --principal User:NAME --token-file F: a bearer token for the gRPC API and its tokens_file line", runAPI, false},

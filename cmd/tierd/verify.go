@@ -112,7 +112,11 @@ func verifyCopies(ctx context.Context, cfg config.Config, o verifyOptions, stdou
 	if err := checkBucket(ctx, b, cfg.Bucket.Prefix); err != nil {
 		return res, err
 	}
-	m, err := rsm.NewManager(b, rsm.Config{Prefix: cfg.Bucket.Prefix})
+	mc, err := daemon.ManagerConfig(cfg.Objects, cfg.Bucket.Prefix)
+	if err != nil {
+		return res, err
+	}
+	m, err := rsm.NewManager(b, mc)
 	if err != nil {
 		return res, err
 	}

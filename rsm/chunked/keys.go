@@ -61,10 +61,11 @@ type Keyring struct {
 // current the one new copies use. A file holds the 32 bytes of the key,
 // raw or as 64 hex digits (white space around them ignored); it must be
 // owned by tierd's user or root, and readable or writable by nobody
-// else. A KEK id is 1 to 64 of [A-Za-z0-9._-]. Errors name the id and
-// file, never a key's bytes.
+// else. A KEK id is 1 to 64 of [A-Za-z0-9._-]. current "" makes a
+// keyring that only reads (Wrap fails). Errors name the id and file,
+// never a key's bytes.
 func LoadKeyring(files map[string]string, current string) (*Keyring, error) {
-	if _, ok := files[current]; !ok {
+	if _, ok := files[current]; !ok && current != "" {
 		return nil, fmt.Errorf("encryption.key.id %q: not one of encryption.keys (%s)", current, strings.Join(slices.Sorted(mapsKeys(files)), ", "))
 	}
 	k := &Keyring{current: current, keys: map[string]cipher.AEAD{}}
@@ -98,7 +99,7 @@ func NewKeyring(keys map[string][]byte, current string) (*Keyring, error) {
 			return nil, err
 		}
 	}
-	if _, ok := k.keys[current]; !ok {
+	if _, ok := k.keys[current]; !ok && current != "" {
 		return nil, fmt.Errorf("encryption.key.id %q: no such key", current)
 	}
 	return k, nil
