@@ -104,7 +104,7 @@ func Default() Config {
 		Copier: copier.DefaultConfig(), Fetch: Fetch{Config: grpcapi.DefaultConfig()}, LogLevel: "info", Metadata: rlmm.DefaultConfig(),
 		Kafka:  Kafka{Cluster: cluster.DefaultConfig(), Listener: listener.DefaultConfig()},
 		Bucket: Bucket{Type: "filesystem", MinIO: minio.DefaultConfig(), S3: s3.DefaultConfig()}, Objects: Objects{Config: chunked.DefaultConfig()},
-		HTTP:   HTTP{Listen: "127.0.0.1:7451"}, Metrics: Metrics{PartitionLabelsMax: partlabels.DefaultMax},
+		HTTP: HTTP{Listen: "127.0.0.1:7451"}, Metrics: Metrics{PartitionLabelsMax: partlabels.DefaultMax},
 		RSM: rsmapi.DefaultConfig(), ACLs: ACLs{Config: authz.DefaultConfig()},
 	}
 }
