@@ -66,6 +66,7 @@ type Server struct {
 	args      []string // the server's command line after the binary
 	bin       string
 	scheme    string
+	env       []string // added to the server's environment
 
 	mu  sync.Mutex
 	cmd *exec.Cmd // the running process; nil once stopped
@@ -105,7 +106,16 @@ func StartTLS(dataDir, certsDir string) (*Server, error) {
 	return start(dataDir, certsDir)
 }
 
-func start(dataDir, certsDir string) (*Server, error) {
+// StartEnv is Start (certsDir "") or StartTLS with env added to the
+// server's environment ("NAME=value"), e.g. MINIO_KMS_SECRET_KEY for
+// server-side encryption with a KMS key.
+func StartEnv(dataDir, certsDir string, env []string) (*Server, error) {
+	return startEnv(dataDir, certsDir, env)
+}
+
+func start(dataDir, certsDir string) (*Server, error) { return startEnv(dataDir, certsDir, nil) }
+
+func startEnv(dataDir, certsDir string, env []string) (*Server, error) {
 	bin := Find()
 	if bin == "" {
 		return nil, ErrNoBinary
@@ -133,7 +143,7 @@ func start(dataDir, certsDir string) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{Endpoint: fmt.Sprintf("127.0.0.1:%d", port), Secure: certsDir != "", Transport: tr, out: &syncBuffer{},
-		bin: bin, scheme: scheme}
+		bin: bin, scheme: scheme, env: env}
 	s.args = []string{"server", dataDir, "--quiet", "--address", s.Endpoint,
 		"--console-address", fmt.Sprintf("127.0.0.1:%d", console)}
 	if certsDir != "" {
@@ -161,6 +171,7 @@ func (s *Server) run() error {
 	cmd := exec.Command(s.bin, s.args...)
 	cmd.Env = append(os.Environ(), "MINIO_ROOT_USER="+AccessKey, "MINIO_ROOT_PASSWORD="+SecretKey,
 		"MINIO_BROWSER=off", "MINIO_UPDATE=off")
+	cmd.Env = append(cmd.Env, s.env...)
 	cmd.Stdout, cmd.Stderr = s.out, s.out
 	// The server goes with its parent, even one killed outright.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

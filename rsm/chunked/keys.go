@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"sort"
@@ -125,23 +126,32 @@ func checkKEKID(id string) error {
 }
 
 func readKEK(id, p string) ([]byte, error) {
+	return ReadKeyFile(fmt.Sprintf("encryption key %q", id), p)
+}
+
+// ReadKeyFile reads a 32-byte key from the file p, raw or as 64 hex
+// digits (white space around them ignored), for what (a setting's name,
+// in errors). The file must be owned by tierd's user or root and be
+// readable or writable by nobody else (privfile.Check, and no group or
+// other read). Errors name what and p, never the file's bytes.
+func ReadKeyFile(what, p string) ([]byte, error) {
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, fmt.Errorf("encryption key %q: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, fmt.Errorf("encryption key %q: %w", id, err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
-	if err := privfile.Check("encryption key "+id, p, st); err != nil {
+	if err := privfile.Check(what, p, st); err != nil {
 		return nil, err
 	}
 	if st.Mode().Perm()&0o044 != 0 {
-		return nil, fmt.Errorf("encryption key %q: %s has mode %v: its group or other users may read it; chmod go-rwx %s", id, p, st.Mode().Perm(), p)
+		return nil, fmt.Errorf("%s: %s has mode %v: its group or other users may read it; chmod go-rwx %s", what, p, st.Mode().Perm(), p)
 	}
 	data := make([]byte, 130)
-	n, _ := f.Read(data)
+	n, _ := io.ReadFull(f, data)
 	data = data[:n]
 	if n == 32 {
 		return data, nil
@@ -151,7 +161,7 @@ func readKEK(id, p string) ([]byte, error) {
 			return key, nil
 		}
 	}
-	return nil, fmt.Errorf("encryption key %q: %s holds %d bytes: a key file is 32 bytes, or 64 hex digits (e.g. from: openssl rand -hex 32)", id, p, n)
+	return nil, fmt.Errorf("%s: %s holds %d bytes: a key file is 32 bytes, or 64 hex digits (e.g. from: tierd keys new FILE, or openssl rand -hex 32)", what, p, n)
 }
 
 func newGCM(key []byte) (cipher.AEAD, error) {

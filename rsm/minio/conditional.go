@@ -15,7 +15,7 @@ import (
 // ReadVersioned implements rsm.ConditionalWriter; the version is the ETag
 // of the response that carried the bytes.
 func (b *Bucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
-	obj, err := b.c.GetObject(ctx, b.cfg.Bucket, key, miniogo.GetObjectOptions{})
+	obj, err := b.c.GetObject(ctx, b.cfg.Bucket, key, miniogo.GetObjectOptions{ServerSideEncryption: b.get})
 	if err != nil {
 		return nil, "", notFound(key, err)
 	}
@@ -34,7 +34,7 @@ func (b *Bucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Ver
 // PutIfAbsent implements rsm.ConditionalWriter with a single PUT carrying
 // "If-None-Match: *".
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) (rsm.Version, error) {
-	opts := miniogo.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	opts := miniogo.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true, ServerSideEncryption: b.put}
 	opts.SetMatchETagExcept("*")
 	return b.putConditional(ctx, key, data, opts)
 }
@@ -45,7 +45,7 @@ func (b *Bucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.
 	if v == "" {
 		return "", fmt.Errorf("%s: empty version: %w", key, rsm.ErrPreconditionFailed)
 	}
-	opts := miniogo.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true}
+	opts := miniogo.PutObjectOptions{ContentType: "application/octet-stream", DisableMultipart: true, ServerSideEncryption: b.put}
 	opts.SetMatchETag(string(v))
 	return b.putConditional(ctx, key, data, opts)
 }
@@ -53,6 +53,9 @@ func (b *Bucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.
 func (b *Bucket) putConditional(ctx context.Context, key string, data []byte, opts miniogo.PutObjectOptions) (rsm.Version, error) {
 	info, err := b.c.PutObject(ctx, b.cfg.Bucket, key, bytes.NewReader(data), int64(len(data)), opts)
 	if err != nil {
+		if e := b.sseRefused(err); e != err {
+			return "", e
+		}
 		return "", conditionFailed(key, err)
 	}
 	return rsm.Version(info.ETag), nil

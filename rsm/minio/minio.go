@@ -23,6 +23,7 @@ import (
 
 	miniogo "github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
+	"github.com/minio/minio-go/v7/pkg/encrypt"
 
 	"github.com/tierd/tierd/rsm"
 )
@@ -59,6 +60,9 @@ type Config struct {
 	// must chain to, in place of the system's roots, e.g. a store with a
 	// private CA. Default "": the system's roots.
 	CAFile string `yaml:"ca_file"`
+	// SSE is S3 server-side encryption of every object written
+	// (sse.type, sse.kms.key.id, sse.customer.key.file; see rsm.SSE).
+	rsm.SSE `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults.
@@ -91,6 +95,12 @@ func (c Config) Validate() error {
 	if c.CAFile != "" && host != "" && !secure {
 		errs = append(errs, fmt.Errorf("minio: ca_file is for TLS; endpoint %s is plain http", c.Endpoint))
 	}
+	if err := c.SSE.Validate("minio"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SSE.Type == rsm.SSEC && host != "" && !secure {
+		errs = append(errs, fmt.Errorf("minio: sse.type sse-c sends the key with every request: endpoint %s must be https", c.Endpoint))
+	}
 	return errors.Join(errs...)
 }
 
@@ -98,6 +108,9 @@ func (c Config) Validate() error {
 type Bucket struct {
 	c   *miniogo.Client
 	cfg Config
+	// put is the server-side encryption of writes, get of reads (sse-c
+	// only: the others need nothing on reads); nil for none.
+	put, get encrypt.ServerSide
 }
 
 // New returns a client for cfg. It does not contact the server. transport
@@ -129,7 +142,44 @@ func New(cfg Config, transport http.RoundTripper) (*Bucket, error) {
 	if err != nil {
 		return nil, fmt.Errorf("minio client: %w", err)
 	}
-	return &Bucket{c: c, cfg: cfg}, nil
+	b := &Bucket{c: c, cfg: cfg}
+	switch cfg.SSE.Type {
+	case rsm.SSES3:
+		b.put = encrypt.NewSSE()
+	case rsm.SSEKMS:
+		if b.put, err = encrypt.NewSSEKMS(cfg.SSE.KMSKeyID, nil); err != nil {
+			return nil, fmt.Errorf("minio: %w", err)
+		}
+	case rsm.SSEC:
+		key, err := cfg.SSE.CustomerKey()
+		if err != nil {
+			return nil, fmt.Errorf("minio: %w", err)
+		}
+		b.put, err = encrypt.NewSSEC(key)
+		clear(key)
+		if err != nil {
+			return nil, fmt.Errorf("minio: %w", err)
+		}
+		b.get = b.put
+	}
+	return b, nil
+}
+
+// sseRefused names server-side encryption in a write's error when the
+// store refused it.
+func (b *Bucket) sseRefused(err error) error {
+	if b.put == nil || err == nil {
+		return err
+	}
+	r := miniogo.ToErrorResponse(err)
+	switch {
+	case r.Code == "NotImplemented", r.Code == "InvalidRequest", r.Code == "InvalidArgument", r.Code == "InvalidEncryptionMethod",
+		r.Code == "InvalidEncryptionAlgorithmError", r.Code == "KMSNotConfigured", r.Code == "KMS.NotFoundException",
+		r.Code == "KMSKeyNotFoundException", r.Code == "AccessDenied" && strings.Contains(strings.ToLower(r.Message), "kms"),
+		strings.HasPrefix(r.Code, "XMinioKMS"), strings.Contains(r.Code, "SSE"), strings.Contains(r.Message, "encryption"):
+		return rsm.SSERefused(b.Name(), b.cfg.SSE.Type, r.Code, err)
+	}
+	return err
 }
 
 func notFound(key string, err error) error {
@@ -143,8 +193,9 @@ func notFound(key string, err error) error {
 func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
 	_, err := b.c.PutObject(ctx, b.cfg.Bucket, key, r, size, miniogo.PutObjectOptions{
 		PartSize: b.cfg.PartSize, NumThreads: b.cfg.PartConcurrency, ContentType: "application/octet-stream",
+		ServerSideEncryption: b.put,
 	})
-	return err
+	return b.sseRefused(err)
 }
 
 // GetRange implements rsm.Bucket.
@@ -158,7 +209,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 		}
 		return io.NopCloser(strings.NewReader("")), nil
 	}
-	opts := miniogo.GetObjectOptions{}
+	opts := miniogo.GetObjectOptions{ServerSideEncryption: b.get}
 	var err error
 	switch {
 	case length > 0:
@@ -187,7 +238,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 
 // Attributes implements rsm.Bucket.
 func (b *Bucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttributes, error) {
-	st, err := b.c.StatObject(ctx, b.cfg.Bucket, key, miniogo.StatObjectOptions{})
+	st, err := b.c.StatObject(ctx, b.cfg.Bucket, key, miniogo.StatObjectOptions{ServerSideEncryption: b.get})
 	if err != nil {
 		return rsm.ObjectAttributes{}, notFound(key, err)
 	}

@@ -2,6 +2,8 @@ package rsmtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"os"
 	"testing"
 
@@ -75,16 +77,30 @@ var startEnv = func() map[string]envVar {
 	return m
 }()
 
-func startMinIO(t testing.TB, cert *TestCert) *MinIOServer {
+// KMSKeyID is the KMS key of a server from StartMinIOKMS.
+const KMSKeyID = "tierd-test-kms-key"
+
+// StartMinIOKMS is StartMinIOTLS with a static KMS key (KMSKeyID, set
+// through MINIO_KMS_SECRET_KEY), so that the server takes SSE-S3 and
+// SSE-KMS; its TLS lets it take SSE-C too.
+func StartMinIOKMS(t testing.TB) *MinIOServer {
 	t.Helper()
 	skipWithoutMinIO(t)
-	var srv *minioproc.Server
-	var err error
+	key := make([]byte, 32)
+	rand.Read(key)
+	return startMinIOEnv(t, NewTestCert(t), []string{"MINIO_KMS_SECRET_KEY=" + KMSKeyID + ":" + base64.StdEncoding.EncodeToString(key)})
+}
+
+func startMinIO(t testing.TB, cert *TestCert) *MinIOServer { return startMinIOEnv(t, cert, nil) }
+
+func startMinIOEnv(t testing.TB, cert *TestCert, env []string) *MinIOServer {
+	t.Helper()
+	skipWithoutMinIO(t)
+	certs := ""
 	if cert != nil {
-		srv, err = minioproc.StartTLS(t.TempDir(), cert.Dir)
-	} else {
-		srv, err = minioproc.Start(t.TempDir())
+		certs = cert.Dir
 	}
+	srv, err := minioproc.StartEnv(t.TempDir(), certs, env)
 	if err != nil {
 		t.Fatal(err)
 	}

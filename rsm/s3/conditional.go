@@ -19,7 +19,9 @@ import (
 // ReadVersioned implements rsm.ConditionalWriter; the version is the ETag
 // of the response that carried the bytes.
 func (b *Bucket) ReadVersioned(ctx context.Context, key string) ([]byte, rsm.Version, error) {
-	out, err := b.c.GetObject(ctx, &awss3.GetObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
+	in := &awss3.GetObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)}
+	b.sse.get(in)
+	out, err := b.c.GetObject(ctx, in)
 	if err != nil {
 		return nil, "", wrap(key, err)
 	}
@@ -49,8 +51,12 @@ func (b *Bucket) PutIfMatch(ctx context.Context, key string, data []byte, v rsm.
 func (b *Bucket) putConditional(ctx context.Context, key string, data []byte, in *awss3.PutObjectInput) (rsm.Version, error) {
 	in.Bucket, in.Key, in.Body = aws.String(b.cfg.Bucket), aws.String(key), bytes.NewReader(data)
 	in.ContentLength, in.ContentType = aws.Int64(int64(len(data))), aws.String("application/octet-stream")
+	b.sse.put(in)
 	out, err := b.c.PutObject(ctx, in)
 	if err != nil {
+		if e := b.sseRefused(err); e != err {
+			return "", e
+		}
 		return "", conditionFailed(key, err)
 	}
 	return rsm.Version(aws.ToString(out.ETag)), nil

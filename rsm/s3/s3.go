@@ -63,6 +63,9 @@ type Config struct {
 	// AWS_CA_BUNDLE variable), e.g. a store with a private CA. Default "":
 	// the system's roots.
 	CAFile string `yaml:"ca_file"`
+	// SSE is S3 server-side encryption of every object written
+	// (sse.type, sse.kms.key.id, sse.customer.key.file; see rsm.SSE).
+	rsm.SSE `yaml:",inline"`
 }
 
 // DefaultConfig returns the defaults.
@@ -97,6 +100,12 @@ func (c Config) Validate() error {
 	if c.CAFile != "" && strings.HasPrefix(c.Endpoint, "http://") {
 		errs = append(errs, fmt.Errorf("s3: ca_file is for https endpoints, not %q", c.Endpoint))
 	}
+	if err := c.SSE.Validate("s3"); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SSE.Type == rsm.SSEC && strings.HasPrefix(c.Endpoint, "http://") {
+		errs = append(errs, fmt.Errorf("s3: sse.type sse-c sends the key with every request: endpoint %s must be https", c.Endpoint))
+	}
 	return errors.Join(errs...)
 }
 
@@ -105,6 +114,7 @@ type Bucket struct {
 	c   *awss3.Client
 	up  *transfermanager.Client
 	cfg Config
+	sse sse
 }
 
 // New loads credentials from the default chain and returns a client. It
@@ -158,7 +168,11 @@ func New(ctx context.Context, cfg Config, httpClient *http.Client) (*Bucket, err
 		o.Concurrency = cfg.PartConcurrency
 		o.RequestChecksumCalculation = calc
 	})
-	return &Bucket{c: c, up: up, cfg: cfg}, nil
+	enc, err := newSSE(cfg.SSE)
+	if err != nil {
+		return nil, err
+	}
+	return &Bucket{c: c, up: up, cfg: cfg, sse: enc}, nil
 }
 
 func isNotFound(err error) bool {
@@ -178,11 +192,13 @@ func wrap(key string, err error) error {
 
 // Upload implements rsm.Bucket through the transfer manager.
 func (b *Bucket) Upload(ctx context.Context, key string, r io.Reader, _ int64) error {
-	_, err := b.up.UploadObject(ctx, &transfermanager.UploadObjectInput{
+	in := &transfermanager.UploadObjectInput{
 		Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key), Body: r,
 		ContentType: aws.String("application/octet-stream"),
-	})
-	return err
+	}
+	b.sse.upload(in)
+	_, err := b.up.UploadObject(ctx, in)
+	return b.sseRefused(err)
 }
 
 // GetRange implements rsm.Bucket.
@@ -191,6 +207,7 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 		return nil, fmt.Errorf("%s: negative offset %d", key, off)
 	}
 	in := &awss3.GetObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)}
+	b.sse.get(in)
 	switch {
 	case length == 0:
 		if _, err := b.Attributes(ctx, key); err != nil {
@@ -215,7 +232,9 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 
 // Attributes implements rsm.Bucket.
 func (b *Bucket) Attributes(ctx context.Context, key string) (rsm.ObjectAttributes, error) {
-	out, err := b.c.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)})
+	hin := &awss3.HeadObjectInput{Bucket: aws.String(b.cfg.Bucket), Key: aws.String(key)}
+	b.sse.head(hin)
+	out, err := b.c.HeadObject(ctx, hin)
 	if err != nil {
 		return rsm.ObjectAttributes{}, wrap(key, err)
 	}
