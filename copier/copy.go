@@ -199,7 +199,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 	files.Progress = func(n int64) { inflight.sent.Store(n) }
 	stop := c.rep.logProgress(p.tp, s, inflight)
 	started := time.Now()
-	err = c.upload(ctx, meta, files)
+	stored, err := c.upload(ctx, meta, files)
 	stop()
 	done()
 	c.rep.countCopy(p.tp, in.size, time.Since(started), err)
@@ -221,7 +221,9 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 		return err
 	}
 	crashpoint.Hit("copy.uploaded")
-	if _, err := c.store.UpdateState(p.tp, meta.StartOffset, meta.ID, remotelog.CopySegmentFinished); err != nil {
+	fin := meta
+	fin.StoredSizeInBytes = stored
+	if _, err := c.store.UpdateStates(p.tp, []remotelog.SegmentMetadata{fin}, remotelog.CopySegmentFinished); err != nil {
 		return err
 	}
 	crashpoint.Hit("copy.finished")
@@ -235,8 +237,9 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 }
 
 // upload runs one copy attempt under CopyTimeout, then checks that every
-// object is stored whole; a panic in the upload path becomes an error.
-func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (err error) {
+// object is stored whole; a panic in the upload path becomes an error. It
+// returns a chunked copy's stored .log size in bytes (0 for a plain copy).
+func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (stored int64, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CopyTimeout)
 	defer cancel()
 	defer func() {
@@ -260,9 +263,9 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 			"partition", meta.TopicPartition, "base_offset", meta.StartOffset, "err", err)
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return c.rs.VerifyPresent(ctx, mf)
+	return mf.Metadata().StoredSizeInBytes, c.rs.VerifyPresent(ctx, mf)
 }
 
 // reportMismatch logs and counts, once, a local segment whose offsets are

@@ -118,6 +118,8 @@ var (
 	descDeleteLagSegs = prometheus.NewDesc("tierd_remote_delete_lag_segments",
 		"Remote copies due for deletion and not yet deleted (Kafka's RemoteDeleteLagSegments).", tpLabels, nil)
 	descLogSize = prometheus.NewDesc("tierd_remote_log_size_bytes", "Bytes of the finished remote copies (Kafka's RemoteLogSizeBytes).", tpLabels, nil)
+	descStored  = prometheus.NewDesc("tierd_remote_log_stored_bytes",
+		"Bytes the finished remote copies' .log objects take in the bucket: compressed and sealed for copies in chunked form, as tierd_remote_log_size_bytes for the others.", tpLabels, nil)
 	descRows    = prometheus.NewDesc("tierd_remote_log_metadata_count",
 		"Remote log segment metadata rows not yet DELETE_SEGMENT_FINISHED (Kafka's RemoteLogMetadataCount).", tpLabels, nil)
 	descState   = prometheus.NewDesc("tierd_copier_partition_status", "Partitions by tiering state (tierd status).", []string{"state"}, nil)
@@ -125,7 +127,7 @@ var (
 )
 
 func (sc *statusCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descCopyLagBytes, descCopyLagSegs, descDeleteLagBytes, descDeleteLagSegs, descLogSize, descRows, descState, descWaiting} {
+	for _, d := range []*prometheus.Desc{descCopyLagBytes, descCopyLagSegs, descDeleteLagBytes, descDeleteLagSegs, descLogSize, descStored, descRows, descState, descWaiting} {
 		ch <- d
 	}
 }
@@ -140,7 +142,7 @@ func (sc *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descWaiting, prometheus.GaugeValue, float64(reasons[r]), string(r))
 	}
 	type labels struct{ topic, partition string }
-	sums := map[labels]*[6]float64{}
+	sums := map[labels]*[7]float64{}
 	var order []labels
 	for _, p := range s.Partitions {
 		if p.State == remotelog.TierWaiting && (p.Reason == remotelog.WaitLeaseHeld || p.Reason == remotelog.WaitNotLeader) {
@@ -150,16 +152,16 @@ func (sc *statusCollector) Collect(ch chan<- prometheus.Metric) {
 		k := labels{t, n}
 		v := sums[k]
 		if v == nil {
-			v = &[6]float64{}
+			v = &[7]float64{}
 			sums[k] = v
 			order = append(order, k)
 		}
 		for i, x := range []float64{float64(p.PendingBytes), float64(p.PendingSegments), float64(p.DeleteLagBytes), float64(p.DeleteLagSegments),
-			float64(p.RemoteBytes), float64(p.MetadataRows)} {
+			float64(p.RemoteBytes), float64(p.MetadataRows), float64(p.RemoteStoredBytes)} {
 			v[i] += x
 		}
 	}
-	descs := []*prometheus.Desc{descCopyLagBytes, descCopyLagSegs, descDeleteLagBytes, descDeleteLagSegs, descLogSize, descRows}
+	descs := []*prometheus.Desc{descCopyLagBytes, descCopyLagSegs, descDeleteLagBytes, descDeleteLagSegs, descLogSize, descRows, descStored}
 	for _, k := range order {
 		for i, d := range descs {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, sums[k][i], k.topic, k.partition)

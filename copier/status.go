@@ -124,6 +124,15 @@ func baseStatus(tp remotelog.TopicPartition, dir string, nowMs int64) remotelog.
 // copies (damaged ones too). DELETE_SEGMENT_FINISHED rows count for
 // nothing; a finished copy wholly below the log start offset, and a
 // DELETE_SEGMENT_STARTED row, count as delete lag.
+// storedSize is the bytes a finished copy's .log takes in the bucket: a
+// chunked copy's stored size, once recorded, else its size.
+func storedSize(r remotelog.SegmentMetadata) int64 {
+	if r.Form != "" && r.StoredSizeInBytes > 0 {
+		return r.StoredSizeInBytes
+	}
+	return r.SizeInBytes
+}
+
 func remoteCounts(st *remotelog.PartitionStatus, rows []remotelog.SegmentMetadata, offs remotelog.PartitionOffsets) (fin []remotelog.SegmentMetadata) {
 	st.LogStartOffset, st.HighestTieredOffset = offs.LogStartOffset, offs.HighestTieredOffset
 	for _, r := range rows {
@@ -134,6 +143,10 @@ func remoteCounts(st *remotelog.PartitionStatus, rows []remotelog.SegmentMetadat
 			fin = append(fin, r)
 			st.RemoteSegments++
 			st.RemoteBytes += r.SizeInBytes
+			st.RemoteStoredBytes += storedSize(r)
+			if r.Form != "" {
+				st.ChunkedSegments++
+			}
 			if r.Damaged != "" {
 				if st.DamagedCopies++; st.Damaged == "" {
 					st.Damaged = fmt.Sprintf("base offset %d: %s", r.StartOffset, r.Damaged)

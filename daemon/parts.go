@@ -126,6 +126,7 @@ func OpenParts(ctx context.Context, cfg config.Config, start PartsOptions, log *
 		d.Close()
 		return nil, err
 	}
+	mc.Metrics = rsm.NewObjectMetrics(reg)
 	if d.Manager, err = rsm.NewManager(d.Bucket, mc); err != nil {
 		d.Close()
 		return nil, err

@@ -93,6 +93,7 @@ func (m *Manager) startChunked(ctx context.Context, form string, mf *Manifest) (
 	kek := m.cfg.Keys.Current()
 	wrapped, err := m.cfg.Keys.Wrap(ctx, kek, dk, chunked.WrapAAD(id))
 	if err != nil {
+		m.cfg.Metrics.failedWrap()
 		return nil, fmt.Errorf("rsm: wrap the data key of %s under %q: %w", id, kek, err)
 	}
 	mf.Encryption = &Envelope{Algorithm: envelopeAlgorithm, KEKID: kek, WrappedKey: wrapped}
@@ -299,10 +300,17 @@ func (m *Manager) fetchChunked(ctx context.Context, meta remotelog.SegmentMetada
 	if err != nil {
 		return nil, err
 	}
+	r := &countedReader{r: chunked.NewReader(rc, m.codec, l, cl.sealer(), logSuffix, start, end), om: m.cfg.Metrics, encrypted: cl.keys != nil}
+	if r.om == nil {
+		return struct {
+			io.Reader
+			io.Closer
+		}{r.r, rc}, nil
+	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{chunked.NewReader(rc, m.codec, l, cl.sealer(), logSuffix, start, end), rc}, nil
+	}{r, rc}, nil
 }
 
 // fetchChunkedObject reads and decodes a whole object of a chunked copy.
@@ -323,7 +331,7 @@ func (m *Manager) fetchChunkedObject(ctx context.Context, meta remotelog.Segment
 	var out bytes.Buffer
 	out.Grow(int(l.OriginalSize))
 	if _, err := chunked.NewReader(rc, m.codec, l, cl.sealer(), suffix, 0, l.OriginalSize).WriteTo(&out); err != nil {
-		return nil, fmt.Errorf("read %s: %w", m.Key(meta, suffix), err)
+		return nil, m.cfg.Metrics.failed(fmt.Errorf("read %s: %w", m.Key(meta, suffix), err), cl.keys != nil)
 	}
 	return out.Bytes(), nil
 }
@@ -346,6 +354,7 @@ func (m *Manager) encodeUpload(ctx context.Context, key, suffix string, src io.R
 	if err != nil {
 		return ObjectInfo{}, fmt.Errorf("upload %s: %w", key, err)
 	}
+	m.cfg.Metrics.wrote(enc, cr.n)
 	info := &ChunkedInfo{ChunkBytes: l.ChunkBytes, OriginalSize: l.OriginalSize, Chunks: chunked.EncodeIndex(l.Chunks)}
 	if keys == nil {
 		info.OriginalCRC32C = crc32cHex(enc.OriginalCRC32C())

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
@@ -183,5 +185,54 @@ func TestChunkedKeyErrors(t *testing.T) {
 	nk, _ := rsm.NewManager(mz.Bucket(), rsm.Config{Prefix: "p"})
 	if got, err := readRange(nk, zmeta, 0, -1); err != nil || !bytes.Equal(got, fx.data) {
 		t.Errorf("compressed copy without keys: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestObjectMetrics: the chunks' outcomes and bytes of a compressed,
+// encrypted copy are counted, and so are a read without the KEK and a
+// damaged sealed chunk.
+func TestObjectMetrics(t *testing.T) {
+	fx := largestFixture(t)
+	reg := prometheus.NewRegistry()
+	om := rsm.NewObjectMetrics(reg)
+	cfg := chunkedForms(t)["zstd+encrypted"]
+	cfg.Metrics = om
+	m, _ := rsm.NewManager(memory.New(), cfg)
+	meta, mf := copyFixture(t, m, fx)
+	value := func(name, label string) float64 {
+		mfs, _ := reg.Gather()
+		for _, f := range mfs {
+			if f.GetName() != name {
+				continue
+			}
+			for _, mt := range f.GetMetric() {
+				if label == "" || len(mt.GetLabel()) > 0 && mt.GetLabel()[0].GetValue() == label {
+					return mt.GetCounter().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	chunks := int((int64(len(fx.data)) + 65535) / 65536)
+	if got := value("tierd_objects_chunks_total", "compressed"); got < float64(chunks) {
+		t.Errorf("compressed chunks %v, want at least the .log's %d", got, chunks)
+	}
+	if got := value("tierd_objects_stored_bytes_total", ""); got < float64(mf.Objects[kafkalog.LogSuffix].Size) || got >= value("tierd_objects_original_bytes_total", "") {
+		t.Errorf("stored %v, original %v", got, value("tierd_objects_original_bytes_total", ""))
+	}
+	noKeys, _ := rsm.NewManager(m.Bucket(), rsm.Config{Prefix: "p", Metrics: om})
+	readRange(noKeys, meta, 0, 10)
+	if got := value("tierd_objects_encryption_failures_total", "key_unavailable"); got != 1 {
+		t.Errorf("key_unavailable %v", got)
+	}
+	log := mf.Objects[kafkalog.LogSuffix]
+	bad := stored(t, m, log.Key)
+	bad[100] ^= 1
+	putObject(t, m, log.Key, bad)
+	if _, err := readRange(m, meta, 0, -1); !errors.Is(err, chunked.ErrDamaged) {
+		t.Fatal(err)
+	}
+	if got := value("tierd_objects_encryption_failures_total", "chunk"); got != 1 {
+		t.Errorf("chunk failures %v", got)
 	}
 }

@@ -148,7 +148,7 @@ func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, suffix string, 
 	orig := crc32.New(castagnoli)
 	n, err := chunked.NewReader(stored, m.codec, l, s, suffix, 0, l.OriginalSize).WriteTo(io.MultiWriter(w, orig))
 	if err != nil {
-		return fmt.Errorf("read %s: %w", o.Key, err)
+		return m.cfg.Metrics.failed(fmt.Errorf("read %s: %w", o.Key, err), s != nil)
 	}
 	if extra, _ := io.Copy(io.Discard, stored); extra > 0 || stored.n != o.Size || !h.match(o) {
 		return fmt.Errorf("%w: %s holds %d stored bytes that differ from its manifest's record (%d bytes)", ErrChecksum, o.Key, stored.n, o.Size)

@@ -61,6 +61,9 @@ type Config struct {
 	// Keys wraps and unwraps copies' data keys; required when
 	// Objects.Encryption is set, and to read encrypted copies.
 	Keys chunked.KeyWrapper `yaml:"-"`
+	// Metrics counts the chunked form's chunks, bytes and encryption
+	// failures; nil counts nothing.
+	Metrics *ObjectMetrics `yaml:"-"`
 }
 
 // Validate checks the prefix, the object form, and that encryption has
@@ -340,7 +343,7 @@ func (m *Manager) parseManifest(ctx context.Context, key string, data []byte) (*
 	}
 	keys, err := m.checkChunked(ctx, key, data, &mf)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, m.cfg.Metrics.failed(err, mf.Encryption != nil)
 	}
 	return &mf, keys, nil
 }

@@ -116,8 +116,17 @@ func TestEncryptedTieringAndRewrap(t *testing.T) {
 		}
 	}
 
+	code, out, errOut := runCmd("segments", "--config", cfg1)
+	if code != 0 || strings.Count(out, "COPY_SEGMENT_FINISHED  chunked ") != 2 {
+		t.Fatalf("segments: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = runCmd("status", "--config", cfg1)
+	if code != 0 || !strings.Contains(out, " stored, all chunked)") {
+		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
+	}
+
 	cfg12 := withObjects(t, base, form+fmt.Sprintf("  encryption.key.id: k2\n  encryption.keys:\n    k1: %s\n    k2: %s\n", k1, k2))
-	code, out, errOut := runCmd("keys", "rewrap", "--config", cfg12, "--dry-run")
+	code, out, errOut = runCmd("keys", "rewrap", "--config", cfg12, "--dry-run")
 	if code != 0 || !strings.Contains(out, "before k1 2; after a rewrap k2 2") || !strings.Contains(out, "would move 2 copies to k2") {
 		t.Fatalf("dry run: exit %d\n%s%s", code, out, errOut)
 	}

@@ -131,7 +131,7 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 		fmt.Fprintln(w, statusLine(*pr.status))
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tsegment id\t")
+	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tstored\tsegment id\t")
 	shown := map[int64]bool{}
 	var damaged, merged []string
 	compacted := 0
@@ -152,7 +152,7 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 				state += " (damaged)"
 				damaged = append(damaged, fmt.Sprintf("  base offset %d segment %s: %s", s.StartOffset, s.SegmentId, s.GetDamaged()))
 			}
-			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t\n", s.StartOffset, s.EndOffset, s.SizeInBytes, yesNo(local), state, s.SegmentId)
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t%s\t\n", s.StartOffset, s.EndOffset, s.SizeInBytes, yesNo(local), state, formText(s), s.SegmentId)
 			shown[s.StartOffset] = true
 		}
 	}
@@ -167,7 +167,7 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 			if i+1 < len(bases) {
 				last = fmt.Sprint(bases[i+1] - 1)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\tyes\t-\t-\t\n", b, last, pr.local[b])
+			fmt.Fprintf(tw, "%d\t%s\t%d\tyes\t-\t-\t-\t\n", b, last, pr.local[b])
 		}
 	}
 	tw.Flush()
@@ -180,6 +180,18 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 	if len(damaged) > 0 {
 		fmt.Fprintf(w, "%s marked damaged (%s):\n%s\n", plural(len(damaged), "copy", "copies"), damagedHelp, strings.Join(damaged, "\n"))
 	}
+}
+
+// formText is a copy's form in the "stored" column: "plain" (stored as it
+// came), or "chunked" with its stored .log size in bytes.
+func formText(s *tierdpb.SegmentMetadata) string {
+	switch {
+	case s.GetForm() == "":
+		return "plain"
+	case s.GetStoredSizeInBytes() > 0:
+		return fmt.Sprintf("%s %d", s.GetForm(), s.GetStoredSizeInBytes())
+	}
+	return s.GetForm()
 }
 
 // damagedHelp says what a damaged mark means and what clears it.

@@ -226,7 +226,7 @@ func remoteText(p remotelog.PartitionStatus) string {
 	if p.RemoteSegments == 0 {
 		return "none" // every copy deleted: the offsets bound nothing
 	}
-	return fmt.Sprintf("%d-%d (%s)", p.LogStartOffset, p.HighestTieredOffset, statuspage.SizeText(p.RemoteBytes))
+	return fmt.Sprintf("%d-%d (%s%s)", p.LogStartOffset, p.HighestTieredOffset, statuspage.SizeText(p.RemoteBytes), statuspage.StoredText(p))
 }
 
 // hwText is the high watermark, or why there is none.

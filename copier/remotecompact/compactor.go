@@ -25,7 +25,7 @@ type Store interface {
 	FinishedSegments(tp remotelog.TopicPartition) ([]remotelog.SegmentMetadata, error)
 	Offsets(tp remotelog.TopicPartition) (remotelog.PartitionOffsets, bool, error)
 	AddSegment(meta remotelog.SegmentMetadata) error
-	UpdateState(tp remotelog.TopicPartition, start int64, id remotelog.SegmentID, to remotelog.SegmentState) (remotelog.SegmentMetadata, error)
+	UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error)
 }
 
 // Bucket is what remote compaction reads of remote storage (rsm.Manager):
@@ -61,8 +61,9 @@ type Deps struct {
 	// timeout, the manifest last, files.BeforeManifest called before it),
 	// then the fence checked again, then every object checked stored
 	// whole. An error wrapping FencedAfterManifest: the manifest was
-	// written under an epoch the fence no longer allows.
-	Upload              func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) error
+	// written under an epoch the fence no longer allows. It returns a
+	// chunked copy's stored .log size in bytes (0 for a plain copy).
+	Upload              func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (int64, error)
 	FencedAfterManifest error
 	// Suspect queues a copy for a check of its objects (a merge found one
 	// missing or not matching its manifest); NeedSweep has the

@@ -76,6 +76,18 @@ func (w *world) UpdateState(_ remotelog.TopicPartition, _ int64, id remotelog.Se
 	return remotelog.SegmentMetadata{}, errors.New("no such row")
 }
 
+func (w *world) UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error) {
+	var out []remotelog.SegmentMetadata
+	for _, r := range rows {
+		m, err := w.UpdateState(tp, r.StartOffset, r.ID, to)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
 func (w *world) DownloadCopy(_ context.Context, m remotelog.SegmentMetadata, dir string) (*rsm.DownloadedCopy, error) {
 	if m.ID == w.missing {
 		return nil, fmt.Errorf("object of copy %d: %w", m.StartOffset, rsm.ErrNotFound)
@@ -123,9 +135,9 @@ func row(start, end int64) remotelog.SegmentMetadata {
 func compactOnce(t *testing.T, w *world, enabled bool) (*Compactor, error) {
 	t.Helper()
 	c := New(Deps{Store: w, Bucket: w, Deleter: w, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.UnixMilli(w.nowMs) },
-		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) error {
+		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (int64, error) {
 			w.calls = append(w.calls, "upload")
-			return w.uploadErr
+			return 0, w.uploadErr
 		},
 		FencedAfterManifest: w.fenced,
 		Suspect: func(m remotelog.SegmentMetadata) {

@@ -93,13 +93,17 @@ func (c *Compactor) mergeRun(ctx context.Context, p Partition, run Run, o Pass) 
 		return false, err
 	}
 	crashpoint.Hit("compact.started")
-	if err := c.d.Upload(ctx, meta, files); err != nil {
+	stored, err := c.d.Upload(ctx, meta, files)
+	if err != nil {
 		return false, c.failedMerge(ctx, meta, err, o)
 	}
 	crashpoint.Hit("compact.uploaded")
-	if meta, err = c.d.Store.UpdateState(p.TP, meta.StartOffset, meta.ID, remotelog.CopySegmentFinished); err != nil {
+	meta.StoredSizeInBytes = stored
+	fin, err := c.d.Store.UpdateStates(p.TP, []remotelog.SegmentMetadata{meta}, remotelog.CopySegmentFinished)
+	if err != nil {
 		return false, err
 	}
+	meta = fin[0]
 	crashpoint.Hit("compact.finished")
 	c.m.merges.Inc()
 	c.m.merged.Add(float64(len(run.Copies)))

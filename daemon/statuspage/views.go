@@ -105,6 +105,7 @@ func partitionRow(p remotelog.PartitionStatus, now time.Time) partRow {
 	if p.HighestTieredOffset >= 0 {
 		r.Remote = fmt.Sprintf("%d-%d", p.LogStartOffset, p.HighestTieredOffset)
 		r.RemoteSize = fmt.Sprintf("%s, %s", segments(p.RemoteSegments), SizeText(p.RemoteBytes))
+		r.RemoteSize += StoredText(p)
 	}
 	r.Pending = "0"
 	if p.PendingSegments > 0 {
@@ -201,6 +202,19 @@ func timeText(ms int64) string {
 }
 
 // ago prints ms since the epoch as how long before now, "-" for none.
+// StoredText tells what the copies take in the bucket when some are
+// chunked (", 10.1 KiB stored, all chunked"); "" when none is.
+func StoredText(p remotelog.PartitionStatus) string {
+	if p.ChunkedSegments == 0 {
+		return ""
+	}
+	form := "all chunked"
+	if p.ChunkedSegments < p.RemoteSegments {
+		form = fmt.Sprintf("%d of %d chunked", p.ChunkedSegments, p.RemoteSegments)
+	}
+	return fmt.Sprintf(", %s stored, %s", SizeText(p.RemoteStoredBytes), form)
+}
+
 func ago(ms int64, now time.Time) string {
 	if ms < 0 {
 		return "-"

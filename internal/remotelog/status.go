@@ -137,6 +137,12 @@ type PartitionStatus struct {
 	RemoteSegments int   `json:"remoteSegments"`
 	RemoteBytes    int64 `json:"remoteBytes"`
 	MetadataRows   int   `json:"metadataRows"`
+	// RemoteStoredBytes is what the finished copies' .log objects take in
+	// the bucket: a chunked copy's StoredSizeInBytes (compressed, sealed),
+	// a plain copy's SizeInBytes. ChunkedSegments counts the finished
+	// copies in chunked form.
+	RemoteStoredBytes int64 `json:"remoteStoredBytes"`
+	ChunkedSegments   int   `json:"chunkedSegments"`
 	// DeleteLagSegments and DeleteLagBytes are the copies that should be
 	// deleted and are not yet: rows in DELETE_SEGMENT_STARTED and finished
 	// copies wholly below the log start offset (Kafka's

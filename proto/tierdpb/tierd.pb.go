@@ -604,9 +604,14 @@ type SegmentMetadata struct {
 	Compacted bool `protobuf:"varint,12,opt,name=compacted,proto3" json:"compacted,omitempty"`
 	// The segment ids of the copies a remote compaction merged into this
 	// one, oldest first; empty for a copy of a local segment.
-	CompactionOf  []string `protobuf:"bytes,13,rep,name=compaction_of,json=compactionOf,proto3" json:"compaction_of,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	CompactionOf []string `protobuf:"bytes,13,rep,name=compaction_of,json=compactionOf,proto3" json:"compaction_of,omitempty"`
+	// How the copy's objects are stored: "" as they came, "chunked"
+	// (compressed or encrypted chunks); stored_size_in_bytes is a chunked
+	// copy's stored .log size (0 when not recorded).
+	Form              string `protobuf:"bytes,14,opt,name=form,proto3" json:"form,omitempty"`
+	StoredSizeInBytes int64  `protobuf:"varint,15,opt,name=stored_size_in_bytes,json=storedSizeInBytes,proto3" json:"stored_size_in_bytes,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *SegmentMetadata) Reset() {
@@ -728,6 +733,20 @@ func (x *SegmentMetadata) GetCompactionOf() []string {
 		return x.CompactionOf
 	}
 	return nil
+}
+
+func (x *SegmentMetadata) GetForm() string {
+	if x != nil {
+		return x.Form
+	}
+	return ""
+}
+
+func (x *SegmentMetadata) GetStoredSizeInBytes() int64 {
+	if x != nil {
+		return x.StoredSizeInBytes
+	}
+	return 0
 }
 
 type ListSegmentsResponse struct {
@@ -1357,8 +1376,13 @@ type PartitionStatus struct {
 	// and the first one's base offset and reason ("" for none).
 	DamagedCopies int32  `protobuf:"varint,26,opt,name=damaged_copies,json=damagedCopies,proto3" json:"damaged_copies,omitempty"`
 	Damaged       string `protobuf:"bytes,27,opt,name=damaged,proto3" json:"damaged,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Bytes the finished copies' .log objects take in the bucket
+	// (compressed and sealed for copies in chunked form), and how many
+	// finished copies are in chunked form.
+	RemoteStoredBytes int64 `protobuf:"varint,28,opt,name=remote_stored_bytes,json=remoteStoredBytes,proto3" json:"remote_stored_bytes,omitempty"`
+	ChunkedSegments   int32 `protobuf:"varint,29,opt,name=chunked_segments,json=chunkedSegments,proto3" json:"chunked_segments,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PartitionStatus) Reset() {
@@ -1578,6 +1602,20 @@ func (x *PartitionStatus) GetDamaged() string {
 		return x.Damaged
 	}
 	return ""
+}
+
+func (x *PartitionStatus) GetRemoteStoredBytes() int64 {
+	if x != nil {
+		return x.RemoteStoredBytes
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetChunkedSegments() int32 {
+	if x != nil {
+		return x.ChunkedSegments
+	}
+	return 0
 }
 
 type PartitionStatusResponse struct {
@@ -2517,7 +2555,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"F\n" +
 	"\vLeaderEpoch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12!\n" +
-	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\x85\x04\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xca\x04\n" +
 	"\x0fSegmentMetadata\x12\x1d\n" +
 	"\n" +
 	"segment_id\x18\x01 \x01(\tR\tsegmentId\x12!\n" +
@@ -2534,7 +2572,9 @@ const file_tierd_proto_rawDesc = "" +
 	" \x01(\bR\x17producerSnapshotPresent\x12\x18\n" +
 	"\adamaged\x18\v \x01(\tR\adamaged\x12\x1c\n" +
 	"\tcompacted\x18\f \x01(\bR\tcompacted\x12#\n" +
-	"\rcompaction_of\x18\r \x03(\tR\fcompactionOf\"\xe0\x01\n" +
+	"\rcompaction_of\x18\r \x03(\tR\fcompactionOf\x12\x12\n" +
+	"\x04form\x18\x0e \x01(\tR\x04form\x12/\n" +
+	"\x14stored_size_in_bytes\x18\x0f \x01(\x03R\x11storedSizeInBytes\"\xe0\x01\n" +
 	"\x14ListSegmentsResponse\x125\n" +
 	"\bsegments\x18\x01 \x03(\v2\x19.tierd.v1.SegmentMetadataR\bsegments\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x122\n" +
@@ -2582,7 +2622,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\n" +
 	"sent_bytes\x18\x04 \x01(\x03R\tsentBytes\x12\x1d\n" +
 	"\n" +
-	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\xc6\a\n" +
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\xa1\b\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x10\n" +
@@ -2614,7 +2654,9 @@ const file_tierd_proto_rawDesc = "" +
 	"\n" +
 	"updated_ms\x18\x19 \x01(\x03R\tupdatedMs\x12%\n" +
 	"\x0edamaged_copies\x18\x1a \x01(\x05R\rdamagedCopies\x12\x18\n" +
-	"\adamaged\x18\x1b \x01(\tR\adamaged\"\xf7\x01\n" +
+	"\adamaged\x18\x1b \x01(\tR\adamaged\x12.\n" +
+	"\x13remote_stored_bytes\x18\x1c \x01(\x03R\x11remoteStoredBytes\x12)\n" +
+	"\x10chunked_segments\x18\x1d \x01(\x05R\x0fchunkedSegments\"\xf7\x01\n" +
 	"\x17PartitionStatusResponse\x12\x18\n" +
 	"\arunning\x18\x01 \x01(\bR\arunning\x12\x16\n" +
 	"\x06passes\x18\x02 \x01(\x03R\x06passes\x12 \n" +

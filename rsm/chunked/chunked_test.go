@@ -275,3 +275,42 @@ func TestCanonicalMAC(t *testing.T) {
 		t.Fatalf("edited: %v", err)
 	}
 }
+
+// TestOutcomes: text-like chunks are compressed; random ones are skipped
+// by the heuristic's sample, or, with the heuristic off, stored as they
+// came once compressing them gained nothing; nothing is counted as
+// compressed with compression off.
+func TestOutcomes(t *testing.T) {
+	count := func(cfg Config, data []byte) map[Outcome]int {
+		c, err := NewCodec(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := NewEncoder(bytes.NewReader(data), c, nil, ".log")
+		if _, err := io.Copy(io.Discard, e); err != nil {
+			t.Fatal(err)
+		}
+		got := map[Outcome]int{}
+		e.Outcomes(func(o Outcome, n int) { got[o] = n })
+		return got
+	}
+	cfg := DefaultConfig()
+	cfg.ChunkBytes, cfg.Compression = MinChunkBytes*2, true
+	n := 4 * cfg.ChunkBytes
+	for _, c := range []struct {
+		name string
+		cfg  func(Config) Config
+		data []byte
+		want Outcome
+	}{
+		{"text", func(c Config) Config { return c }, textLike(n), Compressed},
+		{"random", func(c Config) Config { return c }, randomBytes(n), SkippedBySample},
+		{"random, no heuristic", func(c Config) Config { c.Heuristic = false; return c }, randomBytes(n), SkippedByNoGain},
+		{"off", func(c Config) Config { c.Compression, c.Encryption = false, true; return c }, textLike(n), NotCompressing},
+	} {
+		got := count(c.cfg(cfg), c.data)
+		if len(got) != 1 || got[c.want] != 4 {
+			t.Errorf("%s: outcomes %v, want 4 %s", c.name, got, c.want)
+		}
+	}
+}

@@ -68,15 +68,42 @@ type Sealer struct {
 // its index entry: compressed when the Codec compresses and it pays,
 // sealed when s is not nil. Errors: only from the system's random source.
 func (c *Codec) Encode(dst, chunk []byte, s *Sealer, suffix string, i int) ([]byte, Chunk, error) {
+	dst, e, _, err := c.encode(dst, chunk, s, suffix, i)
+	return dst, e, err
+}
+
+// Outcome is what compression made of one chunk.
+type Outcome int
+
+// Outcomes of Encode.
+const (
+	NotCompressing   Outcome = iota // compression is off
+	Compressed                      // stored compressed
+	SkippedBySample                 // the heuristic's sample did not compress: stored as it came
+	SkippedByNoGain                 // compressed, saved less than 1/16: stored as it came
+	numOutcomes
+)
+
+// String names the outcome as metrics label it.
+func (o Outcome) String() string {
+	return [...]string{"not_compressing", "compressed", "skipped_by_sample", "skipped_no_gain"}[o]
+}
+
+func (c *Codec) encode(dst, chunk []byte, s *Sealer, suffix string, i int) ([]byte, Chunk, Outcome, error) {
 	var flags byte
 	body := chunk
-	if c.enc != nil && c.worthCompressing(chunk) {
-		z := c.enc.EncodeAll(chunk, getBuf(len(chunk)))
-		if int64(len(z)) <= int64(len(chunk))-int64(len(chunk))/16 {
-			body, flags = z, FlagCompressed
-			defer putBuf(z)
-		} else {
-			putBuf(z)
+	outcome := NotCompressing
+	if c.enc != nil {
+		outcome = SkippedBySample
+		if c.worthCompressing(chunk) {
+			outcome = SkippedByNoGain
+			z := c.enc.EncodeAll(chunk, getBuf(len(chunk)))
+			if int64(len(z)) <= int64(len(chunk))-int64(len(chunk))/16 {
+				body, flags, outcome = z, FlagCompressed, Compressed
+				defer putBuf(z)
+			} else {
+				putBuf(z)
+			}
 		}
 	}
 	start := len(dst)
@@ -84,7 +111,7 @@ func (c *Codec) Encode(dst, chunk []byte, s *Sealer, suffix string, i int) ([]by
 		flags |= FlagEncrypted
 		var nonce [12]byte
 		if _, err := rand.Read(nonce[:]); err != nil {
-			return dst, Chunk{}, fmt.Errorf("chunked: nonce: %w", err)
+			return dst, Chunk{}, outcome, fmt.Errorf("chunked: nonce: %w", err)
 		}
 		dst = append(dst, nonce[:]...)
 		dst = s.aead.Seal(dst, nonce[:], body, s.aad(suffix, i, flags))
@@ -92,7 +119,7 @@ func (c *Codec) Encode(dst, chunk []byte, s *Sealer, suffix string, i int) ([]by
 		dst = append(dst, body...)
 	}
 	stored := dst[start:]
-	return dst, Chunk{StoredLen: int64(len(stored)), Flags: flags, CRC32C: crc32.Checksum(stored, castagnoli)}, nil
+	return dst, Chunk{StoredLen: int64(len(stored)), Flags: flags, CRC32C: crc32.Checksum(stored, castagnoli)}, outcome, nil
 }
 
 // worthCompressing is the heuristic (see the package doc): true when the

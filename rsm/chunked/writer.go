@@ -22,6 +22,7 @@ type Encoder struct {
 	chunks   []Chunk
 	original int64
 	sum      hash.Hash32 // CRC-32C of the original bytes
+	outcomes [numOutcomes]int
 	err      error
 }
 
@@ -51,12 +52,14 @@ func (e *Encoder) fill() {
 	if n > 0 {
 		e.sum.Write(e.chunk[:n])
 		var c Chunk
+		var o Outcome
 		var eerr error
-		e.outBuf, c, eerr = e.c.Encode(e.outBuf[:0], e.chunk[:n], e.s, e.suffix, len(e.chunks))
+		e.outBuf, c, o, eerr = e.c.encode(e.outBuf[:0], e.chunk[:n], e.s, e.suffix, len(e.chunks))
 		if eerr != nil {
 			e.err = eerr
 			return
 		}
+		e.outcomes[o]++
 		e.out = e.outBuf
 		e.chunks = append(e.chunks, c)
 		e.original += int64(n)
@@ -75,6 +78,16 @@ func (e *Encoder) Layout() (*Layout, error) {
 		return nil, fmt.Errorf("chunked: %s: layout asked before the end of the object", e.suffix)
 	}
 	return NewLayout(int64(e.c.cfg.ChunkBytes), e.original, e.chunks)
+}
+
+// Outcomes calls fn with each outcome of the chunks encoded so far and
+// how many chunks had it (outcomes with none left out).
+func (e *Encoder) Outcomes(fn func(o Outcome, chunks int)) {
+	for o, n := range e.outcomes {
+		if n > 0 {
+			fn(Outcome(o), n)
+		}
+	}
 }
 
 // OriginalCRC32C is the CRC-32C of the original bytes read.
