@@ -120,7 +120,7 @@ var (
 	descLogSize = prometheus.NewDesc("tierd_remote_log_size_bytes", "Bytes of the finished remote copies (Kafka's RemoteLogSizeBytes).", tpLabels, nil)
 	descStored  = prometheus.NewDesc("tierd_remote_log_stored_bytes",
 		"Bytes the finished remote copies' .log objects take in the bucket: compressed and sealed for copies in chunked form, as tierd_remote_log_size_bytes for the others.", tpLabels, nil)
-	descRows    = prometheus.NewDesc("tierd_remote_log_metadata_count",
+	descRows = prometheus.NewDesc("tierd_remote_log_metadata_count",
 		"Remote log segment metadata rows not yet DELETE_SEGMENT_FINISHED (Kafka's RemoteLogMetadataCount).", tpLabels, nil)
 	descState   = prometheus.NewDesc("tierd_copier_partition_status", "Partitions by tiering state (tierd status).", []string{"state"}, nil)
 	descWaiting = prometheus.NewDesc("tierd_copier_partitions_waiting", "Partitions waiting, by reason (tierd status).", []string{"reason"}, nil)

@@ -77,10 +77,10 @@ type Outcome int
 
 // Outcomes of Encode.
 const (
-	NotCompressing   Outcome = iota // compression is off
-	Compressed                      // stored compressed
-	SkippedBySample                 // the heuristic's sample did not compress: stored as it came
-	SkippedByNoGain                 // compressed, saved less than 1/16: stored as it came
+	NotCompressing  Outcome = iota // compression is off
+	Compressed                     // stored compressed
+	SkippedBySample                // the heuristic's sample did not compress: stored as it came
+	SkippedByNoGain                // compressed, saved less than 1/16: stored as it came
 	numOutcomes
 )
 
