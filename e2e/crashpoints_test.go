@@ -12,7 +12,8 @@ import (
 // TestEveryCrashPointIsAimedAt reads the module's code for the named crash
 // points (crashpoint.Hit with a literal name, or a Crash* constant passed
 // to it) and fails for any that no crash test aims at: not in the lists of
-// TestCrash, TestCrashLeader or TestCrashRemoteCompaction, and not named
+// TestCrash, TestCrashLeader, TestCrashRemoteCompaction, TestCrashChunked
+// or TestCrashRewrap, and not named
 // (by its literal or its constant) in another *crash_test.go file. A step
 // added to the code without a kill aimed at it would otherwise go
 // unproven.
@@ -62,7 +63,7 @@ func TestEveryCrashPointIsAimedAt(t *testing.T) {
 	if len(points) < 20 {
 		t.Fatalf("found only %d crash points in the code: the patterns no longer match it", len(points))
 	}
-	aimed := slices.Concat(crashPoints, leaderCrashPoints, compactCrashPoints)
+	aimed := slices.Concat(crashPoints, leaderCrashPoints, compactCrashPoints, chunkedCrashPoints, rewrapCrashPoints)
 	for name, cst := range points {
 		if cst != "" {
 			if name = consts[cst]; name == "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm/chunked"
 )
@@ -73,9 +74,11 @@ func (m *Manager) Rewrap(ctx context.Context, key string) (RewrapResult, error) 
 	if _, _, err := m.parseManifest(ctx, key, next); err != nil {
 		return res, fmt.Errorf("rewrap %s: the rewritten manifest does not read, not written: %w", key, err)
 	}
+	crashpoint.Hit("rewrap.read") // read and re-wrapped, not written
 	if _, err := m.b.PutIfMatch(ctx, key, next, v); err != nil {
 		return res, fmt.Errorf("rewrap %s: %w", key, err)
 	}
+	crashpoint.Hit("rewrap.written")
 	m.Forget(mf.SegmentID)
 	res.To, res.Changed = cur, true
 	return res, nil

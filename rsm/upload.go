@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tierd/tierd/internal/crashpoint"
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/kafkalog/epoch"
 	"github.com/tierd/tierd/internal/kafkalog/index"
@@ -156,6 +157,9 @@ func (m *Manager) CopySegment(ctx context.Context, meta remotelog.SegmentMetadat
 		return nil, err
 	}
 	key := m.Key(meta, manifestSuffix)
+	// Every data object is stored, the manifest (and with it, for an
+	// encrypted copy, the only wrapped copy of its data key) is not.
+	crashpoint.Hit("copy.objects-uploaded")
 	if err := m.b.Upload(ctx, key, bytes.NewReader(body), int64(len(body))); err != nil {
 		return nil, fmt.Errorf("upload %s: %w", key, err)
 	}

@@ -101,6 +101,8 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.StringVar(&cfg.PluginJars, "kafka-rsm-jars", cfg.PluginJars, "directory of the Kafka plugin's jars for the plugin cases (make kafka-rsm-driver; with the default and ./kafka-rsm/build.sh here, they are built when missing or older than their sources)")
 	fs.StringVar(&cfg.ChildBucketType, "child-bucket-type", cfg.ChildBucketType, "bucket.type of the tierd run children (replay_N, readers_N, the plugin cases): s3 (aws-sdk-go-v2) or minio (minio-go)")
 	fs.StringVar(&cfg.Java, "java", "", "java launcher of the plugin cases' JVM (default: java on PATH; none skips those cases)")
+	fs.Int64Var(&cfg.ObjectsBytes, "objects-bytes", cfg.ObjectsBytes, "bytes of each data shape's partition in the objects case (16 MiB segments)")
+	objectsChunks := fs.String("objects-chunk-sizes", "", "chunk sizes the objects case stores the chunked forms at, bytes, comma-separated (default 262144,1048576,4194304)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
@@ -130,7 +132,8 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	for _, l := range []struct {
 		flag, v string
 		to      *[]int
-	}{{"partitions", *partitions, &cfg.Partitions}, {"copies", *copies, &cfg.Copies}, {"reader-counts", *readerCounts, &cfg.ReaderCounts}} {
+	}{{"partitions", *partitions, &cfg.Partitions}, {"copies", *copies, &cfg.Copies}, {"reader-counts", *readerCounts, &cfg.ReaderCounts},
+		{"objects-chunk-sizes", *objectsChunks, &cfg.ObjectsChunkSizes}} {
 		if l.v == "" {
 			continue
 		}

@@ -153,6 +153,18 @@ func (c *Codec) Decode(dst, stored []byte, e Chunk, s *Sealer, suffix string, i 
 		if len(stored) < sealOverhead {
 			return dst, fmt.Errorf("%w: %s chunk %d: %d bytes, shorter than a seal", ErrDamaged, suffix, i, len(stored))
 		}
+		if e.Flags&FlagCompressed == 0 {
+			// Opened straight into dst: no copy of the plaintext.
+			start := len(dst)
+			out, err := s.aead.Open(dst, stored[:12], stored[12:], s.aad(suffix, i, e.Flags))
+			if err != nil {
+				return dst[:start], fmt.Errorf("%w: %s chunk %d does not open under the copy's key (changed, moved or from another copy)", ErrDamaged, suffix, i)
+			}
+			if got := int64(len(out) - start); got != want {
+				return out[:start], fmt.Errorf("%w: %s chunk %d holds %d original bytes, not %d", ErrDamaged, suffix, i, got, want)
+			}
+			return out, nil
+		}
 		var err error
 		buf := getBuf(len(stored))
 		defer func() { putBuf(buf) }()

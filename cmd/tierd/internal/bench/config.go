@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/grpcapi"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
 // Config sizes a bench run. Defaults are in DefaultConfig; they finish in
@@ -128,8 +129,8 @@ type Config struct {
 	// Cases are the cases to run, from AllCases: "read" (the read path's
 	// cases, raw_get to replay_N), "copy", "readers", "plugin" (the
 	// broker's path through the Java plugin, plugin.go),
-	// "scale_partitions", "scale_segments", "codecs" (codecs.go). Default
-	// all of them.
+	// "scale_partitions", "scale_segments", "codecs" (codecs.go),
+	// "objects" (objects.go). Default all of them.
 	Cases []string
 	// Partitions are scale_partitions' sizes, partitions of 3 rolled
 	// segments each, rising. Default [5, 50] (ScaleSmall); ScaleFull
@@ -169,11 +170,19 @@ type Config struct {
 	// Default 3m; ScaleFull sets 30m.
 	CaseTimeout time.Duration
 
+	// ObjectsBytes is how much each data shape's partition of the
+	// objects case holds, bytes, in 16 MiB segments. Default 32 MiB.
+	ObjectsBytes int64
+	// ObjectsChunkSizes are the chunk sizes (objects' chunk.size, bytes)
+	// the objects case stores the chunked forms at. Default 256 KiB,
+	// 1 MiB and 4 MiB.
+	ObjectsChunkSizes []int
+
 	runID string // names the run's prefix; "" = random (tests set it)
 }
 
 // AllCases are the case groups a run can select (Config.Cases).
-var AllCases = []string{"read", "copy", "readers", "plugin", "scale_partitions", "scale_segments", "codecs"}
+var AllCases = []string{"read", "copy", "readers", "plugin", "scale_partitions", "scale_segments", "codecs", "objects"}
 
 // Scale names a set of sizes for the growth cases.
 const (
@@ -237,7 +246,8 @@ func DefaultConfig() Config {
 	c := Config{Bucket: "tierd-bench", Region: "us-east-1", SegmentBytes: 32 << 20, TotalBytes: 256 << 20,
 		RecordBytes: 1024, MaxBytes: 1 << 20, Count: 300, Readers: 8, Rounds: 3, ChunkBytes: grpcapi.DefaultConfig().Cache.ChunkBytes,
 		CacheMemoryBytes: 128 << 20, IndexCacheBytes: 8 << 20, PrefetchBytes: grpcapi.DefaultConfig().PrefetchBytes, MaxInflightGets: 8, Seed: 1, ProfileSeconds: 15, PluginJars: "bin", ChildBucketType: "s3",
-		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"}}
+		Cases: append([]string(nil), AllCases...), ReaderPatterns: []string{"seq", "random", "broker"}, ScaleBuckets: []string{"filesystem", "minio"},
+		ObjectsBytes: 32 << 20, ObjectsChunkSizes: []int{256 << 10, 1 << 20, 4 << 20}}
 	c.SetScale(ScaleSmall)
 	return c
 }
@@ -261,6 +271,16 @@ func (c Config) FetchConfig() grpcapi.Config {
 // included, before anything starts.
 func (c Config) Validate() error {
 	var errs []error
+	if c.runs("objects") {
+		if c.ObjectsBytes < objectsSegmentBytes {
+			errs = append(errs, fmt.Errorf("objects bytes %d must be at least one 16 MiB segment", c.ObjectsBytes))
+		}
+		for _, cb := range c.ObjectsChunkSizes {
+			if cb < chunked.MinChunkBytes || cb > chunked.MaxChunkBytes {
+				errs = append(errs, fmt.Errorf("objects chunk size %d must be %d to %d bytes", cb, chunked.MinChunkBytes, chunked.MaxChunkBytes))
+			}
+		}
+	}
 	if c.SegmentBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("segment bytes %d must be at least 1 MiB", c.SegmentBytes))
 	}

@@ -347,6 +347,7 @@ func (rep *Report) Targets() []Target {
 	}
 	out = append(out, rep.pluginTargets()...)
 	out = append(out, rep.codecTargets()...)
+	out = append(out, rep.objectsTargets()...)
 	return append(out, rep.growthTargets()...)
 }
 

@@ -28,7 +28,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	needLog := cfg.runs("read") || cfg.runs("copy") || cfg.runs("readers") || cfg.runs("plugin")
 	// The store: the read path's, and the scale cases' when they run on
 	// the minio bucket (codecs and the filesystem bucket need none).
-	needStore := needLog || ((cfg.runs("scale_partitions") || cfg.runs("scale_segments")) && slices.Contains(cfg.ScaleBuckets, "minio"))
+	needStore := needLog || cfg.runs("objects") || ((cfg.runs("scale_partitions") || cfg.runs("scale_segments")) && slices.Contains(cfg.ScaleBuckets, "minio"))
 	e, err := setup(ctx, cfg, progress, needLog, needStore)
 	if err != nil {
 		return nil, err
@@ -124,6 +124,13 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 	if cfg.runs("codecs") {
 		steps = append(steps, stepT{fmt.Sprintf("codecs (x%d)", cfg.Rounds), func() error {
 			s, err := e.codecsCase(ctx)
+			rep.Series = append(rep.Series, s...)
+			return err
+		}})
+	}
+	if cfg.runs("objects") {
+		steps = append(steps, stepT{fmt.Sprintf("objects (x%d)", cfg.Rounds), func() error {
+			s, err := e.objectsCase(ctx)
 			rep.Series = append(rep.Series, s...)
 			return err
 		}})
