@@ -29,7 +29,7 @@ bench-full: tools
 
 # bench-go: the hot pure functions' benchmarks, each beside its baseline.
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./grpcapi/... ./remoteread/...
+	$(GO) test -run '^$$' -bench . -benchmem ./internal/kafkalog/batch ./internal/kafkalog/index ./grpcapi/... ./remoteread/... ./rsm/chunked/
 
 # tools: the MinIO server the tests run against and grpcurl (the gRPC
 # health and reflection tests call it), pinned, once each, cached in ~/.cache/tierd-bin.
@@ -47,7 +47,7 @@ vet:
 # the import layers, tierd.yaml and its generated reference; no MinIO, no
 # daemon), in a minute or so.
 check: vet
-	$(GO) test -count=1 ./internal/... ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/ ./copier/topics/ ./listener/groups/...
+	$(GO) test -count=1 ./internal/... ./rsm/chunked/ ./authz/ ./daemon/statuspage/ ./config/ ./copier/retention/ ./copier/deleter/ ./copier/remotecompact/ ./copier/topics/ ./listener/groups/...
 	$(GO) test -count=1 -run '^(TestAuditSample|TestRemoteCounts|TestPartitionStatusOf|TestFailedPartition|TestReporterPass)' ./copier/
 
 # config-reference: rewrite docs/configuration-reference.md from the code

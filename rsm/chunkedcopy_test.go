@@ -225,6 +225,17 @@ func TestChunkedFixtureRoundTrips(t *testing.T) {
 				if cfg.Objects.Encryption && log.Chunked.OriginalCRC32C != "" {
 					t.Fatalf("%s: an encrypted copy's manifest tells the original's CRC", fx.name)
 				}
+				for suffix, o := range mf.Objects {
+					chunks, err := chunked.DecodeIndex(o.Chunked.Chunks)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k, c := range chunks {
+						if (c.Flags&chunked.FlagEncrypted != 0) != cfg.Objects.Encryption {
+							t.Fatalf("%s: object %s chunk %d has flags %#x", fx.name, suffix, k, c.Flags)
+						}
+					}
+				}
 				checkReadsBack(t, m, plain, meta, plainMetas[i], fx)
 				// A fresh Manager (no layouts kept) reads it too.
 				fresh, _ := rsm.NewManager(m.Bucket(), cfg)
