@@ -119,6 +119,12 @@ func (m *Manager) readChecked(ctx context.Context, o ObjectInfo, w io.Writer) er
 // chunked form, its stored bytes' size and CRC-32C, each chunk as it is
 // decoded, and the original bytes' size and CRC-32C when recorded.
 func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, suffix string, w io.Writer) error {
+	return m.readDecodedProgress(ctx, mf, suffix, w, nil)
+}
+
+// readDecodedProgress is readDecoded telling onRead, when set, how many
+// stored bytes each read returned.
+func (m *Manager) readDecodedProgress(ctx context.Context, mf *Manifest, suffix string, w io.Writer, onRead func(int64)) error {
 	o := mf.Objects[suffix]
 	if o.Chunked == nil {
 		return m.readChecked(ctx, o, w)
@@ -144,7 +150,11 @@ func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, suffix string, 
 		return err
 	}
 	defer rc.Close()
-	stored := &countingReader{r: io.TeeReader(rc, h)}
+	var body io.Reader = rc
+	if onRead != nil {
+		body = &progressReader{r: rc, onRead: onRead}
+	}
+	stored := &countingReader{r: io.TeeReader(body, h)}
 	orig := crc32.New(castagnoli)
 	n, err := chunked.NewReader(stored, m.codec, l, s, suffix, 0, l.OriginalSize).WriteTo(io.MultiWriter(w, orig))
 	if err != nil {

@@ -47,6 +47,24 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 	return nil
 }
 
+// VerifyObjectIn verifies object suffix of the copy mf describes:
+// VerifyObjectProgress for an object stored as it came; for one in
+// chunked form, its stored bytes' size and CRC-32C and every chunk
+// decoded and checked (its CRC, its seal, its original size), and the
+// original bytes' size (and CRC-32C when recorded). onRead is told the
+// stored bytes each read returned. Errors: VerifyObjectProgress's, and
+// chunked.ErrDamaged (wrapped) for a chunk that fails.
+func (m *Manager) VerifyObjectIn(ctx context.Context, mf *Manifest, suffix string, onRead func(n int64)) error {
+	o, ok := mf.Objects[suffix]
+	if !ok {
+		return fmt.Errorf("%w: the manifest lists no %s", ErrBadManifest, suffix)
+	}
+	if o.Chunked == nil {
+		return m.VerifyObjectProgress(ctx, o, onRead)
+	}
+	return m.readDecodedProgress(ctx, mf, suffix, io.Discard, onRead)
+}
+
 // VerifyPresent checks that every object of a copy is stored with the size
 // its manifest records: a copy is only recorded finished when it is whole,
 // even if something deleted part of it during the upload. Errors: the

@@ -18,6 +18,7 @@ import (
 	"github.com/tierd/tierd/internal/kafkalog"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/chunked"
 	"github.com/tierd/tierd/rsmapi"
 )
 
@@ -94,7 +95,8 @@ func (r verifyResult) String() string {
 // verifyCopies lists the finished copies (from the running tierd, or the
 // stopped one's metadata), reads each copy's manifest, then every object
 // of it, checking sizes and checksums (CRC-32C, or SHA-256 in manifests of
-// format version 1; rsm.VerifyObjectProgress).
+// format version 1), and of a copy in chunked form every chunk decoded and
+// checked (rsm.Manager.VerifyObjectIn).
 // Each failure is a line on stdout; the summary line ends the output.
 func verifyCopies(ctx context.Context, cfg config.Config, o verifyOptions, stdout, stderr io.Writer) (verifyResult, error) {
 	start := time.Now()
@@ -361,7 +363,7 @@ func verifyOne(ctx context.Context, m *rsm.Manager, it verifyItem, onRead func(i
 		return suffixes[i] == kafkalog.LogSuffix || (suffixes[j] != kafkalog.LogSuffix && suffixes[i] < suffixes[j])
 	})
 	for _, s := range suffixes {
-		if err := m.VerifyObjectProgress(ctx, it.mf.Objects[s], onRead); err != nil {
+		if err := m.VerifyObjectIn(ctx, it.mf, s, onRead); err != nil {
 			return fmt.Errorf("%s: %w", s, err)
 		}
 	}
@@ -373,7 +375,7 @@ func verifyOne(ctx context.Context, m *rsm.Manager, it verifyItem, onRead func(i
 // meanwhile (its row is no longer finished), which is not reported.
 func classify(ctx context.Context, ls lister, bm *rsm.Manager, it verifyItem, err error, res *verifyResult) string {
 	switch {
-	case errors.Is(err, rsm.ErrChecksum), errors.Is(err, errManifestDiffers), errors.Is(err, rsm.ErrBadManifest):
+	case errors.Is(err, rsm.ErrChecksum), errors.Is(err, errManifestDiffers), errors.Is(err, rsm.ErrBadManifest), errors.Is(err, chunked.ErrDamaged):
 		res.mismatched++
 		return "MISMATCH"
 	case errors.Is(err, rsm.ErrNotFound):
