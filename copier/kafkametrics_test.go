@@ -80,6 +80,7 @@ func TestKafkaNamedMetrics(t *testing.T) {
 		{"tierd_remote_copy_lag_bytes", agg, float64(waiting)},
 		{"tierd_remote_copy_lag_segments", agg, 2},
 		{"tierd_remote_log_size_bytes", own, float64(copied)},
+		{"tierd_remote_log_stored_bytes", own, float64(copied)}, // plain copies: as they came
 		{"tierd_remote_log_metadata_count", own, 2},
 		{"tierd_remote_delete_lag_segments", own, 0},
 		{"tierd_remote_copy_bytes_total", own, float64(copied)},
