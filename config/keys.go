@@ -98,7 +98,11 @@ func checkKeys(n *yaml.Node, t reflect.Type, path string) []error {
 		k, v := n.Content[i], n.Content[i+1]
 		f, ok := known[k.Value]
 		if !ok {
-			errs = append(errs, fmt.Errorf("line %d: %s: unknown key %q%s", k.Line, orTop(path), k.Value, suggest(k.Value, path, names)))
+			hint := suggest(k.Value, path, names)
+			if v.Kind == yaml.MappingNode {
+				hint = nestedHint(k.Value, names, hint)
+			}
+			errs = append(errs, fmt.Errorf("line %d: %s: unknown key %q%s", k.Line, orTop(path), k.Value, hint))
 			continue
 		}
 		errs = append(errs, checkValue(v, f.typ, join(path, f.key))...)
@@ -284,6 +288,22 @@ func parseSize(s string) (int64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// nestedHint is the hint for an unknown key written as a section whose
+// name begins dotted keys of this section (compression: {enabled: true}
+// for compression.enabled), else otherwise.
+func nestedHint(key string, names []string, otherwise string) string {
+	var dotted []string
+	for _, n := range names {
+		if strings.HasPrefix(n, key+".") {
+			dotted = append(dotted, n)
+		}
+	}
+	if len(dotted) == 0 {
+		return otherwise
+	}
+	return fmt.Sprintf("; the section's keys are dotted names, written whole, not nested: %s", strings.Join(dotted, ", "))
 }
 
 // suggest returns ` (did you mean "x"?)` for an unknown key: the nearest

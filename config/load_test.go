@@ -272,3 +272,23 @@ func TestFileLines(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestNestedKeyHint: a dotted key written nested is told how to write it;
+// the objects section's settings load when written whole.
+func TestNestedKeyHint(t *testing.T) {
+	_, err := loadYAML(t, base+"objects:\n  compression:\n    enabled: true\n")
+	want := `objects: unknown key "compression"; the section's keys are dotted names, written whole, not nested: compression.enabled, compression.level, compression.heuristic.enabled`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("nested: %v", err)
+	}
+	cfg, err := loadYAML(t, base+"objects:\n  compression.enabled: true\n  chunk.size: 1048576\n")
+	if err != nil || !cfg.Objects.Compression || cfg.Objects.ChunkBytes != 1<<20 || !cfg.Objects.Heuristic {
+		t.Fatalf("dotted: %+v, %v", cfg.Objects, err)
+	}
+	if _, err := loadYAML(t, base+"objects:\n  encryption.enabled: true\n"); err == nil || !strings.Contains(err.Error(), "encryption.enabled needs encryption.keys") {
+		t.Fatalf("encryption without keys: %v", err)
+	}
+	if _, err := loadYAML(t, base+"objects:\n  compression.enabled: true\n  chunk.size: 1000\n"); err == nil || !strings.Contains(err.Error(), "chunk.size 1000") {
+		t.Fatalf("chunk size: %v", err)
+	}
+}

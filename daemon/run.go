@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
+	"strings"
 	"time"
 
 	oklog "github.com/oklog/run"
@@ -104,7 +107,7 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 	}
 	log.Info("tierd starting", "log_dirs", cfg.Copier.LogDirs, "bucket", d.Bucket.Name(), "metadata", cfg.Metadata.Dir,
 		"fetch", cfg.Fetch.Listen, "kafka_listeners", kafkaListenersText(cfg), "http", cfg.HTTP.Listen, "broker_owned", brokerOwnedText(cfg.Copier.BrokerOwned),
-		"rsm_listen", rsmListen(cfg))
+		"rsm_listen", rsmListen(cfg), "new_copies", objectsText(cfg.Objects))
 	d.Copier.ProbeLogDirs() // says, for each log dir, whether tierd may delete local files there
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -228,6 +231,26 @@ func (d *Parts) environment() error {
 }
 
 // rsmListen is rsm.listen, or "" when the RSM endpoint is off.
+// objectsText says how new copies are stored, for the start line: "as
+// they came", or the chunked form's transforms, chunk size and the KEKs.
+func objectsText(o config.Objects) string {
+	if !o.Chunked() {
+		return "as they came (objects: compression and encryption off)"
+	}
+	var parts []string
+	if o.Compression {
+		parts = append(parts, fmt.Sprintf("zstd level %d", o.CompressionLevel))
+	}
+	if o.Encryption {
+		parts = append(parts, fmt.Sprintf("AES-256-GCM under KEK %q", o.CurrentKeyID()))
+	}
+	text := fmt.Sprintf("chunked (%s), %d-byte chunks", strings.Join(parts, ", "), o.ChunkBytes)
+	if ids := slices.Sorted(maps.Keys(o.EncryptionKeys)); len(ids) > 0 {
+		text += "; KEKs listed: " + strings.Join(ids, ", ")
+	}
+	return text
+}
+
 func rsmListen(cfg config.Config) string {
 	if !cfg.RSM.Enabled {
 		return ""

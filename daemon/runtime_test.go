@@ -3,6 +3,8 @@ package daemon
 import (
 	"os"
 	"testing"
+
+	"github.com/tierd/tierd/config"
 )
 
 // TestRuntimeFile: the runtime file a live process wrote reads back as
@@ -26,5 +28,18 @@ func TestRuntimeFile(t *testing.T) {
 	}
 	if got, ok := ReadRuntime(dir); ok {
 		t.Fatalf("the runtime file of a process that is gone read as live: %+v", got)
+	}
+}
+
+// TestObjectsText: the start line says how new copies are stored.
+func TestObjectsText(t *testing.T) {
+	o := config.Default().Objects
+	if got := objectsText(o); got != "as they came (objects: compression and encryption off)" {
+		t.Errorf("off: %q", got)
+	}
+	o.Compression, o.Encryption, o.EncryptionKeys = true, true, map[string]string{"k2": "/k2", "k1": "/k1"}
+	o.EncryptionKeyID = "k2"
+	if got := objectsText(o); got != `chunked (zstd level 1, AES-256-GCM under KEK "k2"), 262144-byte chunks; KEKs listed: k1, k2` {
+		t.Errorf("on: %q", got)
 	}
 }

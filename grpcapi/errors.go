@@ -12,6 +12,7 @@ import (
 	"github.com/tierd/tierd/proto/tierdpb"
 	"github.com/tierd/tierd/remoteread"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
 // invalidf is a request the edge refuses before it reaches the engine,
@@ -31,7 +32,11 @@ func invalidf(format string, args ...any) error {
 //	object, corrupt copy,
 //	object shorter than
 //	its row says, offsets
-//	no copy covers)
+//	no copy covers; a
+//	damaged chunk, a
+//	changed manifest)
+//	a copy's KEK not listed  FAILED_PRECONDITION (the operator must list
+//	or not opening it        it in objects.encryption.keys; not retryable)
 //	context ended            DEADLINE_EXCEEDED / CANCELED
 //	ErrStillLoading          UNAVAILABLE (the load goes on; retry)
 //	anything else            UNAVAILABLE (object store or disk; retryable)
@@ -51,8 +56,11 @@ func toStatus(err error) *status.Status {
 			return d
 		}
 		return st
-	case errors.Is(err, remoteread.ErrDataLoss), errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt):
+	case errors.Is(err, remoteread.ErrDataLoss), errors.Is(err, rsm.ErrNotFound), errors.Is(err, kafkalog.ErrCorrupt),
+		errors.Is(err, chunked.ErrDamaged), errors.Is(err, chunked.ErrBadMAC), errors.Is(err, rsm.ErrBadManifest), errors.Is(err, rsm.ErrChecksum):
 		return status.New(codes.DataLoss, err.Error())
+	case errors.Is(err, chunked.ErrKeyUnavailable), errors.Is(err, chunked.ErrWrongKey):
+		return status.New(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.New(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):

@@ -136,6 +136,9 @@ func dumpFile(w, note io.Writer, path string) error {
 			case rsm.ManifestSuffix:
 				return dumpManifest(w, path)
 			}
+			if err := refuseChunked(path, suffix); err != nil {
+				return err
+			}
 			sf, ok = kafkalog.SegmentFile{BaseOffset: base, Suffix: suffix, Live: true}, true
 		}
 	}
@@ -288,6 +291,24 @@ func checkEntry(rules *batch.Checker, s *batch.Scanner) error {
 		return err
 	}
 	return s.CheckRecords()
+}
+
+// refuseChunked refuses a remote copy's object whose manifest, downloaded
+// beside it, says the copy is in chunked form: its stored bytes are
+// compressed or sealed chunks, not Kafka's files.
+func refuseChunked(path, suffix string) error {
+	data, err := os.ReadFile(strings.TrimSuffix(path, suffix) + rsm.ManifestSuffix)
+	if err != nil {
+		return nil // no manifest beside it: read it as Kafka's bytes
+	}
+	var mf struct {
+		FormatVersion int `json:"formatVersion"`
+	}
+	if json.Unmarshal(data, &mf) == nil && mf.FormatVersion >= rsm.ChunkedFormatVersion {
+		return fmt.Errorf("%s: the copy is in chunked form (its manifest's format version is %d: compressed or encrypted chunks, docs/formats.md), "+
+			"so this object's bytes are not Kafka's; read the copy through tierd (tierd verify checks it, the gRPC API and the Kafka listener serve it)", path, mf.FormatVersion)
+	}
+	return nil
 }
 
 // segmentBounds returns the base offset of the .log at path, from its name

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tierd/tierd/daemon"
 	"github.com/tierd/tierd/rsm"
+	"github.com/tierd/tierd/rsm/chunked"
 )
 
 const keysUsage = "tierd keys new FILE | tierd keys rewrap --config tierd.yaml [--dry-run]"
@@ -33,6 +34,10 @@ func runKeys(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "new":
+		if len(args) == 2 && (args[1] == "-h" || args[1] == "--help") {
+			fmt.Fprintln(stdout, "usage: tierd keys new FILE: writes a new key-encryption key (32 random bytes, as 64 hex digits) to the new file FILE, mode 0600")
+			return 0
+		}
 		if len(args) != 2 || strings.HasPrefix(args[1], "-") {
 			fmt.Fprintln(stderr, "usage: tierd keys new FILE")
 			return 2
@@ -127,6 +132,7 @@ type rewrapReport struct {
 	plain         int            // copies not encrypted
 	moved, gone   int
 	failed        int
+	keyless       bool // some failed for want of their KEK
 }
 
 // rewrapAll runs Rewrap (or, dry, ReadManifest) on every manifest of m's
@@ -134,6 +140,9 @@ type rewrapReport struct {
 // the rest go on. Errors: listing the bucket.
 func rewrapAll(ctx context.Context, m *rsm.Manager, current string, dry bool, stderr io.Writer) (*rewrapReport, error) {
 	r := &rewrapReport{before: map[string]int{}, after: map[string]int{}}
+	noteKey := func(err error) {
+		r.keyless = r.keyless || errors.Is(err, chunked.ErrKeyUnavailable) || errors.Is(err, chunked.ErrWrongKey)
+	}
 	tps, err := m.Partitions(ctx)
 	if err != nil {
 		return nil, err
@@ -154,6 +163,7 @@ func rewrapAll(ctx context.Context, m *rsm.Manager, current string, dry bool, st
 				switch {
 				case err != nil:
 					r.failed++
+					noteKey(err)
 					fmt.Fprintf(stderr, "%v\n", err)
 				case mf.Encryption == nil:
 					r.plain++
@@ -170,6 +180,7 @@ func rewrapAll(ctx context.Context, m *rsm.Manager, current string, dry bool, st
 				fmt.Fprintf(stderr, "%s changed or went while it was rewrapped; left as it is: %v\n", k, err)
 			case err != nil:
 				r.failed++
+				noteKey(err)
 				if res.From != "" {
 					r.before[res.From]++
 					r.after[res.From]++
@@ -213,6 +224,8 @@ func (r *rewrapReport) print(w io.Writer, current string, configured []string, d
 		}
 	}
 	switch {
+	case r.keyless:
+		fmt.Fprintln(w, "some copies' KEKs are not listed, or do not open them (the errors above name them): list those KEKs again in objects.encryption.keys and run it again; remove no key before")
 	case r.failed > 0 || r.gone > 0:
 		fmt.Fprintln(w, "not every copy was read: run it again before removing any key")
 	case len(unused) > 0 && !dry:

@@ -375,7 +375,8 @@ func verifyOne(ctx context.Context, m *rsm.Manager, it verifyItem, onRead func(i
 // meanwhile (its row is no longer finished), which is not reported.
 func classify(ctx context.Context, ls lister, bm *rsm.Manager, it verifyItem, err error, res *verifyResult) string {
 	switch {
-	case errors.Is(err, rsm.ErrChecksum), errors.Is(err, errManifestDiffers), errors.Is(err, rsm.ErrBadManifest), errors.Is(err, chunked.ErrDamaged):
+	case errors.Is(err, rsm.ErrChecksum), errors.Is(err, errManifestDiffers), errors.Is(err, rsm.ErrBadManifest), errors.Is(err, chunked.ErrDamaged),
+		errors.Is(err, chunked.ErrBadMAC):
 		res.mismatched++
 		return "MISMATCH"
 	case errors.Is(err, rsm.ErrNotFound):
