@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/grpcapi"
+	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -157,5 +158,21 @@ func TestEncryptedTieringAndRewrap(t *testing.T) {
 	os.WriteFile(logs[0], data, 0o644)
 	if code, out, errOut := runCmd("verify", "--config", cfg2); code != 1 || !strings.Contains(out, "1 ok, 1 mismatched") || !strings.Contains(out, "MISMATCH orders-2") {
 		t.Fatalf("verify of a damaged chunk: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestDumpRefusesChunked: a chunked copy's .log, downloaded with its
+// manifest beside it, is refused as chunks, not reported as corrupt.
+func TestDumpRefusesChunked(t *testing.T) {
+	dir := t.TempDir()
+	stem := filepath.Join(dir, "00000000000000000206-"+remotelog.NewSegmentID().String())
+	os.WriteFile(stem+".log", bytes.Repeat([]byte{0xd5}, 300), 0o644)
+	os.WriteFile(stem+".manifest.json", []byte(`{"formatVersion": 3}`), 0o644)
+	if code, _, errOut := runCmd("dump", stem+".log"); code != 1 || !strings.Contains(errOut, "the copy is in chunked form") {
+		t.Fatalf("dump: exit %d: %s", code, errOut)
+	}
+	os.WriteFile(stem+".manifest.json", []byte(`{"formatVersion": 2}`), 0o644)
+	if _, _, errOut := runCmd("dump", stem+".log"); strings.Contains(errOut, "chunked form") {
+		t.Fatalf("a plain copy's object called chunked: %s", errOut)
 	}
 }
