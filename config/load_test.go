@@ -292,3 +292,22 @@ func TestNestedKeyHint(t *testing.T) {
 		t.Fatalf("chunk size: %v", err)
 	}
 }
+
+// TestObjectsKeysValidated: KEK ids and files are checked when the file
+// loads, each problem said once.
+func TestObjectsKeysValidated(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"objects:\n  encryption.keys: {\"bad id!\": /k}\n", `encryption key id "bad id!"`},
+		{"objects:\n  encryption.enabled: true\n  encryption.keys: {k1: \"\"}\n", `key "k1" has no file`},
+		{"objects:\n  encryption.enabled: true\n  encryption.key.id: k2\n  encryption.keys: {k1: /k1}\n", `encryption.key.id "k2" is not in encryption.keys`},
+		{"objects:\n  encryption.enabled: true\n  encryption.keys: {k1: /k1, k2: /k2}\n", "encryption.key.id is required with several encryption.keys"},
+	} {
+		_, err := loadYAML(t, base+c.yaml)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+		if err != nil && strings.Contains(c.want, "no file") && strings.Contains(err.Error(), "not in encryption.keys") {
+			t.Errorf("%q: an empty path also reported as an unlisted key: %v", c.yaml, err)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tierd/tierd/authz"
@@ -181,18 +183,22 @@ func (o Objects) Validate() error {
 	if err := o.Config.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	for id, p := range o.EncryptionKeys {
-		if p == "" {
+	for _, id := range slices.Sorted(maps.Keys(o.EncryptionKeys)) {
+		if err := chunked.CheckKEKID(id); err != nil {
+			errs = append(errs, fmt.Errorf("encryption.keys: %w", err))
+		}
+		if o.EncryptionKeys[id] == "" {
 			errs = append(errs, fmt.Errorf("encryption.keys: key %q has no file", id))
 		}
 	}
 	cur := o.CurrentKeyID()
+	_, listed := o.EncryptionKeys[cur]
 	switch {
 	case o.Encryption && len(o.EncryptionKeys) == 0:
 		errs = append(errs, errors.New("encryption.enabled needs encryption.keys (a key id and the file that holds it)"))
 	case cur == "" && o.Encryption:
 		errs = append(errs, errors.New("encryption.key.id is required with several encryption.keys: the one new copies use"))
-	case cur != "" && o.EncryptionKeys[cur] == "":
+	case cur != "" && !listed:
 		errs = append(errs, fmt.Errorf("encryption.key.id %q is not in encryption.keys", cur))
 	}
 	if err := errors.Join(errs...); err != nil {

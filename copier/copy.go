@@ -199,7 +199,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 	files.Progress = func(n int64) { inflight.sent.Store(n) }
 	stop := c.rep.logProgress(p.tp, s, inflight)
 	started := time.Now()
-	stored, err := c.upload(ctx, meta, files)
+	made, err := c.upload(ctx, meta, files)
 	stop()
 	done()
 	c.rep.countCopy(p.tp, in.size, time.Since(started), err)
@@ -222,7 +222,7 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 	}
 	crashpoint.Hit("copy.uploaded")
 	fin := meta
-	fin.StoredSizeInBytes = stored
+	fin.StoredSizeInBytes, fin.Encrypted = made.StoredSizeInBytes, made.Encrypted
 	if _, err := c.store.UpdateStates(p.tp, []remotelog.SegmentMetadata{fin}, remotelog.CopySegmentFinished); err != nil {
 		return err
 	}
@@ -238,8 +238,9 @@ func (c *Copier) copyOne(ctx context.Context, p *partition, s localSegment, from
 
 // upload runs one copy attempt under CopyTimeout, then checks that every
 // object is stored whole; a panic in the upload path becomes an error. It
-// returns a chunked copy's stored .log size in bytes (0 for a plain copy).
-func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (stored int64, err error) {
+// returns the finished row the manifest written stands for (whose
+// StoredSizeInBytes and Encrypted the FINISHED row records).
+func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (made remotelog.SegmentMetadata, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CopyTimeout)
 	defer cancel()
 	defer func() {
@@ -263,9 +264,9 @@ func (c *Copier) upload(ctx context.Context, meta remotelog.SegmentMetadata, fil
 			"partition", meta.TopicPartition, "base_offset", meta.StartOffset, "err", err)
 	}
 	if err != nil {
-		return 0, err
+		return made, err
 	}
-	return mf.Metadata().StoredSizeInBytes, c.rs.VerifyPresent(ctx, mf)
+	return mf.Metadata(), c.rs.VerifyPresent(ctx, mf)
 }
 
 // reportMismatch logs and counts, once, a local segment whose offsets are

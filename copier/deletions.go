@@ -227,9 +227,9 @@ func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.
 	if d.TopicID == "" {
 		return n, w.objects.AbortUploads(ctx, d.TopicPartition, done)
 	}
-	mfs, err := w.rs.Manifests(ctx, d.TopicPartition)
-	if err != nil && len(mfs) == 0 {
-		return n, fmt.Errorf("list the incarnation's other copies: %w", err)
+	mfs, listErr := w.rs.Manifests(ctx, d.TopicPartition)
+	if listErr != nil && len(mfs) == 0 {
+		return n, fmt.Errorf("list the incarnation's other copies: %w", listErr)
 	}
 	for _, mf := range mfs {
 		if mf.TopicID != d.TopicID || done[mf.SegmentID] || mf.BrokerOwned { // a broker's copy is the broker's to delete
@@ -240,6 +240,12 @@ func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.
 		}
 		done[mf.SegmentID] = true
 		n++
+	}
+	if listErr != nil {
+		// A manifest that does not read (damaged, or encrypted under a KEK
+		// not listed) does not say its copy's incarnation: that copy is
+		// kept, and the deletion is not finished while it is there.
+		return n, fmt.Errorf("copies whose manifest does not read are kept (their incarnation is unknown); the deletion retries: %w", listErr)
 	}
 	return n, w.objects.AbortUploads(ctx, d.TopicPartition, done)
 }

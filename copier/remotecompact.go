@@ -24,7 +24,7 @@ import (
 func (c *Copier) newCompactor() *remotecompact.Compactor {
 	return remotecompact.New(remotecompact.Deps{Store: c.store, Bucket: c.rs, Deleter: c.deletes(), Log: c.log,
 		Now: func() time.Time { return c.now() },
-		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (int64, error) {
+		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (remotelog.SegmentMetadata, error) {
 			files.Throttle = c.throttle
 			return c.upload(ctx, meta, files)
 		},

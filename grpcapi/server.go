@@ -265,7 +265,7 @@ func SegmentToProto(r remotelog.SegmentMetadata) *tierdpb.SegmentMetadata {
 	m := &tierdpb.SegmentMetadata{SegmentId: r.ID.String(), StartOffset: r.StartOffset, EndOffset: r.EndOffset,
 		MaxTimestampMs: r.MaxTimestampMs, EventTimestampMs: r.EventTimestampMs, SizeInBytes: r.SizeInBytes,
 		State: r.State.String(), TxnIndexPresent: r.TxnIndexPresent, ProducerSnapshotPresent: r.ProducerSnapshotPresent, Damaged: r.Damaged,
-		Compacted: r.Compacted, Form: r.Form, StoredSizeInBytes: r.StoredSizeInBytes}
+		Compacted: r.Compacted, Form: r.Form, StoredSizeInBytes: r.StoredSizeInBytes, Encrypted: r.Encrypted}
 	for _, id := range r.CompactionOf {
 		m.CompactionOf = append(m.CompactionOf, id.String())
 	}

@@ -105,8 +105,9 @@ func (s *Store) UpdateState(tp remotelog.TopicPartition, start int64, id remotel
 // ChangesSince sees them all; a write of more than 256 rows makes readers
 // reload the partition instead). It writes all rows or none. It returns
 // the rows as written, in the order given; nothing is written for none.
-// Entering COPY_SEGMENT_FINISHED, a row's StoredSizeInBytes, when set, is
-// recorded too (a chunked copy's stored .log size, known once uploaded).
+// Entering COPY_SEGMENT_FINISHED, a row's StoredSizeInBytes and
+// Encrypted, when set, are recorded too (a chunked copy's stored .log
+// size and whether it is sealed, known once uploaded).
 // Errors: ErrSegmentNotFound, remotelog.ErrIllegalTransition (wrapped),
 // a row of another partition or named twice, the store's.
 func (s *Store) UpdateStates(tp remotelog.TopicPartition, rows []remotelog.SegmentMetadata, to remotelog.SegmentState) ([]remotelog.SegmentMetadata, error) {
@@ -151,6 +152,9 @@ func (s *Store) updateStates(tp remotelog.TopicPartition, rows []remotelog.Segme
 		meta.State, meta.EventTimestampMs = to, nowMs
 		if to == remotelog.CopySegmentFinished && r.StoredSizeInBytes > 0 {
 			meta.StoredSizeInBytes = r.StoredSizeInBytes // known once uploaded
+		}
+		if to == remotelog.CopySegmentFinished && r.Encrypted {
+			meta.Encrypted = true
 		}
 		if err := putJSON(b, k, meta); err != nil {
 			return append(out, meta), err

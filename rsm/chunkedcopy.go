@@ -200,6 +200,22 @@ func (o ObjectInfo) layout() (*chunked.Layout, error) {
 	return l, nil
 }
 
+// checkForm checks that the manifest read from key has the form the row
+// meta records: the same form, and encrypted when the row says so (the
+// row, in tierd's own metadata, was written from the manifest tierd
+// wrote, so a copy replaced in the bucket by one in another form, or by
+// an unencrypted one that needs no key, is refused). Errors:
+// ErrBadManifest (wrapped).
+func checkForm(key string, meta remotelog.SegmentMetadata, mf *Manifest) error {
+	if mf.Form() != meta.Form {
+		return fmt.Errorf("%w %s: a copy of form %q, its row says %q: replaced in the bucket?", ErrBadManifest, key, mf.Form(), meta.Form)
+	}
+	if meta.Encrypted && mf.Encryption == nil {
+		return fmt.Errorf("%w %s: not encrypted, its row says the copy was: replaced in the bucket?", ErrBadManifest, key)
+	}
+	return nil
+}
+
 // copyLayout is what reads of a chunked copy need: its manifest's
 // object layouts and its keys.
 type copyLayout struct {
@@ -269,8 +285,11 @@ func (m *Manager) layoutOf(ctx context.Context, meta remotelog.SegmentMetadata) 
 	if err != nil {
 		return nil, err
 	}
-	if mf.SegmentID != meta.ID || mf.Topic != meta.TopicPartition.Topic || mf.Partition != meta.TopicPartition.Partition || mf.Form() != remotelog.FormChunked {
-		return nil, fmt.Errorf("%w %s: describes another copy, or one not in chunked form", ErrBadManifest, key)
+	if mf.SegmentID != meta.ID || mf.Topic != meta.TopicPartition.Topic || mf.Partition != meta.TopicPartition.Partition {
+		return nil, fmt.Errorf("%w %s: describes another copy", ErrBadManifest, key)
+	}
+	if err := checkForm(key, meta, mf); err != nil {
+		return nil, err
 	}
 	cl := &copyLayout{objects: map[string]*chunked.Layout{}, keys: keys}
 	for suffix, o := range mf.Objects {
@@ -287,6 +306,9 @@ func (m *Manager) fetchChunked(ctx context.Context, meta remotelog.SegmentMetada
 	cl, err := m.layoutOf(ctx, meta)
 	if err != nil {
 		return nil, err
+	}
+	if start < 0 {
+		return nil, fmt.Errorf("%s: negative offset %d", m.Key(meta, logSuffix), start)
 	}
 	l := cl.objects[logSuffix]
 	if end < 0 || end > l.OriginalSize {

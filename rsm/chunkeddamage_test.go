@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -234,5 +236,58 @@ func TestObjectMetrics(t *testing.T) {
 	}
 	if got := value("tierd_objects_encryption_failures_total", "chunk"); got != 1 {
 		t.Errorf("chunk failures %v", got)
+	}
+}
+
+// TestReplacedCopyRefused: an encrypted copy replaced in the bucket, under
+// its segment id, by one a writer without keys can make (chunked and not
+// encrypted, whose digest is valid; or plain) is refused by every read
+// of the row tierd recorded (fetch, index, verify, download): the row
+// says what form the copy took and that it is encrypted. A negative
+// start is an error, as for a plain copy.
+func TestReplacedCopyRefused(t *testing.T) {
+	ctx := context.Background()
+	fx := largestFixture(t)
+	forms := chunkedForms(t)
+	b := memory.New()
+	m, _ := rsm.NewManager(b, forms["zstd+encrypted"])
+	meta, _ := copyFixture(t, m, fx)
+	if !meta.Encrypted || meta.Form != remotelog.FormChunked {
+		t.Fatalf("row %+v", meta)
+	}
+	forged := bytes.Clone(fx.data)
+	copy(forged[len(forged)/2:], "EVILEVILEVILEVIL")
+	p := filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(p, forged, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := fx.files
+	files.Log = p
+	for _, c := range []struct {
+		name string
+		cfg  rsm.Config
+	}{{"chunked, not encrypted", forms["zstd"]}, {"plain", rsm.Config{Prefix: "p"}}} {
+		attacker, _ := rsm.NewManager(b, c.cfg)
+		fake := meta
+		fake.State, fake.Form, fake.Encrypted, fake.StoredSizeInBytes = remotelog.CopySegmentStarted, attacker.NewCopyForm(), false, 0
+		if _, err := attacker.CopySegment(ctx, fake, files); err != nil {
+			t.Fatal(err)
+		}
+		reader, _ := rsm.NewManager(b, forms["zstd+encrypted"]) // no layouts kept
+		if got, err := readRange(reader, meta, 0, -1); !errors.Is(err, rsm.ErrBadManifest) || bytes.Contains(got, []byte("EVIL")) {
+			t.Errorf("%s: fetch read %d bytes, %v; want ErrBadManifest", c.name, len(got), err)
+		}
+		if _, err := reader.FetchIndex(ctx, meta, remotelog.OffsetIndex); !errors.Is(err, rsm.ErrBadManifest) {
+			t.Errorf("%s: index: %v", c.name, err)
+		}
+		if err := reader.VerifyCopy(ctx, meta); !errors.Is(err, rsm.ErrBadManifest) {
+			t.Errorf("%s: verify: %v", c.name, err)
+		}
+		if _, err := reader.DownloadCopy(ctx, meta, t.TempDir()); !errors.Is(err, rsm.ErrBadManifest) {
+			t.Errorf("%s: download: %v", c.name, err)
+		}
+	}
+	if _, err := m.FetchLogSegment(ctx, meta, -1, 100); err == nil {
+		t.Error("a negative start read")
 	}
 }

@@ -53,6 +53,9 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 		return nil, fmt.Errorf("%w: manifest of %s describes offsets %d-%d, %d bytes; the row %d-%d, %d bytes", ErrChecksum,
 			meta.ID, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
 	}
+	if err := checkForm(m.Key(meta, manifestSuffix), meta, mf); err != nil {
+		return nil, err
+	}
 	out := &DownloadedCopy{Manifest: mf, Log: filepath.Join(dir, fmt.Sprintf("%020d-%s%s", meta.StartOffset, meta.ID, logSuffix))}
 	o, ok := mf.Objects[logSuffix]
 	if !ok || o.Chunked == nil && o.Size != mf.SizeInBytes {

@@ -30,6 +30,10 @@ const ManifestFormatVersion = 2
 // know the form refuses the copy rather than serve its stored bytes.
 const ChunkedFormatVersion = 3
 
+// maxManifestBytes bounds a manifest read: a 2 GiB segment's copy in
+// 64 KiB chunks has an index of about 350 KiB per object.
+const maxManifestBytes = 16 << 20
+
 // oldestManifestFormatVersion is the oldest manifest version this code reads.
 const oldestManifestFormatVersion = 1
 
@@ -204,7 +208,7 @@ func (mf *Manifest) Metadata() remotelog.SegmentMetadata {
 		SegmentLeaderEpochs: mf.LeaderEpochs, SizeInBytes: mf.SizeInBytes, LocalSizeInBytes: mf.LocalSizeInBytes,
 		State: remotelog.CopySegmentFinished, BrokerID: mf.BrokerID, InstanceID: mf.InstanceID, CopyLeaderEpoch: mf.CopyLeaderEpoch,
 		TxnIndexPresent: mf.TxnIndexPresent, ProducerSnapshotPresent: mf.ProducerSnapshotPresent, Compacted: mf.Compacted, CompactionOf: mf.CompactionOf,
-		Form: mf.Form(), StoredSizeInBytes: mf.storedLogSize(),
+		Form: mf.Form(), StoredSizeInBytes: mf.storedLogSize(), Encrypted: mf.Encryption != nil,
 	}
 }
 
@@ -316,9 +320,17 @@ func (m *Manager) ReadManifest(ctx context.Context, key string) (*Manifest, erro
 // readManifest is ReadManifest, also returning the keys of an encrypted
 // copy (nil otherwise).
 func (m *Manager) readManifest(ctx context.Context, key string) (*Manifest, *chunked.CopyKeys, error) {
-	data, err := m.readAll(ctx, key)
+	rc, err := m.b.GetRange(ctx, key, 0, -1)
 	if err != nil {
 		return nil, nil, err
+	}
+	defer rc.Close()
+	data, err := io.ReadAll(io.LimitReader(rc, maxManifestBytes+1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", key, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, nil, fmt.Errorf("%w %s: more than the %d bytes a manifest takes", ErrBadManifest, key, maxManifestBytes)
 	}
 	return m.parseManifest(ctx, key, data)
 }
@@ -332,6 +344,9 @@ func (m *Manager) parseManifest(ctx context.Context, key string, data []byte) (*
 	if mf.FormatVersion < oldestManifestFormatVersion || mf.FormatVersion > ChunkedFormatVersion {
 		return nil, nil, fmt.Errorf("%w %s: format version %d, this tierd reads %d to %d", ErrBadManifest, key, mf.FormatVersion,
 			oldestManifestFormatVersion, ChunkedFormatVersion)
+	}
+	if base, id, suffix, ok := ParseKey(key); ok && suffix == manifestSuffix && (id != mf.SegmentID || base != mf.StartOffset) {
+		return nil, nil, fmt.Errorf("%w %s: describes segment %s at %d, its key names %s at %d", ErrBadManifest, key, mf.SegmentID, mf.StartOffset, id, base)
 	}
 	if mf.Objects[logSuffix].Key == "" || mf.EndOffset < mf.StartOffset {
 		return nil, nil, fmt.Errorf("%w %s: incomplete", ErrBadManifest, key)

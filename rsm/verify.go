@@ -131,6 +131,9 @@ func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata
 		return fmt.Errorf("%w: manifest of %s describes offsets %d-%d, %d bytes; the row %d-%d, %d bytes", ErrChecksum,
 			meta.ID, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
 	}
+	if err := checkForm(m.Key(meta, manifestSuffix), meta, mf); err != nil {
+		return err
+	}
 	for suffix, o := range mf.Objects {
 		if o.Chunked != nil {
 			if err := m.readDecoded(ctx, mf, suffix, io.Discard); err != nil {

@@ -118,7 +118,7 @@ func TestEncryptedTieringAndRewrap(t *testing.T) {
 	}
 
 	code, out, errOut := runCmd("segments", "--config", cfg1)
-	if code != 0 || strings.Count(out, "COPY_SEGMENT_FINISHED  chunked ") != 2 {
+	if code != 0 || strings.Count(out, "COPY_SEGMENT_FINISHED  chunked+enc ") != 2 {
 		t.Fatalf("segments: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCmd("status", "--config", cfg1)

@@ -183,15 +183,20 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 }
 
 // formText is a copy's form in the "stored" column: "plain" (stored as it
-// came), or "chunked" with its stored .log size in bytes.
+// came), or "chunked" ("chunked+enc" when encrypted) with its stored
+// .log size in bytes.
 func formText(s *tierdpb.SegmentMetadata) string {
+	form := s.GetForm()
 	switch {
-	case s.GetForm() == "":
+	case form == "":
 		return "plain"
-	case s.GetStoredSizeInBytes() > 0:
-		return fmt.Sprintf("%s %d", s.GetForm(), s.GetStoredSizeInBytes())
+	case s.GetEncrypted():
+		form += "+enc"
 	}
-	return s.GetForm()
+	if s.GetStoredSizeInBytes() > 0 {
+		return fmt.Sprintf("%s %d", form, s.GetStoredSizeInBytes())
+	}
+	return form
 }
 
 // damagedHelp says what a damaged mark means and what clears it.

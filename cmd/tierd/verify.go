@@ -282,7 +282,8 @@ func finishedCopies(ctx context.Context, ls lister, o verifyOptions, broker []ve
 				return nil, 0, fmt.Errorf("%s: segment id %q: %w", tp, s.SegmentId, err)
 			}
 			items = append(items, verifyItem{meta: remotelog.SegmentMetadata{TopicPartition: tp, ID: id,
-				StartOffset: s.StartOffset, EndOffset: s.EndOffset, SizeInBytes: s.SizeInBytes}})
+				StartOffset: s.StartOffset, EndOffset: s.EndOffset, SizeInBytes: s.SizeInBytes, Form: s.GetForm(),
+				StoredSizeInBytes: s.GetStoredSizeInBytes(), Encrypted: s.GetEncrypted()}})
 		}
 	}
 	listed := len(items)
@@ -349,6 +350,10 @@ func sameCopy(mf *rsm.Manifest, meta remotelog.SegmentMetadata) error {
 		mf.StartOffset != meta.StartOffset || mf.EndOffset != meta.EndOffset || mf.SizeInBytes != meta.SizeInBytes {
 		return fmt.Errorf("%w: manifest %s-%d offsets %d-%d, %d bytes; row offsets %d-%d, %d bytes", errManifestDiffers,
 			mf.Topic, mf.Partition, mf.StartOffset, mf.EndOffset, mf.SizeInBytes, meta.StartOffset, meta.EndOffset, meta.SizeInBytes)
+	}
+	if mf.Form() != meta.Form || meta.Encrypted && mf.Encryption == nil {
+		return fmt.Errorf("%w: manifest of form %q (encrypted %t); row of form %q (encrypted %t)", errManifestDiffers,
+			mf.Form(), mf.Encryption != nil, meta.Form, meta.Encrypted)
 	}
 	return nil
 }

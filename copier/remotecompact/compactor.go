@@ -61,9 +61,10 @@ type Deps struct {
 	// timeout, the manifest last, files.BeforeManifest called before it),
 	// then the fence checked again, then every object checked stored
 	// whole. An error wrapping FencedAfterManifest: the manifest was
-	// written under an epoch the fence no longer allows. It returns a
-	// chunked copy's stored .log size in bytes (0 for a plain copy).
-	Upload              func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (int64, error)
+	// written under an epoch the fence no longer allows. It returns the
+	// finished row the manifest written stands for (its stored size and
+	// whether it is encrypted go into the FINISHED row).
+	Upload              func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (remotelog.SegmentMetadata, error)
 	FencedAfterManifest error
 	// Suspect queues a copy for a check of its objects (a merge found one
 	// missing or not matching its manifest); NeedSweep has the

@@ -135,9 +135,9 @@ func row(start, end int64) remotelog.SegmentMetadata {
 func compactOnce(t *testing.T, w *world, enabled bool) (*Compactor, error) {
 	t.Helper()
 	c := New(Deps{Store: w, Bucket: w, Deleter: w, Log: slog.New(slog.DiscardHandler), Now: func() time.Time { return time.UnixMilli(w.nowMs) },
-		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (int64, error) {
+		Upload: func(ctx context.Context, meta remotelog.SegmentMetadata, files rsm.SegmentFiles) (remotelog.SegmentMetadata, error) {
 			w.calls = append(w.calls, "upload")
-			return 0, w.uploadErr
+			return meta, w.uploadErr
 		},
 		FencedAfterManifest: w.fenced,
 		Suspect: func(m remotelog.SegmentMetadata) {

@@ -93,12 +93,12 @@ func (c *Compactor) mergeRun(ctx context.Context, p Partition, run Run, o Pass) 
 		return false, err
 	}
 	crashpoint.Hit("compact.started")
-	stored, err := c.d.Upload(ctx, meta, files)
+	made, err := c.d.Upload(ctx, meta, files)
 	if err != nil {
 		return false, c.failedMerge(ctx, meta, err, o)
 	}
 	crashpoint.Hit("compact.uploaded")
-	meta.StoredSizeInBytes = stored
+	meta.StoredSizeInBytes, meta.Encrypted = made.StoredSizeInBytes, made.Encrypted
 	fin, err := c.d.Store.UpdateStates(p.TP, []remotelog.SegmentMetadata{meta}, remotelog.CopySegmentFinished)
 	if err != nil {
 		return false, err

@@ -198,6 +198,10 @@ type SegmentMetadata struct {
 	// StoredSizeInBytes is the size in bytes of the stored .log object of
 	// a chunked copy; 0 otherwise.
 	StoredSizeInBytes int64 `json:"storedSizeInBytes,omitempty"`
+	// Encrypted says the copy's chunks are sealed (objects.encryption),
+	// recorded from the manifest tierd wrote: a read refuses the copy if
+	// its manifest in the bucket says otherwise.
+	Encrypted bool `json:"encrypted,omitempty"`
 }
 
 // FormChunked is SegmentMetadata.Form of a copy in chunked form.

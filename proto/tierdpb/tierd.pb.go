@@ -610,8 +610,10 @@ type SegmentMetadata struct {
 	// copy's stored .log size (0 when not recorded).
 	Form              string `protobuf:"bytes,14,opt,name=form,proto3" json:"form,omitempty"`
 	StoredSizeInBytes int64  `protobuf:"varint,15,opt,name=stored_size_in_bytes,json=storedSizeInBytes,proto3" json:"stored_size_in_bytes,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The copy's chunks are sealed (objects.encryption).
+	Encrypted     bool `protobuf:"varint,16,opt,name=encrypted,proto3" json:"encrypted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SegmentMetadata) Reset() {
@@ -747,6 +749,13 @@ func (x *SegmentMetadata) GetStoredSizeInBytes() int64 {
 		return x.StoredSizeInBytes
 	}
 	return 0
+}
+
+func (x *SegmentMetadata) GetEncrypted() bool {
+	if x != nil {
+		return x.Encrypted
+	}
+	return false
 }
 
 type ListSegmentsResponse struct {
@@ -2555,7 +2564,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\"F\n" +
 	"\vLeaderEpoch\x12\x14\n" +
 	"\x05epoch\x18\x01 \x01(\x05R\x05epoch\x12!\n" +
-	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xca\x04\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\"\xe8\x04\n" +
 	"\x0fSegmentMetadata\x12\x1d\n" +
 	"\n" +
 	"segment_id\x18\x01 \x01(\tR\tsegmentId\x12!\n" +
@@ -2574,7 +2583,8 @@ const file_tierd_proto_rawDesc = "" +
 	"\tcompacted\x18\f \x01(\bR\tcompacted\x12#\n" +
 	"\rcompaction_of\x18\r \x03(\tR\fcompactionOf\x12\x12\n" +
 	"\x04form\x18\x0e \x01(\tR\x04form\x12/\n" +
-	"\x14stored_size_in_bytes\x18\x0f \x01(\x03R\x11storedSizeInBytes\"\xe0\x01\n" +
+	"\x14stored_size_in_bytes\x18\x0f \x01(\x03R\x11storedSizeInBytes\x12\x1c\n" +
+	"\tencrypted\x18\x10 \x01(\bR\tencrypted\"\xe0\x01\n" +
 	"\x14ListSegmentsResponse\x125\n" +
 	"\bsegments\x18\x01 \x03(\v2\x19.tierd.v1.SegmentMetadataR\bsegments\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x122\n" +

@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -231,7 +233,7 @@ func TestLoadKeyring(t *testing.T) {
 	dir := t.TempDir()
 	raw := filepath.Join(dir, "raw")
 	hexf := filepath.Join(dir, "hex")
-	os.WriteFile(raw, bytes.Repeat([]byte{9}, 32), 0o600)
+	os.WriteFile(raw, bytes.Repeat([]byte{0x89, 0x03}, 16), 0o600)
 	os.WriteFile(hexf, []byte(strings.Repeat("ab", 32)+"\n"), 0o400)
 	k, err := LoadKeyring(map[string]string{"r": raw, "h": hexf}, "h")
 	if err != nil {
@@ -252,6 +254,22 @@ func TestLoadKeyring(t *testing.T) {
 	}
 	if _, err := LoadKeyring(map[string]string{"r": raw}, "x"); err == nil {
 		t.Fatal("current key not among the keys: accepted")
+	}
+	text := filepath.Join(dir, "text")
+	os.WriteFile(text, []byte(strings.Repeat("ab", 16)), 0o600) // 32 hex digits: 16 bytes of key
+	if _, err := LoadKeyring(map[string]string{"t": text}, "t"); err == nil || !strings.Contains(err.Error(), "32 characters of text") || strings.Contains(err.Error(), "abab") {
+		t.Fatalf("text key: %v", err)
+	}
+	big := filepath.Join(dir, "big")
+	os.WriteFile(big, make([]byte, 500), 0o600)
+	if _, err := LoadKeyring(map[string]string{"b": big}, "b"); err == nil || !strings.Contains(err.Error(), "holds 500 bytes") {
+		t.Fatalf("500-byte key: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
+		if _, err := LoadKeyring(map[string]string{"f": fifo}, "f"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("fifo: %v", err)
+		}
 	}
 }
 
@@ -312,5 +330,46 @@ func TestOutcomes(t *testing.T) {
 		if len(got) != 1 || got[c.want] != 4 {
 			t.Errorf("%s: outcomes %v, want 4 %s", c.name, got, c.want)
 		}
+	}
+}
+
+// TestCraftedIndexRefused: chunk indexes no writer makes (a chunk size
+// out of range, sizes that overflow, a chunk stored in more bytes than
+// its original sealed) are refused before a reader indexes or allocates
+// by them; a frame that decodes past its chunk's original size is
+// damaged, whatever it would expand to.
+func TestCraftedIndexRefused(t *testing.T) {
+	const max64 = int64(^uint64(0) >> 1)
+	for _, c := range []struct {
+		name                 string
+		chunkBytes, original int64
+		chunks               []Chunk
+	}{
+		{"overflowing sizes", max64, max64, nil},
+		{"chunk size 0", 0, 0, nil},
+		{"chunk size of a GiB", 1 << 30, 1 << 30, []Chunk{{StoredLen: 1 << 30}}},
+		{"original size past the bound", MaxChunkBytes, MaxOriginalSize + 1, nil},
+		{"a chunk stored in a GiB", MinChunkBytes, 1000, []Chunk{{StoredLen: 1 << 30}}},
+		{"a chunk stored in more than its bytes sealed", MinChunkBytes, 1000, []Chunk{{StoredLen: 1000 + sealOverhead + 1}}},
+		{"a negative original size", MinChunkBytes, -1, nil},
+	} {
+		if _, err := NewLayout(c.chunkBytes, c.original, c.chunks); !errors.Is(err, ErrBadIndex) {
+			t.Errorf("%s: %v, want ErrBadIndex", c.name, err)
+		}
+	}
+	cfg := DefaultConfig()
+	cfg.Compression = true
+	codec, err := NewCodec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb := codec.enc.EncodeAll(make([]byte, 8<<20), nil) // 8 MiB of zeros in a few hundred bytes
+	e := Chunk{StoredLen: int64(len(bomb)), Flags: FlagCompressed, CRC32C: crc32.Checksum(bomb, castagnoli)}
+	if _, err := codec.Decode(nil, bomb, e, nil, ".log", 0, 64<<10); !errors.Is(err, ErrDamaged) {
+		t.Errorf("a frame of 8 MiB for a 64 KiB chunk: %v, want ErrDamaged", err)
+	}
+	l, _ := NewLayout(MinChunkBytes, 100, []Chunk{{StoredLen: 100}})
+	if _, err := NewReader(bytes.NewReader(make([]byte, 100)), codec, l, nil, ".log", -1, 50).Read(make([]byte, 10)); err == nil || err == io.EOF {
+		t.Errorf("negative start: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -48,8 +49,11 @@ func NewCodec(cfg Config) (*Codec, error) {
 			return nil, err
 		}
 	}
+	// DecodeAll decodes at most the room left in dst: Decode gives it
+	// exactly the chunk's original size, so a crafted frame cannot expand
+	// past it.
 	if c.dec, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.IgnoreChecksum(true),
-		zstd.WithDecoderMaxMemory(uint64(MaxChunkBytes)+1<<20)); err != nil {
+		zstd.WithDecoderMaxMemory(uint64(MaxChunkBytes)+1<<20), zstd.WithDecodeAllCapLimit(true)); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -176,7 +180,8 @@ func (c *Codec) Decode(dst, stored []byte, e Chunk, s *Sealer, suffix string, i 
 	start := len(dst)
 	if e.Flags&FlagCompressed != 0 {
 		var err error
-		if dst, err = c.dec.DecodeAll(body, dst); err != nil {
+		dst = slices.Grow(dst, int(want))
+		if dst, err = c.dec.DecodeAll(body, dst[:start:start+int(want)]); err != nil {
 			return dst[:start], fmt.Errorf("%w: %s chunk %d: zstd: %v", ErrDamaged, suffix, i, err)
 		}
 	} else {

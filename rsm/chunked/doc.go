@@ -40,7 +40,7 @@
 //
 // encoded with standard base64 (with padding) in the manifest's JSON. A
 // chunk's stored position is the sum of the stored lengths before it. The
-// CRC lets a reader (and "tierd verify", without any key) detect damage
+// CRC lets a reader detect damage
 // to a single chunk it fetched; for an encrypted chunk the GCM tag
 // detects it too, and detects deliberate change.
 //

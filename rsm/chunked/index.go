@@ -39,15 +39,27 @@ type Layout struct {
 	offsets      []int64 // offsets[i]: stored position of chunk i; offsets[len(Chunks)]: stored size
 }
 
+// MaxOriginalSize bounds an object's original size in a chunk index: a
+// Kafka segment's positions are 32-bit, so this is far above any.
+const MaxOriginalSize = 1 << 40
+
 // NewLayout checks chunks against the chunk and original sizes and
-// returns their layout. Errors: ErrBadIndex (wrapped) when the count of
-// chunks is not ceil(originalSize / chunkBytes), a size is out of range
-// or a chunk has unknown flags.
+// returns their layout. Errors: ErrBadIndex (wrapped) when the chunk
+// size is outside [MinChunkBytes, MaxChunkBytes], the original size
+// outside [0, MaxOriginalSize], the count of chunks is not
+// ceil(originalSize / chunkBytes), a chunk is stored in more bytes than
+// its original bytes sealed, or has unknown flags. A layout read from a
+// manifest is bounded as the writer's Config is, so a crafted one cannot
+// make a reader allocate or index past what the object holds.
 func NewLayout(chunkBytes, originalSize int64, chunks []Chunk) (*Layout, error) {
-	if chunkBytes <= 0 || originalSize < 0 {
+	if chunkBytes < MinChunkBytes || chunkBytes > MaxChunkBytes || originalSize < 0 || originalSize > MaxOriginalSize {
 		return nil, fmt.Errorf("%w: chunk size %d, original size %d", ErrBadIndex, chunkBytes, originalSize)
 	}
-	if want := (originalSize + chunkBytes - 1) / chunkBytes; int64(len(chunks)) != want {
+	want := originalSize / chunkBytes
+	if originalSize%chunkBytes != 0 {
+		want++
+	}
+	if int64(len(chunks)) != want {
 		return nil, fmt.Errorf("%w: %d chunks for %d bytes in chunks of %d (want %d)", ErrBadIndex, len(chunks), originalSize, chunkBytes, want)
 	}
 	l := &Layout{ChunkBytes: chunkBytes, OriginalSize: originalSize, Chunks: chunks, offsets: make([]int64, len(chunks)+1)}
@@ -55,17 +67,13 @@ func NewLayout(chunkBytes, originalSize int64, chunks []Chunk) (*Layout, error) 
 		if c.Flags&^knownFlags != 0 {
 			return nil, fmt.Errorf("%w: chunk %d has unknown flags %#x", ErrBadIndex, i, c.Flags)
 		}
-		if c.StoredLen <= 0 || c.StoredLen > maxStoredLen(chunkBytes) {
-			return nil, fmt.Errorf("%w: chunk %d stored in %d bytes, out of range for chunks of %d", ErrBadIndex, i, c.StoredLen, chunkBytes)
+		if c.StoredLen <= 0 || c.StoredLen > l.OriginalLen(i)+sealOverhead {
+			return nil, fmt.Errorf("%w: chunk %d of %d original bytes stored in %d bytes", ErrBadIndex, i, l.OriginalLen(i), c.StoredLen)
 		}
 		l.offsets[i+1] = l.offsets[i] + c.StoredLen
 	}
 	return l, nil
 }
-
-// maxStoredLen is the most bytes a stored chunk of chunkBytes may take:
-// the chunk as it came, sealed.
-func maxStoredLen(chunkBytes int64) int64 { return chunkBytes + sealOverhead }
 
 // StoredSize is the stored object's size in bytes.
 func (l *Layout) StoredSize() int64 { return l.offsets[len(l.Chunks)] }
@@ -78,7 +86,7 @@ func (l *Layout) OriginalLen(i int) int64 {
 // StoredRange returns the stored bytes [off, off+n) a read of the
 // original bytes [start, end) needs, and the chunks first to last
 // (inclusive) they hold. end is cut at the original size; start must be
-// in [0, end).
+// in [0, end) (callers check: it panics otherwise).
 func (l *Layout) StoredRange(start, end int64) (off, n int64, first, last int) {
 	end = min(end, l.OriginalSize)
 	first, last = int(start/l.ChunkBytes), int((end-1)/l.ChunkBytes)

@@ -116,6 +116,9 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
+// CheckKEKID checks a KEK id: 1 to 64 of A-Z a-z 0-9 . _ -.
+func CheckKEKID(id string) error { return checkKEKID(id) }
+
 func checkKEKID(id string) error {
 	if id == "" || len(id) > 64 || strings.IndexFunc(id, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-')
@@ -135,6 +138,13 @@ func readKEK(id, p string) ([]byte, error) {
 // readable or writable by nobody else (privfile.Check, and no group or
 // other read). Errors name what and p, never the file's bytes.
 func ReadKeyFile(what, p string) ([]byte, error) {
+	// A FIFO or device would block the open or give endless bytes: only a
+	// regular file (a symlink to one included) is read.
+	if st, err := os.Stat(p); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s is not a regular file (%v)", what, p, st.Mode().Type())
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
@@ -143,6 +153,9 @@ func ReadKeyFile(what, p string) ([]byte, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s is not a regular file (%v)", what, p, st.Mode().Type())
 	}
 	if err := privfile.Check(what, p, st); err != nil {
 		return nil, err
@@ -153,15 +166,30 @@ func ReadKeyFile(what, p string) ([]byte, error) {
 	data := make([]byte, 130)
 	n, _ := io.ReadFull(f, data)
 	data = data[:n]
-	if n == 32 {
+	if n == 32 && st.Size() == 32 {
+		if printable(data) {
+			// 32 random bytes are all printable once in 10^14: this is
+			// text (a passphrase, 32 hex digits: 16 bytes of key).
+			return nil, fmt.Errorf("%s: %s holds 32 characters of text, not 32 random bytes: a key file is 32 random bytes, or 64 hex digits (e.g. from: tierd keys new FILE, or openssl rand -hex 32)", what, p)
+		}
 		return data, nil
 	}
-	if t := bytes.TrimSpace(data); len(t) == 64 {
+	if t := bytes.TrimSpace(data); len(t) == 64 && st.Size() == int64(n) {
 		if key, err := hex.DecodeString(string(t)); err == nil {
 			return key, nil
 		}
 	}
-	return nil, fmt.Errorf("%s: %s holds %d bytes: a key file is 32 bytes, or 64 hex digits (e.g. from: tierd keys new FILE, or openssl rand -hex 32)", what, p, n)
+	return nil, fmt.Errorf("%s: %s holds %d bytes: a key file is 32 bytes, or 64 hex digits (e.g. from: tierd keys new FILE, or openssl rand -hex 32)", what, p, st.Size())
+}
+
+// printable reports whether b is all printable ASCII or white space.
+func printable(b []byte) bool {
+	for _, c := range b {
+		if (c < 0x20 || c > 0x7e) && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 func newGCM(key []byte) (cipher.AEAD, error) {

@@ -34,6 +34,10 @@ type Reader struct {
 func NewReader(src io.Reader, c *Codec, l *Layout, s *Sealer, suffix string, start, end int64) *Reader {
 	end = min(end, l.OriginalSize)
 	r := &Reader{src: src, c: c, l: l, s: s, suffix: suffix}
+	if start < 0 {
+		r.err = fmt.Errorf("chunked: %s: negative start %d", suffix, start)
+		return r
+	}
 	if start >= end {
 		r.err = io.EOF
 		return r
