@@ -210,7 +210,10 @@ func (w *partitionDeletions) runDeletion(ctx context.Context, d remotelog.Partit
 // when the record has a topic id, of every other copy in the bucket whose
 // manifest carries that same topic id (another tierd's copies the store
 // never learned of). Manifests without a topic id, or with another one,
-// are left alone. It returns how many copies it deleted.
+// are left alone; so are the copies of manifests that do not read
+// (damaged, or encrypted under a KEK not listed), and then it returns an
+// error after the rest, so that the deletion is not finished while they
+// may belong to it. It returns how many copies it deleted.
 func (w *partitionDeletions) deleteIncarnation(ctx context.Context, d remotelog.PartitionDeletion) (int, error) {
 	n := 0
 	done := map[remotelog.SegmentID]bool{}
