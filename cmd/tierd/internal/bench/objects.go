@@ -71,7 +71,7 @@ func objectsForms(sizes []int) []objectsForm {
 }
 
 // objectsMetrics are the measures of each variant, by size (chunk KiB).
-var objectsMetrics = []string{"stored_ratio", "write_cpu_s_per_gib", "read_cpu_s_per_gib", "cold_p50_ms", "cold_p99_ms"}
+var objectsMetrics = []string{"stored_ratio", "write_cpu_s_per_gib", "read_cpu_s_per_gib", "fetch_cold_p50_ms", "fetch_cold_p99_ms", "cold_p50_ms", "cold_p99_ms"}
 
 // objectsSegment is one rolled segment of the case's partition.
 type objectsSegment struct {
@@ -79,6 +79,8 @@ type objectsSegment struct {
 	base, end int64
 	data      []byte
 	batches   []int64 // batch start positions
+	ends      []int64 // batch end positions
+	offsets   []int64 // batch base offsets
 }
 
 // objectsPartition writes the shape's records (codecShapeRecords,
@@ -119,7 +121,7 @@ func objectsPartition(dir, shape string, total int64, seed uint64) ([]objectsSeg
 			if err != nil {
 				return nil, err
 			}
-			s.batches = append(s.batches, pos)
+			s.batches, s.ends, s.offsets = append(s.batches, pos), append(s.ends, b.End()), append(s.offsets, b.BaseOffset)
 			pos += int64(b.Size)
 		}
 		out = append(out, s)
@@ -132,13 +134,14 @@ type objectsStep struct {
 	stored, original int64
 	writeCPU         float64 // bench process + store, seconds
 	readCPU          float64
-	cold             []time.Duration
+	cold             []time.Duration // range reads through rsm
+	fetch            []time.Duration // Fetches through tierd's fetch server
 }
 
 // objectsRun copies segs in form f under prefix, replays every copy,
 // makes the cold reads, checks every byte read against the local files,
 // and deletes the copies.
-func (e *env) objectsRun(ctx context.Context, f objectsForm, prefix string, segs []objectsSegment, kr chunked.KeyWrapper, rng *mrand.Rand) (st objectsStep, err error) {
+func (e *env) objectsRun(ctx context.Context, f objectsForm, prefix, dir string, segs []objectsSegment, kr chunked.KeyWrapper, rng *mrand.Rand) (st objectsStep, err error) {
 	cfg := rsm.Config{Prefix: prefix}
 	if f.chunkBytes > 0 {
 		cfg.Objects = chunked.DefaultConfig()
@@ -213,7 +216,8 @@ func (e *env) objectsRun(ctx context.Context, f objectsForm, prefix string, segs
 			return st, fmt.Errorf("%s: bytes %d-%d of segment %d read back wrong", f.name, start, end, s.base)
 		}
 	}
-	return st, nil
+	st.fetch, err = e.objectsFetchCold(ctx, m, metas, segs, dir, rng)
+	return st, err
 }
 
 // sampleTotal is the bench process's and the store's CPU seconds together
@@ -291,7 +295,7 @@ func (e *env) objectsCase(ctx context.Context) ([]*Series, error) {
 				}
 				f := forms[(k+r)%len(forms)]
 				prefix := fmt.Sprintf("%s/objects/%s-%s-%d-r%d", e.prefix, shape, f.name, f.chunkBytes, r)
-				st, err := e.objectsRun(ctx, f, prefix, segs, kr, rng)
+				st, err := e.objectsRun(ctx, f, prefix, filepath.Join(e.dir, fmt.Sprintf("objects-fetch-%s-%s-%d-r%d", shape, f.name, f.chunkBytes, r)), segs, kr, rng)
 				if err != nil {
 					return nil, fmt.Errorf("objects/%s/%s (%d-byte chunks): %w", shape, f.name, f.chunkBytes, err)
 				}
@@ -302,8 +306,11 @@ func (e *env) objectsCase(ctx context.Context) ([]*Series, error) {
 				ser[v+" read_cpu_s_per_gib"].set(r, i, st.readCPU/gib)
 				ser[v+" cold_p50_ms"].set(r, i, quantileMs(st.cold, 0.5))
 				ser[v+" cold_p99_ms"].set(r, i, quantileMs(st.cold, 0.99))
-				e.logf("objects/%s/%s chunk %d KiB (round %d): stored %.3f of %d MiB; write %.2f, read %.2f CPU-s/GiB; cold range p50 %.2f ms",
-					shape, f.name, f.chunkBytes>>10, r+1, float64(st.stored)/float64(st.original), st.original>>20, st.writeCPU/gib, st.readCPU/gib, quantileMs(st.cold, 0.5))
+				ser[v+" fetch_cold_p50_ms"].set(r, i, quantileMs(st.fetch, 0.5))
+				ser[v+" fetch_cold_p99_ms"].set(r, i, quantileMs(st.fetch, 0.99))
+				e.logf("objects/%s/%s chunk %d KiB (round %d): stored %.3f of %d MiB; write %.2f, read %.2f CPU-s/GiB; cold Fetch p50 %.2f ms, cold range p50 %.2f ms",
+					shape, f.name, f.chunkBytes>>10, r+1, float64(st.stored)/float64(st.original), st.original>>20, st.writeCPU/gib, st.readCPU/gib,
+					quantileMs(st.fetch, 0.5), quantileMs(st.cold, 0.5))
 			}
 		}
 		os.RemoveAll(filepath.Dir(dir))
@@ -346,8 +353,11 @@ func (rep *Report) objectsTargets() []Target {
 	}
 	for _, shape := range codecShapes {
 		for _, form := range []string{"zstd", "aes", "zstd+aes"} {
+			if q, c, p, ok := ratio(shape, form, "fetch_cold_p50_ms"); ok {
+				out = append(out, Target{Text: fmt.Sprintf("objects cold Fetch p50, %s/%s at %d KiB chunks, <= 1.1x plain: %.2f ms vs %.2f ms (%.2fx)", shape, form, def, c, p, q), Met: q <= 1.1})
+			}
 			if q, c, p, ok := ratio(shape, form, "cold_p50_ms"); ok {
-				out = append(out, Target{Text: fmt.Sprintf("objects cold range read p50, %s/%s at %d KiB chunks, <= 1.1x plain: %.2f ms vs %.2f ms (%.2fx)", shape, form, def, c, p, q), Met: q <= 1.1})
+				out = append(out, Target{Text: fmt.Sprintf("objects cold range read p50 (rsm alone), %s/%s at %d KiB chunks: %.2f ms vs %.2f ms plain (%.2fx)", shape, form, def, c, p, q), Info: true, Met: true})
 			}
 		}
 		if q, c, p, ok := ratio(shape, "aes", "read_cpu_s_per_gib"); ok {

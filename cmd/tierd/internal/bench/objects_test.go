@@ -56,8 +56,8 @@ func TestObjectsCase(t *testing.T) {
 			lines++
 		}
 	}
-	if lines != 10 {
-		t.Errorf("%d objects target lines, want 10", lines)
+	if lines != 16 {
+		t.Errorf("%d objects target lines, want 16", lines)
 	}
 	if !strings.Contains(progress.String(), "deleted the ") {
 		t.Errorf("no cleanup line:\n%s", progress.String())
