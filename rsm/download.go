@@ -144,19 +144,11 @@ func (m *Manager) readDecodedProgress(ctx context.Context, mf *Manifest, suffix 
 	if keys != nil {
 		s = keys.Sealer
 	}
-	h, err := newObjectSums(o)
-	if err != nil {
-		return err
-	}
-	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	h, body, rc, err := m.openStored(ctx, o, onRead)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	var body io.Reader = rc
-	if onRead != nil {
-		body = &progressReader{r: rc, onRead: onRead}
-	}
 	stored := &countingReader{r: io.TeeReader(body, h)}
 	orig := crc32.New(castagnoli)
 	n, err := chunked.NewReader(stored, m.codec, l, s, suffix, 0, l.OriginalSize).WriteTo(io.MultiWriter(w, orig))

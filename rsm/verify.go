@@ -24,19 +24,11 @@ func (m *Manager) VerifyObject(ctx context.Context, o ObjectInfo) error {
 // (wrapped) when o records no checksum, ErrNotFound (wrapped) for a
 // missing object, transport errors.
 func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead func(n int64)) error {
-	h, err := newObjectSums(o)
-	if err != nil {
-		return err
-	}
-	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	h, r, rc, err := m.openStored(ctx, o, onRead)
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
-	var r io.Reader = rc
-	if onRead != nil {
-		r = &progressReader{r: rc, onRead: onRead}
-	}
 	n, err := io.Copy(h, r)
 	if err != nil {
 		return err
@@ -45,6 +37,24 @@ func (m *Manager) VerifyObjectProgress(ctx context.Context, o ObjectInfo, onRead
 		return fmt.Errorf("%w: %s (%d bytes)", ErrChecksum, o.Key, n)
 	}
 	return nil
+}
+
+// openStored GETs object o whole, with the sums its manifest records
+// checked over it, and its body told to onRead (when set) as it is read.
+func (m *Manager) openStored(ctx context.Context, o ObjectInfo, onRead func(n int64)) (*objectSums, io.Reader, io.Closer, error) {
+	h, err := newObjectSums(o)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	rc, err := m.b.GetRange(ctx, o.Key, 0, -1)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var r io.Reader = rc
+	if onRead != nil {
+		r = &progressReader{r: rc, onRead: onRead}
+	}
+	return h, r, rc, nil
 }
 
 // VerifyObjectIn verifies object suffix of the copy mf describes:

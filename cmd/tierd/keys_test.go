@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tierd/tierd/grpcapi"
 	"github.com/tierd/tierd/internal/remotelog"
+	testtools "github.com/tierd/tierd/internal/testutil/tools"
 	"github.com/tierd/tierd/proto/tierdpb"
 )
 
@@ -79,17 +79,10 @@ func TestEncryptedTieringAndRewrap(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testtools.WaitFor(t, "orders-2 tiered to offset 411", func() bool {
 			resp, err := c.API().ListSegments(ctx, &tierdpb.ListSegmentsRequest{Topic: "orders", Partition: 2})
-			if err == nil && resp.HighestTieredOffset == 411 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("not tiered in time: %v %v", resp, err)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return err == nil && resp.HighestTieredOffset == 411
+		})
 		resp, err := c.API().Fetch(ctx, &tierdpb.FetchRequest{Topic: "orders", Partition: 2, Offset: 300, MaxBytes: 1})
 		if err != nil || !bytes.Contains(resp.Records, demoValue(300)[:20]) {
 			t.Fatalf("fetch 300: %v", err)
