@@ -73,7 +73,12 @@
 //	                                                            the incarnation the partition directory holds;
 //	                                                            whatever the reason, scheduled by a pass and run
 //	                                                            only while every log dir is available, ordered
-//	                                                            only while none is missing (logdir.go)
+//	                                                            only while none is missing (logdir.go); a copy
+//	                                                            found in the bucket goes only when its manifest
+//	                                                            reads and names the incarnation's topic id: one
+//	                                                            whose manifest does not read (damaged, or under
+//	                                                            a KEK not listed) is kept and the deletion stays
+//	                                                            unfinished
 //	remote rows: deleted copies'      rlmm.PurgeDeleted         DELETE_SEGMENT_FINISHED for deleted_row_retention
 //	remote rows: a partition's        rlmm.ScheduleDeletion     moved, not dropped, into the scheduled deletion's
 //	  incarnation                                               record (restore puts them back); the record goes

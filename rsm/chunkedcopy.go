@@ -358,10 +358,16 @@ func (m *Manager) fetchChunkedObject(ctx context.Context, meta remotelog.Segment
 	return out.Bytes(), nil
 }
 
-// encodeUpload uploads src's bytes in chunked form under key and returns
-// their ObjectInfo (stored size and CRC-32C, chunk index). Errors:
-// src's, the upload's.
-func (m *Manager) encodeUpload(ctx context.Context, key, suffix string, src io.Reader, keys *chunked.CopyKeys, files SegmentFiles) (ObjectInfo, error) {
+// bufferedEncodeBytes is the largest object (original bytes) whose
+// chunked form is encoded whole in memory and stored with one PUT of a
+// known size, as a plain object of its size is; larger ones stream, of a
+// size not known in advance (a multipart upload).
+const bufferedEncodeBytes = 8 << 20
+
+// encodeUpload uploads src's size original bytes in chunked form under
+// key and returns their ObjectInfo (stored size and CRC-32C, chunk
+// index). Errors: src's, the upload's.
+func (m *Manager) encodeUpload(ctx context.Context, key, suffix string, src io.Reader, size int64, keys *chunked.CopyKeys, files SegmentFiles) (ObjectInfo, error) {
 	var s *chunked.Sealer
 	if keys != nil {
 		s = keys.Sealer
@@ -369,7 +375,16 @@ func (m *Manager) encodeUpload(ctx context.Context, key, suffix string, src io.R
 	enc := chunked.NewEncoder(src, m.codec, s, suffix)
 	h := crc32.New(castagnoli)
 	cr := &countingReader{r: io.TeeReader(files.throttled(ctx, enc), h)}
-	if err := m.b.Upload(ctx, key, cr, -1); err != nil {
+	var body io.Reader = cr
+	stored := int64(-1)
+	if size <= bufferedEncodeBytes {
+		data, err := io.ReadAll(cr)
+		if err != nil {
+			return ObjectInfo{}, fmt.Errorf("upload %s: %w", key, err)
+		}
+		body, stored = bytes.NewReader(data), int64(len(data))
+	}
+	if err := m.b.Upload(ctx, key, body, stored); err != nil {
 		return ObjectInfo{}, fmt.Errorf("upload %s: %w", key, err)
 	}
 	l, err := enc.Layout()

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tierd/tierd/internal/kafkalog"
@@ -358,4 +359,48 @@ func manifestJSON(t *testing.T, data []byte) map[string]any {
 		t.Fatal(err)
 	}
 	return raw
+}
+
+// sizeRecorder records the size each Upload was given.
+type sizeRecorder struct {
+	rsm.Bucket
+	mu    sync.Mutex
+	sizes map[string]int64
+}
+
+func (s *sizeRecorder) Upload(ctx context.Context, key string, r io.Reader, size int64) error {
+	s.mu.Lock()
+	s.sizes[key] = size
+	s.mu.Unlock()
+	return s.Bucket.Upload(ctx, key, r, size)
+}
+
+// TestChunkedSmallObjectsOnePut: a chunked copy's objects up to 8 MiB go
+// up with their stored size known (one PUT, as a plain object of that
+// size: no multipart upload a kill could leave behind), a larger .log
+// streams; the sizes given are the sizes stored.
+func TestChunkedSmallObjectsOnePut(t *testing.T) {
+	fx := largestFixture(t)
+	rec := &sizeRecorder{Bucket: memory.New(), sizes: map[string]int64{}}
+	m, _ := rsm.NewManager(rec, chunkedForms(t)["zstd+encrypted"])
+	_, mf := copyFixture(t, m, fx)
+	for suffix, o := range mf.Objects {
+		if got := rec.sizes[o.Key]; got != o.Size {
+			t.Errorf("%s uploaded with size %d, stored %d", suffix, got, o.Size)
+		}
+	}
+	big := fx
+	big.data = make([]byte, 9<<20)
+	rand.Read(big.data)
+	big.files.Log = filepath.Join(t.TempDir(), "00000000000000000000.log")
+	if err := os.WriteFile(big.files.Log, big.data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, mf = copyFixture(t, m, big)
+	if got := rec.sizes[mf.Objects[kafkalog.LogSuffix].Key]; got != -1 {
+		t.Errorf("a 9 MiB .log uploaded with size %d, want -1 (streamed)", got)
+	}
+	if got := rec.sizes[mf.Objects[kafkalog.IndexSuffix].Key]; got != mf.Objects[kafkalog.IndexSuffix].Size {
+		t.Errorf("its index uploaded with size %d", got)
+	}
 }

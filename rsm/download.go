@@ -44,7 +44,7 @@ type DownloadedCopy struct {
 // manifest that describes another copy; ErrBadManifest; transport and
 // disk errors.
 func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetadata, dir string) (_ *DownloadedCopy, err error) {
-	mf, err := m.ReadManifest(ctx, m.Key(meta, manifestSuffix))
+	mf, keys, err := m.readManifest(ctx, m.Key(meta, manifestSuffix))
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +73,7 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 			os.Remove(out.Log)
 		}
 	}()
-	if err := m.readDecoded(ctx, mf, logSuffix, f); err != nil {
+	if err := m.readDecoded(ctx, mf, keys, logSuffix, f); err != nil {
 		return nil, err
 	}
 	for _, opt := range []struct {
@@ -84,7 +84,7 @@ func (m *Manager) DownloadCopy(ctx context.Context, meta remotelog.SegmentMetada
 			continue
 		}
 		w := &byteSink{b: []byte{}} // an empty object is present, not nil
-		if err := m.readDecoded(ctx, mf, opt.suffix, w); err != nil {
+		if err := m.readDecoded(ctx, mf, keys, opt.suffix, w); err != nil {
 			return nil, err
 		}
 		*opt.dst = w.b
@@ -121,13 +121,14 @@ func (m *Manager) readChecked(ctx context.Context, o ObjectInfo, w io.Writer) er
 // checked: as readChecked for an object stored as it came; for one in
 // chunked form, its stored bytes' size and CRC-32C, each chunk as it is
 // decoded, and the original bytes' size and CRC-32C when recorded.
-func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, suffix string, w io.Writer) error {
-	return m.readDecodedProgress(ctx, mf, suffix, w, nil)
+// keys are the copy's (readManifest's), nil when it is not encrypted.
+func (m *Manager) readDecoded(ctx context.Context, mf *Manifest, keys *chunked.CopyKeys, suffix string, w io.Writer) error {
+	return m.readDecodedProgress(ctx, mf, keys, suffix, w, nil)
 }
 
 // readDecodedProgress is readDecoded telling onRead, when set, how many
 // stored bytes each read returned.
-func (m *Manager) readDecodedProgress(ctx context.Context, mf *Manifest, suffix string, w io.Writer, onRead func(int64)) error {
+func (m *Manager) readDecodedProgress(ctx context.Context, mf *Manifest, keys *chunked.CopyKeys, suffix string, w io.Writer, onRead func(int64)) error {
 	o := mf.Objects[suffix]
 	if o.Chunked == nil {
 		return m.readChecked(ctx, o, w)
@@ -135,10 +136,6 @@ func (m *Manager) readDecodedProgress(ctx context.Context, mf *Manifest, suffix 
 	l, err := o.layout()
 	if err != nil {
 		return fmt.Errorf("%w: %s: %v", ErrBadManifest, o.Key, err)
-	}
-	keys, err := m.openKeys(ctx, o.Key, mf)
-	if err != nil {
-		return err
 	}
 	var s *chunked.Sealer
 	if keys != nil {

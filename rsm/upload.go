@@ -266,7 +266,7 @@ func (m *Manager) uploadFile(ctx context.Context, key, suffix, p string, pt part
 	}
 	if form != nil {
 		src := &countingReader{r: io.LimitReader(f, size), progress: pt.progress}
-		info, err := m.encodeUpload(ctx, key, suffix, src, form.keys, files)
+		info, err := m.encodeUpload(ctx, key, suffix, src, size, form.keys, files)
 		if err == nil && src.n != size {
 			err = fmt.Errorf("upload %s: read %d of %d bytes (file changed during copy)", key, src.n, size)
 		}
@@ -287,7 +287,7 @@ func (m *Manager) uploadFile(ctx context.Context, key, suffix, p string, pt part
 // upload errors.
 func (m *Manager) uploadBytes(ctx context.Context, key, suffix string, data []byte, files SegmentFiles, form *copyForm) (ObjectInfo, error) {
 	if form != nil {
-		return m.encodeUpload(ctx, key, suffix, bytes.NewReader(data), form.keys, files)
+		return m.encodeUpload(ctx, key, suffix, bytes.NewReader(data), int64(len(data)), form.keys, files)
 	}
 	if err := m.b.Upload(ctx, key, files.throttled(ctx, bytes.NewReader(data)), int64(len(data))); err != nil {
 		return ObjectInfo{}, fmt.Errorf("upload %s: %w", key, err)

@@ -72,7 +72,11 @@ func (m *Manager) VerifyObjectIn(ctx context.Context, mf *Manifest, suffix strin
 	if o.Chunked == nil {
 		return m.VerifyObjectProgress(ctx, o, onRead)
 	}
-	return m.readDecodedProgress(ctx, mf, suffix, io.Discard, onRead)
+	keys, err := m.openKeys(ctx, o.Key, mf) // mf came from the caller: its key is not at hand
+	if err != nil {
+		return err
+	}
+	return m.readDecodedProgress(ctx, mf, keys, suffix, io.Discard, onRead)
 }
 
 // VerifyPresent checks that every object of a copy is stored with the size
@@ -132,7 +136,7 @@ func (m *Manager) MissingObjects(ctx context.Context, meta remotelog.SegmentMeta
 // describes another copy; ErrBadManifest; chunked.ErrDamaged and the key
 // errors of ReadManifest (wrapped); transport errors.
 func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata) error {
-	mf, err := m.ReadManifest(ctx, m.Key(meta, manifestSuffix))
+	mf, keys, err := m.readManifest(ctx, m.Key(meta, manifestSuffix))
 	if err != nil {
 		return err
 	}
@@ -146,7 +150,7 @@ func (m *Manager) VerifyCopy(ctx context.Context, meta remotelog.SegmentMetadata
 	}
 	for suffix, o := range mf.Objects {
 		if o.Chunked != nil {
-			if err := m.readDecoded(ctx, mf, suffix, io.Discard); err != nil {
+			if err := m.readDecoded(ctx, mf, keys, suffix, io.Discard); err != nil {
 				return err
 			}
 			continue
