@@ -2,6 +2,7 @@ package rsm
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -235,44 +236,62 @@ func (c *copyLayout) sealer() *chunked.Sealer {
 const layoutCacheEntries = 4096
 
 // layoutCache keeps the layouts of recently read chunked copies, by
-// segment id, dropping the oldest loaded past its bound.
+// segment id, dropping the least recently used past its bound.
 type layoutCache struct {
-	mu    sync.Mutex
-	max   int
-	m     map[remotelog.SegmentID]*copyLayout
-	order []remotelog.SegmentID
+	mu  sync.Mutex
+	max int
+	m   map[remotelog.SegmentID]*list.Element // of *layoutEntry
+	lru list.List                             // front: most recently used
+}
+
+type layoutEntry struct {
+	id remotelog.SegmentID
+	l  *copyLayout
 }
 
 func newLayoutCache(max int) *layoutCache {
-	return &layoutCache{max: max, m: map[remotelog.SegmentID]*copyLayout{}}
+	return &layoutCache{max: max, m: map[remotelog.SegmentID]*list.Element{}}
 }
 
 func (c *layoutCache) get(id remotelog.SegmentID) *copyLayout {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m[id]
+	e, ok := c.m[id]
+	if !ok {
+		return nil
+	}
+	c.lru.MoveToFront(e)
+	return e.Value.(*layoutEntry).l
 }
 
 func (c *layoutCache) put(id remotelog.SegmentID, l *copyLayout) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[id]; !ok {
-		c.order = append(c.order, id)
+	if e, ok := c.m[id]; ok {
+		e.Value.(*layoutEntry).l = l
+		c.lru.MoveToFront(e)
+		return
 	}
-	c.m[id] = l
-	for len(c.order) > c.max {
-		delete(c.m, c.order[0])
-		c.order = c.order[1:]
+	c.m[id] = c.lru.PushFront(&layoutEntry{id: id, l: l})
+	for c.lru.Len() > c.max {
+		old := c.lru.Back()
+		c.lru.Remove(old)
+		delete(c.m, old.Value.(*layoutEntry).id)
+	}
+}
+
+func (c *layoutCache) forget(id remotelog.SegmentID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[id]; ok {
+		c.lru.Remove(e)
+		delete(c.m, id)
 	}
 }
 
 // Forget drops what the Manager keeps of a copy's layout and keys (after
 // a re-wrap or a delete).
-func (m *Manager) Forget(id remotelog.SegmentID) {
-	m.layouts.mu.Lock()
-	defer m.layouts.mu.Unlock()
-	delete(m.layouts.m, id)
-}
+func (m *Manager) Forget(id remotelog.SegmentID) { m.layouts.forget(id) }
 
 // layoutOf returns a chunked copy's layout, reading its manifest on the
 // first read. The manifest must describe meta.
@@ -322,17 +341,15 @@ func (m *Manager) fetchChunked(ctx context.Context, meta remotelog.SegmentMetada
 	if err != nil {
 		return nil, err
 	}
-	r := &countedReader{r: chunked.NewReader(rc, m.codec, l, cl.sealer(), logSuffix, start, end), om: m.cfg.Metrics, encrypted: cl.keys != nil}
-	if r.om == nil {
-		return struct {
-			io.Reader
-			io.Closer
-		}{r.r, rc}, nil
+	// Decoded ahead of the caller: a chunk decodes while the next arrives.
+	ra := chunked.NewReadAhead(rc, m.codec, l, cl.sealer(), logSuffix, start, end)
+	if m.cfg.Metrics == nil {
+		return ra, nil
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{r, rc}, nil
+	}{&countedReader{r: ra, om: m.cfg.Metrics, encrypted: cl.keys != nil}, ra}, nil
 }
 
 // fetchChunkedObject reads and decodes a whole object of a chunked copy.

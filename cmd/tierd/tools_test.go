@@ -83,7 +83,7 @@ func TestToolsKeepOthersObjects(t *testing.T) {
 	checkCleanup(t, out, `deleted the (\d+) objects the demo wrote under tierd-demo-[0-9a-f]{12}/ in s3:`)
 	t.Setenv(asTierdEnv, "1") // the memory case's "tierd run" child is this binary
 	code, out, errOut = runCmd("bench", "--s3-endpoint", endpoint, "--s3-bucket", "tierd", "--segment-bytes", "1048576",
-		"--total-bytes", "3145728", "--count", "5", "--readers", "2")
+		"--total-bytes", "3145728", "--count", "5", "--readers", "2", "--objects-bytes", "16777216", "--objects-chunk-sizes", "262144", "--rounds", "1")
 	if code != 0 || !strings.Contains(out, "tierd run child") {
 		t.Fatalf("tierd bench: exit %d\n%s\n%s", code, out, errOut)
 	}

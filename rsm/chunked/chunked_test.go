@@ -61,10 +61,18 @@ func encodeAll(t testing.TB, c *Codec, s *Sealer, data []byte) ([]byte, *Layout)
 	return stored, l
 }
 
+// readRange reads [start, end) with both readers, NewReader and
+// NewReadAhead, and fails unless they return the same bytes and error.
 func readRange(c *Codec, l *Layout, s *Sealer, stored []byte, start, end int64) ([]byte, error) {
 	off, n, _, _ := l.StoredRange(start, end)
 	var out bytes.Buffer
 	_, err := NewReader(bytes.NewReader(stored[off:off+n]), c, l, s, ".log", start, end).WriteTo(&out)
+	ra := NewReadAhead(io.NopCloser(bytes.NewReader(stored[off:off+n])), c, l, s, ".log", start, end)
+	defer ra.Close()
+	got, aerr := io.ReadAll(ra)
+	if !bytes.Equal(got, out.Bytes()) || fmt.Sprint(aerr) != fmt.Sprint(err) {
+		return nil, fmt.Errorf("read ahead: %d bytes, %v; read in turn: %d bytes, %v", len(got), aerr, out.Len(), err)
+	}
 	return out.Bytes(), err
 }
 

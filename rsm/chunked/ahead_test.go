@@ -1,0 +1,135 @@
+package chunked
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// A read ahead returns the bytes of the chunks before a damaged one, then
+// the damaged chunk's error, as the reader in turn does.
+func TestReadAheadStopsAtDamage(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes = MinChunkBytes
+	cfg.Compression, cfg.Encryption = true, true
+	c, err := NewCodec(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := testSealer(t, "t-0/seg")
+	data := textLike(8 * MinChunkBytes)
+	stored, l := encodeAll(t, c, s, data)
+	off := int64(0)
+	for _, e := range l.Chunks[:5] {
+		off += e.StoredLen
+	}
+	stored[off+40] ^= 1 // in chunk 5
+	ra := NewReadAhead(io.NopCloser(bytes.NewReader(stored)), c, l, s, ".log", 0, int64(len(data)))
+	defer ra.Close()
+	got, err := io.ReadAll(ra)
+	if !errors.Is(err, ErrDamaged) {
+		t.Fatalf("read: %v, want ErrDamaged", err)
+	}
+	if want := data[:5*MinChunkBytes]; !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes before the damage, want the %d of chunks 0-4", len(got), len(want))
+	}
+	if n, err := ra.Read(make([]byte, 10)); n != 0 || !errors.Is(err, ErrDamaged) {
+		t.Fatalf("read after the error: %d, %v", n, err)
+	}
+}
+
+// A source that ends early is io.ErrUnexpectedEOF, after the whole chunks
+// it held.
+func TestReadAheadShortSource(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes = MinChunkBytes
+	cfg.Encryption = true
+	c, _ := NewCodec(cfg)
+	s := testSealer(t, "t-0/seg")
+	data := randomBytes(4 * MinChunkBytes)
+	stored, l := encodeAll(t, c, s, data)
+	cut := l.Chunks[0].StoredLen + l.Chunks[1].StoredLen + 7
+	ra := NewReadAhead(io.NopCloser(bytes.NewReader(stored[:cut])), c, l, s, ".log", 0, int64(len(data)))
+	defer ra.Close()
+	got, err := io.ReadAll(ra)
+	if !errors.Is(err, io.ErrUnexpectedEOF) || !bytes.Equal(got, data[:2*MinChunkBytes]) {
+		t.Fatalf("read %d bytes, %v; want chunks 0-1 and io.ErrUnexpectedEOF", len(got), err)
+	}
+}
+
+// blockingBody is a body whose bytes stop coming: its Read waits until
+// Close, as a stalled HTTP body's does.
+type blockingBody struct {
+	r      io.Reader
+	closed chan struct{}
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 || err != io.EOF {
+		return n, err
+	}
+	<-b.closed
+	return 0, errors.New("read on closed body")
+}
+
+func (b *blockingBody) Close() error { close(b.closed); return nil }
+
+// Close, while a Read waits for bytes that do not come, ends that Read
+// with an error, and leaves no goroutine running.
+func TestReadAheadCloseWhileWaiting(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes = MinChunkBytes
+	cfg.Compression = true
+	c, _ := NewCodec(cfg)
+	data := textLike(6 * MinChunkBytes)
+	stored, l := encodeAll(t, c, nil, data)
+	before := runtime.NumGoroutine()
+	body := &blockingBody{r: bytes.NewReader(stored[:l.Chunks[0].StoredLen+l.Chunks[1].StoredLen+1]), closed: make(chan struct{})}
+	ra := NewReadAhead(body, c, l, nil, ".log", 0, int64(len(data)))
+	buf := make([]byte, 2*MinChunkBytes)
+	if _, err := io.ReadFull(ra, buf); err != nil || !bytes.Equal(buf, data[:len(buf)]) {
+		t.Fatalf("first two chunks: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := ra.Read(buf); done <- err }()
+	select {
+	case err := <-done:
+		t.Fatalf("read of a stalled chunk returned %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	if err := ra.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err == nil {
+		t.Fatal("read after Close returned no error")
+	}
+	for deadline := time.Now().Add(2 * time.Second); runtime.NumGoroutine() > before && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines after Close, %d before the read", n, before)
+	}
+}
+
+// Closing a read ahead that was never read stops its reads and decodes.
+func TestReadAheadCloseUnread(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes = MinChunkBytes
+	cfg.Compression = true
+	c, _ := NewCodec(cfg)
+	data := textLike(20 * MinChunkBytes)
+	stored, l := encodeAll(t, c, nil, data)
+	for range 50 {
+		ra := NewReadAhead(io.NopCloser(bytes.NewReader(stored)), c, l, nil, ".log", 0, int64(len(data)))
+		if err := ra.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := ra.Read(make([]byte, 1)); n != 0 || err == nil {
+			t.Fatalf("read after Close: %d, %v", n, err)
+		}
+	}
+}
