@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,6 +39,11 @@ func holdLock(path string) int {
 	}
 	os.Stdout.WriteString("locked\n")
 	io.Copy(io.Discard, os.Stdin)
+	// f must outlive the wait: were it collected meanwhile, its finalizer
+	// would close the descriptor, and a close drops the process's POSIX
+	// locks on the file (the holder then holds nothing while it says it
+	// does).
+	runtime.KeepAlive(f)
 	return 0
 }
 
