@@ -102,6 +102,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.StringVar(&cfg.ChildBucketType, "child-bucket-type", cfg.ChildBucketType, "bucket.type of the tierd run children (replay_N, readers_N, the plugin cases): s3 (aws-sdk-go-v2) or minio (minio-go)")
 	fs.StringVar(&cfg.Java, "java", "", "java launcher of the plugin cases' JVM (default: java on PATH; none skips those cases)")
 	fs.Int64Var(&cfg.ObjectsBytes, "objects-bytes", cfg.ObjectsBytes, "bytes of each data shape's partition in the objects case (16 MiB segments)")
+	fs.DurationVar(&cfg.ObjectsStoreLatency, "objects-store-latency", cfg.ObjectsStoreLatency, "first-byte latency the objects case's cold-Fetch target is judged at (a second run of its cold Fetches over a store that waits this long before each GET; 0: judged on loopback)")
 	objectsChunks := fs.String("objects-chunk-sizes", "", "chunk sizes the objects case stores the chunked forms at, bytes, comma-separated (default 262144,1048576,4194304)")
 	jsonPath := fs.String("json", "", "also write the results as JSON to this file")
 	plotPath := fs.String("plot", "", "draw the latency percentiles to this .png or .svg file, and the growth cases' cost by size to the same name with -growth added (bench.png: bench-growth.png)")

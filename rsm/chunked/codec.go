@@ -208,11 +208,17 @@ func (s *Sealer) aad(suffix string, i int, flags byte) []byte {
 // bufs recycles chunk-sized buffers between encodes and decodes.
 var bufs sync.Pool
 
+// getBuf returns an empty buffer of at least n bytes' room. A new one
+// has room for a seal more, so that one buffer serves a chunk's stored
+// bytes and its original bytes alike (NewReadAhead takes both from here).
 func getBuf(n int) []byte {
-	if b, ok := bufs.Get().(*[]byte); ok && cap(*b) >= n {
-		return (*b)[:0]
+	if b, ok := bufs.Get().(*[]byte); ok {
+		if cap(*b) >= n {
+			return (*b)[:0]
+		}
+		bufs.Put(b) // another size's: kept for its own
 	}
-	return make([]byte, 0, n)
+	return make([]byte, 0, n+sealOverhead)
 }
 
 func putBuf(b []byte) {

@@ -12,8 +12,8 @@ import (
 // TestObjectsCase runs the objects case at a tiny size against a MinIO it
 // starts: every form's measures exist, zstd shrinks the text shape and
 // encryption alone does not, every byte read back was checked (the case
-// fails otherwise), the targets are reported, and the run leaves nothing
-// in its prefix.
+// fails otherwise), the cold Fetches are made again over a slow store and
+// the targets judged there, and the run leaves nothing in its prefix.
 func TestObjectsCase(t *testing.T) {
 	if rsmtest.FindMinIO() == "" {
 		rsmtest.StartMinIO(t) // skips, or fails under CI, with the reason
@@ -50,14 +50,21 @@ func TestObjectsCase(t *testing.T) {
 			}
 		}
 	}
-	var lines int
+	// The second cold-Fetch run waited for its store before every GET.
+	if s := rep.series("objects", "text/aes", "fetch_store_cold_p50_ms"); s == nil || s.at(0)[0] < float64(cfg.ObjectsStoreLatency.Milliseconds()) {
+		t.Errorf("cold Fetch over the slow store: %v, want at least its %s latency", s, cfg.ObjectsStoreLatency)
+	}
+	var lines, judged int
 	for _, tg := range rep.Targets() {
 		if strings.HasPrefix(tg.Text, "objects ") {
 			lines++
 		}
+		if strings.HasPrefix(tg.Text, "objects cold Fetch p50 with 20ms store latency") && !tg.Info {
+			judged++
+		}
 	}
-	if lines != 16 {
-		t.Errorf("%d objects target lines, want 16", lines)
+	if lines != 22 || judged != 6 {
+		t.Errorf("%d objects target lines, %d cold Fetch targets judged with the store's latency; want 22 and 6", lines, judged)
 	}
 	if !strings.Contains(progress.String(), "deleted the ") {
 		t.Errorf("no cleanup line:\n%s", progress.String())

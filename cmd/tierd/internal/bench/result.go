@@ -137,6 +137,9 @@ type Report struct {
 	// StoreLatency is the run's --store-latency: the fetch_cold target is
 	// 1.05 from 20 ms on, 1.3 below.
 	StoreLatency time.Duration
+	// ObjectsStoreLatency is the latency of the objects case's second
+	// cold-Fetch run (Config.ObjectsStoreLatency; 0 without one).
+	ObjectsStoreLatency time.Duration
 	// IdleInterval is the copier's pass interval the idle pass's CPU is
 	// judged against (its default, 30 s).
 	IdleInterval time.Duration

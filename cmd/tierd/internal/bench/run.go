@@ -34,7 +34,7 @@ func Run(ctx context.Context, cfg Config, progress io.Writer) (*Report, error) {
 		return nil, err
 	}
 	defer e.close()
-	rep := &Report{SegmentBytes: cfg.SegmentBytes, ChunkBytes: cfg.ChunkBytes, StoreLatency: cfg.StoreLatency,
+	rep := &Report{SegmentBytes: cfg.SegmentBytes, ChunkBytes: cfg.ChunkBytes, StoreLatency: cfg.StoreLatency, ObjectsStoreLatency: cfg.objectsLatency(),
 		IdleInterval: copier.DefaultConfig().Interval(), Rounds: cfg.Rounds, Partitions: cfg.Partitions, Copies: cfg.Copies, ReaderCounts: cfg.ReaderCounts,
 		PrefetchBytes: cfg.PrefetchBytes, ReaderBytes8: cfg.readerBytes(8)}
 	if cfg.runs("read") {
