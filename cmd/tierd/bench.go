@@ -77,7 +77,7 @@ func benchConfig(args []string, stderr io.Writer) (benchArgs, int) {
 	fs.IntVar(&cfg.Count, "count", cfg.Count, "random offsets read by the latency cases")
 	fs.IntVar(&cfg.Readers, "readers", cfg.Readers, "concurrent consumers in the memory case (replay_N)")
 	fs.IntVar(&cfg.Readers, "concurrency", cfg.Readers, "the same as --readers")
-	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "times replay and kafka_replay each read the whole log, taking turns")
+	fs.IntVar(&cfg.Rounds, "rounds", cfg.Rounds, "rounds of every case: times replay and kafka_replay each read the whole log, taking turns, and the copy, codecs, objects, plugin and growth cases' rounds (their ratios are medians over rounds; judge targets on several)")
 	fs.Int64Var(&cfg.ChunkBytes, "chunk-bytes", cfg.ChunkBytes, "remote.fetch.chunk.bytes")
 	fs.Int64Var(&cfg.CacheMemoryBytes, "cache-memory-bytes", cfg.CacheMemoryBytes, "remote.fetch.chunk.cache.memory.bytes")
 	fs.Int64Var(&cfg.IndexCacheBytes, "index-cache-bytes", cfg.IndexCacheBytes, "remote.log.index.file.cache.total.size.bytes")

@@ -40,8 +40,8 @@ func TestDemoEmbedded(t *testing.T) {
 	}
 	// The reference run's segments, byte for byte, as a broker writes them: 600 records of 5000
 	// bytes, one per batch, no key, no headers, segment.bytes=1048576.
-	for _, row := range [][]string{{"0", "205", "1044420", "no", "COPY_SEGMENT_FINISHED"}, {"206", "411", "1044420", "no", "COPY_SEGMENT_FINISHED"},
-		{"412", "599", "953160", "no", "COPY_SEGMENT_FINISHED"}, {"600", "-", "0", "yes", "-"}} {
+	for _, row := range [][]string{{"0", "205", "1044420", "no", "COPY_SEGMENT_FINISHED", "plain"}, {"206", "411", "1044420", "no", "COPY_SEGMENT_FINISHED", "plain"},
+		{"412", "599", "953160", "no", "COPY_SEGMENT_FINISHED", "plain"}, {"600", "-", "0", "yes", "-", "-"}} {
 		if !strings.Contains(s, strings.Join(row, " ")) && !containsFields(s, row) {
 			t.Errorf("output lacks row %v:\n%s", row, s)
 		}

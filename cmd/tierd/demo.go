@@ -51,6 +51,7 @@ type demoOptions struct {
 	kafka      string // the Kafka listener's address
 	grpc       string // the gRPC API's address
 	compact    bool   // run the compaction scenario (demo_compact.go) instead
+	objects    bool   // store copies compressed and encrypted, under a KEK of the run's own
 	// answerTimeout bounds the bucket's first requests (creating the
 	// bucket, claiming the prefix); 0 = rsm.ProbeTimeout (tests set it).
 	answerTimeout time.Duration
@@ -86,6 +87,7 @@ func runDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.serve, "serve", false, "after the checks, keep serving the demo log (Kafka listener and gRPC API) until interrupted")
 	fs.StringVar(&o.kafka, "kafka-listen", "127.0.0.1:9192", "address of the Kafka listener (with --serve; otherwise a free port)")
 	fs.StringVar(&o.grpc, "grpc-listen", "127.0.0.1:7450", "address of the gRPC API (with --serve; otherwise a free port)")
+	fs.BoolVar(&o.objects, "objects", false, "store the copies in chunked form, zstd-compressed and AES-256-GCM-encrypted under a key-encryption key the run makes (keys/demo.kek, kept with --keep)")
 	fs.BoolVar(&o.compact, "compact", false, "run the compaction scenario instead: a cleanup.policy=compact topic cleaned twice (34 -> 258 -> 506 records), then tiered")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -157,6 +159,11 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 	if o.s3Endpoint != "" {
 		cfg.Bucket.Type = "s3"
 		cfg.Bucket.S3.Endpoint, cfg.Bucket.S3.Bucket, cfg.Bucket.S3.Region, cfg.Bucket.S3.PathStyle = o.s3Endpoint, o.s3Bucket, o.s3Region, true
+	}
+	if o.objects {
+		if err := demoObjects(&cfg, root); err != nil {
+			return nil, err
+		}
 	}
 	if tweak != nil {
 		tweak(&cfg)
@@ -237,6 +244,24 @@ func openDemo(ctx context.Context, o demoOptions, stdout, stderr io.Writer, twea
 	return e, nil
 }
 
+// demoObjects makes new copies chunked, compressed and encrypted under a
+// new KEK, "demo", written to root/keys/demo.kek (mode 0600, in a 0700
+// directory) as "tierd keys new" writes one.
+func demoObjects(cfg *config.Config, root string) error {
+	dir := filepath.Join(root, "keys")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, "demo.kek")
+	if err := newKEKFile(p); err != nil {
+		return fmt.Errorf("the demo's key-encryption key: %w", err)
+	}
+	cfg.Objects.Compression, cfg.Objects.Encryption = true, true
+	cfg.Objects.EncryptionKeyID = "demo"
+	cfg.Objects.EncryptionKeys = map[string]string{"demo": p}
+	return nil
+}
+
 // close undoes openDemo, joining its errors into *err.
 func (e *demoEnv) close(err *error, stdout io.Writer) {
 	for i := len(e.done) - 1; i >= 0; i-- {
@@ -291,6 +316,10 @@ func demo(ctx context.Context, o demoOptions, stdout, stderr io.Writer) (err err
 	fmt.Fprintf(stdout, "wrote %d records with a key and a header to %s-0 (segment.bytes=%d; offsets %d-%d stay in the active segment)\n",
 		demoKeyedRecords, demoKeyedTopic, demoKeyedSegmentBytes, keyedLocalStart, demoKeyedRecords-1)
 	fmt.Fprintf(stdout, "bucket %s, prefix %s/ (this run's own), metadata %s\n", d.Bucket.Name(), cfg.Bucket.Prefix, cfg.Metadata.Dir)
+	if o.objects {
+		fmt.Fprintf(stdout, "copies stored in chunked form: zstd-compressed, AES-256-GCM-encrypted under key-encryption key %q (%s)\n",
+			cfg.Objects.CurrentKeyID(), cfg.Objects.EncryptionKeys[cfg.Objects.CurrentKeyID()])
+	}
 
 	// 2. Serve remote fetches on a real socket.
 	grpcAddr, kafkaAddr := "127.0.0.1:0", "127.0.0.1:0"
@@ -444,10 +473,11 @@ func printSegments(ctx context.Context, w io.Writer, d *daemon.Parts, r *seglog.
 		local[s.BaseOffset] = s
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\t")
+	fmt.Fprintln(tw, "base offset\tlast offset\tbytes\tlocal\tremote state\tstored\t")
 	for _, row := range rows {
 		_, isLocal := local[row.StartOffset]
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t\n", row.StartOffset, row.EndOffset, row.SizeInBytes, yesNo(isLocal), row.State)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%s\t%s\t%s\t\n", row.StartOffset, row.EndOffset, row.SizeInBytes, yesNo(isLocal), row.State,
+			storedText(row.Form, row.Encrypted, row.StoredSizeInBytes, row.SizeInBytes))
 	}
 	for _, s := range r.Segments() {
 		if _, ok := state[s.BaseOffset]; !ok {
@@ -455,7 +485,7 @@ func printSegments(ctx context.Context, w io.Writer, d *daemon.Parts, r *seglog.
 			if s.NextOffset > s.BaseOffset {
 				last = fmt.Sprint(s.NextOffset - 1)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t\n", s.BaseOffset, last, s.Size, "yes", "-")
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t%s\t%s\t\n", s.BaseOffset, last, s.Size, "yes", "-", "-")
 		}
 	}
 	if err := tw.Flush(); err != nil {

@@ -182,19 +182,27 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 	}
 }
 
-// formText is a copy's form in the "stored" column: "plain" (stored as it
-// came), or "chunked" ("chunked+enc" when encrypted) with its stored
-// .log size in bytes.
+// formText is a copy's form in the "stored" column (storedText).
 func formText(s *tierdpb.SegmentMetadata) string {
-	form := s.GetForm()
+	return storedText(s.GetForm(), s.GetEncrypted(), s.GetStoredSizeInBytes(), s.SizeInBytes)
+}
+
+// storedText is "plain" (a copy stored as it came), or "chunked"
+// ("chunked+enc" when encrypted) with its stored .log size, bytes, and
+// that size over the original's, size ("chunked+enc 5242 B 0.4%":
+// compressed to 0.4%).
+func storedText(form string, encrypted bool, stored, size int64) string {
 	switch {
 	case form == "":
 		return "plain"
-	case s.GetEncrypted():
+	case encrypted:
 		form += "+enc"
 	}
-	if s.GetStoredSizeInBytes() > 0 {
-		return fmt.Sprintf("%s %d", form, s.GetStoredSizeInBytes())
+	if stored > 0 {
+		if size > 0 {
+			return fmt.Sprintf("%s %d B %.1f%%", form, stored, 100*float64(stored)/float64(size))
+		}
+		return fmt.Sprintf("%s %d B", form, stored)
 	}
 	return form
 }

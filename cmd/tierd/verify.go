@@ -81,15 +81,20 @@ type verifyItem struct {
 // failure.
 type verifyResult struct {
 	copies, ok, mismatched, missing, unreadable, gone int
-	bytes                                             int64
+	chunked                                           int   // of ok: in chunked form, every chunk decoded and checked
+	bytes                                             int64 // stored bytes read
 	elapsed                                           time.Duration
 }
 
 func (r verifyResult) failed() bool { return r.mismatched+r.missing+r.unreadable > 0 }
 
 func (r verifyResult) String() string {
-	return fmt.Sprintf("verified %d %s, %s in %s: %d ok, %d mismatched, %d missing objects, %d unreadable, %d deleted while verifying",
-		r.copies, copiesWord(r.copies), humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone)
+	chunked := ""
+	if r.chunked > 0 {
+		chunked = fmt.Sprintf("; of the ok, %d in chunked form, every chunk decoded and checked", r.chunked)
+	}
+	return fmt.Sprintf("verified %d %s, %s stored read in %s: %d ok, %d mismatched, %d missing objects, %d unreadable, %d deleted while verifying%s",
+		r.copies, copiesWord(r.copies), humanBytes(r.bytes), r.elapsed.Round(time.Millisecond), r.ok, r.mismatched, r.missing, r.unreadable, r.gone, chunked)
 }
 
 // verifyCopies lists the finished copies (from the running tierd, or the
@@ -223,6 +228,9 @@ func verifyCopies(ctx context.Context, cfg config.Config, o verifyOptions, stdou
 				mu.Lock()
 				if err == nil {
 					res.ok++
+					if it.meta.Form != "" {
+						res.chunked++
+					}
 				} else if kind := classify(ctx, ls, bm, it, err, &res); kind != "" {
 					report(p, kind, it, err)
 				}

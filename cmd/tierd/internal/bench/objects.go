@@ -342,8 +342,12 @@ func (e *env) objectsCase(ctx context.Context) ([]*Series, error) {
 				if len(st.fetchStore) > 0 {
 					store = fmt.Sprintf(" (%.2f ms with %s store latency)", quantileMs(st.fetchStore, 0.5), e.cfg.objectsLatency())
 				}
-				e.logf("objects/%s/%s chunk %d KiB (round %d): stored %.3f of %d MiB; write %.2f, read %.2f CPU-s/GiB; cold Fetch p50 %.2f ms%s, cold range p50 %.2f ms",
-					shape, f.name, f.chunkBytes>>10, r+1, float64(st.stored)/float64(st.original), st.original>>20, st.writeCPU/gib, st.readCPU/gib,
+				chunks := "stored as it came"
+				if f.chunkBytes > 0 {
+					chunks = fmt.Sprintf("%d KiB chunks", f.chunkBytes>>10)
+				}
+				e.logf("objects/%s/%s, %s (round %d): stored %.3f of %d MiB; write %.2f, read %.2f CPU-s/GiB; cold Fetch p50 %.2f ms%s, cold range p50 %.2f ms",
+					shape, f.name, chunks, r+1, float64(st.stored)/float64(st.original), st.original>>20, st.writeCPU/gib, st.readCPU/gib,
 					quantileMs(st.fetch, 0.5), store, quantileMs(st.cold, 0.5))
 			}
 		}
