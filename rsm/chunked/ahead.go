@@ -25,8 +25,8 @@ var errReadAheadClosed = errors.New("chunked: read of a closed range")
 // use of chunk i-1. Bytes and errors are NewReader's, in order: the
 // bytes before a damaged chunk, then its error. Close closes src and
 // returns once no goroutine of the reader runs; it may be called while a
-// Read waits (src's Close must then end src's reads, as an HTTP body's
-// does). A range within one chunk is read as NewReader reads it.
+// Read waits (src's Close must then end src's reads: every bucket's
+// GetRange body does, rsmtest.ExerciseCloseStalledBody). A range within one chunk is read as NewReader reads it.
 func NewReadAhead(src io.ReadCloser, c *Codec, l *Layout, s *Sealer, suffix string, start, end int64) io.ReadCloser {
 	r := NewReader(src, c, l, s, suffix, start, end)
 	if r.err != nil || r.next == r.last {
@@ -72,12 +72,24 @@ type decoded struct {
 // produce reads chunks r.next..r.last from the source and starts their
 // decodes, queueing each chunk before its bytes are read (so the queue's
 // depth bounds the chunks in flight).
+//
+// A panic of the source's Read (a bucket client's bug) or of a decode
+// is the chunk's error, as a panic of the caller's own Read would be
+// where its caller recovers (the chunk cache's loads do): it does not
+// take the process down from a goroutine no caller can recover.
 func (a *aheadReader) produce(r *Reader, workers int) {
 	defer a.wg.Done()
 	defer close(a.q)
+	var d *decoded // queued, not yet handed to a decode
+	i := r.next
+	defer func() {
+		if p := recover(); p != nil && d != nil {
+			d.fail(fmt.Errorf("chunked: %s chunk %d: read panicked: %v", r.suffix, i, p))
+		}
+	}()
 	sem := make(chan struct{}, workers)
-	for i := r.next; i <= r.last; i++ {
-		d := &decoded{ready: make(chan struct{})}
+	for ; i <= r.last; i++ {
+		d = &decoded{ready: make(chan struct{})}
 		select {
 		case a.q <- d:
 		case <-a.stop:
@@ -99,14 +111,25 @@ func (a *aheadReader) produce(r *Reader, workers int) {
 			return
 		}
 		a.wg.Add(1)
-		go func(i int) {
-			defer a.wg.Done()
-			d.out, d.err = r.c.Decode(getBuf(int(r.l.OriginalLen(i))), stored, e, r.s, r.suffix, i, r.l.OriginalLen(i))
-			putBuf(stored)
-			<-sem
-			close(d.ready)
-		}(i)
+		go a.decode(r, d, stored, e, i, sem)
+		d = nil
 	}
+}
+
+// decode decodes chunk i's stored bytes into d, then frees its place in
+// sem and says d is ready.
+func (a *aheadReader) decode(r *Reader, d *decoded, stored []byte, e Chunk, i int, sem chan struct{}) {
+	defer a.wg.Done()
+	defer close(d.ready)
+	defer func() { <-sem }()
+	defer func() {
+		if p := recover(); p != nil {
+			d.out, d.err = nil, fmt.Errorf("chunked: %s chunk %d: decode panicked: %v", r.suffix, i, p)
+		}
+	}()
+	want := r.l.OriginalLen(i)
+	d.out, d.err = r.c.Decode(getBuf(int(want)), stored, e, r.s, r.suffix, i, want)
+	putBuf(stored)
 }
 
 func (d *decoded) fail(err error) {

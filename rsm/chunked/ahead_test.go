@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 )
@@ -131,5 +132,47 @@ func TestReadAheadCloseUnread(t *testing.T) {
 		if n, err := ra.Read(make([]byte, 1)); n != 0 || err == nil {
 			t.Fatalf("read after Close: %d, %v", n, err)
 		}
+	}
+}
+
+// panicky is a body whose Read panics after left bytes, as a bucket
+// client's bug might.
+type panicky struct {
+	r    io.Reader
+	left int
+}
+
+func (p *panicky) Read(b []byte) (int, error) {
+	if p.left <= 0 {
+		panic("bucket client bug")
+	}
+	n, err := p.r.Read(b[:min(len(b), p.left)])
+	p.left -= n
+	return n, err
+}
+
+// A panic of the body's Read, or of a chunk's decode, on the goroutines
+// that read ahead is that chunk's error for the caller, after the whole
+// chunks before it; the process goes on.
+func TestReadAheadPanicIsAnError(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ChunkBytes = MinChunkBytes
+	cfg.Compression = true
+	c, _ := NewCodec(cfg)
+	data := textLike(6 * MinChunkBytes)
+	stored, l := encodeAll(t, c, nil, data)
+	cut := int(l.Chunks[0].StoredLen+l.Chunks[1].StoredLen) + 10
+	ra := NewReadAhead(io.NopCloser(&panicky{r: bytes.NewReader(stored), left: cut}), c, l, nil, ".log", 0, int64(len(data)))
+	got, err := io.ReadAll(ra)
+	ra.Close()
+	if err == nil || !strings.Contains(err.Error(), "chunk 2: read panicked: bucket client bug") || !bytes.Equal(got, data[:2*MinChunkBytes]) {
+		t.Fatalf("read over a panicking body: %d bytes, %v", len(got), err)
+	}
+	// A Codec without its decoder (a bug) panics decoding a compressed chunk.
+	ra = NewReadAhead(io.NopCloser(bytes.NewReader(stored)), &Codec{cfg: cfg}, l, nil, ".log", 0, int64(len(data)))
+	got, err = io.ReadAll(ra)
+	ra.Close()
+	if err == nil || !strings.Contains(err.Error(), "chunk 0: decode panicked") || len(got) != 0 {
+		t.Fatalf("read with a panicking decode: %d bytes, %v", len(got), err)
 	}
 }

@@ -23,3 +23,19 @@ func TestCutOffUploadAbortedByKey(t *testing.T) {
 	}
 	rsmtest.ExerciseCutOffUpload(t, srv, proxy, b, "cutoff")
 }
+
+// TestCloseStalledBody: through minio-go, closing a body whose store
+// stopped sending mid-body ends the Read waiting on it at once
+// (rsmtest.ExerciseCloseStalledBody).
+func TestCloseStalledBody(t *testing.T) {
+	srv := rsmtest.StartMinIO(t)
+	proxy := rsmtest.StartFaultProxy(t, srv.Endpoint)
+	srv.CreateBucket(t, "stalled")
+	cfg := minio.DefaultConfig()
+	cfg.Endpoint, cfg.Bucket, cfg.Insecure = proxy.Endpoint, "stalled", true
+	b, err := minio.New(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsmtest.ExerciseCloseStalledBody(t, proxy, b)
+}

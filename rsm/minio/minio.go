@@ -221,19 +221,38 @@ func (b *Bucket) GetRange(ctx context.Context, key string, off, length int64) (i
 		return nil, err
 	}
 	// GetObject is lazy; the first Read sends the request. Do it now so
-	// that a missing key is reported here.
-	obj, err := b.c.GetObject(ctx, b.cfg.Bucket, key, opts)
+	// that a missing key is reported here. The request has a context of
+	// its own, which Close cancels: minio-go's Object.Close waits for a
+	// Read in flight, and only the request's end ends a Read that waits
+	// on a store that stopped sending.
+	gctx, cancel := context.WithCancel(ctx)
+	obj, err := b.c.GetObject(gctx, b.cfg.Bucket, key, opts)
 	if err != nil {
+		cancel()
 		return nil, notFound(key, err)
 	}
 	if _, err := obj.Stat(); err != nil {
 		obj.Close()
+		cancel()
 		if miniogo.ToErrorResponse(err).Code == "InvalidRange" {
 			return io.NopCloser(strings.NewReader("")), nil // range past the end
 		}
 		return nil, notFound(key, err)
 	}
-	return obj, nil
+	return &objectBody{Object: obj, cancel: cancel}, nil
+}
+
+// objectBody is a GetRange body: Close ends the request first (and so a
+// Read waiting on it), then closes the object.
+type objectBody struct {
+	*miniogo.Object
+	cancel context.CancelFunc
+}
+
+// Close implements io.Closer.
+func (o *objectBody) Close() error {
+	o.cancel()
+	return o.Object.Close()
 }
 
 // Attributes implements rsm.Bucket.

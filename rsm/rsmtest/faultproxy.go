@@ -31,11 +31,15 @@ const (
 	// (minio-go) race with the transport still sending it after an early
 	// answer such as Internal's; this one leaves them nothing to race.
 	InternalAfterBody
+	// StallBody forwards the headers and the first half of the response
+	// body, then sends nothing more until the client goes away (or 10 s
+	// pass): a store that stops mid-transfer.
+	StallBody
 	faultKinds
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "503", "500", "reset", "stall", "truncate", "500 after body"}[f]
+	return [...]string{"pass", "503", "500", "reset", "stall", "truncate", "500 after body", "stall mid-body"}[f]
 }
 
 // FaultProxy is an HTTP proxy in front of an S3 endpoint that injects
@@ -160,6 +164,8 @@ func (p *FaultProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		panic(http.ErrAbortHandler)
 	case Truncate:
 		p.rp.ServeHTTP(&truncating{ResponseWriter: w}, r)
+	case StallBody:
+		p.rp.ServeHTTP(&truncating{ResponseWriter: w, stall: r.Context().Done()}, r)
 	case InternalAfterBody:
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			panic(http.ErrAbortHandler)
@@ -176,10 +182,12 @@ func s3Error(w http.ResponseWriter, code int, s3code, msg string) {
 	fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code><Message>%s</Message><RequestId>fault</RequestId></Error>`, s3code, msg)
 }
 
-// truncating forwards half of a response body, then drops the connection.
+// truncating forwards half of a response body, then drops the connection;
+// with stall, it first waits for stall to close (or 10 s).
 type truncating struct {
 	http.ResponseWriter
 	limit, n int64
+	stall    <-chan struct{}
 }
 
 func (t *truncating) WriteHeader(code int) {
@@ -194,6 +202,12 @@ func (t *truncating) Write(b []byte) (int, error) {
 		t.ResponseWriter.Write(b[:t.limit-t.n])
 		if f, ok := t.ResponseWriter.(http.Flusher); ok {
 			f.Flush()
+		}
+		if t.stall != nil {
+			select {
+			case <-t.stall:
+			case <-time.After(10 * time.Second):
+			}
 		}
 		panic(http.ErrAbortHandler)
 	}

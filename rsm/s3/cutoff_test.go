@@ -24,3 +24,19 @@ func TestCutOffUploadAbortedByKey(t *testing.T) {
 	}
 	rsmtest.ExerciseCutOffUpload(t, srv, proxy, b, "cutoff")
 }
+
+// TestCloseStalledBody: through aws-sdk-go-v2, closing a body whose store
+// stopped sending mid-body ends the Read waiting on it at once
+// (rsmtest.ExerciseCloseStalledBody).
+func TestCloseStalledBody(t *testing.T) {
+	srv := rsmtest.StartMinIO(t)
+	proxy := rsmtest.StartFaultProxy(t, srv.Endpoint)
+	srv.CreateBucket(t, "stalled")
+	cfg := s3.DefaultConfig()
+	cfg.Endpoint, cfg.Bucket, cfg.PathStyle = proxy.URL, "stalled", true
+	b, err := s3.New(context.Background(), cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rsmtest.ExerciseCloseStalledBody(t, proxy, b)
+}
