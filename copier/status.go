@@ -146,6 +146,9 @@ func remoteCounts(st *remotelog.PartitionStatus, rows []remotelog.SegmentMetadat
 			st.RemoteStoredBytes += storedSize(r)
 			if r.Form != "" {
 				st.ChunkedSegments++
+				if r.Encrypted {
+					st.EncryptedSegments++
+				}
 			}
 			if r.Damaged != "" {
 				if st.DamagedCopies++; st.Damaged == "" {

@@ -48,7 +48,8 @@ func StatusToProto(s remotelog.TieringStatus) *tierdpb.PartitionStatusResponse {
 			HighestTieredOffset: p.HighestTieredOffset, RemoteSegments: int32(p.RemoteSegments), RemoteBytes: p.RemoteBytes,
 			MetadataRows: int32(p.MetadataRows), DeleteLagSegments: int32(p.DeleteLagSegments), DeleteLagBytes: p.DeleteLagBytes,
 			LastCopyMs: p.LastCopyMs, UpdatedMs: p.UpdatedMs, DamagedCopies: int32(p.DamagedCopies), Damaged: p.Damaged,
-			RemoteStoredBytes: p.RemoteStoredBytes, ChunkedSegments: int32(p.ChunkedSegments)}
+			RemoteStoredBytes: p.RemoteStoredBytes, ChunkedSegments: int32(p.ChunkedSegments),
+			EncryptedSegments: int32(p.EncryptedSegments)}
 		if c := p.Copying; c != nil {
 			ps.Copying = &tierdpb.CopyProgress{BaseOffset: c.BaseOffset, EndOffset: c.EndOffset, Bytes: c.Bytes, SentBytes: c.SentBytes, StartedMs: c.StartedMs}
 		}
@@ -70,7 +71,8 @@ func StatusFromProto(r *tierdpb.PartitionStatusResponse) remotelog.TieringStatus
 			RemoteSegments: int(p.GetRemoteSegments()), RemoteBytes: p.GetRemoteBytes(), MetadataRows: int(p.GetMetadataRows()),
 			DeleteLagSegments: int(p.GetDeleteLagSegments()), DeleteLagBytes: p.GetDeleteLagBytes(), LastCopyMs: p.GetLastCopyMs(),
 			UpdatedMs: p.GetUpdatedMs(), DamagedCopies: int(p.GetDamagedCopies()), Damaged: p.GetDamaged(),
-			RemoteStoredBytes: p.GetRemoteStoredBytes(), ChunkedSegments: int(p.GetChunkedSegments())}
+			RemoteStoredBytes: p.GetRemoteStoredBytes(), ChunkedSegments: int(p.GetChunkedSegments()),
+			EncryptedSegments: int(p.GetEncryptedSegments())}
 		if c := p.GetCopying(); c != nil {
 			ps.Copying = &remotelog.CopyProgress{BaseOffset: c.GetBaseOffset(), EndOffset: c.GetEndOffset(), Bytes: c.GetBytes(),
 				SentBytes: c.GetSentBytes(), StartedMs: c.GetStartedMs()}

@@ -115,7 +115,7 @@ func TestEncryptedTieringAndRewrap(t *testing.T) {
 		t.Fatalf("segments: exit %d\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = runCmd("status", "--config", cfg1)
-	if code != 0 || !strings.Contains(out, " stored, all chunked)") {
+	if code != 0 || !strings.Contains(out, " stored, all chunked, all encrypted)") {
 		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
 	}
 

@@ -188,7 +188,8 @@ func TestConfigYAMLRedacts(t *testing.T) {
 }
 
 // TestStoredText: the remote size tells what chunked copies take in the
-// bucket, and says nothing when no copy is chunked.
+// bucket and how many are encrypted, and says nothing when no copy is
+// chunked.
 func TestStoredText(t *testing.T) {
 	for _, c := range []struct {
 		p    remotelog.PartitionStatus
@@ -197,6 +198,8 @@ func TestStoredText(t *testing.T) {
 		{remotelog.PartitionStatus{RemoteSegments: 3, RemoteBytes: 3 << 20, RemoteStoredBytes: 3 << 20}, ""},
 		{remotelog.PartitionStatus{RemoteSegments: 3, ChunkedSegments: 3, RemoteBytes: 3 << 20, RemoteStoredBytes: 1 << 20}, ", 1.0 MiB stored, all chunked"},
 		{remotelog.PartitionStatus{RemoteSegments: 3, ChunkedSegments: 1, RemoteBytes: 3 << 20, RemoteStoredBytes: 2 << 20}, ", 2.0 MiB stored, 1 of 3 chunked"},
+		{remotelog.PartitionStatus{RemoteSegments: 3, ChunkedSegments: 3, EncryptedSegments: 3, RemoteStoredBytes: 1 << 20}, ", 1.0 MiB stored, all chunked, all encrypted"},
+		{remotelog.PartitionStatus{RemoteSegments: 3, ChunkedSegments: 2, EncryptedSegments: 1, RemoteStoredBytes: 2 << 20}, ", 2.0 MiB stored, 2 of 3 chunked, 1 encrypted"},
 	} {
 		if got := StoredText(c.p); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.p, got, c.want)

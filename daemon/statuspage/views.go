@@ -203,7 +203,8 @@ func timeText(ms int64) string {
 
 // ago prints ms since the epoch as how long before now, "-" for none.
 // StoredText tells what the copies take in the bucket when some are
-// chunked (", 10.1 KiB stored, all chunked"); "" when none is.
+// chunked (", 10.1 KiB stored, all chunked, all encrypted"); "" when
+// none is.
 func StoredText(p remotelog.PartitionStatus) string {
 	if p.ChunkedSegments == 0 {
 		return ""
@@ -211,6 +212,13 @@ func StoredText(p remotelog.PartitionStatus) string {
 	form := "all chunked"
 	if p.ChunkedSegments < p.RemoteSegments {
 		form = fmt.Sprintf("%d of %d chunked", p.ChunkedSegments, p.RemoteSegments)
+	}
+	switch {
+	case p.EncryptedSegments == 0:
+	case p.EncryptedSegments == p.RemoteSegments:
+		form += ", all encrypted"
+	default:
+		form += fmt.Sprintf(", %d encrypted", p.EncryptedSegments)
 	}
 	return fmt.Sprintf(", %s stored, %s", SizeText(p.RemoteStoredBytes), form)
 }

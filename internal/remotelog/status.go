@@ -140,9 +140,10 @@ type PartitionStatus struct {
 	// RemoteStoredBytes is what the finished copies' .log objects take in
 	// the bucket: a chunked copy's StoredSizeInBytes (compressed, sealed),
 	// a plain copy's SizeInBytes. ChunkedSegments counts the finished
-	// copies in chunked form.
+	// copies in chunked form, EncryptedSegments those of them encrypted.
 	RemoteStoredBytes int64 `json:"remoteStoredBytes"`
 	ChunkedSegments   int   `json:"chunkedSegments"`
+	EncryptedSegments int   `json:"encryptedSegments"`
 	// DeleteLagSegments and DeleteLagBytes are the copies that should be
 	// deleted and are not yet: rows in DELETE_SEGMENT_STARTED and finished
 	// copies wholly below the log start offset (Kafka's

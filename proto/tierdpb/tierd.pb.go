@@ -1387,9 +1387,11 @@ type PartitionStatus struct {
 	Damaged       string `protobuf:"bytes,27,opt,name=damaged,proto3" json:"damaged,omitempty"`
 	// Bytes the finished copies' .log objects take in the bucket
 	// (compressed and sealed for copies in chunked form), and how many
-	// finished copies are in chunked form.
+	// finished copies are in chunked form, and how many of those are
+	// encrypted.
 	RemoteStoredBytes int64 `protobuf:"varint,28,opt,name=remote_stored_bytes,json=remoteStoredBytes,proto3" json:"remote_stored_bytes,omitempty"`
 	ChunkedSegments   int32 `protobuf:"varint,29,opt,name=chunked_segments,json=chunkedSegments,proto3" json:"chunked_segments,omitempty"`
+	EncryptedSegments int32 `protobuf:"varint,30,opt,name=encrypted_segments,json=encryptedSegments,proto3" json:"encrypted_segments,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -1623,6 +1625,13 @@ func (x *PartitionStatus) GetRemoteStoredBytes() int64 {
 func (x *PartitionStatus) GetChunkedSegments() int32 {
 	if x != nil {
 		return x.ChunkedSegments
+	}
+	return 0
+}
+
+func (x *PartitionStatus) GetEncryptedSegments() int32 {
+	if x != nil {
+		return x.EncryptedSegments
 	}
 	return 0
 }
@@ -2632,7 +2641,7 @@ const file_tierd_proto_rawDesc = "" +
 	"\n" +
 	"sent_bytes\x18\x04 \x01(\x03R\tsentBytes\x12\x1d\n" +
 	"\n" +
-	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\xa1\b\n" +
+	"started_ms\x18\x05 \x01(\x03R\tstartedMs\"\xd0\b\n" +
 	"\x0fPartitionStatus\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x10\n" +
@@ -2666,7 +2675,8 @@ const file_tierd_proto_rawDesc = "" +
 	"\x0edamaged_copies\x18\x1a \x01(\x05R\rdamagedCopies\x12\x18\n" +
 	"\adamaged\x18\x1b \x01(\tR\adamaged\x12.\n" +
 	"\x13remote_stored_bytes\x18\x1c \x01(\x03R\x11remoteStoredBytes\x12)\n" +
-	"\x10chunked_segments\x18\x1d \x01(\x05R\x0fchunkedSegments\"\xf7\x01\n" +
+	"\x10chunked_segments\x18\x1d \x01(\x05R\x0fchunkedSegments\x12-\n" +
+	"\x12encrypted_segments\x18\x1e \x01(\x05R\x11encryptedSegments\"\xf7\x01\n" +
 	"\x17PartitionStatusResponse\x12\x18\n" +
 	"\arunning\x18\x01 \x01(\bR\arunning\x12\x16\n" +
 	"\x06passes\x18\x02 \x01(\x03R\x06passes\x12 \n" +
