@@ -2,13 +2,11 @@ package rsm
 
 import (
 	"bytes"
-	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"io"
-	"sync"
 
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm/chunked"
@@ -231,72 +229,18 @@ func (c *copyLayout) sealer() *chunked.Sealer {
 	return c.keys.Sealer
 }
 
-// layoutCacheEntries bounds the copies whose layouts a Manager keeps: a
-// few KiB each.
+// layoutCacheEntries bounds the copies whose layouts a Manager keeps (the
+// least recently read go first): a few KiB each.
 const layoutCacheEntries = 4096
-
-// layoutCache keeps the layouts of recently read chunked copies, by
-// segment id, dropping the least recently used past its bound.
-type layoutCache struct {
-	mu  sync.Mutex
-	max int
-	m   map[remotelog.SegmentID]*list.Element // of *layoutEntry
-	lru list.List                             // front: most recently used
-}
-
-type layoutEntry struct {
-	id remotelog.SegmentID
-	l  *copyLayout
-}
-
-func newLayoutCache(max int) *layoutCache {
-	return &layoutCache{max: max, m: map[remotelog.SegmentID]*list.Element{}}
-}
-
-func (c *layoutCache) get(id remotelog.SegmentID) *copyLayout {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	if !ok {
-		return nil
-	}
-	c.lru.MoveToFront(e)
-	return e.Value.(*layoutEntry).l
-}
-
-func (c *layoutCache) put(id remotelog.SegmentID, l *copyLayout) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[id]; ok {
-		e.Value.(*layoutEntry).l = l
-		c.lru.MoveToFront(e)
-		return
-	}
-	c.m[id] = c.lru.PushFront(&layoutEntry{id: id, l: l})
-	for c.lru.Len() > c.max {
-		old := c.lru.Back()
-		c.lru.Remove(old)
-		delete(c.m, old.Value.(*layoutEntry).id)
-	}
-}
-
-func (c *layoutCache) forget(id remotelog.SegmentID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[id]; ok {
-		c.lru.Remove(e)
-		delete(c.m, id)
-	}
-}
 
 // Forget drops what the Manager keeps of a copy's layout and keys (after
 // a re-wrap or a delete).
-func (m *Manager) Forget(id remotelog.SegmentID) { m.layouts.forget(id) }
+func (m *Manager) Forget(id remotelog.SegmentID) { m.layouts.Remove(id) }
 
 // layoutOf returns a chunked copy's layout, reading its manifest on the
 // first read. The manifest must describe meta.
 func (m *Manager) layoutOf(ctx context.Context, meta remotelog.SegmentMetadata) (*copyLayout, error) {
-	if l := m.layouts.get(meta.ID); l != nil {
+	if l, ok := m.layouts.Get(meta.ID); ok {
 		return l, nil
 	}
 	key := m.Key(meta, manifestSuffix)
@@ -316,7 +260,7 @@ func (m *Manager) layoutOf(ctx context.Context, meta remotelog.SegmentMetadata) 
 			return nil, fmt.Errorf("%w %s: %v", ErrBadManifest, key, err)
 		}
 	}
-	m.layouts.put(meta.ID, cl)
+	m.layouts.Put(meta.ID, cl)
 	return cl, nil
 }
 

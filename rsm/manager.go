@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tierd/tierd/internal/kafkalog"
+	"github.com/tierd/tierd/internal/lru"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rsm/chunked"
 )
@@ -91,7 +92,7 @@ type Manager struct {
 	cfg     Config
 	now     func() time.Time
 	codec   *chunked.Codec
-	layouts *layoutCache
+	layouts *lru.Cache[remotelog.SegmentID, *copyLayout]
 }
 
 // NewManager returns a Manager over b.
@@ -103,7 +104,7 @@ func NewManager(b Bucket, cfg Config) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Manager{b: b, cfg: cfg, now: time.Now, codec: codec, layouts: newLayoutCache(layoutCacheEntries)}, nil
+	return &Manager{b: b, cfg: cfg, now: time.Now, codec: codec, layouts: lru.New[remotelog.SegmentID, *copyLayout](layoutCacheEntries)}, nil
 }
 
 // Bucket returns the underlying bucket.

@@ -311,7 +311,7 @@ func (s *Server) runCopy(ctx context.Context, spec copySpec, files *Files) (*cop
 		return nil, fmt.Errorf("copy of %s: %w", c, err)
 	}
 	crashpoint.Hit("rsm-copy.finished")
-	s.manifests.put(c.id, mf)
+	s.manifests.Put(c.id, mf)
 	return &copyAnswer{CustomMetadata: customMetadata(meta.TxnIndexPresent, meta.ProducerSnapshotPresent), Bytes: res.Size}, nil
 }
 
@@ -360,7 +360,7 @@ func (s *Server) startRow(meta remotelog.SegmentMetadata) error {
 		}
 		err = s.cat.PutBrokerCopy(meta)
 	}
-	s.manifests.drop(meta.ID)
+	s.manifests.Remove(meta.ID)
 	return err
 }
 

@@ -60,7 +60,7 @@ func (s *Server) handleDelete(w http.ResponseWriter, r *http.Request) {
 // row that could not be moved (the objects are deleted).
 func (s *Server) deleteCopy(ctx context.Context, meta remotelog.SegmentMetadata, proof string) error {
 	c := copyName{tp: meta.TopicPartition, start: meta.StartOffset, id: meta.ID}
-	s.manifests.drop(c.id)
+	s.manifests.Remove(c.id)
 	_, rowErr := s.cat.SetBrokerCopyState(c.tp, c.start, c.id, remotelog.DeleteSegmentStarted)
 	noRow := errors.Is(rowErr, rlmm.ErrSegmentNotFound)
 	if errors.Is(rowErr, remotelog.ErrIllegalTransition) {

@@ -1,7 +1,6 @@
 package rsmapi
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -9,9 +8,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/tierd/tierd/internal/lru"
 	"github.com/tierd/tierd/internal/remotelog"
 	"github.com/tierd/tierd/rlmm"
 	"github.com/tierd/tierd/rsm"
@@ -240,7 +239,7 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 	case !errors.Is(err, rlmm.ErrSegmentNotFound):
 		s.log.Debug("rsm: the catalogue did not answer; reading the copy's manifest", "copy", c.String(), "err", err)
 	}
-	if mf := s.manifests.get(c.id); mf != nil && named(mf.Metadata(), c) {
+	if mf, ok := s.manifests.Get(c.id); ok && named(mf.Metadata(), c) {
 		return mf.Metadata(), nil
 	}
 	mf, err := s.st.Manifest(ctx, c.meta())
@@ -255,7 +254,7 @@ func (s *Server) lookup(ctx context.Context, c copyName) (remotelog.SegmentMetad
 		return meta, fmt.Errorf("the manifest under %s describes %s segment %d copy %s", s.st.Key(c.meta(), rsm.ManifestSuffix),
 			meta.TopicPartition, meta.StartOffset, meta.ID)
 	}
-	s.manifests.put(c.id, mf)
+	s.manifests.Put(c.id, mf)
 	return meta, nil
 }
 
@@ -270,53 +269,6 @@ func named(meta remotelog.SegmentMetadata, c copyName) bool {
 const manifestCacheSize = 256
 
 // manifestCache keeps the manifests of the copies read most recently.
-type manifestCache struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List // front: most recent
-	m   map[remotelog.SegmentID]*list.Element
-}
+type manifestCache = lru.Cache[remotelog.SegmentID, *rsm.Manifest]
 
-type manifestEntry struct {
-	id remotelog.SegmentID
-	mf *rsm.Manifest
-}
-
-func newManifestCache(n int) *manifestCache {
-	return &manifestCache{max: n, ll: list.New(), m: map[remotelog.SegmentID]*list.Element{}}
-}
-
-func (c *manifestCache) get(id remotelog.SegmentID) *rsm.Manifest {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.m[id]; e != nil {
-		c.ll.MoveToFront(e)
-		return e.Value.(*manifestEntry).mf
-	}
-	return nil
-}
-
-func (c *manifestCache) put(id remotelog.SegmentID, mf *rsm.Manifest) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.m[id]; e != nil {
-		e.Value.(*manifestEntry).mf = mf
-		c.ll.MoveToFront(e)
-		return
-	}
-	c.m[id] = c.ll.PushFront(&manifestEntry{id: id, mf: mf})
-	for c.ll.Len() > c.max {
-		old := c.ll.Back()
-		c.ll.Remove(old)
-		delete(c.m, old.Value.(*manifestEntry).id)
-	}
-}
-
-func (c *manifestCache) drop(id remotelog.SegmentID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.m[id]; e != nil {
-		c.ll.Remove(e)
-		delete(c.m, id)
-	}
-}
+func newManifestCache(n int) *manifestCache { return lru.New[remotelog.SegmentID, *rsm.Manifest](n) }

@@ -10,17 +10,28 @@ import (
 	"time"
 )
 
-// A read ahead returns the bytes of the chunks before a damaged one, then
-// the damaged chunk's error, as the reader in turn does.
-func TestReadAheadStopsAtDamage(t *testing.T) {
+// smallChunks returns a Codec of MinChunkBytes chunks with compression
+// and encryption as asked, and the Sealer of copy "t-0/seg" when
+// encrypting (nil otherwise).
+func smallChunks(t *testing.T, compress, encrypt bool) (*Codec, *Sealer) {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ChunkBytes = MinChunkBytes
-	cfg.Compression, cfg.Encryption = true, true
+	cfg.Compression, cfg.Encryption = compress, encrypt
 	c, err := NewCodec(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := testSealer(t, "t-0/seg")
+	if !encrypt {
+		return c, nil
+	}
+	return c, testSealer(t, "t-0/seg")
+}
+
+// A read ahead returns the bytes of the chunks before a damaged one, then
+// the damaged chunk's error, as the reader in turn does.
+func TestReadAheadStopsAtDamage(t *testing.T) {
+	c, s := smallChunks(t, true, true)
 	data := textLike(8 * MinChunkBytes)
 	stored, l := encodeAll(t, c, s, data)
 	off := int64(0)
@@ -45,11 +56,7 @@ func TestReadAheadStopsAtDamage(t *testing.T) {
 // A source that ends early is io.ErrUnexpectedEOF, after the whole chunks
 // it held.
 func TestReadAheadShortSource(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkBytes = MinChunkBytes
-	cfg.Encryption = true
-	c, _ := NewCodec(cfg)
-	s := testSealer(t, "t-0/seg")
+	c, s := smallChunks(t, false, true)
 	data := randomBytes(4 * MinChunkBytes)
 	stored, l := encodeAll(t, c, s, data)
 	cut := l.Chunks[0].StoredLen + l.Chunks[1].StoredLen + 7
@@ -82,10 +89,7 @@ func (b *blockingBody) Close() error { close(b.closed); return nil }
 // Close, while a Read waits for bytes that do not come, ends that Read
 // with an error, and leaves no goroutine running.
 func TestReadAheadCloseWhileWaiting(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkBytes = MinChunkBytes
-	cfg.Compression = true
-	c, _ := NewCodec(cfg)
+	c, _ := smallChunks(t, true, false)
 	data := textLike(6 * MinChunkBytes)
 	stored, l := encodeAll(t, c, nil, data)
 	before := runtime.NumGoroutine()
@@ -118,10 +122,7 @@ func TestReadAheadCloseWhileWaiting(t *testing.T) {
 
 // Closing a read ahead that was never read stops its reads and decodes.
 func TestReadAheadCloseUnread(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkBytes = MinChunkBytes
-	cfg.Compression = true
-	c, _ := NewCodec(cfg)
+	c, _ := smallChunks(t, true, false)
 	data := textLike(20 * MinChunkBytes)
 	stored, l := encodeAll(t, c, nil, data)
 	for range 50 {
@@ -155,10 +156,7 @@ func (p *panicky) Read(b []byte) (int, error) {
 // that read ahead is that chunk's error for the caller, after the whole
 // chunks before it; the process goes on.
 func TestReadAheadPanicIsAnError(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.ChunkBytes = MinChunkBytes
-	cfg.Compression = true
-	c, _ := NewCodec(cfg)
+	c, _ := smallChunks(t, true, false)
 	data := textLike(6 * MinChunkBytes)
 	stored, l := encodeAll(t, c, nil, data)
 	cut := int(l.Chunks[0].StoredLen+l.Chunks[1].StoredLen) + 10
@@ -169,7 +167,7 @@ func TestReadAheadPanicIsAnError(t *testing.T) {
 		t.Fatalf("read over a panicking body: %d bytes, %v", len(got), err)
 	}
 	// A Codec without its decoder (a bug) panics decoding a compressed chunk.
-	ra = NewReadAhead(io.NopCloser(bytes.NewReader(stored)), &Codec{cfg: cfg}, l, nil, ".log", 0, int64(len(data)))
+	ra = NewReadAhead(io.NopCloser(bytes.NewReader(stored)), &Codec{cfg: c.cfg}, l, nil, ".log", 0, int64(len(data)))
 	got, err = io.ReadAll(ra)
 	ra.Close()
 	if err == nil || !strings.Contains(err.Error(), "chunk 0: decode panicked") || len(got) != 0 {
