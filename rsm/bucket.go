@@ -34,6 +34,10 @@ type ObjectAttributes struct {
 type BucketReader interface {
 	// GetRange returns length bytes of key starting at byte off; length -1
 	// reads to the end. A range past the end is cut short, not an error.
+	// The body's Close may be called while a Read of it waits (from
+	// another goroutine: chunked.NewReadAhead, the chunk cache's loads),
+	// and must end that Read, even with ctx still live
+	// (rsmtest.ExerciseCloseStalledBody).
 	// Errors: ErrNotFound (wrapped), transport errors.
 	GetRange(ctx context.Context, key string, off, length int64) (io.ReadCloser, error)
 	// Attributes returns the object's size, or ErrNotFound.

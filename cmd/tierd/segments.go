@@ -184,7 +184,7 @@ func printPartition(w io.Writer, tp kafkalog.TopicPartition, pr *partitionRows) 
 
 // formText is a copy's form in the "stored" column (storedText).
 func formText(s *tierdpb.SegmentMetadata) string {
-	return storedText(s.GetForm(), s.GetEncrypted(), s.GetStoredSizeInBytes(), s.SizeInBytes)
+	return storedText(s.GetForm(), s.GetEncrypted(), s.GetStoredSizeInBytes(), s.GetSizeInBytes())
 }
 
 // storedText is "plain" (a copy stored as it came), or "chunked"

@@ -20,13 +20,15 @@ var errReadAheadClosed = errors.New("chunked: read of a closed range")
 
 // NewReadAhead is NewReader that works ahead of its caller: one goroutine
 // reads the stored chunks from src as they arrive, and each chunk is
-// decoded on a goroutine of its own (at most GOMAXPROCS at once), so that
-// decoding chunk i overlaps the transfer of chunk i+1 and the caller's
-// use of chunk i-1. Bytes and errors are NewReader's, in order: the
-// bytes before a damaged chunk, then its error. Close closes src and
-// returns once no goroutine of the reader runs; it may be called while a
-// Read waits (src's Close must then end src's reads: every bucket's
-// GetRange body does, rsmtest.ExerciseCloseStalledBody). A range within one chunk is read as NewReader reads it.
+// decoded on a goroutine of its own, so that decoding chunk i overlaps
+// the transfer of chunk i+1 and the caller's use of chunk i-1. Up to
+// aheadBytes of chunks are in flight, at most min(4, GOMAXPROCS) decodes
+// at once (one from 1 MiB chunks up). Bytes and errors are NewReader's,
+// in order: the bytes before a damaged chunk, then its error. Close
+// closes src and returns once no goroutine of the reader runs; it may be
+// called while a Read waits (src's Close must then end src's reads:
+// every bucket's GetRange body does, rsmtest.ExerciseCloseStalledBody).
+// A range within one chunk is read as NewReader reads it.
 func NewReadAhead(src io.ReadCloser, c *Codec, l *Layout, s *Sealer, suffix string, start, end int64) io.ReadCloser {
 	r := NewReader(src, c, l, s, suffix, start, end)
 	if r.err != nil || r.next == r.last {

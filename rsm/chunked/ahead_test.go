@@ -174,3 +174,20 @@ func TestReadAheadPanicIsAnError(t *testing.T) {
 		t.Fatalf("read with a panicking decode: %d bytes, %v", len(got), err)
 	}
 }
+
+// Buffers are recycled per size class: a small buffer given back does
+// not make every later chunk-sized one a new allocation.
+func TestBufClasses(t *testing.T) {
+	putBuf(getBuf(1000)) // a sample's, or a compressed chunk's stored bytes
+	putBuf(getBuf(MinChunkBytes + sealOverhead))
+	allocs := testing.AllocsPerRun(100, func() {
+		b := getBuf(MinChunkBytes + sealOverhead)
+		if cap(b) < MinChunkBytes+sealOverhead {
+			t.Fatalf("buffer of %d bytes' room for %d", cap(b), MinChunkBytes+sealOverhead)
+		}
+		putBuf(b)
+	})
+	if allocs > 1 {
+		t.Fatalf("%.0f allocations a get and put of a chunk-sized buffer, want reuse", allocs)
+	}
+}

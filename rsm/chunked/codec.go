@@ -205,25 +205,34 @@ func (s *Sealer) aad(suffix string, i int, flags byte) []byte {
 	return append(b, flags)
 }
 
-// bufs recycles chunk-sized buffers between encodes and decodes.
-var bufs sync.Pool
+// bufClass is the step of the buffer sizes getBuf makes: buffers are
+// recycled per size class, so that small ones (a compressed chunk's
+// stored bytes, a sample) never stand in the way of chunk-sized ones.
+const bufClass = 64 << 10
 
-// getBuf returns an empty buffer of at least n bytes' room. A new one
-// has room for a seal more, so that one buffer serves a chunk's stored
-// bytes and its original bytes alike (NewReadAhead takes both from here).
+// bufPools[k] recycles buffers of k bufClass steps (*[]byte); larger ones
+// than the largest chunk and its seal are not recycled.
+var bufPools [(MaxChunkBytes+sealOverhead)/bufClass + 2]sync.Pool
+
+// getBuf returns an empty buffer of at least n bytes' room: n rounded up
+// to bufClass, recycled from that class when one was put back.
 func getBuf(n int) []byte {
-	if b, ok := bufs.Get().(*[]byte); ok {
-		if cap(*b) >= n {
+	k := (max(n, 1) + bufClass - 1) / bufClass
+	if k < len(bufPools) {
+		if b, ok := bufPools[k].Get().(*[]byte); ok {
 			return (*b)[:0]
 		}
-		bufs.Put(b) // another size's: kept for its own
 	}
-	return make([]byte, 0, n+sealOverhead)
+	return make([]byte, 0, k*bufClass)
 }
 
+// putBuf gives b back to the class of its capacity; a buffer of another
+// capacity (not getBuf's, or cut short by a three-index slice) is left
+// to the collector.
 func putBuf(b []byte) {
-	if cap(b) > 0 {
+	c := cap(b)
+	if k := c / bufClass; c > 0 && c%bufClass == 0 && k < len(bufPools) {
 		b = b[:0]
-		bufs.Put(&b)
+		bufPools[k].Put(&b)
 	}
 }
