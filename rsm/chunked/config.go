@@ -11,9 +11,10 @@ type Config struct {
 	// ChunkBytes is the original bytes per chunk. Default 256 KiB: a
 	// cold read of a Fetch's range (1 MiB) decodes at most a chunk more
 	// than it asks for, and the chunk cache's 16 MiB chunk is 64 whole
-	// chunks; at 4 MiB a cold read took about 3x (encrypted) to 5x
-	// (compressed) the plain read's p50, at 256 KiB 1.3x and 2.3x, while
-	// zstd saves as much within 1% (docs/bench.md has the measurements).
+	// chunks; on loopback, at 4 MiB a cold Fetch took about 2.5x
+	// (encrypted) to 3.3x (compressed text) the plain one's p50, at 256
+	// KiB 1.1x and 1.6x, while zstd saves as much within 1% (docs/bench.md
+	// has the measurements).
 	// The chunk index grows with the chunk count: about 11 bytes of
 	// manifest per chunk, 44 KiB for a 1 GiB segment. 64 KiB to 64 MiB.
 	ChunkBytes int `yaml:"chunk.size"`

@@ -21,8 +21,12 @@ type Series struct {
 	Variant string
 	// Metric names the measure, with its unit last (first_pass_cpu_s).
 	Metric string
-	// Sizes are the sizes measured (partitions, copies, readers), rising.
+	// Sizes are the sizes measured (partitions, copies, readers; the
+	// objects case's chunk KiB, 0 for plain), rising.
 	Sizes []int
+	// SizeUnit is what Sizes count, printed after each ("KiB chunks");
+	// "" for the growth cases, whose case names say it.
+	SizeUnit string `json:",omitempty"`
 	// Values holds Values[round][i] for Sizes[i]; NaN where the size was
 	// not measured that round (it timed out, or a smaller size did).
 	Values [][]float64
@@ -129,7 +133,7 @@ func writeGrowth(w io.Writer, series []*Series) {
 	if len(series) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\ngrowth (median over rounds, range over rounds in brackets; x10 = growth per tenfold of the size):")
+	fmt.Fprintln(w, "\nseries (median over rounds, range over rounds in brackets; x10 = growth per tenfold of the size, in the scale cases):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	last := ""
 	for _, s := range series {
@@ -137,7 +141,14 @@ func writeGrowth(w io.Writer, series []*Series) {
 			last = head
 			cols := []string{s.Case + "/" + s.Variant}
 			for _, n := range s.Sizes {
-				cols = append(cols, fmt.Sprintf("at %d", n))
+				switch {
+				case s.SizeUnit == "":
+					cols = append(cols, fmt.Sprintf("at %d", n))
+				case n == 0:
+					cols = append(cols, "as it came")
+				default:
+					cols = append(cols, fmt.Sprintf("%d %s", n, s.SizeUnit))
+				}
 			}
 			for i := 1; i < len(s.Sizes) && s.tenfold(); i++ {
 				cols = append(cols, fmt.Sprintf("x10 %d->%d", s.Sizes[i-1], s.Sizes[i]))

@@ -295,6 +295,7 @@ func (e *env) objectsCase(ctx context.Context) ([]*Series, error) {
 			}
 			for _, m := range objectsMetrics {
 				ser[v+" "+m] = newSeries("objects", v, m, sizes, e.cfg.Rounds, false)
+				ser[v+" "+m].SizeUnit = "KiB chunks"
 				out = append(out, ser[v+" "+m])
 			}
 		}
