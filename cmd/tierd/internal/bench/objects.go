@@ -335,12 +335,10 @@ func (e *env) objectsCase(ctx context.Context) ([]*Series, error) {
 				ser[v+" cold_p99_ms"].set(r, i, quantileMs(st.cold, 0.99))
 				ser[v+" fetch_cold_p50_ms"].set(r, i, quantileMs(st.fetch, 0.5))
 				ser[v+" fetch_cold_p99_ms"].set(r, i, quantileMs(st.fetch, 0.99))
+				store := ""
 				if len(st.fetchStore) > 0 {
 					ser[v+" fetch_store_cold_p50_ms"].set(r, i, quantileMs(st.fetchStore, 0.5))
 					ser[v+" fetch_store_cold_p99_ms"].set(r, i, quantileMs(st.fetchStore, 0.99))
-				}
-				store := ""
-				if len(st.fetchStore) > 0 {
 					store = fmt.Sprintf(" (%.2f ms with %s store latency)", quantileMs(st.fetchStore, 0.5), e.cfg.objectsLatency())
 				}
 				chunks := "stored as it came"
